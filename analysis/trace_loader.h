@@ -1,0 +1,38 @@
+// LoadTrace: the entry point of the trace engine. Streams a trace file (plain or gzip) in chunks:
+// a reader thread decompresses and splits the event array (JsonSplitter), worker threads parse
+// events (EventParser) into partial tables, and the builder (trace_builder.h) folds them into one
+// columnar Trace with hierarchy, CPU->GPU links, steps and windows. Memory stays bounded: the
+// document is never held whole. Called by the CLI commands, the language server and the tests.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/status.h"
+#include "analysis/trace.h"
+
+namespace ttap {
+
+struct LoadOptions {
+  int threads = 0;                  // parse workers; 0 = hardware concurrency, 1 = inline
+  size_t chunk_bytes = 8u << 20;    // bytes read per chunk
+  int window_count = 100;           // windows over the profiled span (the paper's N)
+  const std::atomic<bool>* cancel = nullptr;  // polled once per chunk
+};
+
+// Loads one trace file. Errors name the file and the byte offset or the reason.
+StatusOr<std::unique_ptr<Trace>> LoadTrace(const std::string& path, const LoadOptions& options = {});
+// Loads a trace held in memory (tests, fuzzing); |name| is used in messages.
+StatusOr<std::unique_ptr<Trace>> LoadTraceFromMemory(std::string_view data, const std::string& name,
+                                                     const LoadOptions& options = {});
+
+// Trace files in a directory (*.json, *.json.gz, not recursive), sorted by name.
+std::vector<std::string> ListTraceFiles(const std::string& dir);
+// Rank from a file name as HTA and tensorboard_trace_handler users name them ("rank-3", "rank_3",
+// "rank3"); -1 when the name says nothing.
+int RankFromFileName(std::string_view path);
+
+}  // namespace ttap

@@ -1,0 +1,194 @@
+// Subcommand dispatch and `ttap stats`; see cli.h.
+#include "server/cli.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_loader.h"
+#include "analysis/trace_stats.h"
+#include "server/config.h"
+#include "server/stats_report.h"
+
+#ifndef TTAP_VERSION
+#define TTAP_VERSION "0.0.0"
+#endif
+
+namespace ttap {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ttap [--config FILE] <command> [options]\n"
+    "\n"
+    "TorchTraceAP: finds performance anti-patterns in PyTorch profiler traces.\n"
+    "\n"
+    "commands:\n"
+    "  stats TRACE_OR_DIR [--json] [--windows N] [--threads N] [--rank N]\n"
+    "        load a trace (.json or .json.gz, Kineto object or legacy array) or a directory of\n"
+    "        per-rank traces and print the per-step breakdown, top kernels and CPU ops, HTA's\n"
+    "        temporal breakdown and import statistics\n"
+    "\n"
+    "options:\n"
+    "  --config FILE   read settings from FILE (default: ttap.toml or [tool.ttap] in\n"
+    "                  pyproject.toml, searched from the current directory upwards)\n"
+    "  -h, --help      show this help\n"
+    "  --version       print the version\n"
+    "\n"
+    "exit codes: 0 ok, 1 findings (scan), 2 unusable input or bad usage\n";
+
+int UsageError(const std::string& msg) {
+  std::fprintf(stderr, "ttap: %s\n(run 'ttap --help' for usage)\n", msg.c_str());
+  return 2;
+}
+
+bool ParseIntArg(const char* s, int* out) {
+  char* end = nullptr;
+  long v = std::strtol(s, &end, 10);
+  if (!s[0] || *end || v < -1 || v > 1000000) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int RunStats(const std::vector<std::string>& args, Config config) {
+  std::string target;
+  bool json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](int* out) {
+      if (i + 1 >= args.size() || !ParseIntArg(args[i + 1].c_str(), out)) return false;
+      ++i;
+      return true;
+    };
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--windows") {
+      if (!value(&config.windows) || config.windows < 1) return UsageError("--windows needs a positive number");
+    } else if (a == "--threads") {
+      if (!value(&config.threads) || config.threads < 0) return UsageError("--threads needs a number >= 0");
+    } else if (a == "--rank") {
+      if (!value(&config.rank)) return UsageError("--rank needs a number");
+    } else if (!a.empty() && a[0] == '-') {
+      return UsageError("stats: unknown option " + a);
+    } else if (target.empty()) {
+      target = a;
+    } else {
+      return UsageError("stats: one trace file or directory, got a second: " + a);
+    }
+  }
+  if (target.empty()) return UsageError("stats: missing TRACE_OR_DIR");
+  std::vector<std::string> files;
+  if (IsDir(target)) {
+    files = ListTraceFiles(target);
+    if (files.empty()) {
+      std::fprintf(stderr, "ttap: error: %s: no trace files (*.json, *.json.gz)\n", target.c_str());
+      return 2;
+    }
+  } else {
+    files.push_back(target);
+  }
+  LoadOptions opts;
+  opts.threads = config.threads;
+  opts.window_count = config.windows;
+  std::vector<std::unique_ptr<Trace>> traces;
+  for (const auto& f : files) {
+    auto t = LoadTrace(f, opts);
+    if (!t.ok()) {
+      std::fprintf(stderr, "ttap: error: %s\n", t.status().message().c_str());
+      return 2;
+    }
+    if (config.rank >= 0 && (*t)->rank != config.rank) continue;
+    traces.push_back(std::move(t.value()));
+  }
+  std::stable_sort(traces.begin(), traces.end(),
+                   [](const auto& a, const auto& b) { return a->rank < b->rank; });
+  if (json) {
+    nlohmann::json ranks = nlohmann::json::array();
+    ImportStats total;
+    nlohmann::json per_file = nlohmann::json::array();
+    for (const auto& t : traces) {
+      TraceSummary s = Summarize(*t);
+      nlohmann::json r = RankStatsToJson(*t, s);
+      r["file"] = t->path;
+      ranks.push_back(std::move(r));
+      per_file.push_back({{"file", t->path}, {"stats", ImportStatsToJson(t->stats)}});
+    }
+    nlohmann::json out = {{"trace", target}, {"ranks", ranks}};
+    out["import_stats"] = traces.size() == 1 ? ImportStatsToJson(traces[0]->stats)
+                                             : nlohmann::json({{"files", per_file}});
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "trace: " << target << "\n";
+    for (const auto& t : traces) {
+      if (traces.size() > 1) std::cout << "file: " << t->path << "\n";
+      std::cout << RankStatsToText(*t, Summarize(*t));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string config_path;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--version" || a == "-V") {
+      std::printf("ttap %s\n", TTAP_VERSION);
+      return 0;
+    }
+    if (a == "--help" || a == "-h" || a == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--config") {
+      if (i + 1 >= args.size()) return UsageError("--config needs a file");
+      config_path = args[++i];
+      continue;
+    }
+    if (a.rfind("--config=", 0) == 0) {
+      config_path = a.substr(9);
+      continue;
+    }
+    break;
+  }
+  if (i >= args.size()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::string command = args[i];
+  std::vector<std::string> rest(args.begin() + i + 1, args.end());
+  for (auto it = rest.begin(); it != rest.end(); ++it) {
+    if (*it == "--help" || *it == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (*it == "--config" && it + 1 != rest.end()) {
+      config_path = *(it + 1);
+      rest.erase(it, it + 2);
+      break;
+    }
+  }
+  auto config = config_path.empty() ? FindConfig(".") : LoadConfigFile(config_path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "ttap: error: %s\n", config.status().message().c_str());
+    return 2;
+  }
+  if (command == "stats") return RunStats(rest, *config);
+  return UsageError("unknown command '" + command + "'");
+}
+
+}  // namespace ttap

@@ -1,0 +1,10 @@
+// The `ttap` command line: subcommand dispatch (stats, and later scan, lsp, gen, eval, train),
+// --help, --version and --config. main() only calls RunCli. Exit codes: 0 success, 1 findings
+// (scan), 2 unusable input or bad usage.
+#pragma once
+
+namespace ttap {
+
+int RunCli(int argc, char** argv);
+
+}  // namespace ttap

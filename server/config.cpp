@@ -1,0 +1,86 @@
+// Config loading with cpptoml; see config.h.
+#include "server/config.h"
+
+#include <cpptoml.h>
+#include <sys/stat.h>
+
+namespace ttap {
+
+namespace {
+
+bool IsFile(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Status Apply(const cpptoml::table& t, Config* c) {
+  if (auto v = t.get_as<int64_t>("windows")) {
+    if (*v < 1 || *v > 100000) return Status::Error("windows must be between 1 and 100000");
+    c->windows = static_cast<int>(*v);
+  }
+  if (auto v = t.get_as<int64_t>("threads")) {
+    if (*v < 0 || *v > 1024) return Status::Error("threads must be between 0 and 1024");
+    c->threads = static_cast<int>(*v);
+  }
+  if (auto v = t.get_as<int64_t>("rank")) c->rank = static_cast<int>(*v);
+  if (auto v = t.get_array_of<std::string>("trace_globs")) c->trace_globs = *v;
+  if (auto th = t.get_table("thresholds")) {
+    for (const auto& [key, value] : *th) {
+      if (auto d = th->get_as<double>(key)) c->thresholds[key] = *d;
+      else if (auto i = th->get_as<int64_t>(key)) c->thresholds[key] = static_cast<double>(*i);
+      else return Status::Error("thresholds." + key + " must be a number");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Config> LoadConfigFile(const std::string& path) {
+  Config c;
+  std::shared_ptr<cpptoml::table> root;
+  try {
+    root = cpptoml::parse_file(path);
+  } catch (const std::exception& e) {
+    return Status::Error(path + ": " + e.what());
+  }
+  std::shared_ptr<cpptoml::table> t;
+  bool pyproject = path.size() >= 14 && path.compare(path.size() - 14, 14, "pyproject.toml") == 0;
+  if (pyproject) {
+    t = root->get_table_qualified("tool.ttap");
+    if (!t) return c;  // a pyproject without our table: defaults
+  } else {
+    t = root->get_table("ttap");
+    if (!t) t = root;
+  }
+  Status s;
+  try {
+    s = Apply(*t, &c);
+  } catch (const std::exception& e) {
+    s = Status::Error(e.what());
+  }
+  if (!s.ok()) return Status::Error(path + ": " + s.message());
+  c.source = path;
+  return c;
+}
+
+StatusOr<Config> FindConfig(const std::string& start) {
+  std::string dir = start.empty() ? "." : start;
+  for (int guard = 0; guard < 64; ++guard) {
+    for (const char* name : {"ttap.toml", "pyproject.toml"}) {
+      std::string p = dir + "/" + name;
+      if (!IsFile(p)) continue;
+      auto c = LoadConfigFile(p);
+      if (!c.ok() || !c->source.empty()) return c;
+    }
+    char resolved[4096];
+    if (!realpath(dir.c_str(), resolved)) break;
+    std::string r = resolved;
+    if (r == "/") break;
+    size_t slash = r.rfind('/');
+    dir = slash == 0 ? "/" : r.substr(0, slash);
+  }
+  return Config();
+}
+
+}  // namespace ttap

@@ -1,0 +1,3 @@
+#include <catch2/catch.hpp>
+#include "analysis/trace_loader.h"
+TEST_CASE("placeholder") { REQUIRE(true); }
