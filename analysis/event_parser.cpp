@@ -140,7 +140,7 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     bool has_name = false, has_cat = false, has_ts = false, has_dur = false;
     bool has_pid = false, has_tid = false;
     int64_t correlation = kNone, external = kNone, stream = kNone, bytes = kNone, flow_id = kNone;
-    int64_t py_id = kNone, py_parent = kNone;
+    int64_t py_id = kNone, py_parent = kNone, device = kNone;
     meta_name.clear();
     meta_value.clear();
     const char* bad = nullptr;
@@ -220,6 +220,8 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
             case 6:
               if (ak == "stream") {
                 if (!ReadInt(av, &stream)) stream = kNone;
+              } else if (ak == "device") {
+                ReadInt(av, &device);
               } else if (ak == "labels") {
                 std::string_view s;
                 if (!av.get_string().get(s)) meta_value.assign(s);
@@ -349,14 +351,14 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     t.flags.push_back(static_cast<uint8_t>((has_dur ? kHasDur : 0) | (has_cat ? kHasCat : 0) |
                                            (frac_ts || frac_dur ? kFracTs : 0)));
     t.track.push_back(track_of());
-    t.stream.push_back(stream >= INT32_MIN && stream <= INT32_MAX ? static_cast<int32_t>(stream)
-                                                                   : -1);
+    t.stream.push_back(stream);
     t.correlation.push_back(correlation);
     t.external_id.push_back(external);
     t.call_stack.push_back(call_stack.empty() ? kEmptyString : out->strings.Intern(call_stack));
     t.python_id.push_back(static_cast<int32_t>(py_id));
     t.python_parent.push_back(static_cast<int32_t>(py_parent));
     t.bytes.push_back(bytes);
+    t.device.push_back(device >= 0 && device < INT16_MAX ? static_cast<int16_t>(device) : -1);
   }
   out->stats.events = t.size();
 }

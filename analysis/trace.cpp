@@ -39,6 +39,7 @@ void EventTable::Reserve(size_t n) {
   python_id.reserve(n);
   python_parent.reserve(n);
   bytes.reserve(n);
+  device.reserve(n);
 }
 
 int64_t Trace::span_start() const {

@@ -54,13 +54,14 @@ struct EventTable {
   std::vector<EventKind> kind;
   std::vector<uint8_t> flags;
   std::vector<uint32_t> track;       // index into Trace::tracks
-  std::vector<int32_t> stream;       // args.stream, -1 when absent or not a number
+  std::vector<int64_t> stream;       // args.stream, -1 when absent or not a number
   std::vector<int64_t> correlation;  // args.correlation, -1
   std::vector<int64_t> external_id;  // args["External id"] / args["external id"], -1
   std::vector<StringId> call_stack;  // args["Call stack"] (2021 format), kEmptyString if none
   std::vector<int32_t> python_id;    // args["Python id"], -1
   std::vector<int32_t> python_parent;// args["Python parent id"], -1
   std::vector<int64_t> bytes;        // args.bytes for memcpy/memset, -1
+  std::vector<int16_t> device;       // args.device, -1
   // Derived by the builder:
   std::vector<uint16_t> depth;       // nesting depth on its thread (0 = top level)
   std::vector<int32_t> parent;       // enclosing event on the same thread, -1

@@ -123,6 +123,7 @@ void SortPartial(PartialTable* part) {
   Permute(&t.python_id, order);
   Permute(&t.python_parent, order);
   Permute(&t.bytes, order);
+  Permute(&t.device, order);
 }
 
 Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top, int window_count,
@@ -242,6 +243,7 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
   gather(&EventTable::python_id, same);
   gather(&EventTable::python_parent, same);
   gather(&EventTable::bytes, same);
+  gather(&EventTable::device, same);
   Release(&order);
   parts.clear();
   std::sort(trace->flows.begin(), trace->flows.end(),
@@ -304,16 +306,25 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
   for (size_t i = 0; i < total; ++i) {
     if (ev.kind[i] == EventKind::kKernel || ev.kind[i] == EventKind::kMemcpy ||
         ev.kind[i] == EventKind::kMemset) {
-      trace->tracks[ev.track[i]].gpu = true;
+      Track& tr = trace->tracks[ev.track[i]];
+      if (!tr.gpu && ev.device[i] >= 0) tr.device = ev.device[i];
+      tr.gpu = true;
     }
   }
+  const size_t properties_count = trace->devices.size();
   for (Track& tr : trace->tracks) {
     if (!tr.gpu) continue;
-    tr.device = tr.pid_num >= 0 && tr.pid_num < 1024 ? static_cast<int32_t>(tr.pid_num) : 0;
+    // args.device when the activities carry it, else the pid (Kineto writes the device as pid).
+    if (tr.device < 0) {
+      tr.device = tr.pid_num >= 0 && tr.pid_num < 1024 ? static_cast<int32_t>(tr.pid_num) : 0;
+    }
     auto d = std::find_if(trace->devices.begin(), trace->devices.end(),
                           [&](const DeviceInfo& di) { return di.id == tr.device; });
     if (d == trace->devices.end()) {
       DeviceInfo info;
+      // One visible device whose properties carry another index (HIP/CUDA_VISIBLE_DEVICES):
+      // the properties still describe it.
+      if (properties_count == 1) info = trace->devices.front();
       info.id = tr.device;
       trace->devices.push_back(info);
       d = trace->devices.end() - 1;

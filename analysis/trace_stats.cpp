@@ -199,8 +199,8 @@ TraceSummary Summarize(const Trace& trace, size_t top_n) {
   std::map<EventKind, int64_t> counts;
   bool any_gpu = false, hip = false, cuda = false;
   std::vector<Interval> kernels, all_gpu;
-  std::map<std::pair<int32_t, int32_t>, StreamSummary> streams;
-  std::map<std::pair<int32_t, int32_t>, std::vector<Interval>> stream_busy;
+  std::map<std::pair<int32_t, int64_t>, StreamSummary> streams;
+  std::map<std::pair<int32_t, int64_t>, std::vector<Interval>> stream_busy;
   std::unordered_map<StringId, NameSummary> kernel_names;
   std::vector<int64_t> child_ns(n, 0);
   for (size_t i = 0; i < n; ++i) {
