@@ -14,6 +14,12 @@ bool IsFile(const std::string& p) {
 }
 
 Status Apply(const cpptoml::table& t, Config* c) {
+  for (const char* key : {"windows", "threads", "rank"}) {
+    if (t.contains(key) && !t.get_as<int64_t>(key)) return Status::Error(std::string(key) + " must be an integer");
+  }
+  if (t.contains("trace_globs") && !t.get_array_of<std::string>("trace_globs")) {
+    return Status::Error("trace_globs must be an array of strings");
+  }
   if (auto v = t.get_as<int64_t>("windows")) {
     if (*v < 1 || *v > 100000) return Status::Error("windows must be between 1 and 100000");
     c->windows = static_cast<int>(*v);

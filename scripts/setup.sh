@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything TorchTraceAP needs on a fresh Debian 12 machine (idempotent, quiet when
+# nothing is missing): Debian packages with apt-get and the tree-sitter Python grammar from npm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(build-essential cmake ninja-build ccache pkg-config python3
+      libsimdjson-dev nlohmann-json3-dev libtorch-dev libopenblas0-pthread libtree-sitter-dev
+      libasio-dev libcurl4-openssl-dev catch2 zlib1g-dev libdeflate-dev libcpptoml-dev
+      clang libclang-rt-14-dev neovim time)
+# node/npm: Debian's packages unless a node with npm is already there (nodesource bundles npm).
+if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# tree-sitter-python 0.23.6: grammar ABI 14, which Debian's libtree-sitter 0.20.7 loads (0.25 does not).
+GRAMMAR=third_party/tree-sitter-python
+if [ ! -f "$GRAMMAR/src/parser.c" ]; then
+  echo "setup: fetching tree-sitter-python@0.23.6 from npm" >&2
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent tree-sitter-python@0.23.6 >/dev/null)
+  mkdir -p "$GRAMMAR"
+  tar -xzf "$tmp"/tree-sitter-python-0.23.6.tgz -C "$GRAMMAR" --strip-components=1
+  rm -rf "$tmp"
+fi

@@ -1,0 +1,151 @@
+// The `ttap` binary as a whole process: --help/--version, exit codes, `ttap stats` text and JSON
+// (golden files for small bundled traces), directories of ranks, configuration discovery.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+using ttap_test::RunTtap;
+using ttap_test::SourceDir;
+
+namespace {
+
+std::string DataTrace(const std::string& name) { return SourceDir() + "/tests/data/" + name; }
+
+std::string MakeTempDir() {
+  char tmpl[] = "/tmp/ttap_cli_XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+
+// Drops path-dependent keys so a golden file does not depend on the checkout location.
+void StripPaths(nlohmann::json* j) {
+  if (j->is_object()) {
+    j->erase("trace");
+    j->erase("file");
+    for (auto& [k, v] : j->items()) StripPaths(&v);
+  } else if (j->is_array()) {
+    for (auto& v : *j) StripPaths(&v);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("version and help", "[cli]") {
+  auto v = RunTtap("--version");
+  CHECK(v.exit_code == 0);
+  CHECK(v.out.rfind("ttap ", 0) == 0);
+  auto h = RunTtap("--help");
+  CHECK(h.exit_code == 0);
+  CHECK(h.out.find("usage: ttap") != std::string::npos);
+  CHECK(h.out.find("stats") != std::string::npos);
+  auto none = RunTtap("");
+  CHECK(none.exit_code == 2);
+  auto unknown = RunTtap("frobnicate");
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("unknown command") != std::string::npos);
+}
+
+TEST_CASE("stats JSON matches the golden files", "[cli][golden]") {
+  for (const char* name : {"kineto--docs__traces__before_fix_trace.json.gz",
+                           "hta--amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+                           "hta--cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"}) {
+    INFO(name);
+    auto r = RunTtap("stats --json '" + DataTrace(name) + "'");
+    REQUIRE(r.exit_code == 0);
+    auto got = nlohmann::json::parse(r.out);
+    REQUIRE(got.contains("ranks"));
+    REQUIRE(got.contains("import_stats"));
+    const auto& rank = got["ranks"][0];
+    for (const char* key : {"rank", "device", "steps", "breakdown", "top_kernels", "hta"}) {
+      CHECK(rank.contains(key));
+    }
+    for (const char* key : {"idle_time_us", "compute_time_us", "non_compute_time_us",
+                            "kernel_time_us", "comm_comp_overlap_pct", "iterations"}) {
+      CHECK(rank["hta"].contains(key));
+    }
+    StripPaths(&got);
+    std::string golden_path = SourceDir() + "/tests/golden/" + std::string(name) + ".stats.json";
+    std::string golden = ttap_test::ReadFile(golden_path);
+    if (golden.empty()) {
+      FAIL("missing golden file " << golden_path << "; produced:\n" << got.dump(2));
+    }
+    CHECK(got == nlohmann::json::parse(golden));
+  }
+}
+
+TEST_CASE("stats text output", "[cli]") {
+  auto r = RunTtap("stats '" + SourceDir() + "/examples/resnet50_num_workers_0/worker0.pt.trace.json.gz'");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("6 steps") != std::string::npos);
+  CHECK(r.out.find("GPU active") != std::string::npos);
+  CHECK(r.out.find("enumerate(DataLoader)") != std::string::npos);
+}
+
+TEST_CASE("unusable input: one line naming the file, exit code 2", "[cli]") {
+  std::string dir = MakeTempDir();
+  WriteFile(dir + "/notes.json", "these are my notes");
+  WriteFile(dir + "/trunc.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "na)");
+  for (const std::string& f : {dir + "/missing.json", dir + "/notes.json", dir + "/trunc.json"}) {
+    INFO(f);
+    auto r = RunTtap("stats '" + f + "'");
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find(f) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  auto trunc = RunTtap("stats '" + dir + "/trunc.json'");
+  CHECK(trunc.err.find("byte") != std::string::npos);
+  auto usage = RunTtap("stats");
+  CHECK(usage.exit_code == 2);
+}
+
+TEST_CASE("a directory of ranks is loaded and ordered by rank", "[cli]") {
+  std::string dir = MakeTempDir();
+  auto event = [](int rank) {
+    return std::string(R"({"distributedInfo": {"rank": )") + std::to_string(rank) +
+           R"(, "world_size": 2}, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]})";
+  };
+  WriteFile(dir + "/a_worker.pt.trace.json", event(1));
+  WriteFile(dir + "/b_worker.pt.trace.json", event(0));
+  auto r = RunTtap("stats --json '" + dir + "'");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["ranks"].size() == 2);
+  CHECK(j["ranks"][0]["rank"] == 0);
+  CHECK(j["ranks"][1]["rank"] == 1);
+  CHECK(j["ranks"][0]["world_size"] == 2);
+  auto one = RunTtap("stats --json --rank 1 '" + dir + "'");
+  REQUIRE(one.exit_code == 0);
+  CHECK(nlohmann::json::parse(one.out)["ranks"].size() == 1);
+}
+
+TEST_CASE("configuration: pyproject [tool.ttap], ttap.toml, --config, flags win", "[cli][config]") {
+  std::string dir = MakeTempDir();
+  std::string trace = DataTrace("kineto--docs__traces__before_fix_trace.json.gz");
+  WriteFile(dir + "/pyproject.toml", "[project]\nname = \"x\"\n\n[tool.ttap]\nwindows = 7\n");
+  auto r = RunTtap("stats --json '" + trace + "'", dir);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["ranks"][0]["windows"]["count"] == 7);
+  auto flag = RunTtap("stats --json --windows 3 '" + trace + "'", dir);
+  CHECK(nlohmann::json::parse(flag.out)["ranks"][0]["windows"]["count"] == 3);
+  WriteFile(dir + "/other.toml", "windows = 11\n");
+  auto cfg = RunTtap("--config other.toml stats --json '" + trace + "'", dir);
+  REQUIRE(cfg.exit_code == 0);
+  CHECK(nlohmann::json::parse(cfg.out)["ranks"][0]["windows"]["count"] == 11);
+  WriteFile(dir + "/broken.toml", "windows = = 3\n");
+  auto broken = RunTtap("--config broken.toml stats '" + trace + "'", dir);
+  CHECK(broken.exit_code == 2);
+  CHECK(broken.err.find("broken.toml") != std::string::npos);
+  WriteFile(dir + "/bad_value.toml", "windows = 0\n");
+  auto bad = RunTtap("--config bad_value.toml stats '" + trace + "'", dir);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("windows") != std::string::npos);
+}

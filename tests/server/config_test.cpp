@@ -1,0 +1,60 @@
+// Config: TOML parsing of [tool.ttap] in pyproject.toml and ttap.toml, upward search, errors.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
+#include <sys/stat.h>
+
+#include "server/config.h"
+
+using namespace ttap;
+
+namespace {
+void Write(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+}  // namespace
+
+TEST_CASE("config files", "[config]") {
+  char tmpl[] = "/tmp/ttap_cfg_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  SECTION("defaults without a file") {
+    auto c = FindConfig(dir);
+    REQUIRE(c.ok());
+    CHECK(c->windows == 100);
+    CHECK(c->source.empty());
+  }
+  SECTION("pyproject without [tool.ttap] gives defaults") {
+    Write(dir + "/pyproject.toml", "[project]\nname = \"demo\"\n");
+    auto c = FindConfig(dir);
+    REQUIRE(c.ok());
+    CHECK(c->source.empty());
+  }
+  SECTION("[tool.ttap] found from a subdirectory") {
+    Write(dir + "/pyproject.toml",
+          "[tool.ttap]\nwindows = 50\nthreads = 1\n[tool.ttap.thresholds]\ndataloader_share = 0.05\n");
+    mkdir((dir + "/src").c_str(), 0755);
+    auto c = FindConfig(dir + "/src");
+    REQUIRE(c.ok());
+    CHECK(c->windows == 50);
+    CHECK(c->threads == 1);
+    CHECK(c->thresholds.at("dataloader_share") == Approx(0.05));
+    CHECK(c->source == dir + "/pyproject.toml");
+  }
+  SECTION("ttap.toml wins over pyproject and accepts a [ttap] table") {
+    Write(dir + "/pyproject.toml", "[tool.ttap]\nwindows = 50\n");
+    Write(dir + "/ttap.toml", "[ttap]\nwindows = 20\n");
+    auto c = FindConfig(dir);
+    REQUIRE(c.ok());
+    CHECK(c->windows == 20);
+  }
+  SECTION("errors name the file") {
+    Write(dir + "/ttap.toml", "windows = \"many\"\n[thresholds]\nx = \"y\"\n");
+    auto c = LoadConfigFile(dir + "/ttap.toml");
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.status().message().find("ttap.toml") != std::string::npos);
+  }
+}

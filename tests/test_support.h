@@ -1,0 +1,60 @@
+// Helpers shared by the test suites: where ../shared and the built binary are, reading files,
+// running the binary as a whole process.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+namespace ttap_test {
+
+inline bool PathExists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+inline std::string SharedDir() { return TTAP_SHARED_DIR; }
+inline std::string RealTracesDir() { return SharedDir() + "/traces/real"; }
+inline bool HaveShared() { return PathExists(RealTracesDir() + "/INDEX.tsv"); }
+inline std::string SourceDir() { return TTAP_SOURCE_DIR; }
+inline std::string Binary() { return TTAP_BINARY; }
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `ttap ARGS` (ARGS already shell-quoted by the caller), in |dir| when given.
+inline RunResult RunTtap(const std::string& args, const std::string& dir = "") {
+  static int counter = 0;
+  std::string err_path = "/tmp/ttap_test_stderr_" + std::to_string(getpid()) + "_" +
+                         std::to_string(counter++);
+  std::string cmd = (dir.empty() ? "" : "cd '" + dir + "' && ") + "'" + Binary() + "' " + args +
+                    " 2>'" + err_path + "'";
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = ReadFile(err_path);
+  std::remove(err_path.c_str());
+  return r;
+}
+
+}  // namespace ttap_test
