@@ -14,6 +14,7 @@
 #include "analysis/trace_loader.h"
 #include "analysis/trace_stats.h"
 #include "server/config.h"
+#include "server/models_loader.h"
 #include "server/stats_report.h"
 
 #ifndef TTAP_VERSION
@@ -34,6 +35,9 @@ constexpr const char* kUsage =
     "        load a trace (.json or .json.gz, Kineto object or legacy array) or a directory of\n"
     "        per-rank traces and print the per-step breakdown, top kernels and CPU ops, HTA's\n"
     "        temporal breakdown and import statistics\n"
+    "  doctor\n"
+    "        report the build: version, configuration in use, and whether the libtorch\n"
+    "        window-scoring module loads (and on which device)\n"
     "\n"
     "options:\n"
     "  --config FILE   read settings from FILE (default: ttap.toml or [tool.ttap] in\n"
@@ -188,6 +192,18 @@ int RunCli(int argc, char** argv) {
     return 2;
   }
   if (command == "stats") return RunStats(rest, *config);
+  if (command == "doctor") {
+    std::printf("ttap %s\nconfig: %s\n", TTAP_VERSION,
+                config->source.empty() ? "defaults (no ttap.toml or [tool.ttap] found)"
+                                       : config->source.c_str());
+    auto models = ModelsLibrary::Get();
+    if (models.ok()) {
+      std::printf("models: %s (%s)\n", (*models)->Describe().c_str(), (*models)->path().c_str());
+    } else {
+      std::printf("models: %s\n", models.status().message().c_str());
+    }
+    return 0;
+  }
   return UsageError("unknown command '" + command + "'");
 }
 

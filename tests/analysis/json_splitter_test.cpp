@@ -260,7 +260,7 @@ TEST_CASE("JsonSplitter survives 200,000 nested brackets inside one element", "[
   auto r = SplitWhole(doc);
   CHECK(r.result == JsonSplitter::Result::kDone);
   REQUIRE(r.elements.size() == 2);
-  CHECK(r.elements[0].size() == 2 * depth + 10);
+  CHECK(r.elements[0].size() == 2 * depth + 9);
   CHECK(r.elements[1] == R"({"b":1})");
 
   // Unbalanced: the element never closes, which is a truncation error, not a crash.

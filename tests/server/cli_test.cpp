@@ -149,3 +149,29 @@ TEST_CASE("configuration: pyproject [tool.ttap], ttap.toml, --config, flags win"
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("windows") != std::string::npos);
 }
+
+TEST_CASE("libtorch stays out of start-up: loaded by dlopen only when asked", "[cli][models]") {
+  // The binary itself must not link libtorch (0.4 s and 160 MB before main otherwise).
+  FILE* p = popen(("ldd '" + ttap_test::Binary() + "'").c_str(), "r");
+  REQUIRE(p);
+  std::string ldd;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) ldd.append(buf, n);
+  pclose(p);
+  CHECK(ldd.find("libtorch") == std::string::npos);
+  CHECK(ldd.find("libc10") == std::string::npos);
+  auto r = RunTtap("doctor");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("models: ") != std::string::npos);
+  // A module that is not ours gives a clear message instead of a crash.
+  std::string dir = MakeTempDir();
+  WriteFile(dir + "/libttap_models.so", "not an ELF file");
+  FILE* env = popen(("TTAP_MODELS_LIB='" + dir + "/libttap_models.so' '" + ttap_test::Binary() +
+                     "' doctor 2>&1").c_str(), "r");
+  REQUIRE(env);
+  std::string out;
+  while ((n = fread(buf, 1, sizeof(buf), env)) > 0) out.append(buf, n);
+  CHECK(pclose(env) == 0);
+  CHECK(out.find(dir + "/libttap_models.so") != std::string::npos);
+}
