@@ -3,6 +3,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "analysis/timestamp.h"
@@ -165,7 +166,12 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
         ph = s[0];
       } else if (key == "name") {
         if (v.get_string().get(name)) {
-          // Some writers put numbers in name; keep the text.
+          // Some writers put numbers in name: keep their text. A broken string skips the event.
+          od::json_type nt;
+          if (v.type().get(nt) || nt != od::json_type::number) {
+            bad = "invalid name";
+            break;
+          }
           name = TrimRight(v.raw_json_token());
         }
         has_name = true;
@@ -351,7 +357,8 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     t.flags.push_back(static_cast<uint8_t>((has_dur ? kHasDur : 0) | (has_cat ? kHasCat : 0) |
                                            (frac_ts || frac_dur ? kFracTs : 0)));
     t.track.push_back(track_of());
-    t.stream.push_back(stream);
+    t.stream.push_back(stream == kNone ? -1
+                       : static_cast<int32_t>(std::clamp<int64_t>(stream, INT32_MIN, INT32_MAX)));
     t.correlation.push_back(correlation);
     t.external_id.push_back(external);
     t.call_stack.push_back(call_stack.empty() ? kEmptyString : out->strings.Intern(call_stack));

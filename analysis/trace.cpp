@@ -53,7 +53,11 @@ int64_t Trace::span_start() const {
 }
 
 int64_t Trace::span_end() const {
-  if (!steps.empty()) return steps.back().end();
+  if (!steps.empty()) {
+    int64_t e = steps.front().end();
+    for (const Step& s : steps) e = std::max(e, s.end());
+    return e;
+  }
   int64_t e = 0;
   bool any = false;
   for (size_t i = 0; i < events.size(); ++i) {
@@ -89,7 +93,9 @@ void BuildWindows(Trace* trace, int count) {
   for (int k = 0; k < count; ++k) {
     int64_t a = start + static_cast<int64_t>(static_cast<__int128>(span) * k / count);
     int64_t b = start + static_cast<int64_t>(static_cast<__int128>(span) * (k + 1) / count);
-    Window w = MakeWindow(*trace, a, b);
+    // The last window also takes rows that start exactly at the span's end (instants).
+    Window w = MakeWindow(*trace, a, k + 1 == count ? b + 1 : b);
+    w.end_ns = b;
     // The step that contains the window's midpoint.
     int64_t mid = a + (b - a) / 2;
     for (size_t s = 0; s < trace->steps.size(); ++s) {

@@ -54,7 +54,8 @@ struct EventTable {
   std::vector<EventKind> kind;
   std::vector<uint8_t> flags;
   std::vector<uint32_t> track;       // index into Trace::tracks
-  std::vector<int64_t> stream;       // args.stream, -1 when absent or not a number
+  std::vector<int32_t> stream;       // args.stream, -1 when absent or not a number; values
+                                     // beyond int32 (e.g. 4294967295) clamp to INT32_MAX
   std::vector<int64_t> correlation;  // args.correlation, -1
   std::vector<int64_t> external_id;  // args["External id"] / args["external id"], -1
   std::vector<StringId> call_stack;  // args["Call stack"] (2021 format), kEmptyString if none

@@ -103,7 +103,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
     store_part(b->index, std::move(part));
   };
 
-  BatchQueue queue(static_cast<size_t>(threads) + 1);
+  BatchQueue queue(static_cast<size_t>(threads));
   std::vector<std::thread> workers;
   std::unique_ptr<EventParser> inline_parser;
   if (threads > 1) {
@@ -122,7 +122,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   uint64_t json_bytes = 0;
   size_t batch_index = 0;
   Buffer buf;
-  buf.Allocate(chunk * 2);
+  buf.Allocate(chunk);
   size_t len = 0;
   std::vector<JsonSplitter::Range> ranges;
   std::vector<JsonSplitter::TopLevelValue> values;
@@ -138,7 +138,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
         break;
       }
       Buffer bigger;
-      bigger.Allocate(len + chunk * 2);
+      bigger.Allocate(len + chunk + len / 2);
       std::memcpy(bigger.data.get(), buf.data.get(), len);
       buf = std::move(bigger);
     }
@@ -168,7 +168,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
       b.base = splitter.base();
       b.ranges = ranges;
       Buffer next;
-      next.Allocate(std::max(chunk * 2, (len - keep) + chunk));
+      next.Allocate((len - keep) + chunk);
       std::memcpy(next.data.get(), buf.data.get() + keep, len - keep);
       b.buffer = std::move(buf);
       buf = std::move(next);

@@ -18,7 +18,7 @@ namespace ttap {
 
 struct LoadOptions {
   int threads = 0;                  // parse workers; 0 = hardware concurrency, 1 = inline
-  size_t chunk_bytes = 8u << 20;    // bytes read per chunk
+  size_t chunk_bytes = 4u << 20;    // bytes read per chunk
   int window_count = 100;           // windows over the profiled span (the paper's N)
   const std::atomic<bool>* cancel = nullptr;  // polled once per chunk
 };

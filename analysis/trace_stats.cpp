@@ -199,14 +199,12 @@ TraceSummary Summarize(const Trace& trace, size_t top_n) {
   std::map<EventKind, int64_t> counts;
   bool any_gpu = false, hip = false, cuda = false;
   std::vector<Interval> kernels, all_gpu;
-  std::map<std::pair<int32_t, int64_t>, StreamSummary> streams;
-  std::map<std::pair<int32_t, int64_t>, std::vector<Interval>> stream_busy;
+  std::map<std::pair<int32_t, int32_t>, StreamSummary> streams;
+  std::map<std::pair<int32_t, int32_t>, std::vector<Interval>> stream_busy;
   std::unordered_map<StringId, NameSummary> kernel_names;
-  std::vector<int64_t> child_ns(n, 0);
   for (size_t i = 0; i < n; ++i) {
     EventKind k = ev.kind[i];
     counts[k]++;
-    if (ev.parent[i] >= 0) child_ns[ev.parent[i]] += ev.dur[i];
     if (IsLaunchKind(k)) {
       std::string_view name = trace.Name(i);
       if (StartsWith(name, "hip")) hip = true;
@@ -291,16 +289,38 @@ TraceSummary Summarize(const Trace& trace, size_t top_n) {
   std::sort(s.top_kernels.begin(), s.top_kernels.end(), by_total);
   if (s.top_kernels.size() > top_n) s.top_kernels.resize(top_n);
 
+  // Self time of CPU ops: a per-thread stack over the sorted rows (no per-row scratch column).
   std::unordered_map<StringId, NameSummary> ops;
+  struct OpenOp {
+    int64_t end;
+    uint32_t row;
+    int64_t child_ns;
+  };
+  std::vector<std::vector<OpenOp>> stacks(trace.tracks.size());
+  auto close = [&](const OpenOp& o) {
+    if (ev.kind[o.row] != EventKind::kCpuOp || StartsWith(trace.Name(o.row), "ProfilerStep#")) return;
+    NameSummary& op = ops[ev.name[o.row]];
+    op.name = ev.name[o.row];
+    op.count++;
+    op.total_ns += std::max<int64_t>(0, ev.dur[o.row] - o.child_ns);
+    op.max_ns = std::max(op.max_ns, ev.dur[o.row]);
+  };
   for (size_t i = 0; i < n; ++i) {
-    if (ev.kind[i] != EventKind::kCpuOp) continue;
-    if (StartsWith(trace.Name(i), "ProfilerStep#")) continue;
-    NameSummary& o = ops[ev.name[i]];
-    o.name = ev.name[i];
-    o.count++;
-    int64_t self = std::max<int64_t>(0, ev.dur[i] - child_ns[i]);
-    o.total_ns += self;
-    o.max_ns = std::max(o.max_ns, ev.dur[i]);
+    auto& st = stacks[ev.track[i]];
+    while (!st.empty() && st.back().end <= ev.ts[i]) {
+      close(st.back());
+      st.pop_back();
+    }
+    if (ev.kind[i] == EventKind::kInstant) continue;
+    if (!st.empty()) st.back().child_ns += ev.dur[i];
+    if (ev.dur[i] > 0) {
+      st.push_back({ev.end(i), static_cast<uint32_t>(i), 0});
+    } else {
+      close({ev.end(i), static_cast<uint32_t>(i), 0});
+    }
+  }
+  for (auto& st : stacks) {
+    for (auto it = st.rbegin(); it != st.rend(); ++it) close(*it);
   }
   for (auto& [id, o] : ops) s.top_cpu_ops.push_back(o);
   std::sort(s.top_cpu_ops.begin(), s.top_cpu_ops.end(), by_total);

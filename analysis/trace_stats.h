@@ -43,7 +43,7 @@ struct StepSummary {
 
 struct StreamSummary {
   int32_t device = -1;
-  int64_t stream = -1;
+  int32_t stream = -1;
   int64_t count = 0;
   int64_t kernel_ns = 0;  // summed durations
   int64_t memcpy_ns = 0;

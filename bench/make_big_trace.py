@@ -205,10 +205,14 @@ def main():
     ap.add_argument("--target-mb", type=float, default=100.0,
                     help="uncompressed output size to reach, in MB (10^6 bytes); default 100")
     ap.add_argument("--copies", type=int, help="number of copies (overrides --target-mb)")
-    ap.add_argument("--out", required=True, help="output path")
+    ap.add_argument("--out", help="output path (required unless --plan)")
     ap.add_argument("--gzip", action="store_true", help="gzip the output (as it is written)")
     ap.add_argument("--gzip-level", type=int, default=6, help="gzip level (default 6)")
+    ap.add_argument("--plan", action="store_true",
+                    help="only print the number of copies --target-mb needs, write nothing")
     args = ap.parse_args()
+    if not args.out and not args.plan:
+        ap.error("--out is required")
 
     t0 = time.time()
     doc, base_bytes = load_base(args.base)
@@ -275,6 +279,9 @@ def main():
         copy0 = sum(len(render(p, 0, shift, stride, nsteps).encode()) + 4 for p, _ in templates)
         target = args.target_mb * 1e6
         copies = max(1, math.ceil((target - len(head) - len(tail)) / copy0))
+    if args.plan:
+        print(copies)
+        return
 
     out_tmp = args.out + ".tmp"
     raw = open(out_tmp, "wb")
