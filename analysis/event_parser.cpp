@@ -30,7 +30,8 @@ EventKind KindFromCategory(std::string_view c) {
 namespace {
 
 std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
     s.remove_suffix(1);
   }
   return s;
@@ -220,8 +221,10 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
           }
           switch (ak.size()) {
             case 11:
-              if (ak == "correlation") ReadInt(av, &correlation);
-              else if (ak == "External id" || ak == "external id") ReadInt(av, &external);
+              if (ak == "correlation")
+                ReadInt(av, &correlation);
+              else if (ak == "External id" || ak == "external id")
+                ReadInt(av, &external);
               break;
             case 6:
               if (ak == "stream") {
@@ -303,6 +306,9 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
       continue;
     }
     TimeParse tp = ParseMicrosToNanos(ts_text, &ts, &frac_ts);
+    if (tp == TimeParse::kOk && (ts < kMinTimestampNs || ts > kMaxTimestampNs)) {
+      tp = TimeParse::kOutOfRange;
+    }
     if (tp != TimeParse::kOk) {
       skip(tp == TimeParse::kOutOfRange ? "ts out of range" : "invalid ts", r.begin);
       continue;
@@ -319,8 +325,7 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     }
     bool instant = ph == 'i' || ph == 'I';
     if (ph != 'X' && !instant) {
-      skip(ph == 'B' || ph == 'E' ? "begin/end events (unsupported phase)"
-                                  : "unsupported phase",
+      skip(ph == 'B' || ph == 'E' ? "begin/end events (unsupported phase)" : "unsupported phase",
            r.begin);
       continue;
     }
@@ -334,7 +339,7 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
         skip("negative dur", r.begin);
         continue;
       }
-      if (ts > INT64_MAX - dur) {
+      if (ts > kMaxTimestampNs - dur) {
         skip("ts + dur out of range", r.begin);
         continue;
       }
@@ -357,8 +362,9 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     t.flags.push_back(static_cast<uint8_t>((has_dur ? kHasDur : 0) | (has_cat ? kHasCat : 0) |
                                            (frac_ts || frac_dur ? kFracTs : 0)));
     t.track.push_back(track_of());
-    t.stream.push_back(stream == kNone ? -1
-                       : static_cast<int32_t>(std::clamp<int64_t>(stream, INT32_MIN, INT32_MAX)));
+    t.stream.push_back(
+        stream == kNone ? -1
+                        : static_cast<int32_t>(std::clamp<int64_t>(stream, INT32_MIN, INT32_MAX)));
     t.correlation.push_back(correlation);
     t.external_id.push_back(external);
     t.call_stack.push_back(call_stack.empty() ? kEmptyString : out->strings.Intern(call_stack));

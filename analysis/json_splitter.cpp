@@ -25,29 +25,6 @@ inline size_t FindQuoteOrBackslash(const char* b, size_t p, size_t len) {
   return p;
 }
 
-inline bool IsStructural(char c) {
-  return c == '"' || c == '{' || c == '}' || c == '[' || c == ']';
-}
-
-inline size_t FindStructural(const char* b, size_t p, size_t len) {
-  const __m128i q = _mm_set1_epi8('"');
-  const __m128i ob = _mm_set1_epi8('{');
-  const __m128i cb = _mm_set1_epi8('}');
-  const __m128i os = _mm_set1_epi8('[');
-  const __m128i cs = _mm_set1_epi8(']');
-  while (p + 16 <= len) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + p));
-    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, ob)),
-                             _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, cb), _mm_cmpeq_epi8(v, os)),
-                                          _mm_cmpeq_epi8(v, cs)));
-    int mask = _mm_movemask_epi8(m);
-    if (mask) return p + __builtin_ctz(mask);
-    p += 16;
-  }
-  while (p < len && !IsStructural(b[p])) ++p;
-  return p;
-}
-
 }  // namespace
 
 JsonSplitter::JsonSplitter(std::vector<std::string> captured_keys)
@@ -87,6 +64,32 @@ void JsonSplitter::StartValue(char first, size_t at) {
   }
 }
 
+namespace {
+
+// Bit i set where byte i of the 64 at |p| equals |c|.
+inline uint64_t EqMask(const char* p, char c) {
+  const __m128i v = _mm_set1_epi8(c);
+  uint64_t m = 0;
+  for (int k = 0; k < 4; ++k) {
+    __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    m |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x, v))))
+         << (16 * k);
+  }
+  return m;
+}
+
+inline uint64_t PrefixXor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+}  // namespace
+
 bool JsonSplitter::ScanValue(const char* buf, size_t len, size_t* pos, bool at_eof) {
   size_t p = *pos;
   if (scalar_) {
@@ -101,13 +104,14 @@ bool JsonSplitter::ScanValue(const char* buf, size_t len, size_t* pos, bool at_e
     *pos = p;
     return at_eof;  // a scalar may end with the input
   }
-  if (escape_pending_) {
-    if (p >= len) return false;
-    ++p;
-    escape_pending_ = false;
-  }
-  while (p < len) {
-    if (in_string_) {
+  if (depth_ == 0) {
+    // A string value at the top of the element.
+    if (escape_pending_) {
+      if (p >= len) return false;
+      ++p;
+      escape_pending_ = false;
+    }
+    while (p < len) {
       p = FindQuoteOrBackslash(buf, p, len);
       if (p >= len) break;
       if (buf[p] == '\\') {
@@ -120,27 +124,56 @@ bool JsonSplitter::ScanValue(const char* buf, size_t len, size_t* pos, bool at_e
         continue;
       }
       in_string_ = false;
-      ++p;
-      if (depth_ == 0) {
-        *pos = p;
-        return true;
-      }
-      continue;
+      *pos = p + 1;
+      return true;
     }
-    p = FindStructural(buf, p, len);
-    if (p >= len) break;
-    char c = buf[p++];
-    if (c == '"') {
-      in_string_ = true;
-    } else if (c == '{' || c == '[') {
-      ++depth_;
-    } else {
-      if (--depth_ == 0) {
-        *pos = p;
-        return true;
-      }
-    }
+    *pos = p;
+    return false;
   }
+  // An object or array: classify 64 bytes at a time with bit masks (quotes not escaped by a
+  // backslash, inside-string bits by prefix XOR) and visit only the brackets outside strings.
+  // Reading up to 63 bytes past |len| is safe: the loader's buffers carry padding.
+  uint64_t in_string = in_string_ ? ~uint64_t{0} : 0;
+  bool escape_carry = escape_pending_;
+  while (p < len) {
+    const size_t n = std::min<size_t>(64, len - p);
+    const uint64_t valid = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+    const char* b = buf + p;
+    uint64_t backslash = EqMask(b, '\\') & valid;
+    uint64_t escaped = escape_carry ? 1 : 0;
+    escape_carry = false;
+    while (backslash) {
+      int i = __builtin_ctzll(backslash);
+      backslash &= backslash - 1;
+      if ((escaped >> i) & 1) continue;  // an escaped backslash escapes nothing
+      if (static_cast<size_t>(i) + 1 >= n) {
+        escape_carry = true;
+      } else {
+        escaped |= uint64_t{1} << (i + 1);
+      }
+    }
+    uint64_t quotes = EqMask(b, '"') & valid & ~escaped;
+    uint64_t inside = PrefixXor(quotes) ^ in_string;
+    uint64_t opens = (EqMask(b, '{') | EqMask(b, '[')) & valid & ~inside;
+    uint64_t closes = (EqMask(b, '}') | EqMask(b, ']')) & valid & ~inside;
+    uint64_t brackets = opens | closes;
+    while (brackets) {
+      int i = __builtin_ctzll(brackets);
+      brackets &= brackets - 1;
+      if ((opens >> i) & 1) {
+        ++depth_;
+      } else if (--depth_ == 0) {
+        in_string_ = false;
+        escape_pending_ = false;
+        *pos = p + static_cast<size_t>(i) + 1;
+        return true;
+      }
+    }
+    in_string = ((inside >> (n - 1)) & 1) ? ~uint64_t{0} : 0;
+    p += n;
+  }
+  in_string_ = in_string != 0;
+  escape_pending_ = escape_carry;
   *pos = p;
   return false;
 }
@@ -155,7 +188,8 @@ JsonSplitter::Result JsonSplitter::Scan(const char* buf, size_t len, bool at_eof
         while (p < len && IsSpace(buf[p])) ++p;
         // UTF-8 byte order mark.
         if (base_ + p == 0 && len >= 3 && static_cast<unsigned char>(buf[0]) == 0xEF &&
-            static_cast<unsigned char>(buf[1]) == 0xBB && static_cast<unsigned char>(buf[2]) == 0xBF) {
+            static_cast<unsigned char>(buf[1]) == 0xBB &&
+            static_cast<unsigned char>(buf[2]) == 0xBF) {
           p = 3;
           continue;
         }
@@ -303,8 +337,14 @@ JsonSplitter::Result JsonSplitter::Scan(const char* buf, size_t len, bool at_eof
 need_more:
   pos_ = p;
   if (at_eof) {
-    // Legacy traces written by a crashed profiler may lack the closing ']' of a bare array;
-    // anything else that ends early is a truncated file.
+    // The Chrome trace format lets a bare array omit its closing ']' (a profiler that stopped
+    // after a complete event); anything else that ends early is a truncated file.
+    if (bare_array_ && (state_ == State::kArrAfterElem || state_ == State::kArrElem ||
+                        state_ == State::kArrElemOrEnd)) {
+      state_ = State::kDone;
+      unterminated_array_ = true;
+      return Result::kDone;
+    }
     std::string where = state_ == State::kInElem || state_ == State::kArrElem ||
                                 state_ == State::kArrElemOrEnd || state_ == State::kArrAfterElem
                             ? " inside \"traceEvents\""

@@ -40,6 +40,8 @@ class JsonSplitter {
 
   bool bare_array() const { return bare_array_; }
   bool saw_trace_events() const { return saw_trace_events_; }
+  // A bare array that ended without its ']' (accepted, as the Chrome trace format allows).
+  bool unterminated_array() const { return unterminated_array_; }
   const std::string& error() const { return error_; }
   // Absolute position (bytes since the start of the document) of buffer offset 0.
   uint64_t base() const { return base_; }
@@ -75,6 +77,7 @@ class JsonSplitter {
   bool capture_value_ = false;
   bool bare_array_ = false;
   bool saw_trace_events_ = false;
+  bool unterminated_array_ = false;
   // Generic value scan state.
   size_t value_begin_ = 0;
   int64_t depth_ = 0;

@@ -7,19 +7,32 @@ namespace ttap {
 
 const char* EventKindName(EventKind kind) {
   switch (kind) {
-    case EventKind::kCpuOp: return "cpu_op";
-    case EventKind::kPythonFunction: return "python_function";
-    case EventKind::kUserAnnotation: return "user_annotation";
-    case EventKind::kGpuUserAnnotation: return "gpu_user_annotation";
-    case EventKind::kRuntime: return "runtime";
-    case EventKind::kDriver: return "driver";
-    case EventKind::kKernel: return "kernel";
-    case EventKind::kMemcpy: return "memcpy";
-    case EventKind::kMemset: return "memset";
-    case EventKind::kGpuSync: return "gpu_sync";
-    case EventKind::kInstant: return "instant";
-    case EventKind::kTraceSpan: return "trace";
-    case EventKind::kOther: return "other";
+    case EventKind::kCpuOp:
+      return "cpu_op";
+    case EventKind::kPythonFunction:
+      return "python_function";
+    case EventKind::kUserAnnotation:
+      return "user_annotation";
+    case EventKind::kGpuUserAnnotation:
+      return "gpu_user_annotation";
+    case EventKind::kRuntime:
+      return "runtime";
+    case EventKind::kDriver:
+      return "driver";
+    case EventKind::kKernel:
+      return "kernel";
+    case EventKind::kMemcpy:
+      return "memcpy";
+    case EventKind::kMemset:
+      return "memset";
+    case EventKind::kGpuSync:
+      return "gpu_sync";
+    case EventKind::kInstant:
+      return "instant";
+    case EventKind::kTraceSpan:
+      return "trace";
+    case EventKind::kOther:
+      return "other";
   }
   return "other";
 }

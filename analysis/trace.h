@@ -16,58 +16,64 @@ namespace ttap {
 
 // What an event is, derived from its category (both the 2021 and the current Kineto spellings).
 enum class EventKind : uint8_t {
-  kCpuOp,             // cpu_op, Operator
-  kPythonFunction,    // python_function
-  kUserAnnotation,    // user_annotation (ProfilerStep#N, record_function)
-  kGpuUserAnnotation, // gpu_user_annotation
-  kRuntime,           // cuda_runtime, Runtime (also hip* on ROCm)
-  kDriver,            // cuda_driver
-  kKernel,            // kernel, Kernel, mtia_ccp_events
-  kMemcpy,            // gpu_memcpy, Memcpy
-  kMemset,            // gpu_memset, Memset
-  kGpuSync,           // cuda_sync
-  kInstant,           // ph "i"/"I"
-  kTraceSpan,         // Trace
-  kOther,             // any other category, kept and counted
+  kCpuOp,              // cpu_op, Operator
+  kPythonFunction,     // python_function
+  kUserAnnotation,     // user_annotation (ProfilerStep#N, record_function)
+  kGpuUserAnnotation,  // gpu_user_annotation
+  kRuntime,            // cuda_runtime, Runtime (also hip* on ROCm)
+  kDriver,             // cuda_driver
+  kKernel,             // kernel, Kernel, mtia_ccp_events
+  kMemcpy,             // gpu_memcpy, Memcpy
+  kMemset,             // gpu_memset, Memset
+  kGpuSync,            // cuda_sync
+  kInstant,            // ph "i"/"I"
+  kTraceSpan,          // Trace
+  kOther,              // any other category, kept and counted
 };
 const char* EventKindName(EventKind kind);
 inline bool IsGpuKind(EventKind k) {
   return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset ||
          k == EventKind::kGpuSync;
 }
-inline bool IsLaunchKind(EventKind k) { return k == EventKind::kRuntime || k == EventKind::kDriver; }
+inline bool IsLaunchKind(EventKind k) {
+  return k == EventKind::kRuntime || k == EventKind::kDriver;
+}
 
 // Row flags.
 enum EventFlags : uint8_t {
-  kHasDur = 1,       // "dur" present in the file
-  kHasCat = 2,       // "cat" present in the file
-  kFracTs = 4,       // ts or dur had a fractional part
+  kHasDur = 1,  // "dur" present in the file
+  kHasCat = 2,  // "cat" present in the file
+  kFracTs = 4,  // ts or dur had a fractional part
 };
 
 constexpr int64_t kNone = -1;
+// Accepted timestamp range (ns). Wide enough for any clock (2^62 ns is 146 years) and narrow
+// enough that spans, ends and window bounds never overflow int64.
+constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
+constexpr int64_t kMinTimestampNs = -(int64_t{1} << 61);
 
 struct EventTable {
-  std::vector<int64_t> ts;           // ns in the trace's own clock (µs * 1000, exact)
-  std::vector<int64_t> dur;          // ns, >= 0
+  std::vector<int64_t> ts;   // ns in the trace's own clock (µs * 1000, exact)
+  std::vector<int64_t> dur;  // ns, >= 0
   std::vector<StringId> name;
   std::vector<StringId> cat;
   std::vector<EventKind> kind;
   std::vector<uint8_t> flags;
-  std::vector<uint32_t> track;       // index into Trace::tracks
-  std::vector<int32_t> stream;       // args.stream, -1 when absent or not a number; values
-                                     // beyond int32 (e.g. 4294967295) clamp to INT32_MAX
-  std::vector<int64_t> correlation;  // args.correlation, -1
-  std::vector<int64_t> external_id;  // args["External id"] / args["external id"], -1
-  std::vector<StringId> call_stack;  // args["Call stack"] (2021 format), kEmptyString if none
-  std::vector<int32_t> python_id;    // args["Python id"], -1
-  std::vector<int32_t> python_parent;// args["Python parent id"], -1
-  std::vector<int64_t> bytes;        // args.bytes for memcpy/memset, -1
-  std::vector<int16_t> device;       // args.device, -1
+  std::vector<uint32_t> track;         // index into Trace::tracks
+  std::vector<int32_t> stream;         // args.stream, -1 when absent or not a number; values
+                                       // beyond int32 (e.g. 4294967295) clamp to INT32_MAX
+  std::vector<int64_t> correlation;    // args.correlation, -1
+  std::vector<int64_t> external_id;    // args["External id"] / args["external id"], -1
+  std::vector<StringId> call_stack;    // args["Call stack"] (2021 format), kEmptyString if none
+  std::vector<int32_t> python_id;      // args["Python id"], -1
+  std::vector<int32_t> python_parent;  // args["Python parent id"], -1
+  std::vector<int64_t> bytes;          // args.bytes for memcpy/memset, -1
+  std::vector<int16_t> device;         // args.device, -1
   // Derived by the builder:
-  std::vector<uint16_t> depth;       // nesting depth on its thread (0 = top level)
-  std::vector<int32_t> parent;       // enclosing event on the same thread, -1
-  std::vector<int32_t> link;         // GPU event -> launching runtime call; launch -> first GPU event
-  std::vector<int32_t> frame;        // innermost enclosing python_function event on the thread, -1
+  std::vector<uint16_t> depth;  // nesting depth on its thread (0 = top level)
+  std::vector<int32_t> parent;  // enclosing event on the same thread, -1
+  std::vector<int32_t> link;    // GPU event -> launching runtime call; launch -> first GPU event
+  std::vector<int32_t> frame;   // innermost enclosing python_function event on the thread, -1
 
   size_t size() const { return ts.size(); }
   int64_t end(size_t i) const { return ts[i] + dur[i]; }
@@ -76,8 +82,8 @@ struct EventTable {
 };
 
 struct Track {
-  std::string pid;      // as written: 67844, "Traces", ...
-  std::string tid;      // as written: "stream 7", 4093687616, ...
+  std::string pid;  // as written: 67844, "Traces", ...
+  std::string tid;  // as written: "stream 7", 4093687616, ...
   int64_t pid_num = kNone;
   int64_t tid_num = kNone;
   std::string name;     // thread_name / process_name metadata
@@ -98,10 +104,10 @@ struct DeviceInfo {
 // One ProfilerStep#N: the CPU annotation, extended to the end of the GPU work it launched.
 struct Step {
   int64_t number = 0;
-  int32_t event = -1;       // the ProfilerStep row
-  int64_t cpu_start = 0;    // ns
+  int32_t event = -1;     // the ProfilerStep row
+  int64_t cpu_start = 0;  // ns
   int64_t cpu_end = 0;
-  int64_t gpu_end = 0;      // end of the last GPU event launched inside the step (or cpu_end)
+  int64_t gpu_end = 0;  // end of the last GPU event launched inside the step (or cpu_end)
   int64_t start() const { return cpu_start; }
   int64_t end() const { return gpu_end > cpu_end ? gpu_end : cpu_end; }
 };
@@ -126,16 +132,16 @@ struct FlowEvent {
 
 // Import statistics: counters with a reason, never fatal (Perfetto's stats idea).
 struct ImportStats {
-  uint64_t json_bytes = 0;       // uncompressed bytes read
-  uint64_t elements = 0;         // elements of traceEvents
-  uint64_t events = 0;           // rows in the table
+  uint64_t json_bytes = 0;  // uncompressed bytes read
+  uint64_t elements = 0;    // elements of traceEvents
+  uint64_t events = 0;      // rows in the table
   uint64_t metadata = 0;
   uint64_t flows = 0;
   uint64_t counters = 0;
-  uint64_t gpu_without_launch = 0;  // GPU activity whose launch call is not in the trace
-  std::map<std::string, uint64_t> skipped;           // reason -> count
-  std::map<std::string, uint64_t> unknown_categories;// category -> count
-  std::string first_error;                           // first skipped event: reason and byte offset
+  uint64_t gpu_without_launch = 0;          // GPU activity whose launch call is not in the trace
+  std::map<std::string, uint64_t> skipped;  // reason -> count
+  std::map<std::string, uint64_t> unknown_categories;  // category -> count
+  std::string first_error;  // first skipped event: reason and byte offset
   uint64_t total_skipped() const {
     uint64_t n = 0;
     for (auto& [k, v] : skipped) n += v;
@@ -161,6 +167,9 @@ struct Trace {
   std::vector<Window> windows;       // the profiled span cut into N equal windows
   std::vector<Window> step_windows;  // one per step
   ImportStats stats;
+  // Wall time of each loading phase in ms (read+parse, then the builder's steps), for --timing
+  // and the benchmarks.
+  std::vector<std::pair<std::string, double>> load_phases;
 
   std::string_view Name(size_t row) const { return strings.Get(events.name[row]); }
   int64_t span_start() const;  // first step start, or first event

@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <queue>
 #include <unordered_map>
@@ -129,6 +130,13 @@ void SortPartial(PartialTable* part) {
 Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top, int window_count,
                   Trace* trace) {
   std::vector<PartialTable>& parts = *parts_in;
+  auto phase_start = std::chrono::steady_clock::now();
+  auto phase = [&](const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    trace->load_phases.emplace_back(
+        name, std::chrono::duration<double, std::milli>(now - phase_start).count());
+    phase_start = now;
+  };
   ReadTopLevel(top, trace);
 
   // 1. Strings and tracks: batch-local ids -> trace ids.
@@ -141,7 +149,8 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     total += part.events.size();
     auto& smap = string_map[p];
     smap.resize(part.strings.size());
-    for (StringId i = 0; i < part.strings.size(); ++i) smap[i] = trace->strings.Intern(part.strings.Get(i));
+    for (StringId i = 0; i < part.strings.size(); ++i)
+      smap[i] = trace->strings.Intern(part.strings.Get(i));
     auto& tmap = track_map[p];
     tmap.resize(part.track_keys.size());
     for (size_t i = 0; i < part.track_keys.size(); ++i) {
@@ -172,7 +181,8 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     if (s.first_error.empty()) s.first_error = part.stats.first_error;
     for (auto& m : part.metadata) {
       Track& tr = trace->tracks[tmap[m.track]];
-      if (m.name == "thread_name" || (m.name == "process_name" && tr.name.empty())) tr.name = m.value;
+      if (m.name == "thread_name" || (m.name == "process_name" && tr.name.empty()))
+        tr.name = m.value;
       if (m.name == "process_labels" && tr.name.empty()) tr.name = m.value;
     }
     for (auto& f : part.flows) {
@@ -181,6 +191,8 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     std::vector<FlowEvent>().swap(part.flows);
   }
   if (total > UINT32_MAX / 2) return Status::Error("too many events (over 2^31)");
+
+  phase("strings and tracks");
 
   // 2. K-way merge of the locally sorted batches into one order.
   std::vector<uint64_t> order;
@@ -214,6 +226,8 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
       if (next < t.size()) heap.push({t.ts[next], t.dur[next], h.part, next});
     }
   }
+
+  phase("merge order");
 
   // 3. Gather each column in merged order, freeing the batch columns as we go.
   EventTable& ev = trace->events;
@@ -249,6 +263,8 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
   std::sort(trace->flows.begin(), trace->flows.end(),
             [](const FlowEvent& a, const FlowEvent& b) { return a.ts < b.ts; });
 
+  phase("gather columns");
+
   // 4. Per-thread call hierarchy and enclosing python frame.
   ev.depth.assign(total, 0);
   ev.parent.assign(total, -1);
@@ -271,12 +287,14 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
         ev.depth[i] = static_cast<uint16_t>(std::min<size_t>(st.size(), UINT16_MAX));
       }
       if (ev.kind[i] != EventKind::kInstant && ev.dur[i] > 0) {
-        int32_t frame = ev.kind[i] == EventKind::kPythonFunction ? static_cast<int32_t>(i)
-                                                                  : ev.frame[i];
+        int32_t frame =
+            ev.kind[i] == EventKind::kPythonFunction ? static_cast<int32_t>(i) : ev.frame[i];
         st.push_back({ev.end(i), static_cast<int32_t>(i), frame});
       }
     }
   }
+
+  phase("hierarchy");
 
   // 5. CPU launch <-> GPU activity by correlation id.
   {
@@ -301,6 +319,8 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     }
     trace->stats.gpu_without_launch = unlinked;
   }
+
+  phase("links");
 
   // 6. Devices and GPU tracks.
   for (size_t i = 0; i < total; ++i) {
@@ -332,6 +352,8 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     d->used = true;
   }
 
+  phase("devices");
+
   // 7. Steps: CPU-side ProfilerStep#N, extended to the end of the GPU work they launched.
   for (size_t i = 0; i < total; ++i) {
     if (ev.kind[i] != EventKind::kUserAnnotation && ev.kind[i] != EventKind::kCpuOp) continue;
@@ -362,7 +384,9 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     }
   }
 
+  phase("steps");
   BuildWindows(trace, window_count);
+  phase("windows");
   return Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -79,8 +80,9 @@ class BatchQueue {
 
 StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::string& name,
                                                 const LoadOptions& options) {
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t chunk = std::max<size_t>(options.chunk_bytes, 4096);
 
   JsonSplitter splitter({"deviceProperties", "distributedInfo", "baseTimeNanoseconds",
@@ -118,6 +120,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
     inline_parser = std::make_unique<EventParser>();
   }
 
+  const auto load_start = std::chrono::steady_clock::now();
   Status error;
   uint64_t json_bytes = 0;
   size_t batch_index = 0;
@@ -192,6 +195,10 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   }
 
   auto trace = std::make_unique<Trace>();
+  trace->load_phases.emplace_back(
+      "read+split+parse",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
+          .count());
   trace->path = name;
   trace->bare_array = splitter.bare_array();
   Status built = BuildTrace(&parts, top, options.window_count, trace.get());

@@ -17,14 +17,15 @@
 namespace ttap {
 
 struct LoadOptions {
-  int threads = 0;                  // parse workers; 0 = hardware concurrency, 1 = inline
-  size_t chunk_bytes = 4u << 20;    // bytes read per chunk
-  int window_count = 100;           // windows over the profiled span (the paper's N)
+  int threads = 0;                            // parse workers; 0 = hardware concurrency, 1 = inline
+  size_t chunk_bytes = 4u << 20;              // bytes read per chunk
+  int window_count = 100;                     // windows over the profiled span (the paper's N)
   const std::atomic<bool>* cancel = nullptr;  // polled once per chunk
 };
 
 // Loads one trace file. Errors name the file and the byte offset or the reason.
-StatusOr<std::unique_ptr<Trace>> LoadTrace(const std::string& path, const LoadOptions& options = {});
+StatusOr<std::unique_ptr<Trace>> LoadTrace(const std::string& path,
+                                           const LoadOptions& options = {});
 // Loads a trace held in memory (tests, fuzzing); |name| is used in messages.
 StatusOr<std::unique_ptr<Trace>> LoadTraceFromMemory(std::string_view data, const std::string& name,
                                                      const LoadOptions& options = {});

@@ -37,14 +37,18 @@ int64_t IntersectionLength(const std::vector<Interval>& a, const std::vector<Int
     int64_t lo = std::max(a[i].first, b[j].first);
     int64_t hi = std::min(a[i].second, b[j].second);
     if (hi > lo) t += hi - lo;
-    if (a[i].second < b[j].second) ++i; else ++j;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
   }
   return t;
 }
 
 int64_t ClippedLength(const std::vector<Interval>& merged, int64_t lo, int64_t hi) {
-  auto it = std::lower_bound(merged.begin(), merged.end(), Interval{lo, INT64_MIN},
-                             [](const Interval& x, const Interval& y) { return x.second < y.first; });
+  auto it =
+      std::lower_bound(merged.begin(), merged.end(), Interval{lo, INT64_MIN},
+                       [](const Interval& x, const Interval& y) { return x.second < y.first; });
   int64_t t = 0;
   for (; it != merged.end() && it->first < hi; ++it) {
     int64_t a = std::max(it->first, lo), b = std::min(it->second, hi);
@@ -56,7 +60,9 @@ int64_t ClippedLength(const std::vector<Interval>& merged, int64_t lo, int64_t h
 namespace {
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool Contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+bool Contains(std::string_view s, std::string_view p) {
+  return s.find(p) != std::string_view::npos;
+}
 
 Breakdown BreakdownOver(const std::vector<Interval>& kernels, const std::vector<Interval>& all_gpu,
                         int64_t lo, int64_t hi) {
@@ -81,8 +87,8 @@ HtaKernelType ClassifyHtaKernel(std::string_view n) {
   }
   bool excluded = StartsWith(n, "nccl") || Contains(n, "Memcpy") || Contains(n, "Memset") ||
                   Contains(n, "dma") || Contains(n, "Sync") || StartsWith(n, "Stream Wait Event") ||
-                  StartsWith(n, "runFunction") || StartsWith(n, "hip") || StartsWith(n, "job_exe") ||
-                  StartsWith(n, "packet") || StartsWith(n, "pe_exe") ||
+                  StartsWith(n, "runFunction") || StartsWith(n, "hip") ||
+                  StartsWith(n, "job_exe") || StartsWith(n, "packet") || StartsWith(n, "pe_exe") ||
                   StartsWith(n, "cpum_exe_subgraph") || StartsWith(n, "hccl") ||
                   StartsWith(n, "collective_subgraph_execution");
   if (!excluded && StartsWith(n, "cuda")) {
@@ -98,7 +104,8 @@ HtaFigures ComputeHtaFigures(const Trace& trace) {
   HtaFigures h;
   // Rows HTA keeps: with dur and cat, not cat "Trace".
   auto kept_row = [&](size_t i) {
-    return (ev.flags[i] & kHasDur) && (ev.flags[i] & kHasCat) && ev.kind[i] != EventKind::kTraceSpan;
+    return (ev.flags[i] & kHasDur) && (ev.flags[i] & kHasCat) &&
+           ev.kind[i] != EventKind::kTraceSpan;
   };
   auto is_gpu_row = [&](size_t i) {
     if (ev.stream[i] >= 0 && ev.correlation[i] >= 0) return true;
@@ -131,19 +138,18 @@ HtaFigures ComputeHtaFigures(const Trace& trace) {
       if (kept_row(i) && is_gpu_row(i) && cpu_corr.count(ev.correlation[i])) keep[i] = 1;
     }
   }
-  std::set<int64_t> iterations;
+  // Iteration numbers as digit strings without leading zeros: Python's int() has no size limit.
+  std::set<std::string_view> iterations;
   for (size_t i = 0; i < n; ++i) {
     if (!keep[i]) continue;
     std::string_view name = trace.Name(i);
-    if (StartsWith(name, "ProfilerStep#")) {
-      int64_t v = 0;
-      bool ok = name.size() > 13;
-      for (size_t k = 13; k < name.size() && ok; ++k) {
-        ok = name[k] >= '0' && name[k] <= '9';
-        v = v * 10 + (name[k] - '0');
-      }
-      if (ok) iterations.insert(v);
-    }
+    if (!StartsWith(name, "ProfilerStep#") || name.size() == 13) continue;
+    std::string_view digits = name.substr(13);
+    bool ok =
+        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!ok) continue;
+    while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
+    iterations.insert(digits);
   }
   h.iterations = static_cast<int64_t>(iterations.size());
 
@@ -191,10 +197,13 @@ TraceSummary Summarize(const Trace& trace, size_t top_n) {
   bool amd = false, nvidia = false, mtia = false;
   for (const auto& d : trace.devices) {
     if (!d.used && !d.name.empty()) continue;
-    if (Contains(d.name, "AMD") || Contains(d.name, "Instinct") || Contains(d.name, "Radeon")) amd = true;
-    else if (Contains(d.name, "NVIDIA") || Contains(d.name, "Tesla") || Contains(d.name, "Quadro") ||
-             Contains(d.name, "GeForce")) nvidia = true;
-    else if (Contains(d.name, "ARTEMIS") || Contains(d.name, "MTIA")) mtia = true;
+    if (Contains(d.name, "AMD") || Contains(d.name, "Instinct") || Contains(d.name, "Radeon"))
+      amd = true;
+    else if (Contains(d.name, "NVIDIA") || Contains(d.name, "Tesla") ||
+             Contains(d.name, "Quadro") || Contains(d.name, "GeForce"))
+      nvidia = true;
+    else if (Contains(d.name, "ARTEMIS") || Contains(d.name, "MTIA"))
+      mtia = true;
   }
   std::map<EventKind, int64_t> counts;
   bool any_gpu = false, hip = false, cuda = false;
@@ -236,10 +245,14 @@ TraceSummary Summarize(const Trace& trace, size_t top_n) {
       ss.memset_ns += ev.dur[i];
     }
   }
-  if (amd || hip) s.device_type = "AMD GPU";
-  else if (nvidia || (cuda && any_gpu)) s.device_type = "NVIDIA GPU";
-  else if (mtia) s.device_type = "MTIA";
-  else s.device_type = any_gpu ? "GPU" : "CPU";
+  if (amd || hip)
+    s.device_type = "AMD GPU";
+  else if (nvidia || (cuda && any_gpu))
+    s.device_type = "NVIDIA GPU";
+  else if (mtia)
+    s.device_type = "MTIA";
+  else
+    s.device_type = any_gpu ? "GPU" : "CPU";
   for (auto& [k, v] : counts) s.counts.emplace_back(k, v);
 
   for (auto& [key, ss] : streams) {
@@ -298,7 +311,8 @@ TraceSummary Summarize(const Trace& trace, size_t top_n) {
   };
   std::vector<std::vector<OpenOp>> stacks(trace.tracks.size());
   auto close = [&](const OpenOp& o) {
-    if (ev.kind[o.row] != EventKind::kCpuOp || StartsWith(trace.Name(o.row), "ProfilerStep#")) return;
+    if (ev.kind[o.row] != EventKind::kCpuOp || StartsWith(trace.Name(o.row), "ProfilerStep#"))
+      return;
     NameSummary& op = ops[ev.name[o.row]];
     op.name = ev.name[o.row];
     op.count++;

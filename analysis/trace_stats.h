@@ -48,8 +48,8 @@ struct StreamSummary {
   int64_t kernel_ns = 0;  // summed durations
   int64_t memcpy_ns = 0;
   int64_t memset_ns = 0;
-  int64_t busy_ns = 0;    // union
-  int64_t span_ns = 0;    // first start to last end
+  int64_t busy_ns = 0;  // union
+  int64_t span_ns = 0;  // first start to last end
 };
 
 struct NameSummary {
@@ -71,7 +71,7 @@ struct HtaFigures {
 struct TraceSummary {
   std::string device_type;  // "NVIDIA GPU", "AMD GPU", "MTIA", "CPU"
   std::vector<StepSummary> steps;
-  Breakdown overall;        // over all steps (or the whole span without steps)
+  Breakdown overall;  // over all steps (or the whole span without steps)
   std::vector<StreamSummary> streams;
   std::vector<NameSummary> top_kernels;  // by total GPU time
   std::vector<NameSummary> top_cpu_ops;  // by self time

@@ -13,7 +13,10 @@ bool ParsePythonFrame(std::string_view text, PythonFrame* frame) {
       bool ok = !digits.empty() && digits.size() < 10;
       int line = 0;
       for (char c : digits) {
-        ok = ok && c >= '0' && c <= '9';
+        if (!ok || c < '0' || c > '9') {
+          ok = false;
+          break;
+        }
         line = line * 10 + (c - '0');
       }
       if (ok && open > 0) {
@@ -33,8 +36,8 @@ std::vector<PythonFrame> ParseCallStack(std::string_view text) {
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t semi = text.find(';', pos);
-    std::string_view part = text.substr(pos, semi == std::string_view::npos ? std::string_view::npos
-                                                                           : semi - pos);
+    std::string_view part =
+        text.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
     while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
     PythonFrame f;
     if (!part.empty() && ParsePythonFrame(part, &f)) frames.push_back(std::move(f));
@@ -47,7 +50,8 @@ std::vector<PythonFrame> ParseCallStack(std::string_view text) {
 std::vector<PythonFrame> FramesOf(const Trace& trace, size_t row) {
   const EventTable& ev = trace.events;
   std::vector<PythonFrame> frames;
-  int32_t f = ev.kind[row] == EventKind::kPythonFunction ? static_cast<int32_t>(row) : ev.frame[row];
+  int32_t f =
+      ev.kind[row] == EventKind::kPythonFunction ? static_cast<int32_t>(row) : ev.frame[row];
   for (int guard = 0; f >= 0 && guard < 4096; ++guard) {
     PythonFrame pf;
     if (ParsePythonFrame(trace.Name(f), &pf)) frames.push_back(std::move(pf));
@@ -55,7 +59,8 @@ std::vector<PythonFrame> FramesOf(const Trace& trace, size_t row) {
   }
   if (!frames.empty()) return frames;
   for (int32_t r = static_cast<int32_t>(row), guard = 0; r >= 0 && guard < 4096; ++guard) {
-    if (ev.call_stack[r] != kEmptyString) return ParseCallStack(trace.strings.Get(ev.call_stack[r]));
+    if (ev.call_stack[r] != kEmptyString)
+      return ParseCallStack(trace.strings.Get(ev.call_stack[r]));
     r = ev.parent[r];
   }
   // A GPU activity: the frames of its launch.

@@ -13,8 +13,8 @@
 namespace ttap {
 
 struct PythonFrame {
-  std::string file;      // as recorded (may be relative to a sys.path entry)
-  int line = 0;          // 1-based; 0 when unknown
+  std::string file;  // as recorded (may be relative to a sys.path entry)
+  int line = 0;      // 1-based; 0 when unknown
   std::string function;
 };
 

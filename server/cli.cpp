@@ -31,7 +31,7 @@ constexpr const char* kUsage =
     "TorchTraceAP: finds performance anti-patterns in PyTorch profiler traces.\n"
     "\n"
     "commands:\n"
-    "  stats TRACE_OR_DIR [--json] [--windows N] [--threads N] [--rank N]\n"
+    "  stats TRACE_OR_DIR [--json] [--windows N] [--threads N] [--rank N] [--timing]\n"
     "        load a trace (.json or .json.gz, Kineto object or legacy array) or a directory of\n"
     "        per-rank traces and print the per-step breakdown, top kernels and CPU ops, HTA's\n"
     "        temporal breakdown and import statistics\n"
@@ -68,6 +68,7 @@ bool IsDir(const std::string& p) {
 int RunStats(const std::vector<std::string>& args, Config config) {
   std::string target;
   bool json = false;
+  bool timing = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](int* out) {
@@ -77,10 +78,14 @@ int RunStats(const std::vector<std::string>& args, Config config) {
     };
     if (a == "--json") {
       json = true;
+    } else if (a == "--timing") {
+      timing = true;
     } else if (a == "--windows") {
-      if (!value(&config.windows) || config.windows < 1) return UsageError("--windows needs a positive number");
+      if (!value(&config.windows) || config.windows < 1)
+        return UsageError("--windows needs a positive number");
     } else if (a == "--threads") {
-      if (!value(&config.threads) || config.threads < 0) return UsageError("--threads needs a number >= 0");
+      if (!value(&config.threads) || config.threads < 0)
+        return UsageError("--threads needs a number >= 0");
     } else if (a == "--rank") {
       if (!value(&config.rank)) return UsageError("--rank needs a number");
     } else if (!a.empty() && a[0] == '-') {
@@ -111,6 +116,12 @@ int RunStats(const std::vector<std::string>& args, Config config) {
     if (!t.ok()) {
       std::fprintf(stderr, "ttap: error: %s\n", t.status().message().c_str());
       return 2;
+    }
+    if (timing) {
+      std::string line = f + ":";
+      for (const auto& [phase, ms] : (*t)->load_phases)
+        line += " " + phase + " " + std::to_string(ms) + " ms;";
+      std::fprintf(stderr, "%s\n", line.c_str());
     }
     if (config.rank >= 0 && (*t)->rank != config.rank) continue;
     traces.push_back(std::move(t.value()));

@@ -15,7 +15,8 @@ bool IsFile(const std::string& p) {
 
 Status Apply(const cpptoml::table& t, Config* c) {
   for (const char* key : {"windows", "threads", "rank"}) {
-    if (t.contains(key) && !t.get_as<int64_t>(key)) return Status::Error(std::string(key) + " must be an integer");
+    if (t.contains(key) && !t.get_as<int64_t>(key))
+      return Status::Error(std::string(key) + " must be an integer");
   }
   if (t.contains("trace_globs") && !t.get_array_of<std::string>("trace_globs")) {
     return Status::Error("trace_globs must be an array of strings");
@@ -32,9 +33,12 @@ Status Apply(const cpptoml::table& t, Config* c) {
   if (auto v = t.get_array_of<std::string>("trace_globs")) c->trace_globs = *v;
   if (auto th = t.get_table("thresholds")) {
     for (const auto& [key, value] : *th) {
-      if (auto d = th->get_as<double>(key)) c->thresholds[key] = *d;
-      else if (auto i = th->get_as<int64_t>(key)) c->thresholds[key] = static_cast<double>(*i);
-      else return Status::Error("thresholds." + key + " must be a number");
+      if (auto d = th->get_as<double>(key))
+        c->thresholds[key] = *d;
+      else if (auto i = th->get_as<int64_t>(key))
+        c->thresholds[key] = static_cast<double>(*i);
+      else
+        return Status::Error("thresholds." + key + " must be a number");
     }
   }
   return Status::Ok();

@@ -13,13 +13,13 @@
 namespace ttap {
 
 struct Config {
-  int windows = 100;   // windows per trace (the paper's N)
-  int threads = 0;     // loader workers, 0 = all cores
-  int rank = -1;       // rank to show, -1 = all (CLI) / 0 (LSP)
+  int windows = 100;  // windows per trace (the paper's N)
+  int threads = 0;    // loader workers, 0 = all cores
+  int rank = -1;      // rank to show, -1 = all (CLI) / 0 (LSP)
   std::vector<std::string> trace_globs = {"**/*.pt.trace.json", "**/*.pt.trace.json.gz",
                                           "**/*trace*.json", "**/*trace*.json.gz"};
   std::map<std::string, double> thresholds;  // rule parameter -> value (later issues)
-  std::string source;  // file the values came from, empty for defaults
+  std::string source;                        // file the values came from, empty for defaults
 };
 
 // Parses one TOML file. pyproject.toml contributes only its [tool.ttap] table.

@@ -49,7 +49,8 @@ StatusOr<const ModelsLibrary*> ModelsLibrary::Get() {
       auto* lib = new ModelsLibrary();
       lib->path_ = path;
       lib->api_version_ = reinterpret_cast<int (*)()>(dlsym(handle, "ttap_models_api_version"));
-      lib->describe_ = reinterpret_cast<size_t (*)(char*, size_t)>(dlsym(handle, "ttap_models_describe"));
+      lib->describe_ =
+          reinterpret_cast<size_t (*)(char*, size_t)>(dlsym(handle, "ttap_models_describe"));
       if (!lib->api_version_ || !lib->describe_ || lib->api_version_() != TTAP_MODELS_API_VERSION) {
         tried += "\n  " + path + ": not a compatible ttap models module";
         delete lib;

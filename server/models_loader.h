@@ -11,7 +11,8 @@ namespace ttap {
 
 class ModelsLibrary {
  public:
-  // Loads the module once: $TTAP_MODELS_LIB (only it, when set), else libttap_models.so beside the executable, else
+  // Loads the module once: $TTAP_MODELS_LIB (only it, when set), else libttap_models.so beside the
+  // executable, else
   // ../lib/ttap/ relative to it. The error says where it looked and why it failed.
   static StatusOr<const ModelsLibrary*> Get();
   std::string Describe() const;

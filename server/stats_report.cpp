@@ -44,11 +44,15 @@ std::string Fmt(const char* fmt, double a) {
 }  // namespace
 
 nlohmann::json ImportStatsToJson(const ImportStats& s) {
-  nlohmann::json j = {{"json_bytes", s.json_bytes},     {"elements", s.elements},
-                      {"events", s.events},             {"metadata", s.metadata},
-                      {"flows", s.flows},               {"counters", s.counters},
+  nlohmann::json j = {{"json_bytes", s.json_bytes},
+                      {"elements", s.elements},
+                      {"events", s.events},
+                      {"metadata", s.metadata},
+                      {"flows", s.flows},
+                      {"counters", s.counters},
                       {"skipped_total", s.total_skipped()},
-                      {"skipped", s.skipped},           {"unknown_categories", s.unknown_categories},
+                      {"skipped", s.skipped},
+                      {"unknown_categories", s.unknown_categories},
                       {"gpu_without_launch", s.gpu_without_launch}};
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
   return j;
@@ -59,8 +63,9 @@ nlohmann::json RankStatsToJson(const Trace& t, const TraceSummary& s) {
   for (const auto& d : t.devices) {
     if (!d.used) continue;
     nlohmann::json dj = {{"id", d.id}, {"name", d.name}};
-    if (d.compute_major >= 0) dj["compute_capability"] = std::to_string(d.compute_major) + "." +
-                                                         std::to_string(d.compute_minor);
+    if (d.compute_major >= 0)
+      dj["compute_capability"] =
+          std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor);
     if (d.total_memory >= 0) dj["total_memory_bytes"] = d.total_memory;
     if (d.num_sms >= 0) dj["sms"] = d.num_sms;
     devices.push_back(std::move(dj));
@@ -150,8 +155,9 @@ std::string RankStatsToText(const Trace& t, const TraceSummary& s) {
     for (const auto& k : s.top_kernels) {
       std::string name(t.strings.Get(k.name));
       if (name.size() > 90) name = name.substr(0, 87) + "...";
-      line("    " + Fmt("%10.3f ms", k.total_ns / 1e6) + Fmt(" %5.1f%%", s.total_kernel_ns ? 100.0 * k.total_ns / s.total_kernel_ns : 0) +
-           "  x" + std::to_string(k.count) + "  " + name);
+      line("    " + Fmt("%10.3f ms", k.total_ns / 1e6) +
+           Fmt(" %5.1f%%", s.total_kernel_ns ? 100.0 * k.total_ns / s.total_kernel_ns : 0) + "  x" +
+           std::to_string(k.count) + "  " + name);
     }
   }
   if (!s.top_cpu_ops.empty()) {
@@ -171,7 +177,8 @@ std::string RankStatsToText(const Trace& t, const TraceSummary& s) {
   }
   const ImportStats& is = t.stats;
   std::string skipped;
-  for (const auto& [k, v] : is.skipped) skipped += (skipped.empty() ? "" : ", ") + k + " " + std::to_string(v);
+  for (const auto& [k, v] : is.skipped)
+    skipped += (skipped.empty() ? "" : ", ") + k + " " + std::to_string(v);
   line("  import: " + std::to_string(is.elements) + " elements, " + std::to_string(is.events) +
        " events, " + std::to_string(is.total_skipped()) + " skipped" +
        (skipped.empty() ? "" : " (" + skipped + ")"));

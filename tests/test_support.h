@@ -4,13 +4,13 @@
 
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 namespace ttap_test {
 
@@ -40,8 +40,8 @@ struct RunResult {
 // Runs `ttap ARGS` (ARGS already shell-quoted by the caller), in |dir| when given.
 inline RunResult RunTtap(const std::string& args, const std::string& dir = "") {
   static int counter = 0;
-  std::string err_path = "/tmp/ttap_test_stderr_" + std::to_string(getpid()) + "_" +
-                         std::to_string(counter++);
+  std::string err_path =
+      "/tmp/ttap_test_stderr_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
   std::string cmd = (dir.empty() ? "" : "cd '" + dir + "' && ") + "'" + Binary() + "' " + args +
                     " 2>'" + err_path + "'";
   RunResult r;

@@ -144,8 +144,8 @@ TEST_CASE("JsonSplitter reports captured top-level values only", "[json_splitter
   auto r = SplitAt(doc, {}, {"deviceProperties", "distributedInfo", "baseTimeNanoseconds"});
   CHECK(r.result == JsonSplitter::Result::kDone);
   REQUIRE(r.values.size() == 3);
-  CHECK(r.values[0] == std::make_pair(std::string("distributedInfo"),
-                                      std::string(R"({"rank": 3, "s": "}"})")));
+  CHECK(r.values[0] ==
+        std::make_pair(std::string("distributedInfo"), std::string(R"({"rank": 3, "s": "}"})")));
   CHECK(r.values[1] ==
         std::make_pair(std::string("baseTimeNanoseconds"), std::string("1700000000000000000")));
   CHECK(r.values[2] ==
@@ -243,8 +243,7 @@ TEST_CASE("JsonSplitter errors: trailing garbage after the document", "[json_spl
 }
 
 TEST_CASE("JsonSplitter errors: malformed structure", "[json_splitter]") {
-  CHECK(SplitWhole(R"({"traceEvents":[{"a":1} {"b":2}]})").result ==
-        JsonSplitter::Result::kError);
+  CHECK(SplitWhole(R"({"traceEvents":[{"a":1} {"b":2}]})").result == JsonSplitter::Result::kError);
   CHECK(SplitWhole(R"({"traceEvents":[,{"a":1}]})").result == JsonSplitter::Result::kError);
   CHECK(SplitWhole(R"({"traceEvents" 1})").result == JsonSplitter::Result::kError);
   CHECK(SplitWhole(R"({traceEvents: []})").result == JsonSplitter::Result::kError);

@@ -1,5 +1,4 @@
-// Malformed inputs: fatal problems give a Status naming the file and a byte offset or reason;
-// problems inside one event are skipped, counted with a reason, and the other events still load.
+// Malformed inputs: fatal ones give a Status naming the file; bad events are skipped and counted.
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -175,7 +174,8 @@ TEST_CASE("Malformed: a missing file", "[malformed]") {
 std::string WithBadEvent(const std::string& bad) {
   return R"({"traceEvents": [
   {"ph": "X", "cat": "cpu_op", "name": "good_before", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
-  )" + bad + R"(,
+  )" + bad +
+         R"(,
   {"ph": "X", "cat": "cpu_op", "name": "good_after", "pid": 1, "tid": 1, "ts": 30, "dur": 5}
 ]})";
 }
@@ -204,52 +204,59 @@ TEST_CASE("Skipped: missing ts", "[malformed]") {
 }
 
 TEST_CASE("Skipped: ts out of range or not a number", "[malformed]") {
-  ExpectSkipped(R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 1e400, "dur": 5})",
-                "ts out of range");
-  ExpectSkipped(R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": "abc", "dur": 5})",
-                "invalid ts");
-  ExpectSkipped(R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": null, "dur": 5})",
-                "invalid ts");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 1e400, "dur": 5})",
+      "ts out of range");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": "abc", "dur": 5})",
+      "invalid ts");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": null, "dur": 5})",
+      "invalid ts");
 }
 
 TEST_CASE("Skipped: negative dur", "[malformed]") {
-  ExpectSkipped(R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 20, "dur": -5})",
-                "negative dur");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 20, "dur": -5})",
+      "negative dur");
 }
 
 TEST_CASE("Skipped: dur out of range, ts + dur overflow", "[malformed]") {
-  ExpectSkipped(R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 20, "dur": 1e400})",
-                "dur out of range");
-  ExpectSkipped(R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 9000000000000000, "dur": 9000000000000000})",
-                "ts + dur out of range");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 20, "dur": 1e400})",
+      "dur out of range");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 4000000000000000, "dur": 1000000000000000})",
+      "ts + dur out of range");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 9000000000000000, "dur": 1})",
+      "ts out of range");
 }
 
 TEST_CASE("Skipped: invalid UTF-8 inside a name", "[malformed]") {
-  ExpectSkipped("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\xff\xfe\xc3(\", \"pid\": 1, "
-                "\"tid\": 1, \"ts\": 20, \"dur\": 5}",
-                "invalid JSON");
+  ExpectSkipped(
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\xff\xfe\xc3(\", \"pid\": 1, "
+      "\"tid\": 1, \"ts\": 20, \"dur\": 5}",
+      "invalid JSON");
 }
 
-TEST_CASE("Skipped: invalid escape inside a name", "[malformed][!mayfail]") {
-  // "\x" is not a JSON escape. The name fails to unescape and the parser falls back to the raw
-  // token text (meant for numeric names), so the event is kept with the name "\"bad\\x41\"".
-  const std::string bad =
-      R"({"ph": "X", "cat": "cpu_op", "name": "bad\x41", "pid": 1, "tid": 1, "ts": 20, "dur": 5})";
-  for (int threads : {1, 2}) {
-    const std::string doc = WithBadEvent(bad);
-    auto t = LoadOk(doc, threads);
-    std::string names;
-    for (size_t i = 0; i < t->events.size(); ++i) names += std::string(t->Name(i)) + " | ";
-    INFO("rows: " << names);
-    CHECK(t->events.size() == 2);
-    CHECK(t->stats.total_skipped() == 1);
-    CHECK_THAT(t->stats.first_error, Catch::Contains("byte " + std::to_string(doc.find(bad))));
-  }
+TEST_CASE("Skipped: invalid escape inside a name", "[malformed]") {
+  // "\x" is not a JSON escape: the name cannot be unescaped, so the event is skipped (it must not
+  // be kept under its raw token text, which is only meant for numeric names).
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad\x41", "pid": 1, "tid": 1, "ts": 20, "dur": 5})",
+      "invalid name");
+  // A numeric name is still kept as its text.
+  auto t = LoadOk(WithBadEvent(
+      R"({"ph": "X", "cat": "cpu_op", "name": 123, "pid": 1, "tid": 1, "ts": 20, "dur": 5})"));
+  REQUIRE(t->events.size() == 3);
+  CHECK(t->Name(1) == "123");
 }
 
 TEST_CASE("Skipped: invalid escape in cat", "[malformed]") {
-  ExpectSkipped(R"({"ph": "X", "cat": "cpu\x_op", "name": "bad", "pid": 1, "tid": 1, "ts": 20, "dur": 5})",
-                "invalid cat");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu\x_op", "name": "bad", "pid": 1, "tid": 1, "ts": 20, "dur": 5})",
+      "invalid cat");
 }
 
 TEST_CASE("Skipped: elements that are not objects", "[malformed]") {
@@ -269,13 +276,15 @@ TEST_CASE("Skipped: begin/end events", "[malformed]") {
 TEST_CASE("Skipped: missing ph, invalid pid", "[malformed]") {
   ExpectSkipped(R"({"cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 20, "dur": 5})",
                 "missing ph");
-  ExpectSkipped(R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": [1], "tid": 1, "ts": 20, "dur": 5})",
-                "invalid pid");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": [1], "tid": 1, "ts": 20, "dur": 5})",
+      "invalid pid");
 }
 
 TEST_CASE("Skipped: broken JSON inside one element", "[malformed]") {
-  ExpectSkipped(R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 20, "dur": 5,})",
-                "invalid key");
+  ExpectSkipped(
+      R"({"ph": "X", "cat": "cpu_op", "name": "bad", "pid": 1, "tid": 1, "ts": 20, "dur": 5,})",
+      "invalid key");
 }
 
 TEST_CASE("Skipped events with several reasons are counted per reason", "[malformed]") {
@@ -294,13 +303,15 @@ TEST_CASE("Skipped events with several reasons are counted per reason", "[malfor
   CHECK(t->stats.skipped.at("event is not an object") == 1);
   CHECK_THAT(t->stats.first_error, Catch::StartsWith("missing ts"));
   const size_t first_bad = doc.find(R"({"ph": "X", "cat": "cpu_op", "name": "a")");
-  CHECK_THAT(t->stats.first_error, Catch::EndsWith("(event at byte " + std::to_string(first_bad) + ")"));
+  CHECK_THAT(t->stats.first_error,
+             Catch::EndsWith("(event at byte " + std::to_string(first_bad) + ")"));
 }
 
 TEST_CASE("200,000 nested brackets inside one event's args", "[malformed]") {
   const size_t depth = 200000;
-  std::string deep = "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"deep\", \"pid\": 1, \"tid\": 1, "
-                     "\"ts\": 20, \"dur\": 5, \"args\": {\"x\": ";
+  std::string deep =
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"deep\", \"pid\": 1, \"tid\": 1, "
+      "\"ts\": 20, \"dur\": 5, \"args\": {\"x\": ";
   deep.append(depth, '[');
   deep.append(depth, ']');
   deep += "}}";

@@ -2,7 +2,6 @@
 // INDEX.tsv records, and HTA's temporal breakdown, comm/comp overlap and iteration count agree
 // with Holistic Trace Analysis's own output (hta_reference.json). Skips when ../shared is absent.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -77,8 +76,8 @@ TEST_CASE("every shared real trace loads with its steps, devices and rank", "[re
                          row.devices.find("AMD") != std::string::npos;
     std::string type = Summarize(t).device_type;
     if (row.devices.find("AMD") != std::string::npos) CHECK(type == "AMD GPU");
-    if (has_gpu_names && row.devices.find("AMD") == std::string::npos &&
-        t.stats.events > 0 && type != "CPU") {
+    if (has_gpu_names && row.devices.find("AMD") == std::string::npos && t.stats.events > 0 &&
+        type != "CPU") {
       CHECK(type == "NVIDIA GPU");
     }
     // Rank: distributedInfo ("backend:rank/world"), else the file name, else 0.
@@ -100,8 +99,8 @@ TEST_CASE("HTA temporal breakdown and comm/comp overlap match HTA's own output",
     WARN("../shared not present: skipped");
     return;
   }
-  auto ref = nlohmann::json::parse(ttap_test::ReadFile(ttap_test::SharedDir() +
-                                                       "/traces/hta_reference.json"));
+  auto ref = nlohmann::json::parse(
+      ttap_test::ReadFile(ttap_test::SharedDir() + "/traces/hta_reference.json"));
   int compared = 0;
   double worst = 0;
   for (auto& [file, entry] : ref.items()) {
@@ -119,7 +118,8 @@ TEST_CASE("HTA temporal breakdown and comm/comp overlap match HTA's own output",
     }
     const auto& r = tb.begin().value();
     double kernel = r["kernel_time_us"].get<double>();
-    for (const char* key : {"idle_time_us", "compute_time_us", "non_compute_time_us", "kernel_time_us"}) {
+    for (const char* key :
+         {"idle_time_us", "compute_time_us", "non_compute_time_us", "kernel_time_us"}) {
       double ours = std::string(key) == "idle_time_us"      ? h.idle_time_us
                     : std::string(key) == "compute_time_us" ? h.compute_time_us
                     : std::string(key) == "kernel_time_us"  ? h.kernel_time_us

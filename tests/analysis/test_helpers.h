@@ -36,10 +36,10 @@ class TempFile {
  public:
   TempFile(std::string_view contents, std::string_view suffix) {
     static std::atomic<int> counter{0};
-    path_ = (std::filesystem::temp_directory_path() /
-             ("ttap_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++) +
-              std::string(suffix)))
-                .string();
+    path_ =
+        (std::filesystem::temp_directory_path() / ("ttap_test_" + std::to_string(getpid()) + "_" +
+                                                   std::to_string(counter++) + std::string(suffix)))
+            .string();
     FILE* f = std::fopen(path_.c_str(), "wb");
     if (!f) throw std::runtime_error("cannot create " + path_);
     std::fwrite(contents.data(), 1, contents.size(), f);

@@ -25,7 +25,8 @@ using testing::Gzip;
 using testing::TempFile;
 
 std::unique_ptr<Trace> Load(std::string_view data, int threads, int window_count = 100,
-                            const std::string& name = "inline.json", size_t chunk_bytes = 8u << 20) {
+                            const std::string& name = "inline.json",
+                            size_t chunk_bytes = 8u << 20) {
   LoadOptions opts;
   opts.threads = threads;
   opts.window_count = window_count;
@@ -358,19 +359,23 @@ TEST_CASE("Windows are index ranges that cover the span, exactly N of them", "[l
         REQUIRE(win.start_ns == t->windows[w - 1].end_ns);
         REQUIRE(win.begin == t->windows[w - 1].end);
       }
+      // Half-open [start_ns, end_ns), except that the last window also takes rows at end_ns.
+      const bool last = w + 1 == t->windows.size();
       for (uint32_t r = win.begin; r < win.end; ++r) {
         REQUIRE(t->events.ts[r] >= win.start_ns);
-        REQUIRE(t->events.ts[r] < win.end_ns);
+        REQUIRE((t->events.ts[r] < win.end_ns || (last && t->events.ts[r] == win.end_ns)));
       }
       // Rows just outside the range are outside the window's time range.
       if (win.begin > 0) REQUIRE(t->events.ts[win.begin - 1] < win.start_ns);
-      if (win.end < t->events.size()) REQUIRE(t->events.ts[win.end] >= win.end_ns);
+      if (win.end < t->events.size()) {
+        REQUIRE((last ? t->events.ts[win.end] > win.end_ns : t->events.ts[win.end] >= win.end_ns));
+      }
       CHECK(win.step == 0);  // every window's midpoint lies inside ProfilerStep#7
     }
     // Every row inside the profiled span is in exactly one window.
     for (size_t r = 0; r < t->events.size(); ++r) {
       int64_t ts = t->events.ts[r];
-      bool inside = ts >= t->span_start() && ts < t->span_end();
+      bool inside = ts >= t->span_start() && ts <= t->span_end();
       int hits = 0;
       for (const Window& win : t->windows) hits += r >= win.begin && r < win.end;
       INFO("row " << r << " " << t->Name(r));
@@ -408,17 +413,115 @@ TEST_CASE("A trace without ProfilerStep markers has no steps and windows over al
   CHECK(t->windows[1].end == 4);  // nothing starts in [40, 70)
 }
 
-TEST_CASE("Windows cover an event that starts at the very end of the span", "[loader][!mayfail]") {
+TEST_CASE("Windows cover an event that starts at the very end of the span", "[loader]") {
   // The last row is an instant at the time the previous event ends: span_end() equals its ts,
-  // and the half-open windows [start, end) leave it out.
+  // and the last window must still take it although the windows are otherwise half-open.
   const char* trace = R"J({"traceEvents": [
     {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
     {"ph": "i", "cat": "cpu_instant_event", "name": "done", "s": "t", "pid": 1, "tid": 1, "ts": 10}
   ]})J";
   auto t = Load(trace, 1, 2);
   REQUIRE(t->windows.size() == 2);
+  CHECK(t->span_end() == 10 * kUs);
+  CHECK(t->windows.back().end_ns == 10 * kUs);
   CHECK(t->windows.front().begin == 0);
+  CHECK(t->windows.front().end == 1);
+  CHECK(t->windows.back().begin == 1);
   CHECK(t->windows.back().end == t->events.size());
+}
+
+// Windows must still be contiguous index ranges over every row, whatever the timestamps.
+void CheckWindowsCoverAllRows(const Trace& t, size_t count) {
+  REQUIRE(t.windows.size() == count);
+  CHECK(t.windows.front().begin == 0);
+  CHECK(t.windows.back().end == t.events.size());
+  for (size_t w = 0; w < t.windows.size(); ++w) {
+    INFO("window " << w);
+    CHECK(t.windows[w].begin <= t.windows[w].end);
+    CHECK(t.windows[w].start_ns <= t.windows[w].end_ns);
+    if (w > 0) CHECK(t.windows[w].begin == t.windows[w - 1].end);
+  }
+}
+
+TEST_CASE("Extreme timestamps: events beyond 2^62 ns are skipped and counted",
+          "[loader][extreme]") {
+  // 9223372036854769 us + 6.807 us = INT64_MAX ns. The accepted range (kMinTimestampNs ..
+  // kMaxTimestampNs) keeps every span, end and window bound representable.
+  const char* trace = R"J([
+    {"ph": "X", "cat": "cpu_op", "name": "early", "pid": 1, "tid": 1, "ts": 4000000000000000, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "last", "pid": 1, "tid": 1, "ts": 9223372036854769, "dur": 6.807}
+  ])J";
+  auto t = Load(trace, 1, 4);
+  REQUIRE(t->events.size() == 1);
+  CHECK(t->stats.skipped.at("ts out of range") == 1);
+  CheckWindowsCoverAllRows(*t, 4);
+}
+
+TEST_CASE("Extreme timestamps: a span longer than 2^63 ns", "[loader][extreme]") {
+  // -9e15 us and +9e15 us are both outside the accepted range, so end - start can never
+  // overflow in BuildWindows, the HTA kernel_time or the breakdown spans.
+  const char* trace = R"J([
+    {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": -9000000000000000, "dur": 1,
+     "args": {"stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 9000000000000000, "dur": 1,
+     "args": {"stream": 7, "correlation": 2}}
+  ])J";
+  LoadOptions opts;
+  opts.threads = 1;
+  opts.window_count = 4;
+  auto r = LoadTraceFromMemory(trace, "inline.json", opts);
+  // Either a clear error or a trace whose windows and figures make sense.
+  if (r.ok()) {
+    const Trace& t = **r;
+    CHECK(t.windows.empty());
+    CHECK(t.events.size() == 0);
+    CHECK(t.stats.skipped.at("ts out of range") == 2);
+    HtaFigures h = ComputeHtaFigures(t);
+    CHECK_FALSE(h.has_gpu_events);
+  } else {
+    CHECK_THAT(r.status().message(), Catch::StartsWith("inline.json: "));
+  }
+}
+
+TEST_CASE("Negative timestamps load and sort", "[loader][extreme]") {
+  const char* trace = R"J([
+    {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 5, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": -5.5, "dur": 20}
+  ])J";
+  auto t = Load(trace, 1, 2);
+  REQUIRE(t->events.size() == 2);
+  CHECK(t->Name(0) == "a");
+  CHECK(t->events.ts[0] == -5500);
+  CHECK(t->events.parent[1] == 0);
+  CheckWindowsCoverAllRows(*t, 2);
+}
+
+TEST_CASE("Huge ProfilerStep numbers", "[loader][extreme][overflow]") {
+  // Too large for int64: not a step (ParseStepNumber refuses it) but still one HTA iteration name.
+  const char* trace = R"J([
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#99999999999999999999", "pid": 1,
+     "tid": 1, "ts": 1, "dur": 10},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#123456789012345", "pid": 1,
+     "tid": 1, "ts": 20, "dur": 10}
+  ])J";
+  auto t = Load(trace, 1);
+  REQUIRE(t->steps.size() == 1);
+  CHECK(t->steps[0].number == INT64_C(123456789012345));
+  CHECK(ComputeHtaFigures(*t).iterations == 1);  // the last step is filtered out
+}
+
+TEST_CASE("ParsePythonFrame rejects non-numeric line numbers", "[loader][frames][overflow]") {
+  PythonFrame f;
+  CHECK_FALSE(ParsePythonFrame("a.py(abcdefghi): f", &f));
+  CHECK_FALSE(ParsePythonFrame("(y.20pion5): ", &f));
+  CHECK_FALSE(ParsePythonFrame("<built-in method mm of type object>", &f));
+  REQUIRE(ParsePythonFrame("pkg/a (copy).py(123456789): run", &f));
+  CHECK(f.file == "pkg/a (copy).py");
+  CHECK(f.line == 123456789);
+  CHECK(f.function == "run");
+  auto frames = ParseCallStack("a.py(1): f; b.py(2): g;garbage;c.py(x): h");
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[1].file == "b.py");
 }
 
 TEST_CASE("Old-format (2021) bare-array trace", "[loader]") {
@@ -435,7 +538,8 @@ TEST_CASE("Old-format (2021) bare-array trace", "[loader]") {
     size_t step = Row(*t, "ProfilerStep#3"), conv = Row(*t, "aten::conv2d"),
            convolution = Row(*t, "aten::convolution"), launch = Row(*t, "cudaLaunchKernel"),
            kernel = Row(*t, "implicit_convolve_sgemm"),
-           memcpy = Row(*t, "Memcpy HtoD (Pageable -> Device)"), memset = Row(*t, "Memset (Device)");
+           memcpy = Row(*t, "Memcpy HtoD (Pageable -> Device)"),
+           memset = Row(*t, "Memset (Device)");
     CHECK(t->events.kind[step] == EventKind::kCpuOp);
     CHECK(t->events.kind[conv] == EventKind::kCpuOp);
     CHECK(t->events.kind[launch] == EventKind::kRuntime);
@@ -630,7 +734,8 @@ TEST_CASE("Gzip traces load from memory and from a file, one or several members"
 
   // Two members, cut in the middle of an event.
   const std::string text = kNewFormat;
-  const std::string two = Gzip(text.substr(0, text.size() / 2)) + Gzip(text.substr(text.size() / 2));
+  const std::string two =
+      Gzip(text.substr(0, text.size() / 2)) + Gzip(text.substr(text.size() / 2));
   auto concatenated = Load(two, 2);
   CHECK(Snap(*concatenated) == expected);
 
@@ -738,10 +843,9 @@ TEST_CASE("ProfilerStep numbers and GPU ends of several steps", "[loader]") {
   CHECK(t->span_start() == 0);
 }
 
-TEST_CASE("The profiled span ends with the step that ends last", "[loader][!mayfail]") {
-  // ProfilerStep#10's GPU work runs to 396 us, past the end of the last step (150 us). The span
-  // (and so the windows) stops at steps.back().end(), leaving [150, 396) out of every window
-  // although step_windows[0] covers it.
+TEST_CASE("The profiled span ends with the step that ends last", "[loader]") {
+  // ProfilerStep#10's GPU work runs to 396 us, past the end of the last step (150 us): the span
+  // (and so the windows) must reach 396, as step_windows[0] does, not stop at steps.back().end().
   const char* trace = R"J({"traceEvents": [
     {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#10", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
     {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 90, "dur": 5,
@@ -907,7 +1011,8 @@ const char* kHtaTrace = R"J({"traceEvents": [
    "args": {"stream": 7}}
 ]})J";
 
-TEST_CASE("HTA temporal breakdown and comm/comp overlap on a hand-computed trace", "[loader][hta]") {
+TEST_CASE("HTA temporal breakdown and comm/comp overlap on a hand-computed trace",
+          "[loader][hta]") {
   for (int threads : {1, 2}) {
     auto t = Load(kHtaTrace, threads);
     HtaFigures h = ComputeHtaFigures(*t);

@@ -1,5 +1,4 @@
-// libFuzzer target: LoadTraceFromMemory on arbitrary bytes (plain or gzip) with small chunks, then
-// the statistics and python frames of whatever loads, checking the Trace's invariants.
+// libFuzzer target: LoadTraceFromMemory on any bytes, then stats, frames and Trace invariants.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

@@ -1,7 +1,6 @@
 // The `ttap` binary as a whole process: --help/--version, exit codes, `ttap stats` text and JSON
 // (golden files for small bundled traces), directories of ranks, configuration discovery.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
@@ -82,7 +81,8 @@ TEST_CASE("stats JSON matches the golden files", "[cli][golden]") {
 }
 
 TEST_CASE("stats text output", "[cli]") {
-  auto r = RunTtap("stats '" + SourceDir() + "/examples/resnet50_num_workers_0/worker0.pt.trace.json.gz'");
+  auto r = RunTtap("stats '" + SourceDir() +
+                   "/examples/resnet50_num_workers_0/worker0.pt.trace.json.gz'");
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("6 steps") != std::string::npos);
   CHECK(r.out.find("GPU active") != std::string::npos);
@@ -167,8 +167,10 @@ TEST_CASE("libtorch stays out of start-up: loaded by dlopen only when asked", "[
   // A module that is not ours gives a clear message instead of a crash.
   std::string dir = MakeTempDir();
   WriteFile(dir + "/libttap_models.so", "not an ELF file");
-  FILE* env = popen(("TTAP_MODELS_LIB='" + dir + "/libttap_models.so' '" + ttap_test::Binary() +
-                     "' doctor 2>&1").c_str(), "r");
+  FILE* env = popen(
+      ("TTAP_MODELS_LIB='" + dir + "/libttap_models.so' '" + ttap_test::Binary() + "' doctor 2>&1")
+          .c_str(),
+      "r");
   REQUIRE(env);
   std::string out;
   while ((n = fread(buf, 1, sizeof(buf), env)) > 0) out.append(buf, n);

@@ -1,11 +1,11 @@
 // Config: TOML parsing of [tool.ttap] in pyproject.toml and ttap.toml, upward search, errors.
-#include <catch2/catch.hpp>
+#include "server/config.h"
 
-#include <cstdio>
-#include <string>
 #include <sys/stat.h>
 
-#include "server/config.h"
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
 
 using namespace ttap;
 
@@ -35,7 +35,8 @@ TEST_CASE("config files", "[config]") {
   }
   SECTION("[tool.ttap] found from a subdirectory") {
     Write(dir + "/pyproject.toml",
-          "[tool.ttap]\nwindows = 50\nthreads = 1\n[tool.ttap.thresholds]\ndataloader_share = 0.05\n");
+          "[tool.ttap]\nwindows = 50\nthreads = 1\n[tool.ttap.thresholds]\ndataloader_share = "
+          "0.05\n");
     mkdir((dir + "/src").c_str(), 0755);
     auto c = FindConfig(dir + "/src");
     REQUIRE(c.ok());
