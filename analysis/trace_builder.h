@@ -21,7 +21,8 @@ using TopLevelValues = std::map<std::string, std::string>;
 void SortPartial(PartialTable* part);
 
 // Consumes |parts| (freed column by column to bound peak memory).
+// |threads| > 1 lets the column gathering use a second thread.
 Status BuildTrace(std::vector<PartialTable>* parts, const TopLevelValues& top, int window_count,
-                  Trace* trace);
+                  int threads, Trace* trace);
 
 }  // namespace ttap

@@ -37,6 +37,37 @@ struct Buffer {
   }
 };
 
+// Recycles chunk buffers between the reader and the workers: fresh allocations would be fresh
+// pages (page faults and zeroing for every byte of the trace).
+class BufferPool {
+ public:
+  explicit BufferPool(size_t keep) : keep_(keep) {}
+  Buffer Acquire(size_t min_capacity) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < free_.size(); ++i) {
+        if (free_[i].capacity >= min_capacity) {
+          Buffer b = std::move(free_[i]);
+          free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+          return b;
+        }
+      }
+    }
+    Buffer b;
+    b.Allocate(min_capacity);
+    return b;
+  }
+  void Release(Buffer&& b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (b.data && free_.size() < keep_) free_.push_back(std::move(b));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Buffer> free_;
+  size_t keep_;
+};
+
 struct Batch {
   size_t index = 0;
   Buffer buffer;
@@ -96,11 +127,12 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
     if (parts.size() <= index) parts.resize(index + 1);
     parts[index] = std::move(part);
   };
+  BufferPool pool(static_cast<size_t>(threads) + 2);
   auto parse_batch = [&](EventParser* parser, Batch* b) {
     PartialTable part;
     parser->ParseBatch(b->buffer.data.get(), b->buffer.capacity + kPadding, b->ranges, b->base,
                        &part);
-    b->buffer.data.reset();
+    pool.Release(std::move(b->buffer));
     SortPartial(&part);
     store_part(b->index, std::move(part));
   };
@@ -124,8 +156,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   Status error;
   uint64_t json_bytes = 0;
   size_t batch_index = 0;
-  Buffer buf;
-  buf.Allocate(chunk);
+  Buffer buf = pool.Acquire(2 * chunk);
   size_t len = 0;
   std::vector<JsonSplitter::Range> ranges;
   std::vector<JsonSplitter::TopLevelValue> values;
@@ -170,8 +201,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
       b.length = len;
       b.base = splitter.base();
       b.ranges = ranges;
-      Buffer next;
-      next.Allocate((len - keep) + chunk);
+      Buffer next = pool.Acquire(std::max(2 * chunk, (len - keep) + chunk));
       std::memcpy(next.data.get(), buf.data.get() + keep, len - keep);
       b.buffer = std::move(buf);
       buf = std::move(next);
@@ -201,7 +231,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
           .count());
   trace->path = name;
   trace->bare_array = splitter.bare_array();
-  Status built = BuildTrace(&parts, top, options.window_count, trace.get());
+  Status built = BuildTrace(&parts, top, options.window_count, threads, trace.get());
   if (!built.ok()) return Status::Error(name + ": " + built.message());
   trace->stats.json_bytes = json_bytes;
   if (trace->rank_source.empty()) {
