@@ -3,6 +3,8 @@
 
 #include <simdjson.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -190,8 +192,18 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
       trace->flows.push_back({f.id, f.ts, tmap[f.track], f.phase, smap[f.cat]});
     }
     std::vector<FlowEvent>().swap(part.flows);
+    // The batch's strings and track keys are no longer needed once remapped.
+    part.strings = StringPool();
+    part.track_index = {};
+    part.track_keys = {};
+    part.metadata = {};
   }
   if (total > UINT32_MAX / 2) return Status::Error("too many events (over 2^31)");
+#ifdef __GLIBC__
+  // The workers' batch string pools were many small blocks in per-thread arenas; hand the pages
+  // back before the gather below reaches the load's peak.
+  malloc_trim(0);
+#endif
 
   phase("strings and tracks");
 

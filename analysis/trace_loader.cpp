@@ -57,6 +57,10 @@ class BufferPool {
     b.Allocate(min_capacity);
     return b;
   }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.clear();
+  }
   void Release(Buffer&& b) {
     std::lock_guard<std::mutex> lock(mu_);
     if (b.data && free_.size() < keep_) free_.push_back(std::move(b));
@@ -127,7 +131,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
     if (parts.size() <= index) parts.resize(index + 1);
     parts[index] = std::move(part);
   };
-  BufferPool pool(static_cast<size_t>(threads) + 2);
+  BufferPool pool(static_cast<size_t>(threads) + 1);
   auto parse_batch = [&](EventParser* parser, Batch* b) {
     PartialTable part;
     parser->ParseBatch(b->buffer.data.get(), b->buffer.capacity + kPadding, b->ranges, b->base,
@@ -137,7 +141,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
     store_part(b->index, std::move(part));
   };
 
-  BatchQueue queue(static_cast<size_t>(threads));
+  BatchQueue queue(1);  // each worker holds one batch; one more waits
   std::vector<std::thread> workers;
   std::unique_ptr<EventParser> inline_parser;
   if (threads > 1) {
@@ -156,7 +160,9 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   Status error;
   uint64_t json_bytes = 0;
   size_t batch_index = 0;
-  Buffer buf = pool.Acquire(2 * chunk);
+  // A buffer holds the unfinished tail of the previous chunk plus one new chunk.
+  const size_t buffer_size = chunk + chunk / 4;
+  Buffer buf = pool.Acquire(buffer_size);
   size_t len = 0;
   std::vector<JsonSplitter::Range> ranges;
   std::vector<JsonSplitter::TopLevelValue> values;
@@ -201,7 +207,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
       b.length = len;
       b.base = splitter.base();
       b.ranges = ranges;
-      Buffer next = pool.Acquire(std::max(2 * chunk, (len - keep) + chunk));
+      Buffer next = pool.Acquire(std::max(buffer_size, (len - keep) + chunk));
       std::memcpy(next.data.get(), buf.data.get() + keep, len - keep);
       b.buffer = std::move(buf);
       buf = std::move(next);
@@ -219,6 +225,10 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   }
   queue.Close();
   for (auto& w : workers) w.join();
+  // The chunk buffers are done with: give their memory back before the build peaks.
+  buf = Buffer();
+  pool.Clear();
+  std::vector<JsonSplitter::Range>().swap(ranges);
   if (!error.ok()) return error;
   if (!splitter.saw_trace_events()) {
     return Status::Error(name + ": not a trace: no \"traceEvents\" array in the top-level object");
