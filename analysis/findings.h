@@ -48,6 +48,7 @@ struct Finding {
   std::map<std::string, EvidenceValue> evidence;
   std::vector<EvidenceEvent> top_events;
   int32_t anchor_row = -1;  // the CPU row whose python frames locate the cause
+  std::string cause_key;    // detectors: raw findings with equal code and key merge across steps
   std::vector<FindingFrame> frames;  // innermost first
   std::string fix;                   // fix recipe id, empty when none
   // Set by the mapping layer: the responsible user frame (index into frames) or -1.

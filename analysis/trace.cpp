@@ -68,7 +68,7 @@ int64_t Trace::span_start() const {
 int64_t Trace::span_end() const {
   if (!steps.empty()) {
     int64_t e = steps.front().end();
-    for (const Step& s : steps) e = std::max(e, s.end());
+    for (const Step& s : steps) e = std::max({e, s.end(), s.gpu_work_end});
     return e;
   }
   int64_t e = 0;

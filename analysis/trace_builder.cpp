@@ -411,6 +411,13 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
   }
 
   phase("steps");
+  // Steps never overlap: a step's GPU tail ends where the next step begins (that work belongs to
+  // the next step's time line; counting it twice would double every per-step figure).
+  for (Step& st : trace->steps) st.gpu_work_end = st.gpu_end;
+  for (size_t s = 0; s + 1 < trace->steps.size(); ++s) {
+    Step& st = trace->steps[s];
+    st.gpu_end = std::min(st.gpu_end, std::max(st.cpu_end, trace->steps[s + 1].cpu_start));
+  }
   BuildWindows(trace, window_count);
   phase("windows");
   return Status::Ok();

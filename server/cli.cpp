@@ -15,6 +15,7 @@
 #include "analysis/trace_stats.h"
 #include "server/config.h"
 #include "server/models_loader.h"
+#include "server/scan.h"
 #include "server/stats_report.h"
 
 #ifndef TTAP_VERSION
@@ -35,6 +36,11 @@ constexpr const char* kUsage =
     "        load a trace (.json or .json.gz, Kineto object or legacy array) or a directory of\n"
     "        per-rank traces and print the per-step breakdown, top kernels and CPU ops, HTA's\n"
     "        temporal breakdown and import statistics\n"
+    "  scan TRACE_OR_DIR [--workspace DIR] [--format text|json|sarif] [--min-severity LEVEL]\n"
+    "        find performance anti-patterns (docs/antipatterns.md), each with the Python line\n"
+    "        responsible, the time it costs per step and the fix; a directory is scanned in\n"
+    "        parallel with a summary table. Exit code 1 when findings at or above LEVEL\n"
+    "        (default info) remain; `# ttap: ignore[TTA005]` on a line suppresses them\n"
     "  doctor\n"
     "        report the build: version, configuration in use, and whether the libtorch\n"
     "        window-scoring module loads (and on which device)\n"
@@ -203,6 +209,7 @@ int RunCli(int argc, char** argv) {
     return 2;
   }
   if (command == "stats") return RunStats(rest, *config);
+  if (command == "scan") return RunScanCommand(rest, *config);
   if (command == "doctor") {
     std::printf("ttap %s\nconfig: %s\n", TTAP_VERSION,
                 config->source.empty() ? "defaults (no ttap.toml or [tool.ttap] found)"

@@ -814,7 +814,8 @@ TEST_CASE("Loads agree across threads and chunk sizes", "[loader]") {
   // The last kernel of step 0 (launched at 2187, before the CPU end at 2210) ends at 2225.
   const Step& s0 = reference->steps[0];
   CHECK(s0.cpu_end == 2210 * kUs);
-  CHECK(s0.gpu_end == (1000 + 5 + 59 * 20 + 10 + 30) * kUs);
+  CHECK(s0.gpu_work_end == (1000 + 5 + 59 * 20 + 10 + 30) * kUs);
+  CHECK(s0.gpu_end == std::min(s0.gpu_work_end, reference->steps[1].cpu_start));
 }
 
 TEST_CASE("ProfilerStep numbers and GPU ends of several steps", "[loader]") {
@@ -836,7 +837,8 @@ TEST_CASE("ProfilerStep numbers and GPU ends of several steps", "[loader]") {
   REQUIRE(t->steps.size() == 2);
   CHECK(t->steps[0].number == 10);
   CHECK(t->steps[0].cpu_end == 100 * kUs);
-  CHECK(t->steps[0].gpu_end == 396 * kUs);  // the kernel launched at 90 runs to 396
+  CHECK(t->steps[0].gpu_work_end == 396 * kUs);  // the kernel launched at 90 runs to 396
+  CHECK(t->steps[0].gpu_end == 100 * kUs);       // ... but step 11 starts at 100: no overlap
   CHECK(t->steps[1].number == 11);
   CHECK(t->steps[1].gpu_end == 150 * kUs);  // its kernel ends at 130, before the CPU end
   CHECK(t->step_windows.size() == 2);
@@ -858,7 +860,8 @@ TEST_CASE("The profiled span ends with the step that ends last", "[loader]") {
   ]})J";
   auto t = Load(trace, 1, 4);
   REQUIRE(t->steps.size() == 2);
-  CHECK(t->steps[0].end() == 396 * kUs);
+  CHECK(t->steps[0].gpu_work_end == 396 * kUs);
+  CHECK(t->steps[0].end() == t->steps[1].start());  // steps never overlap
   CHECK(t->span_end() == 396 * kUs);
   CHECK(t->windows.back().end_ns >= t->step_windows[0].end_ns);
 }

@@ -1,0 +1,104 @@
+// RuleContext implementation; see rule_context.h.
+#include "analysis/rule_context.h"
+
+#include <algorithm>
+#include <map>
+
+namespace ttap {
+
+namespace {
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+}  // namespace
+
+RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
+  const EventTable& ev = trace.events;
+  for (const Step& s : trace.steps) steps_.push_back({s.number, s.start(), s.end()});
+  if (steps_.empty() && ev.size() > 0) steps_.push_back({-1, trace.span_start(), trace.span_end()});
+  std::map<int32_t, int64_t> kernels_per_device;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    EventKind k = ev.kind[i];
+    if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
+    has_gpu_ = true;
+    gpu_busy_.push_back({ev.ts[i], ev.end(i)});
+    if (k == EventKind::kKernel) {
+      kernel_busy_.push_back({ev.ts[i], ev.end(i)});
+      kernels_per_device[trace.tracks[ev.track[i]].device]++;
+    }
+  }
+  MergeIntervals(&gpu_busy_);
+  MergeIntervals(&kernel_busy_);
+  int32_t main_device = -1;
+  int64_t most = -1;
+  for (auto& [d, n] : kernels_per_device) {
+    if (n > most) {
+      most = n;
+      main_device = d;
+    }
+  }
+  for (const DeviceInfo& d : trace.devices) {
+    bool is_amd = d.name.find("AMD") != std::string::npos ||
+                  d.name.find("Instinct") != std::string::npos ||
+                  d.name.find("Radeon") != std::string::npos;
+    if (d.used && is_amd) amd_ = true;
+    if (d.id == main_device && d.compute_major >= 0) {
+      compute_major_ = d.compute_major;
+      compute_minor_ = d.compute_minor;
+    }
+  }
+  for (size_t i = 0; i < ev.size() && !amd_; ++i) {
+    if (IsLaunchKind(ev.kind[i]) && StartsWith(trace.Name(i), "hip")) amd_ = true;
+  }
+}
+
+int RuleContext::StepOf(int64_t ts) const {
+  auto it = std::upper_bound(steps_.begin(), steps_.end(), ts,
+                             [](int64_t t, const AnalysedStep& s) { return t < s.start_ns; });
+  if (it == steps_.begin()) return -1;
+  --it;
+  return ts < it->end_ns ? static_cast<int>(it - steps_.begin()) : -1;
+}
+
+std::pair<uint32_t, uint32_t> RuleContext::RowsIn(int64_t lo, int64_t hi) const {
+  Window w = MakeWindow(trace_, lo, hi);
+  return {w.begin, w.end};
+}
+
+int32_t RuleContext::AncestorWithPrefix(int32_t row, std::string_view prefix) const {
+  for (int guard = 0; row >= 0 && guard < 4096; ++guard) {
+    if (StartsWith(trace_.Name(row), prefix)) return row;
+    row = trace_.events.parent[row];
+  }
+  return -1;
+}
+
+int32_t RuleContext::TopOp(int32_t row) const {
+  int32_t best = -1;
+  for (int guard = 0; row >= 0 && guard < 4096; ++guard) {
+    EventKind k = trace_.events.kind[row];
+    if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) &&
+        !StartsWith(trace_.Name(row), "ProfilerStep#")) {
+      best = row;
+    }
+    row = trace_.events.parent[row];
+  }
+  return best;
+}
+
+std::vector<int> RuleContext::WindowsOf(int64_t lo, int64_t hi) const {
+  std::vector<int> out;
+  const auto& w = trace_.windows;
+  for (size_t i = 0; i < w.size(); ++i) {
+    bool touches = lo == hi ? (w[i].start_ns <= lo && lo < w[i].end_ns)
+                            : (w[i].start_ns < hi && lo < w[i].end_ns);
+    if (touches) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+bool RuleContext::IsDataLoaderName(std::string_view name) const {
+  return StartsWith(name, "enumerate(DataLoader)#") || StartsWith(name, "enumerate(DataPipe)#") ||
+         (name.find("DataLoader") != std::string_view::npos &&
+          name.find("__next__") != std::string_view::npos);
+}
+
+}  // namespace ttap

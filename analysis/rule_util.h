@@ -1,0 +1,65 @@
+// Small helpers shared by the detectors (rules_*.cpp): building a raw per-step finding, the
+// cause key that merges findings across steps, name tests. Internal to analysis/.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "analysis/findings.h"
+#include "analysis/rule_context.h"
+#include "analysis/rules.h"
+
+namespace ttap {
+
+inline bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+inline bool Contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+// A raw finding for one step (|step| indexes ctx.steps()); RunRules merges raw findings with
+// the same code and cause key.
+inline Finding MakeRawFinding(const RuleContext& ctx, const char* code, int step, int64_t start_ns,
+                              int64_t end_ns, double lost_us, int32_t anchor_row,
+                              std::string cause_key) {
+  Finding f;
+  const RuleInfo* info = FindRule(code);
+  f.code = code;
+  f.name = info ? info->name : "";
+  f.fix = info ? info->fix : "";
+  f.start_ns = start_ns;
+  f.end_ns = end_ns;
+  int64_t step_number = step >= 0 ? ctx.steps()[step].number : -1;
+  f.per_step.emplace_back(step_number, lost_us);
+  f.anchor_row = anchor_row;
+  f.cause_key = std::move(cause_key);
+  return f;
+}
+
+// Identifies a cause by the user-level op and the innermost python frame around |row|, so the
+// same call site merges across steps while different call sites stay apart.
+inline std::string CauseKey(const RuleContext& ctx, int32_t row) {
+  if (row < 0) return "";
+  std::string key(ctx.Name(row));
+  int32_t frame = ctx.ev().frame[row];
+  if (frame >= 0) key += "|" + std::string(ctx.Name(frame));
+  int32_t cs = static_cast<int32_t>(ctx.ev().call_stack[row]);
+  if (cs != 0) key += "|" + std::string(ctx.trace().strings.Get(ctx.ev().call_stack[row]));
+  return key;
+}
+
+inline void AddNumber(Finding* f, const std::string& key, double v) {
+  f->evidence[key] = EvidenceValue{true, v, ""};
+}
+inline void AddText(Finding* f, const std::string& key, std::string v) {
+  f->evidence[key] = EvidenceValue{false, 0, std::move(v)};
+}
+inline void AddEvent(Finding* f, std::string name, int64_t count, double total_us) {
+  for (auto& e : f->top_events) {
+    if (e.name == name) {
+      e.count += count;
+      e.total_us += total_us;
+      return;
+    }
+  }
+  f->top_events.push_back({std::move(name), count, total_us});
+}
+
+}  // namespace ttap

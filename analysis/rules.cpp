@@ -1,0 +1,235 @@
+// The catalogue, RunRules (merge across steps, severity, window scores); see rules.h.
+#include "analysis/rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace ttap {
+
+const char* SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kError: return "error";
+    case Severity::kWarning: return "warning";
+    case Severity::kInfo: return "info";
+    case Severity::kHint: return "hint";
+  }
+  return "info";
+}
+
+bool ParseSeverity(const std::string& text, Severity* out) {
+  if (text == "error") *out = Severity::kError;
+  else if (text == "warning") *out = Severity::kWarning;
+  else if (text == "info" || text == "information") *out = Severity::kInfo;
+  else if (text == "hint") *out = Severity::kHint;
+  else return false;
+  return true;
+}
+
+const std::vector<RuleInfo>& RuleCatalogue() {
+  static const std::vector<RuleInfo> kRules = {
+      {"TTA001", "dataloader-stall", "the input pipeline keeps the GPU idle", "dataloader-workers"},
+      {"TTA002", "host-sync", "the CPU waits for the GPU inside the step, then the GPU drains",
+       "defer-host-sync"},
+      {"TTA003", "pageable-memcpy", "copies between pageable host memory and the GPU",
+       "pin-memory-non-blocking"},
+      {"TTA004", "small-h2d-copies", "many small host-to-device copies per step",
+       "create-on-device"},
+      {"TTA005", "zero-grad-per-parameter", "zero_grad launches one kernel per parameter",
+       "zero-grad-set-to-none"},
+      {"TTA006", "unfused-optimizer", "the optimizer step launches per-parameter kernels",
+       "optimizer-foreach"},
+      {"TTA007", "launch-bound", "kernels shorter than their launches, the GPU idle between them",
+       "cuda-graphs-or-compile"},
+      {"TTA008", "gpu-idle", "the GPU idles inside the step while the CPU works", ""},
+      {"TTA009", "no-tensor-cores", "fp32 matrix kernels where tensor cores exist", "enable-tf32-or-amp"},
+      {"TTA010", "layout-conversion", "NCHW<->NHWC conversions around convolutions",
+       "channels-last"},
+      {"TTA011", "comm-not-overlapped", "collectives run with little concurrent compute",
+       "overlap-communication"},
+      {"TTA012", "comm-per-parameter", "many small collectives per step", "bucket-collectives"},
+      {"TTA013", "allocator-churn", "cudaMalloc/cudaFree in steady-state steps",
+       "avoid-empty-cache"},
+      {"TTA014", "device-ping-pong", "the same data copied to the host and back every step",
+       "keep-on-device"},
+  };
+  return kRules;
+}
+
+const RuleInfo* FindRule(const std::string& code) {
+  for (const auto& r : RuleCatalogue()) {
+    if (code == r.code) return &r;
+  }
+  return nullptr;
+}
+
+namespace {
+
+Severity SeverityFor(double share, const RuleOptions& o) {
+  if (share >= o.Get("severity_error_share", 0.5)) return Severity::kError;
+  if (share >= o.Get("severity_warning_share", 0.05)) return Severity::kWarning;
+  if (share >= o.Get("severity_info_share", 0.01)) return Severity::kInfo;
+  return Severity::kHint;
+}
+
+std::string Pct(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100.0 * share);
+  return buf;
+}
+
+std::string Ms(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), us >= 100 ? "%.1f ms" : "%.3f ms", us / 1000.0);
+  return buf;
+}
+
+double Num(const Finding& f, const char* key) {
+  auto it = f.evidence.find(key);
+  return it == f.evidence.end() ? 0.0 : it->second.number;
+}
+
+std::string Text(const Finding& f, const char* key) {
+  auto it = f.evidence.find(key);
+  return it == f.evidence.end() ? std::string() : it->second.text;
+}
+
+double ScoreFor(double share) { return std::min(1.0, 0.2 + 0.8 * std::min(1.0, share * 4.0)); }
+
+// Merges raw per-step findings of one cause.
+Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
+  Finding out = group.front();
+  out.per_step.clear();
+  out.step_ids.clear();
+  out.window_indices.clear();
+  out.top_events.clear();
+  std::map<std::string, EvidenceValue> evidence;
+  std::map<std::string, EvidenceEvent> events;
+  std::set<int> windows;
+  std::map<int64_t, double> per_step;
+  double total_lost_us = 0;
+  for (const Finding& f : group) {
+    out.start_ns = std::min(out.start_ns, f.start_ns);
+    out.end_ns = std::max(out.end_ns, f.end_ns);
+    for (auto& [step, lost] : f.per_step) per_step[step] += lost;
+    for (auto& [k, v] : f.evidence) {
+      auto it = evidence.find(k);
+      if (it == evidence.end() || !v.is_number) {
+        evidence[k] = v;
+      } else {
+        it->second.number += v.number;  // numeric evidence sums across steps
+      }
+    }
+    for (const auto& e : f.top_events) {
+      EvidenceEvent& m = events[e.name];
+      m.name = e.name;
+      m.count += e.count;
+      m.total_us += e.total_us;
+    }
+    for (int w : ctx.WindowsOf(f.start_ns, f.end_ns)) windows.insert(w);
+  }
+  for (auto& [step, lost] : per_step) {
+    out.per_step.emplace_back(step, lost);
+    out.step_ids.push_back(step);
+    total_lost_us += lost;
+  }
+  out.window_indices.assign(windows.begin(), windows.end());
+  out.evidence = std::move(evidence);
+  for (auto& [name, e] : events) out.top_events.push_back(e);
+  std::sort(out.top_events.begin(), out.top_events.end(),
+            [](const EvidenceEvent& a, const EvidenceEvent& b) { return a.total_us > b.total_us; });
+  if (out.top_events.size() > 5) out.top_events.resize(5);
+  // Per step over all analysed steps: what a fix would save on an average step.
+  int64_t step_ns = 0;
+  for (const auto& s : ctx.steps()) step_ns += s.duration();
+  const double n_steps = std::max<size_t>(1, ctx.steps().size());
+  out.time_lost_us_per_step = total_lost_us / n_steps;
+  out.share_of_step = step_ns > 0 ? std::min(1.0, total_lost_us * 1000.0 / step_ns) : 0.0;
+  out.evidence["steps_affected"] = {true, static_cast<double>(out.per_step.size()), ""};
+  return out;
+}
+
+}  // namespace
+
+std::string FindingMessage(const Finding& f) {
+  const RuleInfo* info = FindRule(f.code);
+  const std::string per_step = Ms(f.time_lost_us_per_step) + "/step";
+  const std::string share = Pct(f.share_of_step);
+  const double steps = std::max(1.0, Num(f, "steps_affected"));
+  if (f.code == "TTA001") {
+    const double step_us = Num(f, "step_us");
+    std::string runs = step_us > 0 ? "the input pipeline runs " + Pct(Num(f, "dataloader_us") / step_us) +
+                                         " of each step, holding the GPU idle for "
+                                   : "the input pipeline holds the GPU idle for ";
+    return runs + share + " of the step (" + per_step + ")";
+  }
+  if (f.code == "TTA002") {
+    std::string op = Text(f, "op");
+    return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
+           Text(f, "sync_call") + ", " + std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
+           "x per step) drains the GPU: " + per_step + " idle, " + share + " of the step";
+  }
+  if (f.code == "TTA008") {
+    std::string op = Text(f, "cpu_op");
+    return "the GPU idles " + share + " of the step (" + per_step + ") while the CPU runs " +
+           (op.empty() ? std::string("untraced work") : op);
+  }
+  std::string text = info ? info->summary : f.name;
+  std::string detail = Text(f, "detail");  // a detector's own words, with its numbers
+  return text + ": " + per_step + " (" + share + " of the step)" + (detail.empty() ? "" : "; " + detail);
+}
+
+RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
+  RuleResult result;
+  result.windows.resize(trace.windows.size());
+  if (trace.events.size() == 0) return result;
+  RuleContext ctx(trace);
+  static const Detector kDetectors[] = {
+      DetectDataloaderStall, DetectHostSync,        DetectPageableMemcpy,   DetectSmallH2DCopies,
+      DetectZeroGradPerParam, DetectUnfusedOptimizer, DetectLaunchBound,    DetectGpuIdle,
+      DetectNoTensorCores,   DetectLayoutConversion, DetectCommNotOverlapped, DetectCommPerParameter,
+      DetectAllocatorChurn,  DetectDevicePingPong,
+  };
+  std::vector<Finding> raw;
+  for (Detector d : kDetectors) {
+    size_t before = raw.size();
+    d(ctx, options, &raw);
+    if (raw.size() > before && options.Get("disable_" + raw[before].code, 0) != 0) {
+      raw.resize(before);
+    }
+  }
+  // Group by (code, cause).
+  std::map<std::pair<std::string, std::string>, std::vector<Finding>> groups;
+  for (auto& f : raw) groups[{f.code, f.cause_key}].push_back(std::move(f));
+  const double min_share = options.Get("min_share", 0.001);
+  for (auto& [key, group] : groups) {
+    Finding f = Merge(group, ctx);
+    if (f.share_of_step < min_share) continue;
+    f.severity = SeverityFor(f.share_of_step, options);
+    f.message = FindingMessage(f);
+    result.findings.push_back(std::move(f));
+  }
+  std::sort(result.findings.begin(), result.findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.time_lost_us_per_step != b.time_lost_us_per_step) {
+      return a.time_lost_us_per_step > b.time_lost_us_per_step;
+    }
+    return a.code < b.code;
+  });
+  for (const Finding& f : result.findings) {
+    double s = ScoreFor(f.share_of_step);
+    for (int w : f.window_indices) {
+      if (w >= 0 && static_cast<size_t>(w) < result.windows.size() && s > result.windows[w].score) {
+        result.windows[w].score = s;
+        result.windows[w].category = f.code;
+      }
+    }
+  }
+  double sum = 0;
+  for (const auto& w : result.windows) sum += w.score;
+  result.trace_score = result.windows.empty() ? 0 : sum / result.windows.size();
+  return result;
+}
+
+}  // namespace ttap

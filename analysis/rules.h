@@ -1,0 +1,60 @@
+// The rule catalogue (TTA001..TTA014, docs/antipatterns.md): each detector reads an immutable
+// Trace through a RuleContext and appends Findings. RunRules runs them all, merges findings of
+// one cause across steps, sets severities from the time lost, and scores the windows (until the
+// learned model lands, window scores come from the rules). Called by `ttap scan` and the LSP's
+// analysis worker; pure functions, any thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/findings.h"
+#include "analysis/rule_context.h"
+#include "analysis/trace.h"
+
+namespace ttap {
+
+struct RuleInfo {
+  const char* code;
+  const char* name;
+  const char* summary;  // one line: what it is
+  const char* fix;      // fix recipe id, or "" for none
+};
+// The catalogue in code order.
+const std::vector<RuleInfo>& RuleCatalogue();
+const RuleInfo* FindRule(const std::string& code);
+
+struct WindowScore {
+  double score = 0;      // 0..1
+  std::string category;  // code of the strongest finding in the window, empty for none
+};
+
+struct RuleResult {
+  std::vector<Finding> findings;     // sorted: most time lost first
+  std::vector<WindowScore> windows;  // one per Trace::windows entry
+  double trace_score = 0;            // mean of the window scores (the paper's MIL assumption)
+};
+
+RuleResult RunRules(const Trace& trace, const RuleOptions& options);
+// The one-line message of a merged finding, with its numbers.
+std::string FindingMessage(const Finding& f);
+
+// Detectors, one per code (rules_*.cpp). Each appends raw findings (one per step and cause);
+// RunRules merges and grades them.
+using Detector = void (*)(const RuleContext&, const RuleOptions&, std::vector<Finding>*);
+void DetectDataloaderStall(const RuleContext&, const RuleOptions&, std::vector<Finding>*);    // TTA001
+void DetectHostSync(const RuleContext&, const RuleOptions&, std::vector<Finding>*);          // TTA002
+void DetectPageableMemcpy(const RuleContext&, const RuleOptions&, std::vector<Finding>*);     // TTA003
+void DetectSmallH2DCopies(const RuleContext&, const RuleOptions&, std::vector<Finding>*);     // TTA004
+void DetectZeroGradPerParam(const RuleContext&, const RuleOptions&, std::vector<Finding>*);   // TTA005
+void DetectUnfusedOptimizer(const RuleContext&, const RuleOptions&, std::vector<Finding>*);   // TTA006
+void DetectLaunchBound(const RuleContext&, const RuleOptions&, std::vector<Finding>*);        // TTA007
+void DetectGpuIdle(const RuleContext&, const RuleOptions&, std::vector<Finding>*);            // TTA008
+void DetectNoTensorCores(const RuleContext&, const RuleOptions&, std::vector<Finding>*);      // TTA009
+void DetectLayoutConversion(const RuleContext&, const RuleOptions&, std::vector<Finding>*);   // TTA010
+void DetectCommNotOverlapped(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA011
+void DetectCommPerParameter(const RuleContext&, const RuleOptions&, std::vector<Finding>*);   // TTA012
+void DetectAllocatorChurn(const RuleContext&, const RuleOptions&, std::vector<Finding>*);     // TTA013
+void DetectDevicePingPong(const RuleContext&, const RuleOptions&, std::vector<Finding>*);     // TTA014
+
+}  // namespace ttap

@@ -1,0 +1,213 @@
+// Detectors for host-side stalls: TTA001 dataloader-stall, TTA002 host-sync, TTA008 gpu-idle.
+#include <algorithm>
+#include <map>
+
+#include "analysis/rule_util.h"
+
+namespace ttap {
+
+namespace {
+
+bool IsCpuSide(EventKind k) {
+  return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+         k == EventKind::kPythonFunction;
+}
+
+bool IsSyncCall(std::string_view n) {
+  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" ||
+         n == "cudaEventSynchronize" || n == "hipStreamSynchronize" ||
+         n == "hipDeviceSynchronize" || n == "hipEventSynchronize" || n == "cuStreamSynchronize" ||
+         n == "cuCtxSynchronize" || n == "cuEventSynchronize";
+}
+
+bool IsPageableD2H(std::string_view n) {
+  return StartsWith(n, "Memcpy DtoH") && Contains(n, "Pageable");
+}
+
+// Start of the first GPU activity at or after |t| (or |limit|).
+int64_t NextGpuStart(const RuleContext& ctx, int64_t t, int64_t limit) {
+  const auto& busy = ctx.gpu_busy();
+  auto it = std::lower_bound(busy.begin(), busy.end(), Interval{t, INT64_MIN},
+                             [](const Interval& a, const Interval& b) { return a.second < b.first; });
+  for (; it != busy.end(); ++it) {
+    if (it->second > t) return std::min(std::max(it->first, t), limit);
+  }
+  return limit;
+}
+
+}  // namespace
+
+void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("dataloader_share", 0.05);
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    // Per data-loading call site in this step.
+    std::map<std::string, Finding> by_cause;
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (!IsCpuSide(ev.kind[i]) || !ctx.IsDataLoaderName(ctx.Name(i))) continue;
+      // Count the outermost data-loading event only.
+      int32_t p = ev.parent[i];
+      bool nested = false;
+      for (int g = 0; p >= 0 && g < 256; ++g, p = ev.parent[p]) {
+        if (ctx.IsDataLoaderName(ctx.Name(p))) nested = true;
+      }
+      if (nested) continue;
+      const int64_t a = ev.ts[i], b = std::min(ev.end(i), step.end_ns);
+      const double load_us = (b - a) / 1000.0;
+      const double idle_us = ctx.has_gpu() ? ctx.GpuIdle(a, b) / 1000.0 : load_us;
+      std::string key = CauseKey(ctx, static_cast<int32_t>(i));
+      auto it = by_cause.find(key);
+      if (it == by_cause.end()) {
+        it = by_cause.emplace(key, MakeRawFinding(ctx, "TTA001", static_cast<int>(s), a, b, 0,
+                                                  static_cast<int32_t>(i), key)).first;
+      }
+      Finding& f = it->second;
+      f.per_step[0].second += idle_us;
+      f.start_ns = std::min(f.start_ns, a);
+      f.end_ns = std::max(f.end_ns, b);
+      AddNumber(&f, "dataloader_us", (f.evidence.count("dataloader_us") ? f.evidence["dataloader_us"].number : 0) + load_us);
+      AddNumber(&f, "gpu_idle_during_load_us",
+                (f.evidence.count("gpu_idle_during_load_us") ? f.evidence["gpu_idle_during_load_us"].number : 0) + idle_us);
+      AddNumber(&f, "calls", (f.evidence.count("calls") ? f.evidence["calls"].number : 0) + 1);
+      AddEvent(&f, std::string(ctx.Name(i)), 1, load_us);
+    }
+    for (auto& [key, f] : by_cause) {
+      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration()) continue;
+      AddNumber(&f, "step_us", step.duration() / 1000.0);
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("host_sync_share", 0.01);
+  const int64_t min_drain_ns = static_cast<int64_t>(o.Get("host_sync_min_drain_us", 10) * 1000);
+  // Launch rows of pageable device-to-host copies block the CPU like a synchronize.
+  std::vector<char> pageable_launch(ev.size(), 0);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] == EventKind::kMemcpy && ev.link[i] >= 0 && IsPageableD2H(ctx.Name(i))) {
+      pageable_launch[ev.link[i]] = 1;
+    }
+  }
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    std::map<std::string, Finding> by_cause;
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (!IsLaunchKind(ev.kind[i])) continue;
+      std::string_view name = ctx.Name(i);
+      if (!IsSyncCall(name) && !pageable_launch[i]) continue;
+      const int64_t sync_end = ev.end(i);
+      const int64_t resume = NextGpuStart(ctx, sync_end, step.end_ns);
+      // The drain: GPU idle from the moment the CPU started waiting until new work arrives.
+      const int64_t drain = ctx.GpuIdle(ev.ts[i], resume);
+      if (drain < min_drain_ns) continue;
+      int32_t op = ctx.TopOp(static_cast<int32_t>(i));
+      int32_t anchor = op >= 0 ? op : static_cast<int32_t>(i);
+      // Prefer the innermost op that explains the sync (aten::item, aten::nonzero, ...).
+      for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
+        std::string_view pn = ctx.Name(p);
+        if (pn == "aten::item" || pn == "aten::_local_scalar_dense" || pn == "aten::nonzero" ||
+            pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" ||
+            StartsWith(pn, "cudaStreamSynchronize")) {
+          anchor = p;
+        }
+      }
+      std::string key = CauseKey(ctx, anchor);
+      auto it = by_cause.find(key);
+      if (it == by_cause.end()) {
+        it = by_cause.emplace(key, MakeRawFinding(ctx, "TTA002", static_cast<int>(s), ev.ts[i],
+                                                  resume, 0, anchor, key)).first;
+      }
+      Finding& f = it->second;
+      f.per_step[0].second += drain / 1000.0;
+      f.start_ns = std::min(f.start_ns, ev.ts[i]);
+      f.end_ns = std::max(f.end_ns, resume);
+      AddNumber(&f, "syncs", (f.evidence.count("syncs") ? f.evidence["syncs"].number : 0) + 1);
+      AddNumber(&f, "gpu_drain_us",
+                (f.evidence.count("gpu_drain_us") ? f.evidence["gpu_drain_us"].number : 0) + drain / 1000.0);
+      AddText(&f, "sync_call", std::string(name));
+      AddText(&f, "op", std::string(ctx.Name(anchor)));
+      AddEvent(&f, std::string(name), 1, ev.dur[i] / 1000.0);
+    }
+    for (auto& [key, f] : by_cause) {
+      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration()) continue;
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("gpu_idle_share", 0.05);
+  const int64_t min_gap_ns = static_cast<int64_t>(o.Get("gpu_idle_min_gap_us", 200) * 1000);
+  const auto& busy = ctx.gpu_busy();
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    // Gaps between GPU activity inside the step (including before the first and after the last).
+    std::vector<Interval> gaps;
+    int64_t cursor = step.start_ns;
+    auto it = std::lower_bound(busy.begin(), busy.end(), Interval{step.start_ns, INT64_MIN},
+                               [](const Interval& a, const Interval& b) { return a.second < b.first; });
+    for (; it != busy.end() && it->first < step.end_ns; ++it) {
+      if (it->first > cursor) gaps.push_back({cursor, it->first});
+      cursor = std::max(cursor, it->second);
+    }
+    if (cursor < step.end_ns) gaps.push_back({cursor, step.end_ns});
+    std::map<std::string, Finding> by_cause;
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    for (const auto& [ga, gb] : gaps) {
+      if (gb - ga < min_gap_ns) continue;
+      // The CPU work during the gap: the op with the most overlap among the deepest-level ops
+      // that run then; data loading and synchronisation are other rules' business.
+      int32_t best = -1;
+      int64_t best_overlap = 0;
+      bool explained = false;
+      for (uint32_t i = lo; i < hi && ev.ts[i] < gb; ++i) {
+        if (ev.end(i) <= ga) continue;
+        std::string_view n = ctx.Name(i);
+        if (ctx.IsDataLoaderName(n) || IsSyncCall(n)) {
+          int64_t ov = std::min(ev.end(i), gb) - std::max(ev.ts[i], ga);
+          if (ov * 2 >= gb - ga) explained = true;
+        }
+        if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
+        if (StartsWith(n, "ProfilerStep#")) continue;
+        int32_t top = ctx.TopOp(static_cast<int32_t>(i));
+        if (top != static_cast<int32_t>(i)) continue;
+        int64_t ov = std::min(ev.end(i), gb) - std::max(ev.ts[i], ga);
+        if (ov > best_overlap) {
+          best_overlap = ov;
+          best = static_cast<int32_t>(i);
+        }
+      }
+      if (explained) continue;
+      std::string key = best >= 0 ? CauseKey(ctx, best) : "(no CPU op)";
+      auto f_it = by_cause.find(key);
+      if (f_it == by_cause.end()) {
+        f_it = by_cause.emplace(key, MakeRawFinding(ctx, "TTA008", static_cast<int>(s), ga, gb, 0,
+                                                    best, key)).first;
+      }
+      Finding& f = f_it->second;
+      f.per_step[0].second += (gb - ga) / 1000.0;
+      f.start_ns = std::min(f.start_ns, ga);
+      f.end_ns = std::max(f.end_ns, gb);
+      AddNumber(&f, "gaps", (f.evidence.count("gaps") ? f.evidence["gaps"].number : 0) + 1);
+      AddNumber(&f, "longest_gap_us", std::max(f.evidence.count("longest_gap_us") ? f.evidence["longest_gap_us"].number : 0, (gb - ga) / 1000.0));
+      if (best >= 0) {
+        AddText(&f, "cpu_op", std::string(ctx.Name(best)));
+        AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
+      }
+    }
+    for (auto& [key, f] : by_cause) {
+      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration()) continue;
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+}  // namespace ttap

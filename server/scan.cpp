@@ -1,0 +1,434 @@
+// `ttap scan`; see scan.h.
+#include "server/scan.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "analysis/trace_loader.h"
+#include "mapping/python_frames.h"
+
+#ifndef TTAP_VERSION
+#define TTAP_VERSION "0.0.0"
+#endif
+
+namespace ttap {
+
+namespace {
+
+constexpr const char* kDocsBase =
+    "https://github.com/torchtraceap/ttap/blob/main/docs/antipatterns.md#";
+
+double Us(int64_t ns) { return ns / 1000.0; }
+double Round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+int SeverityRank(Severity s) {
+  switch (s) {
+    case Severity::kError: return 3;
+    case Severity::kWarning: return 2;
+    case Severity::kInfo: return 1;
+    case Severity::kHint: return 0;
+  }
+  return 0;
+}
+
+bool ReadLine(const std::string& path, int line, std::string* out) {
+  std::ifstream in(path);
+  std::string l;
+  for (int i = 1; std::getline(in, l); ++i) {
+    if (i == line) {
+      *out = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+// `# ttap: ignore` or `# ttap: ignore[TTA001, TTA005]` on the line.
+bool Suppressed(const std::string& line, const std::string& code) {
+  size_t hash = line.find('#');
+  while (hash != std::string::npos) {
+    size_t p = line.find_first_not_of(" \t", hash + 1);
+    if (p != std::string::npos && line.compare(p, 5, "ttap:") == 0) {
+      p = line.find_first_not_of(" \t", p + 5);
+      if (p != std::string::npos && line.compare(p, 6, "ignore") == 0) {
+        p += 6;
+        if (p >= line.size() || line[p] != '[') return true;
+        size_t close = line.find(']', p);
+        std::string list = line.substr(p + 1, close == std::string::npos ? std::string::npos : close - p - 1);
+        std::stringstream ss(list);
+        std::string item;
+        while (std::getline(ss, item, ',')) {
+          item.erase(0, item.find_first_not_of(" \t"));
+          item.erase(item.find_last_not_of(" \t") + 1);
+          if (item == code) return true;
+        }
+        return false;
+      }
+    }
+    hash = line.find('#', hash + 1);
+  }
+  return false;
+}
+
+std::string Relative(const std::string& path, const std::string& root) {
+  if (!root.empty() && path.rfind(root + "/", 0) == 0) return path.substr(root.size() + 1);
+  return path;
+}
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100.0 * share);
+  return buf;
+}
+
+std::string Ms(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), us >= 100 ? "%.1f ms" : "%.3f ms", us / 1000.0);
+  return buf;
+}
+
+nlohmann::json EvidenceJson(const Finding& f) {
+  nlohmann::json e = nlohmann::json::object();
+  for (const auto& [k, v] : f.evidence) {
+    if (v.is_number) e[k] = Round3(v.number);
+    else e[k] = v.text;
+  }
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& t : f.top_events) {
+    top.push_back({{"name", t.name}, {"count", t.count}, {"total_us", Round3(t.total_us)}});
+  }
+  e["top_events"] = top;
+  return e;
+}
+
+}  // namespace
+
+ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
+  ScanResult r;
+  r.trace_path = trace->path;
+  r.rules = RunRules(*trace, options.rules);
+  for (Finding& f : r.rules.findings) {
+    if (SeverityRank(f.severity) < SeverityRank(options.min_severity)) continue;
+    LocatedFinding lf;
+    if (f.anchor_row >= 0) {
+      for (auto& pf : FramesOf(*trace, static_cast<size_t>(f.anchor_row))) {
+        f.frames.push_back({pf.file, pf.line, pf.function});
+      }
+    }
+    ResolvedPath resolved;
+    f.user_frame = SelectUserFrame(f.frames, options.workspace, &resolved);
+    if (f.user_frame >= 0) {
+      const FindingFrame& uf = f.frames[f.user_frame];
+      lf.line = uf.line;
+      if (resolved.status == Resolution::kResolved) {
+        lf.absolute_path = resolved.path;
+        lf.file = Relative(resolved.path, options.workspace ? options.workspace->root() : "");
+      } else {
+        lf.file = uf.file;
+        lf.ambiguous = resolved.candidates;
+      }
+      std::string text;
+      if (!lf.absolute_path.empty() && ReadLine(lf.absolute_path, lf.line, &text)) {
+        if (Suppressed(text, f.code)) {
+          ++r.suppressed;
+          continue;
+        }
+        size_t first = text.find_first_not_of(" \t");
+        lf.column = first == std::string::npos ? 1 : static_cast<int>(first) + 1;
+      }
+    }
+    lf.finding = f;
+    r.findings.push_back(std::move(lf));
+  }
+  r.trace = std::move(trace);
+  return r;
+}
+
+nlohmann::json ScanResultToJson(const ScanResult& r) {
+  const Trace& t = *r.trace;
+  nlohmann::json windows = nlohmann::json::array();
+  for (size_t i = 0; i < t.windows.size(); ++i) {
+    const WindowScore& ws = r.rules.windows[i];
+    windows.push_back({{"index", i},
+                       {"start_us", Us(t.windows[i].start_ns)},
+                       {"end_us", Us(t.windows[i].end_ns)},
+                       {"score", Round3(ws.score)},
+                       {"category", ws.category.empty() ? nlohmann::json() : nlohmann::json(ws.category)}});
+  }
+  nlohmann::json findings = nlohmann::json::array();
+  for (const LocatedFinding& lf : r.findings) {
+    const Finding& f = lf.finding;
+    nlohmann::json frames = nlohmann::json::array();
+    for (const auto& fr : f.frames) {
+      frames.push_back({{"file", fr.file}, {"line", fr.line}, {"function", fr.function}});
+    }
+    nlohmann::json per_step = nlohmann::json::array();
+    for (const auto& [step, lost] : f.per_step) {
+      per_step.push_back({{"step", step}, {"time_lost_us", Round3(lost)}});
+    }
+    nlohmann::json j = {
+        {"code", f.code},
+        {"name", f.name},
+        {"severity", SeverityName(f.severity)},
+        {"message", f.message},
+        {"start_us", Us(f.start_ns)},
+        {"end_us", Us(f.end_ns)},
+        {"time_lost_us_per_step", Round3(f.time_lost_us_per_step)},
+        {"share_of_step", Round3(f.share_of_step * 1000.0) / 1000.0},
+        {"file", lf.file.empty() ? nlohmann::json() : nlohmann::json(lf.file)},
+        {"line", lf.line > 0 ? nlohmann::json(lf.line) : nlohmann::json()},
+        {"column", lf.column > 0 ? nlohmann::json(lf.column) : nlohmann::json()},
+        {"frames", frames},
+        {"step_ids", f.step_ids},
+        {"window_indices", f.window_indices},
+        {"per_step", per_step},
+        {"evidence", EvidenceJson(f)},
+        {"fix", f.fix.empty() ? nlohmann::json() : nlohmann::json(f.fix)}};
+    if (!lf.ambiguous.empty()) j["ambiguous_files"] = lf.ambiguous;
+    findings.push_back(std::move(j));
+  }
+  return {{"trace", r.trace_path},
+          {"rank", t.rank_source == "default" ? nlohmann::json() : nlohmann::json(t.rank)},
+          {"steps", t.steps.size()},
+          {"trace_score", Round3(r.rules.trace_score)},
+          {"windows", windows},
+          {"findings", findings},
+          {"suppressed", r.suppressed}};
+}
+
+std::string ScanResultToText(const ScanResult& r) {
+  std::string out;
+  for (const LocatedFinding& lf : r.findings) {
+    const Finding& f = lf.finding;
+    std::string where;
+    if (!lf.file.empty() && lf.line > 0) {
+      where = lf.file + ":" + std::to_string(lf.line) + ":" + std::to_string(lf.column > 0 ? lf.column : 1);
+    } else {
+      where = r.trace_path;
+    }
+    out += where + ": " + SeverityName(f.severity) + "[" + f.code + " " + f.name + "]: " + f.message;
+    if (f.step_ids.size() > 0 && f.step_ids.front() >= 0) {
+      out += " (steps " + std::to_string(f.step_ids.front()) +
+             (f.step_ids.size() > 1 ? "-" + std::to_string(f.step_ids.back()) : "") + ")";
+    }
+    if (!lf.ambiguous.empty()) out += " [ambiguous source: " + std::to_string(lf.ambiguous.size()) + " files match]";
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results) {
+  nlohmann::json rules = nlohmann::json::array();
+  for (const RuleInfo& ri : RuleCatalogue()) {
+    rules.push_back({{"id", ri.code},
+                     {"name", ri.name},
+                     {"shortDescription", {{"text", ri.summary}}},
+                     {"helpUri", std::string(kDocsBase) + ri.code + "-" + ri.name}});
+  }
+  nlohmann::json sarif_results = nlohmann::json::array();
+  for (const ScanResult* r : results) {
+    for (const LocatedFinding& lf : r->findings) {
+      const Finding& f = lf.finding;
+      const char* level = f.severity == Severity::kError     ? "error"
+                          : f.severity == Severity::kWarning ? "warning"
+                                                             : "note";
+      nlohmann::json location;
+      if (!lf.file.empty() && lf.line > 0) {
+        nlohmann::json region = {{"startLine", lf.line}};
+        if (lf.column > 0) region["startColumn"] = lf.column;
+        location = {{"physicalLocation", {{"artifactLocation", {{"uri", lf.file}}}, {"region", region}}}};
+      } else {
+        location = {{"physicalLocation", {{"artifactLocation", {{"uri", r->trace_path}}}}}};
+      }
+      nlohmann::json props = {{"time_lost_us_per_step", Round3(f.time_lost_us_per_step)},
+                              {"share_of_step", f.share_of_step},
+                              {"trace", r->trace_path},
+                              {"step_ids", f.step_ids}};
+      if (!f.fix.empty()) props["fix"] = f.fix;
+      size_t rule_index = 0;
+      for (size_t i = 0; i < RuleCatalogue().size(); ++i) {
+        if (f.code == RuleCatalogue()[i].code) rule_index = i;
+      }
+      sarif_results.push_back({{"ruleId", f.code},
+                               {"ruleIndex", rule_index},
+                               {"level", level},
+                               {"message", {{"text", f.message}}},
+                               {"locations", nlohmann::json::array({location})},
+                               {"properties", props}});
+    }
+  }
+  return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+          {"version", "2.1.0"},
+          {"runs",
+           nlohmann::json::array({{{"tool",
+                                    {{"driver",
+                                      {{"name", "ttap"},
+                                       {"version", TTAP_VERSION},
+                                       {"informationUri", "https://github.com/torchtraceap/ttap"},
+                                       {"rules", rules}}}}},
+                                   {"columnKind", "unicodeCodePoints"},
+                                   {"results", sarif_results}}})}};
+}
+
+namespace {
+
+int UsageError(const std::string& msg) {
+  std::fprintf(stderr, "ttap: %s\n(run 'ttap --help' for usage)\n", msg.c_str());
+  return 2;
+}
+
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string CurrentDir() {
+  char buf[4096];
+  return getcwd(buf, sizeof(buf)) ? std::string(buf) : std::string(".");
+}
+
+}  // namespace
+
+int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
+  std::string target, workspace_dir, format = "text";
+  Severity min_severity = Severity::kInfo;
+  int windows = config.windows;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto next = [&](std::string* out) {
+      if (i + 1 >= args.size()) return false;
+      *out = args[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "--workspace") {
+      if (!next(&workspace_dir)) return UsageError("--workspace needs a directory");
+    } else if (a == "--format") {
+      if (!next(&format) || (format != "text" && format != "json" && format != "sarif")) {
+        return UsageError("--format is text, json or sarif");
+      }
+    } else if (a == "--json") {
+      format = "json";
+    } else if (a == "--min-severity") {
+      if (!next(&v) || !ParseSeverity(v, &min_severity)) {
+        return UsageError("--min-severity is error, warning, info or hint");
+      }
+    } else if (a == "--windows") {
+      if (!next(&v) || std::atoi(v.c_str()) < 1) return UsageError("--windows needs a positive number");
+      windows = std::atoi(v.c_str());
+    } else if (!a.empty() && a[0] == '-') {
+      return UsageError("scan: unknown option " + a);
+    } else if (target.empty()) {
+      target = a;
+    } else {
+      return UsageError("scan: one trace file or directory, got a second: " + a);
+    }
+  }
+  if (target.empty()) return UsageError("scan: missing TRACE_OR_DIR");
+  std::vector<std::string> files;
+  const bool directory = IsDir(target);
+  if (directory) {
+    files = ListTraceFiles(target);
+    if (files.empty()) {
+      std::fprintf(stderr, "ttap: error: %s: no trace files (*.json, *.json.gz)\n", target.c_str());
+      return 2;
+    }
+  } else {
+    files.push_back(target);
+  }
+  WorkspaceIndex workspace =
+      WorkspaceIndex::Build(workspace_dir.empty() ? CurrentDir() : workspace_dir);
+  ScanOptions opts;
+  opts.rules.values = config.thresholds;
+  opts.min_severity = min_severity;
+  opts.workspace = &workspace;
+
+  // Traces of a directory are scanned in parallel, one loader thread each.
+  std::vector<ScanResult> results(files.size());
+  std::vector<std::string> errors(files.size());
+  std::atomic<size_t> next_file{0};
+  const size_t workers = files.size() == 1
+                             ? 1
+                             : std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  auto work = [&] {
+    for (size_t k; (k = next_file.fetch_add(1)) < files.size();) {
+      LoadOptions lo;
+      lo.threads = files.size() == 1 ? config.threads : 1;
+      lo.window_count = windows;
+      auto t = LoadTrace(files[k], lo);
+      if (!t.ok()) {
+        errors[k] = t.status().message();
+        continue;
+      }
+      results[k] = ScanTrace(std::move(t.value()), opts);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+
+  int exit_code = 0;
+  std::vector<const ScanResult*> ok;
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (!errors[k].empty()) {
+      std::fprintf(stderr, "ttap: error: %s\n", errors[k].c_str());
+      exit_code = 2;
+      continue;
+    }
+    ok.push_back(&results[k]);
+    if (!results[k].findings.empty() && exit_code == 0) exit_code = 1;
+  }
+  if (format == "json") {
+    if (!directory) {
+      if (!ok.empty()) std::cout << ScanResultToJson(*ok[0]).dump(2) << "\n";
+    } else {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const ScanResult* r : ok) arr.push_back(ScanResultToJson(*r));
+      std::cout << arr.dump(2) << "\n";
+    }
+  } else if (format == "sarif") {
+    std::cout << ScanResultsToSarif(ok).dump(2) << "\n";
+  } else {
+    for (const ScanResult* r : ok) std::cout << ScanResultToText(*r);
+    if (directory) {
+      char line[512];
+      std::snprintf(line, sizeof(line), "\n%-56s %5s %6s %9s  %s\n", "trace", "rank", "steps",
+                    "findings", "top finding");
+      std::cout << line;
+      for (size_t k = 0; k < files.size(); ++k) {
+        std::string name = files[k].substr(files[k].rfind('/') + 1);
+        if (name.size() > 56) name = name.substr(0, 53) + "...";
+        if (!errors[k].empty()) {
+          std::snprintf(line, sizeof(line), "%-56s %5s %6s %9s  %s\n", name.c_str(), "-", "-", "-",
+                        "unusable input");
+        } else {
+          const ScanResult& r = results[k];
+          std::string top = r.findings.empty()
+                                ? "-"
+                                : r.findings[0].finding.code + " " + r.findings[0].finding.name + " " +
+                                      Percent(r.findings[0].finding.share_of_step);
+          std::snprintf(line, sizeof(line), "%-56s %5d %6zu %9zu  %s\n", name.c_str(), r.trace->rank,
+                        r.trace->steps.size(), r.findings.size(), top.c_str());
+        }
+        std::cout << line;
+      }
+    } else if (!ok.empty() && ok[0]->findings.empty()) {
+      std::cout << ok[0]->trace_path << ": no findings at or above " << SeverityName(min_severity)
+                << "\n";
+    }
+  }
+  return exit_code;
+}
+
+}  // namespace ttap

@@ -1,0 +1,53 @@
+// `ttap scan`: load traces, run the rule catalogue, locate each finding's responsible user frame
+// in the workspace, honour `# ttap: ignore[...]` suppressions, and render text, JSON or SARIF.
+// ScanTrace is also what the language server's analysis worker calls.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/findings.h"
+#include "analysis/rules.h"
+#include "analysis/trace.h"
+#include "mapping/workspace_index.h"
+#include "server/config.h"
+
+namespace ttap {
+
+struct LocatedFinding {
+  Finding finding;
+  std::string file;          // workspace-relative when resolved, as recorded otherwise; "" = none
+  std::string absolute_path; // resolved file, "" when not resolved
+  int line = 0;              // 1-based; 0 = none
+  int column = 0;            // 1-based in Unicode code points; 0 = none
+  std::vector<std::string> ambiguous;  // candidate files when the frame path was ambiguous
+};
+
+struct ScanResult {
+  std::string trace_path;
+  std::unique_ptr<Trace> trace;
+  RuleResult rules;
+  std::vector<LocatedFinding> findings;  // after suppressions and the severity threshold
+  size_t suppressed = 0;
+};
+
+struct ScanOptions {
+  RuleOptions rules;
+  Severity min_severity = Severity::kInfo;
+  const WorkspaceIndex* workspace = nullptr;
+};
+
+// Runs the rules on a loaded trace and locates the findings.
+ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options);
+
+nlohmann::json ScanResultToJson(const ScanResult& r);
+std::string ScanResultToText(const ScanResult& r);
+nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results);
+
+// The `ttap scan` command line; returns the exit code (0 none, 1 findings, 2 unusable input).
+int RunScanCommand(const std::vector<std::string>& args, const Config& config);
+
+}  // namespace ttap

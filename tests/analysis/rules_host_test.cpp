@@ -1,0 +1,149 @@
+// Rule tests for TTA001 dataloader-stall, TTA002 host-sync, TTA008 gpu-idle (tiny inline traces,
+// one positive and one negative each), plus RunRules' merging and window scores.
+#include <catch2/catch.hpp>
+
+#include "analysis/tiny_trace.h"
+
+using ttap_test::FindingsWithCode;
+using ttap_test::TinyTrace;
+
+namespace {
+
+// Three steps; in each, data loading for |load_us| at the start, then 30 kernels of 100 us
+// launched back to back; the step ends 50 us after its last kernel.
+TinyTrace TrainingLoop(double load_us, bool sync_after_forward = false, double cpu_gap_us = 0) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    if (load_us > 0) {
+      t.Cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", base + 2, load_us);
+    }
+    double cpu = base + 5 + load_us;
+    double gpu = cpu + 10;
+    for (int k = 0; k < 20; ++k) {
+      t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 100);
+      cpu += 10;
+      gpu += 100;
+    }
+    if (sync_after_forward) {
+      t.Cpu("aten::item", cpu, gpu - cpu + 20);
+      t.Cpu("aten::_local_scalar_dense", cpu + 1, gpu - cpu + 18);
+      t.Runtime("cudaStreamSynchronize", cpu + 2, gpu - cpu + 15);
+      cpu = gpu + 25;
+      t.Cpu("aten::add", cpu, 1500);  // the CPU logs for 1.5 ms before launching more work
+      cpu += 1500;
+      gpu = cpu + 10;
+    }
+    if (cpu_gap_us > 0) {
+      t.Cpu("aten::nonzero_static_python_work", cpu, cpu_gap_us);
+      cpu += cpu_gap_us;
+      gpu = std::max(gpu, cpu + 10);
+    }
+    for (int k = 0; k < 10; ++k) {
+      t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 100);
+      cpu += 10;
+      gpu += 100;
+    }
+    const double end = gpu + 50;
+    t.Step(s, base, end - base);
+    t.Python("train.py", 40, "<module>", base + 1, end - base - 2);
+    base = end;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("TTA001: data loading that idles the GPU is found with its share", "[rules][TTA001]") {
+  auto trace = TrainingLoop(/*load_us=*/4000).Load();
+  auto f = FindingsWithCode(*trace, "TTA001");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].name == "dataloader-stall");
+  CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
+  // The GPU idles for the whole 4 ms load of each ~7 ms step.
+  CHECK(f[0].share_of_step == Approx(4000.0 / 7065).margin(0.03));
+  CHECK(f[0].time_lost_us_per_step == Approx(4000).margin(300));
+  CHECK(f[0].severity == ttap::Severity::kError);  // over half of every step
+  CHECK(f[0].fix == "dataloader-workers");
+  CHECK(f[0].anchor_row >= 0);
+  CHECK(trace->Name(f[0].anchor_row).find("DataLoader") != std::string_view::npos);
+  CHECK_FALSE(f[0].window_indices.empty());
+  CHECK(f[0].message.find("56.") != std::string::npos);
+}
+
+TEST_CASE("TTA001: fast data loading is not reported", "[rules][TTA001]") {
+  auto trace = TrainingLoop(/*load_us=*/100).Load();
+  CHECK(FindingsWithCode(*trace, "TTA001").empty());
+  auto none = TrainingLoop(0).Load();
+  CHECK(FindingsWithCode(*none, "TTA001").empty());
+}
+
+TEST_CASE("TTA001: the threshold is configurable", "[rules][TTA001]") {
+  auto trace = TrainingLoop(/*load_us=*/400).Load();  // 400 us of a ~3.5 ms step: 11%
+  CHECK(FindingsWithCode(*trace, "TTA001").size() == 1);
+  ttap::RuleOptions o;
+  o.values["dataloader_share"] = 0.2;
+  CHECK(FindingsWithCode(*trace, "TTA001", o).empty());
+}
+
+TEST_CASE("TTA002: .item() in the loop drains the GPU", "[rules][TTA002]") {
+  auto trace = TrainingLoop(0, /*sync_after_forward=*/true).Load();
+  auto f = FindingsWithCode(*trace, "TTA002");
+  REQUIRE(f.size() == 1);
+  CHECK(trace->Name(f[0].anchor_row) == "aten::item");
+  CHECK(f[0].time_lost_us_per_step > 1000);
+  CHECK(f[0].evidence.at("sync_call").text == "cudaStreamSynchronize");
+  CHECK(f[0].fix == "defer-host-sync");
+}
+
+TEST_CASE("TTA002: no synchronisation, no finding", "[rules][TTA002]") {
+  auto trace = TrainingLoop(0).Load();
+  CHECK(FindingsWithCode(*trace, "TTA002").empty());
+}
+
+TEST_CASE("TTA008: CPU work between kernels idles the GPU", "[rules][TTA008]") {
+  auto trace = TrainingLoop(0, false, /*cpu_gap_us=*/5000).Load();
+  auto f = FindingsWithCode(*trace, "TTA008");
+  REQUIRE_FALSE(f.empty());
+  CHECK(trace->Name(f[0].anchor_row) == "aten::nonzero_static_python_work");
+  CHECK(f[0].share_of_step > 0.3);
+}
+
+TEST_CASE("TTA008: a busy GPU gives no idle finding; data loading is left to TTA001",
+          "[rules][TTA008]") {
+  auto busy = TrainingLoop(0).Load();
+  CHECK(FindingsWithCode(*busy, "TTA008").empty());
+  auto loading = TrainingLoop(4000).Load();
+  CHECK(FindingsWithCode(*loading, "TTA008").empty());
+}
+
+TEST_CASE("RunRules: window scores, categories and trace score", "[rules]") {
+  auto trace = TrainingLoop(4000).Load(30);
+  auto r = ttap::RunRules(*trace, {});
+  REQUIRE(r.windows.size() == 30);
+  int flagged = 0;
+  for (const auto& w : r.windows) {
+    CHECK(w.score >= 0);
+    CHECK(w.score <= 1);
+    if (w.category == "TTA001") ++flagged;
+  }
+  CHECK(flagged > 0);
+  CHECK(r.trace_score > 0);
+  auto clean = TrainingLoop(0).Load(30);
+  CHECK(ttap::RunRules(*clean, {}).trace_score == 0);
+}
+
+TEST_CASE("Rules on a trace without GPU events give CPU-side findings only", "[rules]") {
+  TinyTrace t;
+  for (int s = 0; s < 3; ++s) {
+    double base = 1000 + s * 10000;
+    t.Step(s, base, 10000);
+    t.Cpu("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", base + 5, 5000);
+    t.Cpu("aten::mm", base + 5100, 4000);
+  }
+  auto trace = t.Load();
+  auto r = ttap::RunRules(*trace, {});
+  REQUIRE(r.findings.size() == 1);
+  CHECK(r.findings[0].code == "TTA001");
+}

@@ -1,0 +1,2 @@
+// Tests of the optimizer-family detectors (filled in with the detectors).
+#include <catch2/catch.hpp>

@@ -1,0 +1,121 @@
+// TinyTrace: builds small Kineto traces in code for rule tests (Perfetto "diff test" style: a
+// tiny inline trace, then assertions on what the rules say). Times are in microseconds.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/rules.h"
+#include "analysis/trace_loader.h"
+
+namespace ttap_test {
+
+class TinyTrace {
+ public:
+  // deviceProperties entry (id, name, compute capability).
+  TinyTrace& Device(int id, const std::string& name, int major, int minor) {
+    devices_.push_back("{\"id\": " + std::to_string(id) + ", \"name\": \"" + name +
+                       "\", \"computeMajor\": " + std::to_string(major) +
+                       ", \"computeMinor\": " + std::to_string(minor) + "}");
+    return *this;
+  }
+  // ProfilerStep#n on the main CPU thread.
+  TinyTrace& Step(int n, double ts, double dur) {
+    return Cpu("ProfilerStep#" + std::to_string(n), ts, dur, "user_annotation");
+  }
+  // A CPU event (cpu_op by default) on thread |tid| of pid 100.
+  TinyTrace& Cpu(const std::string& name, double ts, double dur, const std::string& cat = "cpu_op",
+                 int tid = 1, const std::string& extra_args = "") {
+    events_.push_back(Event(cat, name, "100", std::to_string(tid), ts, dur,
+                            extra_args.empty() ? "" : extra_args));
+    return *this;
+  }
+  // A python_function frame "file.py(line): function".
+  TinyTrace& Python(const std::string& file, int line, const std::string& function, double ts,
+                    double dur, int tid = 1) {
+    return Cpu(file + "(" + std::to_string(line) + "): " + function, ts, dur, "python_function",
+               tid);
+  }
+  // A runtime call without GPU work (cudaStreamSynchronize, cudaMalloc, ...).
+  TinyTrace& Runtime(const std::string& name, double ts, double dur, int tid = 1) {
+    return Cpu(name, ts, dur, "cuda_runtime", tid, "\"correlation\": " + std::to_string(next_corr_++));
+  }
+  // A launch (runtime call at ts..ts+dur) and the GPU activity it starts at gts..gts+gdur.
+  // |gpu_cat|: kernel, gpu_memcpy or gpu_memset. |bytes| >= 0 adds args.bytes.
+  TinyTrace& Launch(const std::string& gpu_name, double ts, double dur, double gts, double gdur,
+                    const std::string& gpu_cat = "kernel", int stream = 7,
+                    const std::string& runtime = "cudaLaunchKernel", long long bytes = -1,
+                    int device = 0) {
+    int corr = next_corr_++;
+    std::string c = "\"correlation\": " + std::to_string(corr);
+    events_.push_back(Event("cuda_runtime", runtime, "100", "1", ts, dur, c));
+    std::string gargs = c + ", \"stream\": " + std::to_string(stream) + ", \"device\": " +
+                        std::to_string(device);
+    if (bytes >= 0) gargs += ", \"bytes\": " + std::to_string(bytes);
+    events_.push_back(Event(gpu_cat, gpu_name, std::to_string(device), std::to_string(stream), gts,
+                            gdur, gargs));
+    return *this;
+  }
+  TinyTrace& Kernel(const std::string& name, double ts, double dur, double gts, double gdur,
+                    int stream = 7) {
+    return Launch(name, ts, dur, gts, gdur, "kernel", stream);
+  }
+  TinyTrace& Raw(const std::string& event_json) {
+    events_.push_back(event_json);
+    return *this;
+  }
+
+  std::string Json() const {
+    std::string s = "{\"schemaVersion\": 1, ";
+    if (!devices_.empty()) {
+      s += "\"deviceProperties\": [";
+      for (size_t i = 0; i < devices_.size(); ++i) s += (i ? ", " : "") + devices_[i];
+      s += "], ";
+    }
+    s += "\"traceEvents\": [\n";
+    for (size_t i = 0; i < events_.size(); ++i) s += (i ? ",\n" : "") + events_[i];
+    return s + "\n]}";
+  }
+  std::unique_ptr<ttap::Trace> Load(int windows = 20) const {
+    ttap::LoadOptions o;
+    o.threads = 1;
+    o.window_count = windows;
+    auto t = ttap::LoadTraceFromMemory(Json(), "tiny.json", o);
+    INFO(Json());
+    REQUIRE(t.ok());
+    return std::move(t.value());
+  }
+
+ private:
+  static std::string Num(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.3f", v);
+    return buf;
+  }
+  static std::string Event(const std::string& cat, const std::string& name, const std::string& pid,
+                           const std::string& tid, double ts, double dur, const std::string& args) {
+    std::string s = "{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name +
+                    "\", \"pid\": " + pid + ", \"tid\": " + tid + ", \"ts\": " + Num(ts) +
+                    ", \"dur\": " + Num(dur);
+    if (!args.empty()) s += ", \"args\": {" + args + "}";
+    return s + "}";
+  }
+  std::vector<std::string> devices_;
+  std::vector<std::string> events_;
+  int next_corr_ = 1;
+};
+
+// Runs the rules with default options and returns the findings with |code|.
+inline std::vector<ttap::Finding> FindingsWithCode(const ttap::Trace& t, const std::string& code,
+                                                   const ttap::RuleOptions& o = {}) {
+  std::vector<ttap::Finding> out;
+  for (auto& f : ttap::RunRules(t, o).findings) {
+    if (f.code == code) out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace ttap_test
