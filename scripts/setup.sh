@@ -35,3 +35,9 @@ if [ ! -f "$GRAMMAR/src/parser.c" ]; then
   tar -xzf "$tmp"/tree-sitter-python-0.23.6.tgz -C "$GRAMMAR" --strip-components=1
   rm -rf "$tmp"
 fi
+
+# Test-only npm packages: Ajv and the official SARIF 2.1.0 schema for the SARIF check.
+if [ ! -d tests/sarif/node_modules/ajv-draft-04 ]; then
+  echo "setup: installing the SARIF schema check (npm)" >&2
+  (cd tests/sarif && npm ci --silent --no-audit --no-fund >/dev/null)
+fi
