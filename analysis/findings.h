@@ -13,6 +13,9 @@ namespace ttap {
 enum class Severity { kError, kWarning, kInfo, kHint };
 const char* SeverityName(Severity s);  // "error", "warning", "info", "hint"
 bool ParseSeverity(const std::string& text, Severity* out);
+// "12.3%" for a share of 0.123; "41.2 ms" / "0.052 ms" for microseconds.
+std::string FormatPercent(double share);
+std::string FormatMs(double us);
 
 struct FindingFrame {
   std::string file;  // as recorded in the trace
@@ -37,7 +40,7 @@ struct Finding {
   std::string code;  // "TTA001"
   std::string name;  // "dataloader-stall"
   Severity severity = Severity::kInfo;
-  std::string message;  // one line, with the numbers
+  std::string message;   // one line, with the numbers
   int64_t start_ns = 0;  // extent in the trace's clock
   int64_t end_ns = 0;
   double time_lost_us_per_step = 0;  // mean over the steps where it occurs... see rules.cpp

@@ -11,8 +11,12 @@
 
 namespace ttap {
 
-inline bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-inline bool Contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+inline bool StartsWith(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+inline bool Contains(std::string_view s, std::string_view p) {
+  return s.find(p) != std::string_view::npos;
+}
 
 // A raw finding for one step (|step| indexes ctx.steps()); RunRules merges raw findings with
 // the same code and cause key.

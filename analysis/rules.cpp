@@ -9,22 +9,43 @@
 
 namespace ttap {
 
+std::string FormatPercent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100.0 * share);
+  return buf;
+}
+
+std::string FormatMs(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), us >= 100 ? "%.1f ms" : "%.3f ms", us / 1000.0);
+  return buf;
+}
+
 const char* SeverityName(Severity s) {
   switch (s) {
-    case Severity::kError: return "error";
-    case Severity::kWarning: return "warning";
-    case Severity::kInfo: return "info";
-    case Severity::kHint: return "hint";
+    case Severity::kError:
+      return "error";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kHint:
+      return "hint";
   }
   return "info";
 }
 
 bool ParseSeverity(const std::string& text, Severity* out) {
-  if (text == "error") *out = Severity::kError;
-  else if (text == "warning") *out = Severity::kWarning;
-  else if (text == "info" || text == "information") *out = Severity::kInfo;
-  else if (text == "hint") *out = Severity::kHint;
-  else return false;
+  if (text == "error")
+    *out = Severity::kError;
+  else if (text == "warning")
+    *out = Severity::kWarning;
+  else if (text == "info" || text == "information")
+    *out = Severity::kInfo;
+  else if (text == "hint")
+    *out = Severity::kHint;
+  else
+    return false;
   return true;
 }
 
@@ -44,7 +65,8 @@ const std::vector<RuleInfo>& RuleCatalogue() {
       {"TTA007", "launch-bound", "kernels shorter than their launches, the GPU idle between them",
        "cuda-graphs-or-compile"},
       {"TTA008", "gpu-idle", "the GPU idles inside the step while the CPU works", ""},
-      {"TTA009", "no-tensor-cores", "fp32 matrix kernels where tensor cores exist", "enable-tf32-or-amp"},
+      {"TTA009", "no-tensor-cores", "fp32 matrix kernels where tensor cores exist",
+       "enable-tf32-or-amp"},
       {"TTA010", "layout-conversion", "NCHW<->NHWC conversions around convolutions",
        "channels-last"},
       {"TTA011", "comm-not-overlapped", "collectives run with little concurrent compute",
@@ -74,17 +96,8 @@ Severity SeverityFor(double share, const RuleOptions& o) {
   return Severity::kHint;
 }
 
-std::string Pct(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f%%", 100.0 * share);
-  return buf;
-}
-
-std::string Ms(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), us >= 100 ? "%.1f ms" : "%.3f ms", us / 1000.0);
-  return buf;
-}
+std::string Pct(double share) { return FormatPercent(share); }
+std::string Ms(double us) { return FormatMs(us); }
 
 double Num(const Finding& f, const char* key) {
   auto it = f.evidence.find(key);
@@ -160,9 +173,10 @@ std::string FindingMessage(const Finding& f) {
   const double steps = std::max(1.0, Num(f, "steps_affected"));
   if (f.code == "TTA001") {
     const double step_us = Num(f, "step_us");
-    std::string runs = step_us > 0 ? "the input pipeline runs " + Pct(Num(f, "dataloader_us") / step_us) +
-                                         " of each step, holding the GPU idle for "
-                                   : "the input pipeline holds the GPU idle for ";
+    std::string runs = step_us > 0
+                           ? "the input pipeline runs " + Pct(Num(f, "dataloader_us") / step_us) +
+                                 " of each step, holding the GPU idle for "
+                           : "the input pipeline holds the GPU idle for ";
     return runs + share + " of the step (" + per_step + ")";
   }
   if (f.code == "TTA002") {
@@ -178,7 +192,8 @@ std::string FindingMessage(const Finding& f) {
   }
   std::string text = info ? info->summary : f.name;
   std::string detail = Text(f, "detail");  // a detector's own words, with its numbers
-  return text + ": " + per_step + " (" + share + " of the step)" + (detail.empty() ? "" : "; " + detail);
+  return text + ": " + per_step + " (" + share + " of the step)" +
+         (detail.empty() ? "" : "; " + detail);
 }
 
 RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
@@ -187,10 +202,11 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   if (trace.events.size() == 0) return result;
   RuleContext ctx(trace);
   static const Detector kDetectors[] = {
-      DetectDataloaderStall, DetectHostSync,        DetectPageableMemcpy,   DetectSmallH2DCopies,
-      DetectZeroGradPerParam, DetectUnfusedOptimizer, DetectLaunchBound,    DetectGpuIdle,
-      DetectNoTensorCores,   DetectLayoutConversion, DetectCommNotOverlapped, DetectCommPerParameter,
-      DetectAllocatorChurn,  DetectDevicePingPong,
+      DetectDataloaderStall,  DetectHostSync,          DetectPageableMemcpy,
+      DetectSmallH2DCopies,   DetectZeroGradPerParam,  DetectUnfusedOptimizer,
+      DetectLaunchBound,      DetectGpuIdle,           DetectNoTensorCores,
+      DetectLayoutConversion, DetectCommNotOverlapped, DetectCommPerParameter,
+      DetectAllocatorChurn,   DetectDevicePingPong,
   };
   std::vector<Finding> raw;
   for (Detector d : kDetectors) {

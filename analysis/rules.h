@@ -42,19 +42,25 @@ std::string FindingMessage(const Finding& f);
 // Detectors, one per code (rules_*.cpp). Each appends raw findings (one per step and cause);
 // RunRules merges and grades them.
 using Detector = void (*)(const RuleContext&, const RuleOptions&, std::vector<Finding>*);
-void DetectDataloaderStall(const RuleContext&, const RuleOptions&, std::vector<Finding>*);    // TTA001
-void DetectHostSync(const RuleContext&, const RuleOptions&, std::vector<Finding>*);          // TTA002
-void DetectPageableMemcpy(const RuleContext&, const RuleOptions&, std::vector<Finding>*);     // TTA003
-void DetectSmallH2DCopies(const RuleContext&, const RuleOptions&, std::vector<Finding>*);     // TTA004
-void DetectZeroGradPerParam(const RuleContext&, const RuleOptions&, std::vector<Finding>*);   // TTA005
-void DetectUnfusedOptimizer(const RuleContext&, const RuleOptions&, std::vector<Finding>*);   // TTA006
-void DetectLaunchBound(const RuleContext&, const RuleOptions&, std::vector<Finding>*);        // TTA007
-void DetectGpuIdle(const RuleContext&, const RuleOptions&, std::vector<Finding>*);            // TTA008
-void DetectNoTensorCores(const RuleContext&, const RuleOptions&, std::vector<Finding>*);      // TTA009
-void DetectLayoutConversion(const RuleContext&, const RuleOptions&, std::vector<Finding>*);   // TTA010
-void DetectCommNotOverlapped(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA011
-void DetectCommPerParameter(const RuleContext&, const RuleOptions&, std::vector<Finding>*);   // TTA012
-void DetectAllocatorChurn(const RuleContext&, const RuleOptions&, std::vector<Finding>*);     // TTA013
-void DetectDevicePingPong(const RuleContext&, const RuleOptions&, std::vector<Finding>*);     // TTA014
+void DetectDataloaderStall(const RuleContext&, const RuleOptions&,
+                           std::vector<Finding>*);                                         // TTA001
+void DetectHostSync(const RuleContext&, const RuleOptions&, std::vector<Finding>*);        // TTA002
+void DetectPageableMemcpy(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA003
+void DetectSmallH2DCopies(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA004
+void DetectZeroGradPerParam(const RuleContext&, const RuleOptions&,
+                            std::vector<Finding>*);  // TTA005
+void DetectUnfusedOptimizer(const RuleContext&, const RuleOptions&,
+                            std::vector<Finding>*);                                       // TTA006
+void DetectLaunchBound(const RuleContext&, const RuleOptions&, std::vector<Finding>*);    // TTA007
+void DetectGpuIdle(const RuleContext&, const RuleOptions&, std::vector<Finding>*);        // TTA008
+void DetectNoTensorCores(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA009
+void DetectLayoutConversion(const RuleContext&, const RuleOptions&,
+                            std::vector<Finding>*);  // TTA010
+void DetectCommNotOverlapped(const RuleContext&, const RuleOptions&,
+                             std::vector<Finding>*);  // TTA011
+void DetectCommPerParameter(const RuleContext&, const RuleOptions&,
+                            std::vector<Finding>*);                                        // TTA012
+void DetectAllocatorChurn(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA013
+void DetectDevicePingPong(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA014
 
 }  // namespace ttap

@@ -27,8 +27,9 @@ bool IsPageableD2H(std::string_view n) {
 // Start of the first GPU activity at or after |t| (or |limit|).
 int64_t NextGpuStart(const RuleContext& ctx, int64_t t, int64_t limit) {
   const auto& busy = ctx.gpu_busy();
-  auto it = std::lower_bound(busy.begin(), busy.end(), Interval{t, INT64_MIN},
-                             [](const Interval& a, const Interval& b) { return a.second < b.first; });
+  auto it =
+      std::lower_bound(busy.begin(), busy.end(), Interval{t, INT64_MIN},
+                       [](const Interval& a, const Interval& b) { return a.second < b.first; });
   for (; it != busy.end(); ++it) {
     if (it->second > t) return std::min(std::max(it->first, t), limit);
   }
@@ -37,7 +38,8 @@ int64_t NextGpuStart(const RuleContext& ctx, int64_t t, int64_t limit) {
 
 }  // namespace
 
-void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
+                           std::vector<Finding>* out) {
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("dataloader_share", 0.05);
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
@@ -60,21 +62,29 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o, std::ve
       std::string key = CauseKey(ctx, static_cast<int32_t>(i));
       auto it = by_cause.find(key);
       if (it == by_cause.end()) {
-        it = by_cause.emplace(key, MakeRawFinding(ctx, "TTA001", static_cast<int>(s), a, b, 0,
-                                                  static_cast<int32_t>(i), key)).first;
+        it = by_cause
+                 .emplace(key, MakeRawFinding(ctx, "TTA001", static_cast<int>(s), a, b, 0,
+                                              static_cast<int32_t>(i), key))
+                 .first;
       }
       Finding& f = it->second;
       f.per_step[0].second += idle_us;
       f.start_ns = std::min(f.start_ns, a);
       f.end_ns = std::max(f.end_ns, b);
-      AddNumber(&f, "dataloader_us", (f.evidence.count("dataloader_us") ? f.evidence["dataloader_us"].number : 0) + load_us);
+      AddNumber(
+          &f, "dataloader_us",
+          (f.evidence.count("dataloader_us") ? f.evidence["dataloader_us"].number : 0) + load_us);
       AddNumber(&f, "gpu_idle_during_load_us",
-                (f.evidence.count("gpu_idle_during_load_us") ? f.evidence["gpu_idle_during_load_us"].number : 0) + idle_us);
+                (f.evidence.count("gpu_idle_during_load_us")
+                     ? f.evidence["gpu_idle_during_load_us"].number
+                     : 0) +
+                    idle_us);
       AddNumber(&f, "calls", (f.evidence.count("calls") ? f.evidence["calls"].number : 0) + 1);
       AddEvent(&f, std::string(ctx.Name(i)), 1, load_us);
     }
     for (auto& [key, f] : by_cause) {
-      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration()) continue;
+      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration())
+        continue;
       AddNumber(&f, "step_us", step.duration() / 1000.0);
       out->push_back(std::move(f));
     }
@@ -120,8 +130,10 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       std::string key = CauseKey(ctx, anchor);
       auto it = by_cause.find(key);
       if (it == by_cause.end()) {
-        it = by_cause.emplace(key, MakeRawFinding(ctx, "TTA002", static_cast<int>(s), ev.ts[i],
-                                                  resume, 0, anchor, key)).first;
+        it = by_cause
+                 .emplace(key, MakeRawFinding(ctx, "TTA002", static_cast<int>(s), ev.ts[i], resume,
+                                              0, anchor, key))
+                 .first;
       }
       Finding& f = it->second;
       f.per_step[0].second += drain / 1000.0;
@@ -129,13 +141,15 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       f.end_ns = std::max(f.end_ns, resume);
       AddNumber(&f, "syncs", (f.evidence.count("syncs") ? f.evidence["syncs"].number : 0) + 1);
       AddNumber(&f, "gpu_drain_us",
-                (f.evidence.count("gpu_drain_us") ? f.evidence["gpu_drain_us"].number : 0) + drain / 1000.0);
+                (f.evidence.count("gpu_drain_us") ? f.evidence["gpu_drain_us"].number : 0) +
+                    drain / 1000.0);
       AddText(&f, "sync_call", std::string(name));
       AddText(&f, "op", std::string(ctx.Name(anchor)));
       AddEvent(&f, std::string(name), 1, ev.dur[i] / 1000.0);
     }
     for (auto& [key, f] : by_cause) {
-      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration()) continue;
+      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration())
+        continue;
       out->push_back(std::move(f));
     }
   }
@@ -152,8 +166,9 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
     // Gaps between GPU activity inside the step (including before the first and after the last).
     std::vector<Interval> gaps;
     int64_t cursor = step.start_ns;
-    auto it = std::lower_bound(busy.begin(), busy.end(), Interval{step.start_ns, INT64_MIN},
-                               [](const Interval& a, const Interval& b) { return a.second < b.first; });
+    auto it =
+        std::lower_bound(busy.begin(), busy.end(), Interval{step.start_ns, INT64_MIN},
+                         [](const Interval& a, const Interval& b) { return a.second < b.first; });
     for (; it != busy.end() && it->first < step.end_ns; ++it) {
       if (it->first > cursor) gaps.push_back({cursor, it->first});
       cursor = std::max(cursor, it->second);
@@ -189,22 +204,28 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       std::string key = best >= 0 ? CauseKey(ctx, best) : "(no CPU op)";
       auto f_it = by_cause.find(key);
       if (f_it == by_cause.end()) {
-        f_it = by_cause.emplace(key, MakeRawFinding(ctx, "TTA008", static_cast<int>(s), ga, gb, 0,
-                                                    best, key)).first;
+        f_it = by_cause
+                   .emplace(key, MakeRawFinding(ctx, "TTA008", static_cast<int>(s), ga, gb, 0, best,
+                                                key))
+                   .first;
       }
       Finding& f = f_it->second;
       f.per_step[0].second += (gb - ga) / 1000.0;
       f.start_ns = std::min(f.start_ns, ga);
       f.end_ns = std::max(f.end_ns, gb);
       AddNumber(&f, "gaps", (f.evidence.count("gaps") ? f.evidence["gaps"].number : 0) + 1);
-      AddNumber(&f, "longest_gap_us", std::max(f.evidence.count("longest_gap_us") ? f.evidence["longest_gap_us"].number : 0, (gb - ga) / 1000.0));
+      AddNumber(
+          &f, "longest_gap_us",
+          std::max(f.evidence.count("longest_gap_us") ? f.evidence["longest_gap_us"].number : 0,
+                   (gb - ga) / 1000.0));
       if (best >= 0) {
         AddText(&f, "cpu_op", std::string(ctx.Name(best)));
         AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
       }
     }
     for (auto& [key, f] : by_cause) {
-      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration()) continue;
+      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration())
+        continue;
       out->push_back(std::move(f));
     }
   }

@@ -28,9 +28,9 @@ std::string Normalize(std::string_view p) {
 }
 
 bool SkipDir(const std::string& name, const std::vector<std::string>& exclude) {
-  static const char* kSkip[] = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv",
-                                "venv", ".tox", ".mypy_cache", "site-packages", "dist-packages",
-                                "build", ".eggs"};
+  static const char* kSkip[] = {".git",          ".hg",   ".svn", "node_modules", "__pycache__",
+                                ".venv",         "venv",  ".tox", ".mypy_cache",  "site-packages",
+                                "dist-packages", "build", ".eggs"};
   for (const char* s : kSkip) {
     if (name == s) return true;
   }
@@ -42,12 +42,13 @@ bool SkipDir(const std::string& name, const std::vector<std::string>& exclude) {
 bool IsLibraryPath(std::string_view p) {
   return p.empty() || p.front() == '<' || p.find("site-packages/") != std::string_view::npos ||
          p.find("dist-packages/") != std::string_view::npos ||
-         p.find("/.venv/") != std::string_view::npos || p.find("/venv/") != std::string_view::npos ||
-         p.find("/lib/python3") != std::string_view::npos ||
-         p.rfind("torch/", 0) == 0 || p.rfind("torchvision/", 0) == 0 ||
-         p.rfind("transformers/", 0) == 0 || p.rfind("typing.py", 0) == 0 ||
-         p.rfind("threading.py", 0) == 0 || p.rfind("contextlib.py", 0) == 0 ||
-         p.rfind("runpy.py", 0) == 0 || p.rfind("functools.py", 0) == 0;
+         p.find("/.venv/") != std::string_view::npos ||
+         p.find("/venv/") != std::string_view::npos ||
+         p.find("/lib/python3") != std::string_view::npos || p.rfind("torch/", 0) == 0 ||
+         p.rfind("torchvision/", 0) == 0 || p.rfind("transformers/", 0) == 0 ||
+         p.rfind("typing.py", 0) == 0 || p.rfind("threading.py", 0) == 0 ||
+         p.rfind("contextlib.py", 0) == 0 || p.rfind("runpy.py", 0) == 0 ||
+         p.rfind("functools.py", 0) == 0;
 }
 
 void WorkspaceIndex::Add(std::string relative) {
@@ -98,8 +99,10 @@ WorkspaceIndex WorkspaceIndex::Build(const std::string& root, std::vector<PathMa
       if (budget == 0) return;
       --budget;
       std::string r = rel.empty() ? n : rel + "/" + n;
-      if (is_dir) walk(r, depth + 1);
-      else w.Add(r);
+      if (is_dir)
+        walk(r, depth + 1);
+      else
+        w.Add(r);
     }
   };
   walk("", 0);
@@ -121,8 +124,10 @@ ResolvedPath WorkspaceIndex::Resolve(std::string_view frame_path) const {
   }
   // Exact: an absolute path inside the root, or a path relative to it.
   std::string rel;
-  if (p.rfind(root_ + "/", 0) == 0) rel = p.substr(root_.size() + 1);
-  else if (p.front() != '/') rel = p;
+  if (p.rfind(root_ + "/", 0) == 0)
+    rel = p.substr(root_.size() + 1);
+  else if (p.front() != '/')
+    rel = p;
   if (!rel.empty()) {
     auto it = by_basename_.find(Basename(rel));
     if (it != by_basename_.end()) {

@@ -13,6 +13,7 @@
 
 #include "analysis/trace_loader.h"
 #include "analysis/trace_stats.h"
+#include "server/cli_util.h"
 #include "server/config.h"
 #include "server/models_loader.h"
 #include "server/scan.h"
@@ -53,22 +54,12 @@ constexpr const char* kUsage =
     "\n"
     "exit codes: 0 ok, 1 findings (scan), 2 unusable input or bad usage\n";
 
-int UsageError(const std::string& msg) {
-  std::fprintf(stderr, "ttap: %s\n(run 'ttap --help' for usage)\n", msg.c_str());
-  return 2;
-}
-
 bool ParseIntArg(const char* s, int* out) {
   char* end = nullptr;
   long v = std::strtol(s, &end, 10);
   if (!s[0] || *end || v < -1 || v > 1000000) return false;
   *out = static_cast<int>(v);
   return true;
-}
-
-bool IsDir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 int RunStats(const std::vector<std::string>& args, Config config) {
@@ -94,25 +85,17 @@ int RunStats(const std::vector<std::string>& args, Config config) {
         return UsageError("--threads needs a number >= 0");
     } else if (a == "--rank") {
       if (!value(&config.rank)) return UsageError("--rank needs a number");
-    } else if (!a.empty() && a[0] == '-') {
-      return UsageError("stats: unknown option " + a);
-    } else if (target.empty()) {
-      target = a;
-    } else {
-      return UsageError("stats: one trace file or directory, got a second: " + a);
+    } else if (int rc = TakeTraceArgument("stats", a, &target)) {
+      return rc;
     }
   }
   if (target.empty()) return UsageError("stats: missing TRACE_OR_DIR");
-  std::vector<std::string> files;
-  if (IsDir(target)) {
-    files = ListTraceFiles(target);
-    if (files.empty()) {
-      std::fprintf(stderr, "ttap: error: %s: no trace files (*.json, *.json.gz)\n", target.c_str());
-      return 2;
-    }
-  } else {
-    files.push_back(target);
+  auto expanded = ExpandTraceTarget(target);
+  if (!expanded.ok()) {
+    std::fprintf(stderr, "ttap: error: %s\n", expanded.status().message().c_str());
+    return 2;
   }
+  const std::vector<std::string>& files = expanded->files;
   LoadOptions opts;
   opts.threads = config.threads;
   opts.window_count = config.windows;

@@ -16,6 +16,7 @@
 
 #include "analysis/trace_loader.h"
 #include "mapping/python_frames.h"
+#include "server/cli_util.h"
 
 #ifndef TTAP_VERSION
 #define TTAP_VERSION "0.0.0"
@@ -33,10 +34,14 @@ double Round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 int SeverityRank(Severity s) {
   switch (s) {
-    case Severity::kError: return 3;
-    case Severity::kWarning: return 2;
-    case Severity::kInfo: return 1;
-    case Severity::kHint: return 0;
+    case Severity::kError:
+      return 3;
+    case Severity::kWarning:
+      return 2;
+    case Severity::kInfo:
+      return 1;
+    case Severity::kHint:
+      return 0;
   }
   return 0;
 }
@@ -64,7 +69,8 @@ bool Suppressed(const std::string& line, const std::string& code) {
         p += 6;
         if (p >= line.size() || line[p] != '[') return true;
         size_t close = line.find(']', p);
-        std::string list = line.substr(p + 1, close == std::string::npos ? std::string::npos : close - p - 1);
+        std::string list =
+            line.substr(p + 1, close == std::string::npos ? std::string::npos : close - p - 1);
         std::stringstream ss(list);
         std::string item;
         while (std::getline(ss, item, ',')) {
@@ -85,23 +91,13 @@ std::string Relative(const std::string& path, const std::string& root) {
   return path;
 }
 
-std::string Percent(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f%%", 100.0 * share);
-  return buf;
-}
-
-std::string Ms(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), us >= 100 ? "%.1f ms" : "%.3f ms", us / 1000.0);
-  return buf;
-}
-
 nlohmann::json EvidenceJson(const Finding& f) {
   nlohmann::json e = nlohmann::json::object();
   for (const auto& [k, v] : f.evidence) {
-    if (v.is_number) e[k] = Round3(v.number);
-    else e[k] = v.text;
+    if (v.is_number)
+      e[k] = Round3(v.number);
+    else
+      e[k] = v.text;
   }
   nlohmann::json top = nlohmann::json::array();
   for (const auto& t : f.top_events) {
@@ -159,11 +155,12 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
   nlohmann::json windows = nlohmann::json::array();
   for (size_t i = 0; i < t.windows.size(); ++i) {
     const WindowScore& ws = r.rules.windows[i];
-    windows.push_back({{"index", i},
-                       {"start_us", Us(t.windows[i].start_ns)},
-                       {"end_us", Us(t.windows[i].end_ns)},
-                       {"score", Round3(ws.score)},
-                       {"category", ws.category.empty() ? nlohmann::json() : nlohmann::json(ws.category)}});
+    windows.push_back(
+        {{"index", i},
+         {"start_us", Us(t.windows[i].start_ns)},
+         {"end_us", Us(t.windows[i].end_ns)},
+         {"score", Round3(ws.score)},
+         {"category", ws.category.empty() ? nlohmann::json() : nlohmann::json(ws.category)}});
   }
   nlohmann::json findings = nlohmann::json::array();
   for (const LocatedFinding& lf : r.findings) {
@@ -176,24 +173,23 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
     for (const auto& [step, lost] : f.per_step) {
       per_step.push_back({{"step", step}, {"time_lost_us", Round3(lost)}});
     }
-    nlohmann::json j = {
-        {"code", f.code},
-        {"name", f.name},
-        {"severity", SeverityName(f.severity)},
-        {"message", f.message},
-        {"start_us", Us(f.start_ns)},
-        {"end_us", Us(f.end_ns)},
-        {"time_lost_us_per_step", Round3(f.time_lost_us_per_step)},
-        {"share_of_step", Round3(f.share_of_step * 1000.0) / 1000.0},
-        {"file", lf.file.empty() ? nlohmann::json() : nlohmann::json(lf.file)},
-        {"line", lf.line > 0 ? nlohmann::json(lf.line) : nlohmann::json()},
-        {"column", lf.column > 0 ? nlohmann::json(lf.column) : nlohmann::json()},
-        {"frames", frames},
-        {"step_ids", f.step_ids},
-        {"window_indices", f.window_indices},
-        {"per_step", per_step},
-        {"evidence", EvidenceJson(f)},
-        {"fix", f.fix.empty() ? nlohmann::json() : nlohmann::json(f.fix)}};
+    nlohmann::json j = {{"code", f.code},
+                        {"name", f.name},
+                        {"severity", SeverityName(f.severity)},
+                        {"message", f.message},
+                        {"start_us", Us(f.start_ns)},
+                        {"end_us", Us(f.end_ns)},
+                        {"time_lost_us_per_step", Round3(f.time_lost_us_per_step)},
+                        {"share_of_step", Round3(f.share_of_step * 1000.0) / 1000.0},
+                        {"file", lf.file.empty() ? nlohmann::json() : nlohmann::json(lf.file)},
+                        {"line", lf.line > 0 ? nlohmann::json(lf.line) : nlohmann::json()},
+                        {"column", lf.column > 0 ? nlohmann::json(lf.column) : nlohmann::json()},
+                        {"frames", frames},
+                        {"step_ids", f.step_ids},
+                        {"window_indices", f.window_indices},
+                        {"per_step", per_step},
+                        {"evidence", EvidenceJson(f)},
+                        {"fix", f.fix.empty() ? nlohmann::json() : nlohmann::json(f.fix)}};
     if (!lf.ambiguous.empty()) j["ambiguous_files"] = lf.ambiguous;
     findings.push_back(std::move(j));
   }
@@ -212,16 +208,19 @@ std::string ScanResultToText(const ScanResult& r) {
     const Finding& f = lf.finding;
     std::string where;
     if (!lf.file.empty() && lf.line > 0) {
-      where = lf.file + ":" + std::to_string(lf.line) + ":" + std::to_string(lf.column > 0 ? lf.column : 1);
+      where = lf.file + ":" + std::to_string(lf.line) + ":" +
+              std::to_string(lf.column > 0 ? lf.column : 1);
     } else {
       where = r.trace_path;
     }
-    out += where + ": " + SeverityName(f.severity) + "[" + f.code + " " + f.name + "]: " + f.message;
+    out +=
+        where + ": " + SeverityName(f.severity) + "[" + f.code + " " + f.name + "]: " + f.message;
     if (f.step_ids.size() > 0 && f.step_ids.front() >= 0) {
       out += " (steps " + std::to_string(f.step_ids.front()) +
              (f.step_ids.size() > 1 ? "-" + std::to_string(f.step_ids.back()) : "") + ")";
     }
-    if (!lf.ambiguous.empty()) out += " [ambiguous source: " + std::to_string(lf.ambiguous.size()) + " files match]";
+    if (!lf.ambiguous.empty())
+      out += " [ambiguous source: " + std::to_string(lf.ambiguous.size()) + " files match]";
     out += "\n";
   }
   return out;
@@ -246,7 +245,8 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
       if (!lf.file.empty() && lf.line > 0) {
         nlohmann::json region = {{"startLine", lf.line}};
         if (lf.column > 0) region["startColumn"] = lf.column;
-        location = {{"physicalLocation", {{"artifactLocation", {{"uri", lf.file}}}, {"region", region}}}};
+        location = {
+            {"physicalLocation", {{"artifactLocation", {{"uri", lf.file}}}, {"region", region}}}};
       } else {
         location = {{"physicalLocation", {{"artifactLocation", {{"uri", r->trace_path}}}}}};
       }
@@ -282,16 +282,6 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
 
 namespace {
 
-int UsageError(const std::string& msg) {
-  std::fprintf(stderr, "ttap: %s\n(run 'ttap --help' for usage)\n", msg.c_str());
-  return 2;
-}
-
-bool IsDir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 std::string CurrentDir() {
   char buf[4096];
   return getcwd(buf, sizeof(buf)) ? std::string(buf) : std::string(".");
@@ -324,28 +314,21 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
         return UsageError("--min-severity is error, warning, info or hint");
       }
     } else if (a == "--windows") {
-      if (!next(&v) || std::atoi(v.c_str()) < 1) return UsageError("--windows needs a positive number");
+      if (!next(&v) || std::atoi(v.c_str()) < 1)
+        return UsageError("--windows needs a positive number");
       windows = std::atoi(v.c_str());
-    } else if (!a.empty() && a[0] == '-') {
-      return UsageError("scan: unknown option " + a);
-    } else if (target.empty()) {
-      target = a;
-    } else {
-      return UsageError("scan: one trace file or directory, got a second: " + a);
+    } else if (int rc = TakeTraceArgument("scan", a, &target)) {
+      return rc;
     }
   }
   if (target.empty()) return UsageError("scan: missing TRACE_OR_DIR");
-  std::vector<std::string> files;
-  const bool directory = IsDir(target);
-  if (directory) {
-    files = ListTraceFiles(target);
-    if (files.empty()) {
-      std::fprintf(stderr, "ttap: error: %s: no trace files (*.json, *.json.gz)\n", target.c_str());
-      return 2;
-    }
-  } else {
-    files.push_back(target);
+  auto expanded = ExpandTraceTarget(target);
+  if (!expanded.ok()) {
+    std::fprintf(stderr, "ttap: error: %s\n", expanded.status().message().c_str());
+    return 2;
   }
+  const std::vector<std::string>& files = expanded->files;
+  const bool directory = expanded->directory;
   WorkspaceIndex workspace =
       WorkspaceIndex::Build(workspace_dir.empty() ? CurrentDir() : workspace_dir);
   ScanOptions opts;
@@ -357,9 +340,10 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   std::vector<ScanResult> results(files.size());
   std::vector<std::string> errors(files.size());
   std::atomic<size_t> next_file{0};
-  const size_t workers = files.size() == 1
-                             ? 1
-                             : std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  const size_t workers =
+      files.size() == 1
+          ? 1
+          : std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
   auto work = [&] {
     for (size_t k; (k = next_file.fetch_add(1)) < files.size();) {
       LoadOptions lo;
@@ -416,10 +400,10 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
           const ScanResult& r = results[k];
           std::string top = r.findings.empty()
                                 ? "-"
-                                : r.findings[0].finding.code + " " + r.findings[0].finding.name + " " +
-                                      Percent(r.findings[0].finding.share_of_step);
-          std::snprintf(line, sizeof(line), "%-56s %5d %6zu %9zu  %s\n", name.c_str(), r.trace->rank,
-                        r.trace->steps.size(), r.findings.size(), top.c_str());
+                                : r.findings[0].finding.code + " " + r.findings[0].finding.name +
+                                      " " + FormatPercent(r.findings[0].finding.share_of_step);
+          std::snprintf(line, sizeof(line), "%-56s %5d %6zu %9zu  %s\n", name.c_str(),
+                        r.trace->rank, r.trace->steps.size(), r.findings.size(), top.c_str());
         }
         std::cout << line;
       }

@@ -4,10 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "analysis/findings.h"
 #include "analysis/rules.h"
@@ -19,10 +18,10 @@ namespace ttap {
 
 struct LocatedFinding {
   Finding finding;
-  std::string file;          // workspace-relative when resolved, as recorded otherwise; "" = none
-  std::string absolute_path; // resolved file, "" when not resolved
-  int line = 0;              // 1-based; 0 = none
-  int column = 0;            // 1-based in Unicode code points; 0 = none
+  std::string file;           // workspace-relative when resolved, as recorded otherwise; "" = none
+  std::string absolute_path;  // resolved file, "" when not resolved
+  int line = 0;               // 1-based; 0 = none
+  int column = 0;             // 1-based in Unicode code points; 0 = none
   std::vector<std::string> ambiguous;  // candidate files when the frame path was ambiguous
 };
 

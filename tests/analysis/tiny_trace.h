@@ -3,7 +3,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,7 +40,8 @@ class TinyTrace {
   }
   // A runtime call without GPU work (cudaStreamSynchronize, cudaMalloc, ...).
   TinyTrace& Runtime(const std::string& name, double ts, double dur, int tid = 1) {
-    return Cpu(name, ts, dur, "cuda_runtime", tid, "\"correlation\": " + std::to_string(next_corr_++));
+    return Cpu(name, ts, dur, "cuda_runtime", tid,
+               "\"correlation\": " + std::to_string(next_corr_++));
   }
   // A launch (runtime call at ts..ts+dur) and the GPU activity it starts at gts..gts+gdur.
   // |gpu_cat|: kernel, gpu_memcpy or gpu_memset. |bytes| >= 0 adds args.bytes.
@@ -52,11 +52,11 @@ class TinyTrace {
     int corr = next_corr_++;
     std::string c = "\"correlation\": " + std::to_string(corr);
     events_.push_back(Event("cuda_runtime", runtime, "100", "1", ts, dur, c));
-    std::string gargs = c + ", \"stream\": " + std::to_string(stream) + ", \"device\": " +
-                        std::to_string(device);
+    std::string gargs =
+        c + ", \"stream\": " + std::to_string(stream) + ", \"device\": " + std::to_string(device);
     if (bytes >= 0) gargs += ", \"bytes\": " + std::to_string(bytes);
-    events_.push_back(Event(gpu_cat, gpu_name, std::to_string(device), std::to_string(stream), gts,
-                            gdur, gargs));
+    events_.push_back(
+        Event(gpu_cat, gpu_name, std::to_string(device), std::to_string(stream), gts, gdur, gargs));
     return *this;
   }
   TinyTrace& Kernel(const std::string& name, double ts, double dur, double gts, double gdur,

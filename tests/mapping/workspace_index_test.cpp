@@ -1,14 +1,14 @@
 // WorkspaceIndex: resolving trace frame paths (container paths, bare names, sys.path-relative
 // library paths) to workspace files, path maps, ambiguity, virtual environments; and the choice
 // of the responsible user frame.
-#include <catch2/catch.hpp>
+#include "mapping/workspace_index.h"
 
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
 
-#include "mapping/workspace_index.h"
 #include "test_support.h"
 
 using namespace ttap;
@@ -19,7 +19,8 @@ std::string MakeWorkspace(const std::vector<std::string>& files) {
   std::string root = mkdtemp(tmpl);
   for (const auto& f : files) {
     std::string path = root + "/" + f;
-    for (size_t p = path.find('/', root.size() + 1); p != std::string::npos; p = path.find('/', p + 1)) {
+    for (size_t p = path.find('/', root.size() + 1); p != std::string::npos;
+         p = path.find('/', p + 1)) {
       mkdir(path.substr(0, p).c_str(), 0755);
     }
     FILE* out = std::fopen(path.c_str(), "w");
@@ -32,9 +33,9 @@ std::string MakeWorkspace(const std::vector<std::string>& files) {
 }  // namespace
 
 TEST_CASE("frame paths resolve to workspace files", "[mapping][workspace]") {
-  std::string root = MakeWorkspace({"train.py", "proj/models/net.py", "pkg_a/utils.py",
-                                    "pkg_b/utils.py", ".venv/lib/python3.11/site-packages/torch/x.py",
-                                    "env/pyvenv.cfg", "env/lib/y.py"});
+  std::string root = MakeWorkspace(
+      {"train.py", "proj/models/net.py", "pkg_a/utils.py", "pkg_b/utils.py",
+       ".venv/lib/python3.11/site-packages/torch/x.py", "env/pyvenv.cfg", "env/lib/y.py"});
   auto ws = WorkspaceIndex::Build(root);
   CHECK(ws.size() == 4);  // .venv and the env/ virtual environment are library code
 
@@ -65,7 +66,8 @@ TEST_CASE("frame paths resolve to workspace files", "[mapping][workspace]") {
   }
 }
 
-TEST_CASE("the responsible user frame is the innermost one in the workspace", "[mapping][workspace]") {
+TEST_CASE("the responsible user frame is the innermost one in the workspace",
+          "[mapping][workspace]") {
   std::string root = MakeWorkspace({"train_single_gpu.py", "typing.py"});
   auto ws = WorkspaceIndex::Build(root);
   std::vector<FindingFrame> frames = {{"torch/nn/modules/module.py", 1780, "_call_impl"},

@@ -1,10 +1,10 @@
 // `ttap scan` as a whole process: text, JSON (the stable shape) and SARIF output, exit codes,
 // suppressions, directories scanned in parallel with a summary, unusable input, the real
 // acceptance traces (kineto num_workers 0 vs 4, the ROCm DDP trace's frames).
-#include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
 #include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "test_support.h"
 
@@ -32,19 +32,37 @@ std::string StallTrace() {
   for (int s = 0; s < 3; ++s) {
     double base = 1000 + s * 10000;
     char buf[512];
-    std::snprintf(buf, sizeof(buf), R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":1,"tid":1,"ts":%.0f,"dur":10000})", s, base);
+    std::snprintf(
+        buf, sizeof(buf),
+        R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":1,"tid":1,"ts":%.0f,"dur":10000})",
+        s, base);
     add(buf);
-    std::snprintf(buf, sizeof(buf), R"({"ph":"X","cat":"python_function","name":"train.py(12): <module>","pid":1,"tid":1,"ts":%.0f,"dur":9990})", base + 1);
+    std::snprintf(
+        buf, sizeof(buf),
+        R"({"ph":"X","cat":"python_function","name":"train.py(12): <module>","pid":1,"tid":1,"ts":%.0f,"dur":9990})",
+        base + 1);
     add(buf);
-    std::snprintf(buf, sizeof(buf), R"({"ph":"X","cat":"python_function","name":"torch/utils/data/dataloader.py(630): __next__","pid":1,"tid":1,"ts":%.0f,"dur":6000})", base + 2);
+    std::snprintf(
+        buf, sizeof(buf),
+        R"({"ph":"X","cat":"python_function","name":"torch/utils/data/dataloader.py(630): __next__","pid":1,"tid":1,"ts":%.0f,"dur":6000})",
+        base + 2);
     add(buf);
-    std::snprintf(buf, sizeof(buf), R"({"ph":"X","cat":"user_annotation","name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","pid":1,"tid":1,"ts":%.0f,"dur":5990})", base + 3);
+    std::snprintf(
+        buf, sizeof(buf),
+        R"({"ph":"X","cat":"user_annotation","name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","pid":1,"tid":1,"ts":%.0f,"dur":5990})",
+        base + 3);
     add(buf);
     for (int k = 0; k < 30; ++k) {
       double t = base + 6100 + k * 10;
-      std::snprintf(buf, sizeof(buf), R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%.0f,"dur":5,"args":{"correlation":%d}})", t, corr);
+      std::snprintf(
+          buf, sizeof(buf),
+          R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%.0f,"dur":5,"args":{"correlation":%d}})",
+          t, corr);
       add(buf);
-      std::snprintf(buf, sizeof(buf), R"({"ph":"X","cat":"kernel","name":"volta_h884gemm","pid":0,"tid":7,"ts":%.0f,"dur":120,"args":{"correlation":%d,"stream":7,"device":0}})", base + 6110 + k * 125, corr);
+      std::snprintf(
+          buf, sizeof(buf),
+          R"({"ph":"X","cat":"kernel","name":"volta_h884gemm","pid":0,"tid":7,"ts":%.0f,"dur":120,"args":{"correlation":%d,"stream":7,"device":0}})",
+          base + 6110 + k * 125, corr);
       add(buf);
       ++corr;
     }
@@ -57,7 +75,8 @@ std::string StallTrace() {
 TEST_CASE("scan: text, exit code 1, file:line:column from the workspace", "[scan][cli]") {
   std::string dir = TempDir();
   Write(dir + "/trace.pt.trace.json", StallTrace());
-  Write(dir + "/train.py", "import torch\n\n\n\n\n\n\n\n\n\nloader = make_loader()\n    for batch in loader:\n");
+  Write(dir + "/train.py",
+        "import torch\n\n\n\n\n\n\n\n\n\nloader = make_loader()\n    for batch in loader:\n");
   auto r = RunTtap("scan --workspace '" + dir + "' '" + dir + "/trace.pt.trace.json'");
   CHECK(r.exit_code == 1);
   INFO(r.out << r.err);
@@ -70,7 +89,8 @@ TEST_CASE("scan: JSON has the stable shape", "[scan][cli]") {
   std::string dir = TempDir();
   Write(dir + "/t.json", StallTrace());
   Write(dir + "/train.py", std::string(11, '\n') + "for batch in loader:\n");
-  auto r = RunTtap("scan --format json --windows 10 --workspace '" + dir + "' '" + dir + "/t.json'");
+  auto r =
+      RunTtap("scan --format json --windows 10 --workspace '" + dir + "' '" + dir + "/t.json'");
   REQUIRE(r.exit_code == 1);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["trace"] == dir + "/t.json");
@@ -81,7 +101,9 @@ TEST_CASE("scan: JSON has the stable shape", "[scan][cli]") {
   for (size_t i = 0; i < 10; ++i) {
     CHECK(j["windows"][i]["index"] == i);
     CHECK(j["windows"][i]["score"].get<double>() <= 1.0);
-    if (i > 0) CHECK(j["windows"][i]["start_us"].get<double>() >= j["windows"][i - 1]["start_us"].get<double>());
+    if (i > 0)
+      CHECK(j["windows"][i]["start_us"].get<double>() >=
+            j["windows"][i - 1]["start_us"].get<double>());
   }
   REQUIRE(j["findings"].size() >= 1);
   const auto& f = j["findings"][0];
@@ -107,11 +129,13 @@ TEST_CASE("scan: JSON has the stable shape", "[scan][cli]") {
 TEST_CASE("scan: # ttap: ignore suppressions", "[scan][cli]") {
   std::string dir = TempDir();
   Write(dir + "/t.json", StallTrace());
-  Write(dir + "/train.py", std::string(11, '\n') + "for batch in loader:  # ttap: ignore[TTA005, TTA001]\n");
+  Write(dir + "/train.py",
+        std::string(11, '\n') + "for batch in loader:  # ttap: ignore[TTA005, TTA001]\n");
   auto r = RunTtap("scan --workspace '" + dir + "' '" + dir + "/t.json'");
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("TTA001") == std::string::npos);
-  Write(dir + "/train.py", std::string(11, '\n') + "for batch in loader:  # ttap: ignore[TTA005]\n");
+  Write(dir + "/train.py",
+        std::string(11, '\n') + "for batch in loader:  # ttap: ignore[TTA005]\n");
   CHECK(RunTtap("scan --workspace '" + dir + "' '" + dir + "/t.json'").exit_code == 1);
   Write(dir + "/train.py", std::string(11, '\n') + "for batch in loader:  # ttap: ignore\n");
   CHECK(RunTtap("scan --workspace '" + dir + "' '" + dir + "/t.json'").exit_code == 0);
@@ -149,7 +173,9 @@ TEST_CASE("scan: a directory is scanned in parallel with one summary; bad files 
           "[scan][cli]") {
   std::string dir = TempDir();
   Write(dir + "/a.pt.trace.json", StallTrace());
-  Write(dir + "/b.pt.trace.json", R"({"traceEvents": [{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":5}]})");
+  Write(
+      dir + "/b.pt.trace.json",
+      R"({"traceEvents": [{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":5}]})");
   auto r = RunTtap("scan '" + dir + "'");
   CHECK(r.exit_code == 1);
   CHECK(r.out.find("top finding") != std::string::npos);
@@ -171,7 +197,9 @@ TEST_CASE("scan: unusable input and traces without steps or GPU", "[scan][cli]")
   auto r = RunTtap("scan '" + dir + "/notes.json'");
   CHECK(r.exit_code == 2);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  Write(dir + "/nosteps.json", R"({"traceEvents": [{"ph":"X","cat":"cpu_op","name":"enumerate(DataLoader)#x.__next__","pid":1,"tid":1,"ts":1,"dur":900},{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":901,"dur":100}]})");
+  Write(
+      dir + "/nosteps.json",
+      R"({"traceEvents": [{"ph":"X","cat":"cpu_op","name":"enumerate(DataLoader)#x.__next__","pid":1,"tid":1,"ts":1,"dur":900},{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":901,"dur":100}]})");
   auto j = nlohmann::json::parse(RunTtap("scan --format json '" + dir + "/nosteps.json'").out);
   CHECK(j["steps"] == 0);
   REQUIRE(j["findings"].size() == 1);  // CPU-side only: the whole trace is one span
@@ -185,8 +213,10 @@ TEST_CASE("scan: real traces (kineto num_workers 0 vs 4, ROCm DDP frames)", "[sc
   }
   for (const char* month : {"jan2021", "feb2021"}) {
     INFO(month);
-    std::string nw0 = ttap_test::RealTracesDir() + "/kineto--resnet50_num_workers_0__worker0.pt.trace@" + month + ".json.gz";
-    std::string nw4 = ttap_test::RealTracesDir() + "/kineto--resnet50_num_workers_4__worker0.pt.trace@" + month + ".json.gz";
+    std::string nw0 = ttap_test::RealTracesDir() +
+                      "/kineto--resnet50_num_workers_0__worker0.pt.trace@" + month + ".json.gz";
+    std::string nw4 = ttap_test::RealTracesDir() +
+                      "/kineto--resnet50_num_workers_4__worker0.pt.trace@" + month + ".json.gz";
     auto j0 = nlohmann::json::parse(RunTtap("scan --format json '" + nw0 + "'").out);
     bool found = false;
     for (const auto& f : j0["findings"]) {
@@ -196,7 +226,8 @@ TEST_CASE("scan: real traces (kineto num_workers 0 vs 4, ROCm DDP frames)", "[sc
       // (the tb_plugin figure), and the num_workers=4 run's steps are 17-21% shorter.
       CHECK(f["share_of_step"].get<double>() > 0.17);
       CHECK(f["share_of_step"].get<double>() < 0.32);
-      double load_share = f["evidence"]["dataloader_us"].get<double>() / f["evidence"]["step_us"].get<double>();
+      double load_share =
+          f["evidence"]["dataloader_us"].get<double>() / f["evidence"]["step_us"].get<double>();
       CHECK(load_share > 0.23);
       CHECK(load_share < 0.32);
     }
@@ -209,8 +240,11 @@ TEST_CASE("scan: real traces (kineto num_workers 0 vs 4, ROCm DDP frames)", "[sc
   std::string src;
   for (int i = 1; i <= 70; ++i) src += "x = " + std::to_string(i) + "\n";
   Write(ws + "/train_single_gpu.py", src);
-  auto j = nlohmann::json::parse(RunTtap("scan --min-severity hint --format json --workspace '" + ws + "' '" +
-                                         ttap_test::RealTracesDir() + "/tracelens--mi300__ddp_resnet18_no_pool__train_resnet18.json.gz'").out);
+  auto j = nlohmann::json::parse(
+      RunTtap("scan --min-severity hint --format json --workspace '" + ws + "' '" +
+              ttap_test::RealTracesDir() +
+              "/tracelens--mi300__ddp_resnet18_no_pool__train_resnet18.json.gz'")
+          .out);
   int resolved = 0;
   for (const auto& f : j["findings"]) {
     if (f["file"] == "train_single_gpu.py") {

@@ -1,0 +1,39 @@
+// CLI helpers; see cli_util.h.
+#include "server/cli_util.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "analysis/trace_loader.h"
+
+namespace ttap {
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "ttap: %s\n(run 'ttap --help' for usage)\n", message.c_str());
+  return 2;
+}
+
+StatusOr<TraceTarget> ExpandTraceTarget(const std::string& target) {
+  TraceTarget t;
+  struct stat st;
+  t.directory = stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  if (!t.directory) {
+    t.files.push_back(target);
+    return t;
+  }
+  t.files = ListTraceFiles(target);
+  if (t.files.empty()) return Status::Error(target + ": no trace files (*.json, *.json.gz)");
+  return t;
+}
+
+int TakeTraceArgument(const std::string& command, const std::string& arg, std::string* target) {
+  if (!arg.empty() && arg[0] == '-') return UsageError(command + ": unknown option " + arg);
+  if (!target->empty()) {
+    return UsageError(command + ": one trace file or directory, got a second: " + arg);
+  }
+  *target = arg;
+  return 0;
+}
+
+}  // namespace ttap

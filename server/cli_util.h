@@ -1,0 +1,26 @@
+// Small pieces shared by the CLI commands (cli.cpp, scan.cpp): usage errors and expanding a
+// TRACE_OR_DIR argument into trace files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/status.h"
+
+namespace ttap {
+
+// Prints "ttap: MSG" and the --help hint to stderr; returns exit code 2.
+int UsageError(const std::string& message);
+
+struct TraceTarget {
+  std::vector<std::string> files;
+  bool directory = false;
+};
+// A file stands for itself; a directory for its *.json / *.json.gz files (one per rank).
+StatusOr<TraceTarget> ExpandTraceTarget(const std::string& target);
+
+// Handles a positional TRACE_OR_DIR argument of |command|; returns 0, or the usage-error exit
+// code for an unknown option or a second positional argument.
+int TakeTraceArgument(const std::string& command, const std::string& arg, std::string* target);
+
+}  // namespace ttap
