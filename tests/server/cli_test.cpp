@@ -177,3 +177,38 @@ TEST_CASE("libtorch stays out of start-up: loaded by dlopen only when asked", "[
   CHECK(pclose(env) == 0);
   CHECK(out.find(dir + "/libttap_models.so") != std::string::npos);
 }
+
+TEST_CASE("stats --json: the hta block agrees with HTA's own output", "[cli][golden][hta]") {
+  if (!ttap_test::HaveShared()) {
+    WARN("../shared not present: skipped");
+    return;
+  }
+  auto ref = nlohmann::json::parse(
+      ttap_test::ReadFile(ttap_test::SharedDir() + "/traces/hta_reference.json"));
+  for (const char* name : {"hta--nccl_parser_config__nccl_data.json.gz",
+                           "param--dlrm_kineto.tar.gz__worker3_step_12.1694128201557.pt.trace.json.gz",
+                           "tracelens--mi300__Falconsai_nsfw_image_detection__1016002.json.gz",
+                           "kineto--docs__traces__after_fix_trace.json.gz"}) {
+    INFO(name);
+    auto r = RunTtap("stats --json '" + ttap_test::RealTracesDir() + "/" + name + "'");
+    REQUIRE(r.exit_code == 0);
+    const auto hta = nlohmann::json::parse(r.out)["ranks"][0]["hta"];
+    const auto& entry = ref[name];
+    const auto& block = entry.contains("no_ns_rounding") ? entry["no_ns_rounding"] : entry;
+    const auto& tb = block["temporal_breakdown"].begin().value();
+    const double kernel = tb["kernel_time_us"].get<double>();
+    for (const char* key : {"idle_time_us", "compute_time_us", "non_compute_time_us", "kernel_time_us"}) {
+      INFO(key);
+      CHECK(std::abs(hta[key].get<double>() - tb[key].get<double>()) <= 0.01 * kernel);
+    }
+    CHECK(hta["iterations"] == block["n_iterations"]);
+    const auto& overlap = block.value("comm_comp_overlap_pctg", nlohmann::json::object());
+    bool has_comm = false;
+    for (auto& [rank, v] : overlap.items()) {
+      if (!v.is_number()) continue;
+      has_comm = true;
+      CHECK(std::abs(hta["comm_comp_overlap_pct"].get<double>() - v.get<double>()) <= 0.01);
+    }
+    if (!has_comm) CHECK(hta["comm_comp_overlap_pct"].is_null());
+  }
+}
