@@ -1,8 +1,388 @@
-// Detectors (gpu family): placeholders until their implementation lands.
+// Detectors for GPU kernel efficiency: TTA007 launch-bound, TTA009 no-tensor-cores,
+// TTA010 layout-conversion (docs/antipatterns.md).
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+
 #include "analysis/rule_util.h"
 
 namespace ttap {
-void DetectLaunchBound(const RuleContext&, const RuleOptions&, std::vector<Finding>*) {}
-void DetectNoTensorCores(const RuleContext&, const RuleOptions&, std::vector<Finding>*) {}
-void DetectLayoutConversion(const RuleContext&, const RuleOptions&, std::vector<Finding>*) {}
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A kernel's short display name: without "void ", template arguments and parameters.
+std::string ShortKernelName(std::string_view n) {
+  if (StartsWith(n, "void ")) n.remove_prefix(5);
+  size_t cut = n.find_first_of("<(");
+  if (cut != std::string_view::npos && cut > 0) n = n.substr(0, cut);
+  if (n.size() > 80) n = n.substr(0, 80);
+  return std::string(n);
+}
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+double Add(Finding* f, const std::string& key, double v) {
+  auto it = f->evidence.find(key);
+  double total = (it == f->evidence.end() ? 0.0 : it->second.number) + v;
+  AddNumber(f, key, total);
+  return total;
+}
+
+// The CPU op that launched a GPU activity: the innermost cpu_op around its runtime call (e.g.
+// aten::addmm, aten::cudnn_convolution), else the user-level op, else the runtime call; -1 when
+// the launch is not in the trace.
+int32_t LaunchingOp(const RuleContext& ctx, size_t gpu_row) {
+  const int32_t launch = ctx.LaunchOf(gpu_row);
+  if (launch < 0) return -1;
+  const EventTable& ev = ctx.ev();
+  for (int32_t p = ev.parent[launch], g = 0; p >= 0 && g < 256; p = ev.parent[p], ++g) {
+    if (ev.kind[p] == EventKind::kCpuOp) return p;
+  }
+  int32_t top = ctx.TopOp(launch);
+  return top >= 0 ? top : launch;
+}
+
+// Whether |launch| (a runtime call) launches exactly one kernel the way a CPU-bound loop does: a
+// kernel launch, not a CUDA graph (whose kernels share one launch call; graphs are the fix).
+bool IsKernelLaunch(std::string_view n) {
+  return (Contains(n, "LaunchKernel") || Contains(n, "LaunchCooperativeKernel")) &&
+         !Contains(n, "Graph");
+}
+
+// Gathers raw findings of one step keyed by cause; adds those passing the step threshold.
+struct StepFindings {
+  std::map<std::string, Finding> by_cause;
+  double lost_us = 0;
+
+  Finding& For(const RuleContext& ctx, const char* code, int step, int64_t a, int64_t b,
+               int32_t anchor) {
+    std::string key = anchor >= 0 ? CauseKey(ctx, anchor) : "(launch not traced)";
+    auto it = by_cause.find(key);
+    if (it == by_cause.end()) {
+      it = by_cause.emplace(key, MakeRawFinding(ctx, code, step, a, b, 0, anchor, key)).first;
+    }
+    Finding& f = it->second;
+    f.start_ns = std::min(f.start_ns, a);
+    f.end_ns = std::max(f.end_ns, b);
+    return f;
+  }
+  void Flush(const AnalysedStep& step, double min_share, std::vector<Finding>* out) {
+    if (step.duration() <= 0 || lost_us * 1000.0 < min_share * step.duration()) return;
+    for (auto& [key, f] : by_cause) out->push_back(std::move(f));
+  }
+};
+
+// ---- TTA009 ----
+
+// Tensor-core kernels: HMMA/IMMA shapes, TF32, half/bfloat16 data, WMMA, CUTLASS tensorop,
+// Hopper GMMA. Lower-case names.
+bool IsTensorCoreName(const std::string& n) {
+  static const char* const kMarkers[] = {
+      "h884",   "h1688", "h16816", "s884",     "s1688",     "s16816",  "s161616",  "i8816",
+      "i16832", "hmma",  "imma",   "gmma",     "tf32",      "wmma",    "tensorop", "bf16",
+      "f16",    "half",  "bfloat", "1688gemm", "16816gemm", "884gemm", "_tc_",     "tensorcore"};
+  for (const char* m : kMarkers) {
+    if (n.find(m) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// fp32 GEMM/convolution kernels that run on the SIMT (FFMA) pipe. Lower-case names.
+bool IsFp32MatrixName(const std::string& n) {
+  if (IsTensorCoreName(n)) return false;
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  // cuBLAS/cuDNN/CUTLASS single-precision GEMMs and implicit-GEMM convolutions:
+  // volta_sgemm_128x64_nt, ampere_sgemm_*, implicit_convolve_sgemm, cutlass simt_sgemm,
+  // volta_scudnn_128x128_*, cudnn_ampere_scudnn_*.
+  if (has("sgemm") || has("scudnn")) return true;
+  // xmma/cublasLt fp32 kernels: sm80_xmma_gemm_f32f32_f32f32_f32_*.
+  if (has("f32f32_f32") && (has("gemm") || has("fprop") || has("dgrad") || has("wgrad"))) {
+    return true;
+  }
+  // cuDNN's fp32 convolution gradient engines.
+  if ((has("dgrad_engine") || has("wgrad_alg") || has("dgrad2d_alg") || has("dgrad_alg") ||
+       has("wgrad2d")) &&
+      has("<float")) {
+    return true;
+  }
+  return false;
+}
+
+// Architecture (major*10+minor) suggested by a kernel name, or -1.
+int ArchFromName(const std::string& n) {
+  if (n.find("sm90") != std::string::npos || n.find("hopper") != std::string::npos) return 90;
+  if (n.find("sm89") != std::string::npos) return 89;
+  if (n.find("sm86") != std::string::npos) return 86;
+  if (n.find("ampere_") != std::string::npos || n.find("sm80") != std::string::npos) return 80;
+  if (n.find("turing_") != std::string::npos || n.find("sm75") != std::string::npos) return 75;
+  if (n.find("volta_") != std::string::npos || n.find("sm70") != std::string::npos) return 70;
+  return -1;
+}
+
+// ---- TTA010 ----
+
+// Explicit NCHW<->NHWC conversion kernels (cuDNN nchwToNhwcKernel/nhwcToNchwKernel and their
+// nchw2nhwc params, convertTensor kernels). Lower-case names.
+bool IsLayoutConversionName(const std::string& n) {
+  return n.find("nchwtonhwc") != std::string::npos || n.find("nhwctonchw") != std::string::npos ||
+         n.find("nchw2nhwc") != std::string::npos || n.find("nhwc2nchw") != std::string::npos ||
+         n.find("converttensor") != std::string::npos;
+}
+
+// Generic transpose kernels (MIOpen's batched_transpose_*, cuDNN transposes): a layout
+// conversion only when a convolution launched them.
+bool IsTransposeName(const std::string& n) { return n.find("transpose") != std::string::npos; }
+
+bool LaunchedByConvolution(const RuleContext& ctx, size_t gpu_row) {
+  const int32_t launch = ctx.LaunchOf(gpu_row);
+  const EventTable& ev = ctx.ev();
+  for (int32_t p = launch >= 0 ? ev.parent[launch] : -1, g = 0; p >= 0 && g < 256;
+       p = ev.parent[p], ++g) {
+    if (ev.kind[p] != EventKind::kCpuOp) continue;
+    std::string n = Lower(ctx.Name(p));
+    if (n.find("conv") != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// TTA007: bursts of >= launch_bound_min_burst consecutive kernels, each shorter than its own
+// launch call (HTA's short kernel), with the GPU idle between them. Lost: the GPU idle gaps
+// between consecutive kernels of such bursts (gaps above launch_bound_max_gap_us end a burst:
+// longer stalls are another rule's business).
+void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("launch_bound_share", 0.05);
+  const size_t min_burst = static_cast<size_t>(std::max(2.0, o.Get("launch_bound_min_burst", 8)));
+  const int64_t max_gap_ns = static_cast<int64_t>(o.Get("launch_bound_max_gap_us", 200) * 1000);
+  std::vector<Finding> raw;
+  std::map<std::string, std::pair<int64_t, int32_t>> op_kernels;  // cause -> (kernels, row)
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    struct Burst {
+      std::vector<uint32_t> rows;
+      int64_t idle_ns = 0;
+      int64_t last_end = 0;
+    };
+    std::map<int32_t, Burst> open;  // per device
+    int64_t lost_ns = 0, kernels_in_bursts = 0, bursts = 0, kernel_ns = 0, launch_ns = 0;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    std::map<std::string, std::pair<int64_t, int32_t>> step_ops;
+    std::map<std::string, std::pair<int64_t, double>> step_kernels;  // name -> (count, us)
+    auto close = [&](Burst& b) {
+      if (b.rows.size() >= min_burst) {
+        ++bursts;
+        lost_ns += b.idle_ns;
+        first = std::min(first, ev.ts[b.rows.front()]);
+        last = std::max(last, b.last_end);
+        for (uint32_t r : b.rows) {
+          ++kernels_in_bursts;
+          kernel_ns += ev.dur[r];
+          const int32_t launch = ctx.LaunchOf(r);
+          launch_ns += ev.dur[launch];
+          const int32_t top = ctx.TopOp(launch);
+          const int32_t op = top >= 0 ? top : launch;
+          auto& e = step_ops[CauseKey(ctx, op)];
+          if (e.first++ == 0) e.second = op;
+          auto& k = step_kernels[ShortKernelName(ctx.Name(r))];
+          k.first++;
+          k.second += ev.dur[r] / 1000.0;
+        }
+      }
+      b.rows.clear();
+      b.idle_ns = 0;
+    };
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (ev.kind[i] != EventKind::kKernel) continue;
+      const int32_t device = ctx.trace().tracks[ev.track[i]].device;
+      Burst& b = open[device];
+      const int32_t launch = ctx.LaunchOf(i);
+      const bool is_short =
+          launch >= 0 && IsKernelLaunch(ctx.Name(launch)) && ev.dur[i] < ev.dur[launch];
+      if (!is_short) {
+        close(b);
+        continue;
+      }
+      if (!b.rows.empty()) {
+        if (ev.ts[i] - b.last_end > max_gap_ns) {
+          close(b);
+        } else if (ev.ts[i] > b.last_end) {
+          b.idle_ns += ctx.GpuIdle(b.last_end, ev.ts[i]);
+        }
+      }
+      if (b.rows.empty()) b.last_end = ev.end(i);
+      b.rows.push_back(i);
+      b.last_end = std::max(b.last_end, ev.end(i));
+    }
+    for (auto& [d, b] : open) close(b);
+    if (kernels_in_bursts == 0 || step.duration() <= 0 ||
+        lost_ns < min_share * static_cast<double>(step.duration())) {
+      continue;
+    }
+    Finding f = MakeRawFinding(ctx, "TTA007", static_cast<int>(s), first, last, lost_ns / 1000.0,
+                               -1, "launch-bound");
+    AddNumber(&f, "short_kernels", static_cast<double>(kernels_in_bursts));
+    AddNumber(&f, "bursts", static_cast<double>(bursts));
+    AddNumber(&f, "gpu_idle_between_us", lost_ns / 1000.0);
+    AddNumber(&f, "kernel_us", kernel_ns / 1000.0);
+    AddNumber(&f, "launch_us", launch_ns / 1000.0);
+    const double n = static_cast<double>(kernels_in_bursts);
+    AddText(&f, "detail",
+            std::to_string(kernels_in_bursts) + " kernels in " + std::to_string(bursts) +
+                " burst(s) average " + Fmt("%.1f", kernel_ns / 1000.0 / n) + " us on the GPU but " +
+                Fmt("%.1f", launch_ns / 1000.0 / n) + " us to launch; the GPU idles " +
+                Fmt("%.1f", lost_ns / 1000.0 / n) + " us between them");
+    for (auto& [name, e] : step_kernels) AddEvent(&f, name, e.first, e.second);
+    for (auto& [key, e] : step_ops) {
+      auto& g = op_kernels[key];
+      if (g.first == 0) g.second = e.second;
+      g.first += e.first;
+    }
+    raw.push_back(std::move(f));
+  }
+  // Anchor: the user-level op that launched the most burst kernels over all steps.
+  int32_t anchor = -1;
+  int64_t most = 0;
+  std::string anchor_name;
+  for (auto& [key, e] : op_kernels) {
+    if (e.first > most) {
+      most = e.first;
+      anchor = e.second;
+    }
+  }
+  if (anchor >= 0) anchor_name = std::string(ctx.Name(anchor));
+  for (Finding& f : raw) {
+    f.anchor_row = anchor;
+    if (!anchor_name.empty()) {
+      AddText(&f, "op", anchor_name);
+      f.evidence["detail"].text += " (mostly launched by " + anchor_name + ")";
+    }
+    out->push_back(std::move(f));
+  }
+}
+
+// TTA009: fp32 GEMM/convolution kernels on the SIMT pipe of a GPU with tensor cores (NVIDIA
+// compute capability >= 7.0: fp16/bf16 autocast; >= 8.0: TF32 as well). Lost: the estimated
+// saving, kernel time x (1 - 1/tensor_core_speedup).
+void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu() || ctx.amd()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("no_tensor_cores_share", 0.01);
+  const double speedup = o.Get("tensor_core_speedup", 2.0);
+  if (speedup <= 1.0) return;
+  // Classify each kernel name once.
+  std::unordered_map<StringId, char> fp32;
+  int arch_from_names = -1;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kKernel) continue;
+    auto [it, fresh] = fp32.emplace(ev.name[i], 0);
+    if (!fresh) continue;
+    std::string n = Lower(ctx.Name(i));
+    it->second = IsFp32MatrixName(n) ? 1 : 0;
+    arch_from_names = std::max(arch_from_names, ArchFromName(n));
+  }
+  int arch = ctx.compute_major() >= 0 ? ctx.compute_major() * 10 + std::max(0, ctx.compute_minor())
+                                      : arch_from_names;
+  if (arch < 70) return;  // unknown, or no tensor cores
+  const bool tf32 = arch >= 80;
+  const std::string sm = "sm_" + std::to_string(arch);
+  const std::string remedy =
+      tf32 ? "TF32 (torch.backends.cuda.matmul.allow_tf32 / cudnn.allow_tf32) or bf16 autocast"
+           : "fp16 autocast (torch.autocast(\"cuda\", dtype=torch.float16))";
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    StepFindings sf;
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (ev.kind[i] != EventKind::kKernel || !fp32[ev.name[i]]) continue;
+      const double kernel_us = ev.dur[i] / 1000.0;
+      const double saving_us = kernel_us * (1.0 - 1.0 / speedup);
+      Finding& f =
+          sf.For(ctx, "TTA009", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
+      f.per_step[0].second += saving_us;
+      sf.lost_us += saving_us;
+      Add(&f, "fp32_kernels", 1);
+      Add(&f, "fp32_kernel_us", kernel_us);
+      AddEvent(&f, ShortKernelName(ctx.Name(i)), 1, kernel_us);
+    }
+    for (auto& [key, f] : sf.by_cause) {
+      std::string kernels;
+      std::vector<EvidenceEvent> top = f.top_events;
+      std::sort(top.begin(), top.end(), [](const EvidenceEvent& a, const EvidenceEvent& b) {
+        return a.total_us > b.total_us;
+      });
+      for (size_t k = 0; k < top.size() && k < 2; ++k) kernels += (k ? ", " : "") + top[k].name;
+      if (top.size() > 2) kernels += ", ...";
+      std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
+      AddText(&f, "arch", sm);
+      AddText(&f, "precision", tf32 ? "tf32" : "fp16");
+      if (!op.empty()) AddText(&f, "op", op);
+      AddNumber(&f, "speedup", speedup);
+      AddText(&f, "detail",
+              "fp32 SIMT kernels (" + kernels + ")" + (op.empty() ? "" : " in " + op) + " on " +
+                  sm + " without tensor cores; " + remedy + " would run them ~" +
+                  Fmt("%.1f", speedup) + "x faster");
+    }
+    sf.Flush(step, min_share, out);
+  }
+}
+
+// TTA010: NCHW<->NHWC conversion kernels (cuDNN's nchwToNhwc/nhwcToNchw, convertTensor, and
+// transposes launched by a convolution). Lost: their GPU time.
+void DetectLayoutConversion(const RuleContext& ctx, const RuleOptions& o,
+                            std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("layout_conversion_share", 0.01);
+  // 1: always a conversion; 2: a conversion when a convolution launched it.
+  std::unordered_map<StringId, char> kind;
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    StepFindings sf;
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (ev.kind[i] != EventKind::kKernel) continue;
+      auto [it, fresh] = kind.emplace(ev.name[i], 0);
+      if (fresh) {
+        std::string n = Lower(ctx.Name(i));
+        it->second = IsLayoutConversionName(n) ? 1 : IsTransposeName(n) ? 2 : 0;
+      }
+      if (it->second == 0 || (it->second == 2 && !LaunchedByConvolution(ctx, i))) continue;
+      const double us = ev.dur[i] / 1000.0;
+      Finding& f =
+          sf.For(ctx, "TTA010", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
+      f.per_step[0].second += us;
+      sf.lost_us += us;
+      Add(&f, "conversions", 1);
+      Add(&f, "conversion_us", us);
+      AddEvent(&f, ShortKernelName(ctx.Name(i)), 1, us);
+    }
+    for (auto& [key, f] : sf.by_cause) {
+      std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
+      if (!op.empty()) AddText(&f, "op", op);
+      AddText(&f, "detail",
+              std::to_string(static_cast<int>(f.evidence["conversions"].number)) +
+                  " layout conversion kernel(s) (" + f.top_events.front().name + ")" +
+                  (op.empty() ? "" : " around " + op) +
+                  " in the step: the tensors are NCHW while the kernels want NHWC");
+    }
+    sf.Flush(step, min_share, out);
+  }
+}
+
 }  // namespace ttap

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -30,6 +31,13 @@ constexpr const char* kDocsBase =
     "https://github.com/torchtraceap/ttap/blob/main/docs/antipatterns.md#";
 
 double Us(int64_t ns) { return ns / 1000.0; }
+
+// GitHub's anchor for the catalogue heading "## TTA001 dataloader-stall".
+std::string RuleDocsUrl(const RuleInfo& ri) {
+  std::string anchor = std::string(ri.code) + "-" + ri.name;
+  for (char& c : anchor) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::string(kDocsBase) + anchor;
+}
 double Round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 int SeverityRank(Severity s) {
@@ -232,7 +240,7 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
     rules.push_back({{"id", ri.code},
                      {"name", ri.name},
                      {"shortDescription", {{"text", ri.summary}}},
-                     {"helpUri", std::string(kDocsBase) + ri.code + "-" + ri.name}});
+                     {"helpUri", RuleDocsUrl(ri)}});
   }
   nlohmann::json sarif_results = nlohmann::json::array();
   for (const ScanResult* r : results) {

@@ -1,2 +1,382 @@
-// Tests of the gpu-family detectors (filled in with the detectors).
+// Rule tests for TTA007 launch-bound, TTA009 no-tensor-cores and TTA010 layout-conversion: tiny
+// inline traces (positive and negative for each), then the shared real traces (skipped when
+// ../shared is absent).
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/tiny_trace.h"
+#include "analysis/trace_loader.h"
+#include "test_support.h"
+
+using ttap_test::FindingsWithCode;
+using ttap_test::TinyTrace;
+
+namespace {
+
+// Three steps, each: |kernels| kernels launched back to back inside Optimizer.step (one
+// aten::add_ per kernel), each launch taking 10 us on the CPU and its kernel |kernel_us| on the
+// GPU, starting when the launch returns. Then one long matmul.
+TinyTrace LaunchLoop(int kernels, double kernel_us, const std::string& runtime = "cudaLaunchKernel",
+                     int break_every = 0) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10;
+    double gpu_free = 0;
+    const double opt_start = cpu;
+    for (int k = 0; k < kernels; ++k) {
+      const bool long_kernel = break_every > 0 && k % break_every == break_every - 1;
+      const double dur = long_kernel ? 30 : kernel_us;
+      t.Cpu("aten::add_", cpu, 12);
+      const double gts = std::max(cpu + 11, gpu_free);
+      t.Launch("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>()",
+               cpu + 1, 10, gts, dur, "kernel", 7, runtime);
+      gpu_free = gts + dur;
+      cpu += 13;
+    }
+    t.Cpu("Optimizer.step#SGD.step", opt_start - 1, cpu - opt_start + 2, "user_annotation");
+    t.Cpu("aten::mm", cpu, 12);
+    const double mm_start = std::max(cpu + 11, gpu_free);
+    t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", cpu + 1, 10, mm_start,
+             500);
+    const double end = mm_start + 500 + 20;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  return t;
+}
+
+// One step of |n| GEMM/conv kernels of |name| (1 ms each) launched by |op|, then an elementwise
+// kernel, on device |device_name| with compute capability |major|.|minor| (none when major < 0).
+TinyTrace MatrixSteps(const std::string& name, const std::string& op, int major, int minor,
+                      const std::string& device_name = "Tesla V100-SXM2-32GB", int n = 4) {
+  TinyTrace t;
+  if (major >= 0) t.Device(0, device_name, major, minor);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10, gpu = base + 30;
+    for (int k = 0; k < n; ++k) {
+      t.Cpu(op, cpu, 15);
+      t.Kernel(name, cpu + 2, 10, gpu, 1000);
+      cpu += 20;
+      gpu += 1000;
+    }
+    t.Cpu("aten::relu", cpu, 15);
+    t.Kernel("void at::native::vectorized_elementwise_kernel<4, relu>()", cpu + 2, 10, gpu, 200);
+    gpu += 200;
+    const double end = gpu + 20;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  return t;
+}
+
+std::vector<std::string> RealTraces(const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& p : ttap::ListTraceFiles(ttap_test::RealTracesDir())) {
+    std::string file = p.substr(p.find_last_of('/') + 1);
+    if (file.rfind(prefix, 0) == 0) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<ttap::Finding> RealFindings(const std::string& path) {
+  auto t = ttap::LoadTrace(path);
+  REQUIRE(t.ok());
+  return ttap::RunRules(**t, {}).findings;
+}
+
+int Count(const std::vector<ttap::Finding>& fs, const std::string& code) {
+  int n = 0;
+  for (const auto& f : fs) n += f.code == code;
+  return n;
+}
+
+}  // namespace
+
+// ---- TTA007 launch-bound ----
+
+TEST_CASE("TTA007: a burst of kernels shorter than their launches is launch-bound",
+          "[rules][TTA007]") {
+  auto trace = LaunchLoop(/*kernels=*/40, /*kernel_us=*/2).Load();
+  auto f = FindingsWithCode(*trace, "TTA007");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].name == "launch-bound");
+  CHECK(f[0].fix == "cuda-graphs-or-compile");
+  CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
+  // Kernels start every 13 us and run 2 us: 11 us idle in each of the 39 gaps of a step.
+  CHECK(f[0].time_lost_us_per_step == Approx(39 * 11).margin(5));
+  CHECK(f[0].evidence.at("short_kernels").number == 120);
+  REQUIRE(f[0].anchor_row >= 0);
+  CHECK(trace->Name(f[0].anchor_row) == "Optimizer.step#SGD.step");
+  CHECK(f[0].severity == ttap::Severity::kWarning);
+  CHECK(f[0].message.find("kernels shorter than their launches") != std::string::npos);
+  CHECK(f[0].message.find("Optimizer.step#SGD.step") != std::string::npos);
+}
+
+TEST_CASE("TTA007: kernels longer than their launches are not launch-bound", "[rules][TTA007]") {
+  auto trace = LaunchLoop(40, /*kernel_us=*/25).Load();
+  CHECK(FindingsWithCode(*trace, "TTA007").empty());
+}
+
+TEST_CASE("TTA007: short runs below the burst length and CUDA graphs are not flagged",
+          "[rules][TTA007]") {
+  // Every 6th kernel is long: runs of 5 short kernels, below the default burst of 8.
+  auto broken = LaunchLoop(40, 2, "cudaLaunchKernel", /*break_every=*/6).Load();
+  CHECK(FindingsWithCode(*broken, "TTA007").empty());
+  ttap::RuleOptions o;
+  o.values["launch_bound_min_burst"] = 4;
+  CHECK(FindingsWithCode(*broken, "TTA007", o).size() == 1);
+  // Kernels from graph launches: graphs are the fix, not the problem.
+  auto graphs = LaunchLoop(40, 2, "cudaGraphLaunch").Load();
+  CHECK(FindingsWithCode(*graphs, "TTA007").empty());
+}
+
+TEST_CASE("TTA007: the share threshold is configurable", "[rules][TTA007]") {
+  auto trace = LaunchLoop(40, 2).Load();
+  ttap::RuleOptions o;
+  o.values["launch_bound_share"] = 0.9;
+  CHECK(FindingsWithCode(*trace, "TTA007", o).empty());
+}
+
+// ---- TTA009 no-tensor-cores ----
+
+TEST_CASE("TTA009: fp32 SIMT GEMMs on a V100 suggest fp16 autocast", "[rules][TTA009]") {
+  auto trace = MatrixSteps("volta_sgemm_128x64_nt", "aten::addmm", 7, 0).Load();
+  auto f = FindingsWithCode(*trace, "TTA009");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].name == "no-tensor-cores");
+  CHECK(f[0].fix == "enable-tf32-or-amp");
+  REQUIRE(f[0].anchor_row >= 0);
+  CHECK(trace->Name(f[0].anchor_row) == "aten::addmm");
+  // 4 ms of fp32 GEMM per step, 2x faster on tensor cores: 2 ms saved.
+  CHECK(f[0].time_lost_us_per_step == Approx(2000).margin(1));
+  CHECK(f[0].evidence.at("precision").text == "fp16");
+  CHECK(f[0].evidence.at("arch").text == "sm_70");
+  CHECK(f[0].severity == ttap::Severity::kWarning);
+  REQUIRE_FALSE(f[0].top_events.empty());
+  CHECK(f[0].top_events[0].name == "volta_sgemm_128x64_nt");
+}
+
+TEST_CASE("TTA009: fp32 convolutions on an A100 suggest TF32; the speedup is configurable",
+          "[rules][TTA009]") {
+  auto trace =
+      MatrixSteps("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false>(int)",
+                  "aten::cudnn_convolution", 8, 0, "NVIDIA A100-SXM4-80GB")
+          .Load();
+  auto f = FindingsWithCode(*trace, "TTA009");
+  REQUIRE(f.size() == 1);
+  CHECK(trace->Name(f[0].anchor_row) == "aten::cudnn_convolution");
+  CHECK(f[0].evidence.at("precision").text == "tf32");
+  CHECK(f[0].top_events[0].name == "implicit_convolve_sgemm");
+  ttap::RuleOptions o;
+  o.values["tensor_core_speedup"] = 4.0;
+  auto f4 = FindingsWithCode(*trace, "TTA009", o);
+  REQUIRE(f4.size() == 1);
+  CHECK(f4[0].time_lost_us_per_step == Approx(3000).margin(1));
+}
+
+TEST_CASE("TTA009: without device properties the architecture comes from kernel names",
+          "[rules][TTA009]") {
+  auto volta = MatrixSteps("volta_scudnn_128x128_stridedB_splitK_medium_nn_v1",
+                           "aten::cudnn_convolution", -1, -1)
+                   .Load();
+  auto f = FindingsWithCode(*volta, "TTA009");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("arch").text == "sm_70");
+  // No architecture hint at all: tensor cores may not exist, stay silent.
+  auto unknown = MatrixSteps("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>()",
+                             "aten::cudnn_convolution_backward_input", -1, -1)
+                     .Load();
+  CHECK(FindingsWithCode(*unknown, "TTA009").empty());
+}
+
+TEST_CASE("TTA009: tensor-core kernels, pre-Volta GPUs and ROCm give no finding",
+          "[rules][TTA009]") {
+  const char* tensor_core_kernels[] = {
+      "volta_h884gemm_128x128_ldg8_nn",
+      "sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16",
+      "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn",
+      "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)",
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
+      "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_32x1_nn>(P)",
+      "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw",
+  };
+  for (const char* k : tensor_core_kernels) {
+    INFO(k);
+    auto trace = MatrixSteps(k, "aten::mm", 8, 0, "NVIDIA A100-SXM4-80GB").Load();
+    CHECK(FindingsWithCode(*trace, "TTA009").empty());
+  }
+  // Pascal has no tensor cores.
+  auto pascal = MatrixSteps("maxwell_sgemm_128x64_nt", "aten::mm", 6, 0, "Tesla P100").Load();
+  CHECK(FindingsWithCode(*pascal, "TTA009").empty());
+  // ROCm: MFMA kernels are named differently; the rule stays silent.
+  auto rocm = MatrixSteps("Cijk_Ailk_Bljk_SB_MT64x64x16_MI16x16x4x1_SN", "aten::mm", 9, 4,
+                          "AMD Instinct MI300X")
+                  .Load();
+  CHECK(FindingsWithCode(*rocm, "TTA009").empty());
+  auto rocm_sgemm =
+      MatrixSteps("volta_sgemm_128x64_nt", "aten::mm", 9, 4, "AMD Instinct MI300X").Load();
+  CHECK(FindingsWithCode(*rocm_sgemm, "TTA009").empty());
+  // Elementwise fp32 kernels are no matrix kernels.
+  auto elementwise =
+      MatrixSteps("void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>()",
+                  "aten::add", 7, 0)
+          .Load();
+  CHECK(FindingsWithCode(*elementwise, "TTA009").empty());
+}
+
+// ---- TTA010 layout-conversion ----
+
+namespace {
+
+// Three steps of convolutions; each launches |pre| then the conv kernel then |post|.
+TinyTrace ConvSteps(const std::string& pre, const std::string& post,
+                    const std::string& conv_op = "aten::cudnn_convolution") {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10, gpu = base + 40;
+    for (int k = 0; k < 3; ++k) {
+      t.Cpu(conv_op, cpu, 40);
+      if (!pre.empty()) {
+        t.Kernel(pre, cpu + 2, 5, gpu, 100);
+        gpu += 100;
+      }
+      t.Kernel("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc", cpu + 10, 5, gpu,
+               500);
+      gpu += 500;
+      if (!post.empty()) {
+        t.Kernel(post, cpu + 20, 5, gpu, 60);
+        gpu += 60;
+      }
+      cpu += 45;
+    }
+    const double end = gpu + 20;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("TTA010: NCHW<->NHWC conversion kernels around convolutions", "[rules][TTA010]") {
+  auto trace =
+      ConvSteps(
+          "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, "
+          "(cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>, float "
+          "const*, float*)",
+          "void cudnn::engines_precompiled::nhwcToNchwKernel<float, float, float, true, "
+          "false, (cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nhwc2nchw_params_t)")
+          .Load();
+  auto f = FindingsWithCode(*trace, "TTA010");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].name == "layout-conversion");
+  CHECK(f[0].fix == "channels-last");
+  REQUIRE(f[0].anchor_row >= 0);
+  CHECK(trace->Name(f[0].anchor_row) == "aten::cudnn_convolution");
+  // 3 x (100 + 60) us of conversions per step.
+  CHECK(f[0].time_lost_us_per_step == Approx(480).margin(1));
+  CHECK(f[0].evidence.at("conversions").number == 18);
+  CHECK(f[0].top_events.size() == 2);
+}
+
+TEST_CASE("TTA010: transposes count only when a convolution launches them", "[rules][TTA010]") {
+  auto conv = ConvSteps("batched_transpose_32x32_half", "", "aten::miopen_convolution").Load();
+  auto f = FindingsWithCode(*conv, "TTA010");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].time_lost_us_per_step == Approx(300).margin(1));
+  auto other = ConvSteps("batched_transpose_32x32_half", "", "aten::bmm").Load();
+  CHECK(FindingsWithCode(*other, "TTA010").empty());
+}
+
+TEST_CASE("TTA010: channels-last convolutions give no finding", "[rules][TTA010]") {
+  auto trace = ConvSteps("", "").Load();
+  CHECK(FindingsWithCode(*trace, "TTA010").empty());
+  // Conversions below the share threshold are not reported.
+  auto small = ConvSteps("void cudnn::ops::nchwToNhwcKernel<float>()", "").Load();
+  ttap::RuleOptions o;
+  o.values["layout_conversion_share"] = 0.5;
+  CHECK(FindingsWithCode(*small, "TTA010", o).empty());
+}
+
+// ---- real traces ----
+
+TEST_CASE("real traces: the fp32 ResNet-50 runs on a V100 show TTA009", "[rules][TTA009][real]") {
+  if (!ttap_test::HaveShared()) {
+    WARN("../shared/traces/real not present: skipped");
+    return;
+  }
+  auto files = RealTraces("kineto--resnet50");
+  REQUIRE(files.size() == 4);
+  for (const auto& path : files) {
+    INFO(path);
+    auto fs = RealFindings(path);
+    bool conv_anchor = false;
+    double share = 0;
+    for (const auto& f : fs) {
+      if (f.code != "TTA009") continue;
+      share += f.share_of_step;
+      CHECK(f.evidence.at("precision").text == "fp16");
+      if (f.evidence.count("op") &&
+          f.evidence.at("op").text.find("cudnn_convolution") != std::string::npos) {
+        conv_anchor = true;
+      }
+    }
+    CHECK(conv_anchor);
+    CHECK(share > 0.1);
+  }
+}
+
+TEST_CASE("real traces: bf16 H100 inference uses tensor cores (no TTA009)",
+          "[rules][TTA009][real]") {
+  if (!ttap_test::HaveShared()) {
+    WARN("../shared/traces/real not present: skipped");
+    return;
+  }
+  auto files = RealTraces("tracelens--h100");
+  REQUIRE(files.size() == 5);
+  for (const auto& path : files) {
+    INFO(path);
+    CHECK(Count(RealFindings(path), "TTA009") == 0);
+  }
+}
+
+TEST_CASE("real traces: ROCm, MTIA and CPU-only traces give no false GPU-rule findings",
+          "[rules][TTA007][TTA009][TTA010][real]") {
+  if (!ttap_test::HaveShared()) {
+    WARN("../shared/traces/real not present: skipped");
+    return;
+  }
+  // ROCm: no NVIDIA tensor-core advice. (Launch-bound bursts and MIOpen's NCHW->NHWC transposes
+  // around convolutions are real on ROCm too.)
+  auto rocm = RealTraces("tracelens--mi300");
+  REQUIRE(rocm.size() == 6);
+  for (const auto& path : rocm) {
+    INFO(path);
+    auto fs = RealFindings(path);
+    CHECK(Count(fs, "TTA009") == 0);
+    for (const auto& f : fs) {
+      if (f.code != "TTA010") continue;
+      // Only transposes that MIOpen convolutions launch.
+      REQUIRE(f.evidence.count("op"));
+      CHECK(f.evidence.at("op").text.find("conv") != std::string::npos);
+    }
+  }
+  auto others = RealTraces("hta--mtia");
+  auto cpu = RealTraces("hta--cpu_only");
+  REQUIRE(others.size() == 2);
+  REQUIRE(cpu.size() == 2);
+  others.insert(others.end(), cpu.begin(), cpu.end());
+  for (const auto& path : others) {
+    INFO(path);
+    auto fs = RealFindings(path);
+    CHECK(Count(fs, "TTA007") == 0);
+    CHECK(Count(fs, "TTA009") == 0);
+    CHECK(Count(fs, "TTA010") == 0);
+  }
+}
