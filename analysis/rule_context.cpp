@@ -50,6 +50,16 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   }
 }
 
+int64_t RuleContext::NextGpuStart(int64_t t, int64_t limit) const {
+  auto it =
+      std::lower_bound(gpu_busy_.begin(), gpu_busy_.end(), Interval{t, INT64_MIN},
+                       [](const Interval& a, const Interval& b) { return a.second < b.first; });
+  for (; it != gpu_busy_.end(); ++it) {
+    if (it->second > t) return std::min(std::max(it->first, t), limit);
+  }
+  return limit;
+}
+
 int RuleContext::StepOf(int64_t ts) const {
   auto it = std::upper_bound(steps_.begin(), steps_.end(), ts,
                              [](int64_t t, const AnalysedStep& s) { return t < s.start_ns; });

@@ -2,6 +2,7 @@
 // cause key that merges findings across steps, name tests. Internal to analysis/.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -49,9 +50,24 @@ inline std::string CauseKey(const RuleContext& ctx, int32_t row) {
   return key;
 }
 
+// printf-style formatting of one number, for "detail" texts.
+inline std::string FormatNumber(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
 inline void AddNumber(Finding* f, const std::string& key, double v) {
   f->evidence[key] = EvidenceValue{true, v, ""};
 }
+// Adds |v| to a numeric evidence entry (creating it) and returns the new total.
+inline double AccumulateNumber(Finding* f, const std::string& key, double v) {
+  auto it = f->evidence.find(key);
+  double total = (it == f->evidence.end() ? 0.0 : it->second.number) + v;
+  AddNumber(f, key, total);
+  return total;
+}
+
 inline void AddText(Finding* f, const std::string& key, std::string v) {
   f->evidence[key] = EvidenceValue{false, 0, std::move(v)};
 }

@@ -18,19 +18,6 @@ bool IsCommKernel(std::string_view n) {
          StartsWith(n, "rccl") || Contains(n, "rccl");
 }
 
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
-
-double Add(Finding* f, const std::string& key, double v) {
-  auto it = f->evidence.find(key);
-  double total = (it == f->evidence.end() ? 0.0 : it->second.number) + v;
-  AddNumber(f, key, total);
-  return total;
-}
-
 // The op that issued a collective: the nearest "nccl:*" / "gloo:*" annotation around its launch
 // (nccl:all_reduce), else the nearest c10d:: op (c10d::allreduce_), else record_param_comms,
 // else the innermost cpu_op; -1 when the launch is not in the trace.
@@ -140,21 +127,22 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
       f.start_ns = std::min(f.start_ns, ev.ts[r]);
       f.end_ns = std::max(f.end_ns, ev.end(r));
       f.per_step[0].second += sc.exposed_ns[k] / 1000.0;
-      Add(&f, "collectives", 1);
-      Add(&f, "comm_us", ev.dur[r] / 1000.0);
-      Add(&f, "exposed_us", sc.exposed_ns[k] / 1000.0);
+      AccumulateNumber(&f, "collectives", 1);
+      AccumulateNumber(&f, "comm_us", ev.dur[r] / 1000.0);
+      AccumulateNumber(&f, "exposed_us", sc.exposed_ns[k] / 1000.0);
       AddEvent(&f, ShortName(ctx.Name(r)), 1, ev.dur[r] / 1000.0);
     }
     for (auto& [key, f] : by_cause) {
       if (f.per_step[0].second <= 0) continue;
       std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
       if (!op.empty()) AddText(&f, "op", op);
-      AddText(&f, "overlap", Fmt("%.1f%%", 100.0 * ratio));
+      AddText(&f, "overlap", FormatNumber("%.1f%%", 100.0 * ratio));
       AddText(&f, "detail",
               "collectives" + (op.empty() ? std::string() : " from " + op) + " overlap compute " +
-                  Fmt("%.0f%%", 100.0 * ratio) + " of their time (below " +
-                  Fmt("%.0f%%", 100.0 * min_overlap) + "); " + Fmt("%.3f", exposed / 1e6) +
-                  " ms of " + Fmt("%.3f", sc.comm_ns / 1e6) +
+                  FormatNumber("%.0f%%", 100.0 * ratio) + " of their time (below " +
+                  FormatNumber("%.0f%%", 100.0 * min_overlap) + "); " +
+                  FormatNumber("%.3f", exposed / 1e6) + " ms of " +
+                  FormatNumber("%.3f", sc.comm_ns / 1e6) +
                   " ms of communication in the step is exposed");
       out->push_back(std::move(f));
     }
@@ -222,7 +210,7 @@ void DetectCommPerParameter(const RuleContext& ctx, const RuleOptions& o,
       if (many) {
         why = std::to_string(g.idx.size()) + " collectives" +
               (op.empty() ? std::string() : " from " + op) + " in the step (mean " +
-              Fmt("%.1f", mean_launch_us) + " us to launch each)";
+              FormatNumber("%.1f", mean_launch_us) + " us to launch each)";
       }
       if (g.same_stream > 0) {
         why += (why.empty() ? "" : "; ") + std::to_string(g.same_stream) + " collective(s)" +

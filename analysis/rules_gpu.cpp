@@ -27,19 +27,6 @@ std::string ShortKernelName(std::string_view n) {
   return std::string(n);
 }
 
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
-
-double Add(Finding* f, const std::string& key, double v) {
-  auto it = f->evidence.find(key);
-  double total = (it == f->evidence.end() ? 0.0 : it->second.number) + v;
-  AddNumber(f, key, total);
-  return total;
-}
-
 // The CPU op that launched a GPU activity: the innermost cpu_op around its runtime call (e.g.
 // aten::addmm, aten::cudnn_convolution), else the user-level op, else the runtime call; -1 when
 // the launch is not in the trace.
@@ -244,9 +231,10 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
     const double n = static_cast<double>(kernels_in_bursts);
     AddText(&f, "detail",
             std::to_string(kernels_in_bursts) + " kernels in " + std::to_string(bursts) +
-                " burst(s) average " + Fmt("%.1f", kernel_ns / 1000.0 / n) + " us on the GPU but " +
-                Fmt("%.1f", launch_ns / 1000.0 / n) + " us to launch; the GPU idles " +
-                Fmt("%.1f", lost_ns / 1000.0 / n) + " us between them");
+                " burst(s) average " + FormatNumber("%.1f", kernel_ns / 1000.0 / n) +
+                " us on the GPU but " + FormatNumber("%.1f", launch_ns / 1000.0 / n) +
+                " us to launch; the GPU idles " + FormatNumber("%.1f", lost_ns / 1000.0 / n) +
+                " us between them");
     for (auto& [name, e] : step_kernels) AddEvent(&f, name, e.first, e.second);
     for (auto& [key, e] : step_ops) {
       auto& g = op_kernels[key];
@@ -316,8 +304,8 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
           sf.For(ctx, "TTA009", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
       f.per_step[0].second += saving_us;
       sf.lost_us += saving_us;
-      Add(&f, "fp32_kernels", 1);
-      Add(&f, "fp32_kernel_us", kernel_us);
+      AccumulateNumber(&f, "fp32_kernels", 1);
+      AccumulateNumber(&f, "fp32_kernel_us", kernel_us);
       AddEvent(&f, ShortKernelName(ctx.Name(i)), 1, kernel_us);
     }
     for (auto& [key, f] : sf.by_cause) {
@@ -336,7 +324,7 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
       AddText(&f, "detail",
               "fp32 SIMT kernels (" + kernels + ")" + (op.empty() ? "" : " in " + op) + " on " +
                   sm + " without tensor cores; " + remedy + " would run them ~" +
-                  Fmt("%.1f", speedup) + "x faster");
+                  FormatNumber("%.1f", speedup) + "x faster");
     }
     sf.Flush(step, min_share, out);
   }
@@ -368,8 +356,8 @@ void DetectLayoutConversion(const RuleContext& ctx, const RuleOptions& o,
           sf.For(ctx, "TTA010", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
       f.per_step[0].second += us;
       sf.lost_us += us;
-      Add(&f, "conversions", 1);
-      Add(&f, "conversion_us", us);
+      AccumulateNumber(&f, "conversions", 1);
+      AccumulateNumber(&f, "conversion_us", us);
       AddEvent(&f, ShortKernelName(ctx.Name(i)), 1, us);
     }
     for (auto& [key, f] : sf.by_cause) {

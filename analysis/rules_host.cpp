@@ -24,18 +24,6 @@ bool IsPageableD2H(std::string_view n) {
   return StartsWith(n, "Memcpy DtoH") && Contains(n, "Pageable");
 }
 
-// Start of the first GPU activity at or after |t| (or |limit|).
-int64_t NextGpuStart(const RuleContext& ctx, int64_t t, int64_t limit) {
-  const auto& busy = ctx.gpu_busy();
-  auto it =
-      std::lower_bound(busy.begin(), busy.end(), Interval{t, INT64_MIN},
-                       [](const Interval& a, const Interval& b) { return a.second < b.first; });
-  for (; it != busy.end(); ++it) {
-    if (it->second > t) return std::min(std::max(it->first, t), limit);
-  }
-  return limit;
-}
-
 }  // namespace
 
 void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
@@ -112,7 +100,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       std::string_view name = ctx.Name(i);
       if (!IsSyncCall(name) && !pageable_launch[i]) continue;
       const int64_t sync_end = ev.end(i);
-      const int64_t resume = NextGpuStart(ctx, sync_end, step.end_ns);
+      const int64_t resume = ctx.NextGpuStart(sync_end, step.end_ns);
       // The drain: GPU idle from the moment the CPU started waiting until new work arrives.
       const int64_t drain = ctx.GpuIdle(ev.ts[i], resume);
       if (drain < min_drain_ns) continue;

@@ -45,19 +45,16 @@ void Bump(Finding* f, const std::string& key, double delta) {
   AddNumber(f, key, Num(*f, key) + delta);
 }
 
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
 // A duration given in us, as "12.3 us" or "4.56 ms".
-std::string Dur(double us) { return us >= 1000 ? Fmt("%.2f ms", us / 1000.0) : Fmt("%.1f us", us); }
-std::string Bytes(double b) {
-  if (b >= 1024.0 * 1024.0) return Fmt("%.1f MiB", b / (1024.0 * 1024.0));
-  if (b >= 1024.0) return Fmt("%.1f KiB", b / 1024.0);
-  return Fmt("%.0f B", b);
+std::string Dur(double us) {
+  return us >= 1000 ? FormatNumber("%.2f ms", us / 1000.0) : FormatNumber("%.1f us", us);
 }
-std::string Count(double n) { return Fmt("%.0f", n); }
+std::string Bytes(double b) {
+  if (b >= 1024.0 * 1024.0) return FormatNumber("%.1f MiB", b / (1024.0 * 1024.0));
+  if (b >= 1024.0) return FormatNumber("%.1f KiB", b / 1024.0);
+  return FormatNumber("%.0f B", b);
+}
+std::string Count(double n) { return FormatNumber("%.0f", n); }
 
 // A cpu_op that is an operator, not a record_function label: 2021 traces write ProfilerStep#N,
 // Optimizer.step#... and the like as cpu_op ("Operator") too.
@@ -82,18 +79,6 @@ int32_t LaunchingOp(const RuleContext& ctx, int32_t row) {
   if (best >= 0) return best;
   int32_t top = ctx.TopOp(row);
   return top >= 0 ? top : row;
-}
-
-// Start of the first GPU activity at or after |t| (or |limit|).
-int64_t NextGpuStart(const RuleContext& ctx, int64_t t, int64_t limit) {
-  const auto& busy = ctx.gpu_busy();
-  auto it =
-      std::lower_bound(busy.begin(), busy.end(), Interval{t, INT64_MIN},
-                       [](const Interval& a, const Interval& b) { return a.second < b.first; });
-  for (; it != busy.end(); ++it) {
-    if (it->second > t) return std::min(std::max(it->first, t), limit);
-  }
-  return limit;
 }
 
 // Finds or creates the raw finding of |key| in |by_cause|.
@@ -297,7 +282,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       if (region >= 0) continue;
       const int64_t a = ev.ts[i], b = std::min(ev.end(i), step.end_ns);
       const int64_t busy_during = (b - a) - ctx.GpuIdle(a, b);
-      const int64_t resume = NextGpuStart(ctx, b, step.end_ns);
+      const int64_t resume = ctx.NextGpuStart(b, step.end_ns);
       const int64_t drain = std::min(ctx.GpuIdle(b, resume), busy_during);
       const int64_t lost = (b - a) + std::max<int64_t>(0, drain);
       int32_t anchor = empty_cache ? static_cast<int32_t>(i) : LaunchingOp(ctx, i);

@@ -18,13 +18,10 @@ namespace {
 
 double Us(int64_t ns) { return ns / 1000.0; }
 
-std::string Fmt(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), fmt, v);
-  return buf;
-}
 // A duration given in us, as "12.3 us" or "4.56 ms".
-std::string Dur(double us) { return us >= 1000 ? Fmt("%.2f ms", us / 1000.0) : Fmt("%.1f us", us); }
+std::string Dur(double us) {
+  return us >= 1000 ? FormatNumber("%.2f ms", us / 1000.0) : FormatNumber("%.1f us", us);
+}
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -242,8 +239,9 @@ void DetectZeroGradPerParam(const RuleContext& ctx, const RuleOptions& o,
     }
     for (auto& [key, f] : by_cause) {
       AddText(&f, "detail",
-              f.evidence["region"].text + " launches " + Fmt("%.0f", f.evidence["kernels"].number) +
-                  " kernels in the step (" + Dur(f.evidence["kernel_us"].number) + " on the GPU, " +
+              f.evidence["region"].text + " launches " +
+                  FormatNumber("%.0f", f.evidence["kernels"].number) + " kernels in the step (" +
+                  Dur(f.evidence["kernel_us"].number) + " on the GPU, " +
                   Dur(f.evidence["region_us"].number) +
                   " on the CPU); zero_grad(set_to_none=True) launches none");
       out->push_back(std::move(f));
@@ -354,8 +352,10 @@ void DetectUnfusedOptimizer(const RuleContext& ctx, const RuleOptions& o,
     }
     for (auto& [key, f] : by_cause) {
       AddText(&f, "detail",
-              f.evidence["region"].text + " launches " + Fmt("%.0f", f.evidence["kernels"].number) +
-                  " kernels in the step from " + Fmt("%.0f", f.evidence["update_ops"].number) +
+              f.evidence["region"].text + " launches " +
+                  FormatNumber("%.0f", f.evidence["kernels"].number) +
+                  " kernels in the step from " +
+                  FormatNumber("%.0f", f.evidence["update_ops"].number) +
                   " per-parameter update ops, none of them foreach/fused (" +
                   Dur(f.evidence["region_us"].number) + " on the CPU for " +
                   Dur(f.evidence["kernel_us"].number) + " of GPU work)");

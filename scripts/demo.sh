@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The main job on the bundled example: set up, build, then analyse the ResNet-50 trace.
+# The main job on the bundled example: set up, build, then analyse the ResNet-50 trace
+# (per-step breakdown, then the anti-pattern findings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 ./build/ttap stats examples/resnet50_num_workers_0/worker0.pt.trace.json.gz
+echo
+# Findings make `ttap scan` exit 1 (as CI wants); here they are the expected result.
+./build/ttap scan examples/resnet50_num_workers_0/worker0.pt.trace.json.gz || [ $? -eq 1 ]

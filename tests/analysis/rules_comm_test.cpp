@@ -9,7 +9,10 @@
 #include "analysis/trace_loader.h"
 #include "test_support.h"
 
+using ttap_test::CountCode;
 using ttap_test::FindingsWithCode;
+using ttap_test::RealFindings;
+using ttap_test::RealTraces;
 using ttap_test::TinyTrace;
 
 namespace {
@@ -56,27 +59,6 @@ TinyTrace DdpSteps(int n, double comm_us, double offset_us, int stream = 20) {
     base = end;
   }
   return t;
-}
-
-std::vector<std::string> RealTraces(const std::string& prefix) {
-  std::vector<std::string> out;
-  for (const auto& p : ttap::ListTraceFiles(ttap_test::RealTracesDir())) {
-    std::string file = p.substr(p.find_last_of('/') + 1);
-    if (file.rfind(prefix, 0) == 0) out.push_back(p);
-  }
-  return out;
-}
-
-std::vector<ttap::Finding> RealFindings(const std::string& path) {
-  auto t = ttap::LoadTrace(path);
-  REQUIRE(t.ok());
-  return ttap::RunRules(**t, {}).findings;
-}
-
-int Count(const std::vector<ttap::Finding>& fs, const std::string& code) {
-  int n = 0;
-  for (const auto& f : fs) n += f.code == code;
-  return n;
 }
 
 }  // namespace
@@ -210,8 +192,8 @@ TEST_CASE("real traces: ROCm, MTIA and CPU-only traces give no comm findings",
   for (const auto& path : files) {
     INFO(path);
     auto fs = RealFindings(path);
-    CHECK(Count(fs, "TTA011") == 0);
-    CHECK(Count(fs, "TTA012") == 0);
+    CHECK(CountCode(fs, "TTA011") == 0);
+    CHECK(CountCode(fs, "TTA012") == 0);
   }
 }
 
@@ -226,7 +208,7 @@ TEST_CASE("real traces: no per-parameter collectives in the shared traces",
                              "hta--timeline_analysis"}) {
     for (const auto& path : RealTraces(prefix)) {
       INFO(path);
-      CHECK(Count(RealFindings(path), "TTA012") == 0);
+      CHECK(CountCode(RealFindings(path), "TTA012") == 0);
     }
   }
 }

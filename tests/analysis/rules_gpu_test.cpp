@@ -9,7 +9,10 @@
 #include "analysis/trace_loader.h"
 #include "test_support.h"
 
+using ttap_test::CountCode;
 using ttap_test::FindingsWithCode;
+using ttap_test::RealFindings;
+using ttap_test::RealTraces;
 using ttap_test::TinyTrace;
 
 namespace {
@@ -71,27 +74,6 @@ TinyTrace MatrixSteps(const std::string& name, const std::string& op, int major,
     base = end;
   }
   return t;
-}
-
-std::vector<std::string> RealTraces(const std::string& prefix) {
-  std::vector<std::string> out;
-  for (const auto& p : ttap::ListTraceFiles(ttap_test::RealTracesDir())) {
-    std::string file = p.substr(p.find_last_of('/') + 1);
-    if (file.rfind(prefix, 0) == 0) out.push_back(p);
-  }
-  return out;
-}
-
-std::vector<ttap::Finding> RealFindings(const std::string& path) {
-  auto t = ttap::LoadTrace(path);
-  REQUIRE(t.ok());
-  return ttap::RunRules(**t, {}).findings;
-}
-
-int Count(const std::vector<ttap::Finding>& fs, const std::string& code) {
-  int n = 0;
-  for (const auto& f : fs) n += f.code == code;
-  return n;
 }
 
 }  // namespace
@@ -342,7 +324,7 @@ TEST_CASE("real traces: bf16 H100 inference uses tensor cores (no TTA009)",
   REQUIRE(files.size() == 5);
   for (const auto& path : files) {
     INFO(path);
-    CHECK(Count(RealFindings(path), "TTA009") == 0);
+    CHECK(CountCode(RealFindings(path), "TTA009") == 0);
   }
 }
 
@@ -359,7 +341,7 @@ TEST_CASE("real traces: ROCm, MTIA and CPU-only traces give no false GPU-rule fi
   for (const auto& path : rocm) {
     INFO(path);
     auto fs = RealFindings(path);
-    CHECK(Count(fs, "TTA009") == 0);
+    CHECK(CountCode(fs, "TTA009") == 0);
     for (const auto& f : fs) {
       if (f.code != "TTA010") continue;
       // Only transposes that MIOpen convolutions launch.
@@ -375,8 +357,8 @@ TEST_CASE("real traces: ROCm, MTIA and CPU-only traces give no false GPU-rule fi
   for (const auto& path : others) {
     INFO(path);
     auto fs = RealFindings(path);
-    CHECK(Count(fs, "TTA007") == 0);
-    CHECK(Count(fs, "TTA009") == 0);
-    CHECK(Count(fs, "TTA010") == 0);
+    CHECK(CountCode(fs, "TTA007") == 0);
+    CHECK(CountCode(fs, "TTA009") == 0);
+    CHECK(CountCode(fs, "TTA010") == 0);
   }
 }

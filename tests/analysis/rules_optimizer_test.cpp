@@ -10,7 +10,10 @@
 #include "analysis/trace_loader.h"
 #include "test_support.h"
 
+using ttap_test::CountCode;
 using ttap_test::FindingsWithCode;
+using ttap_test::RealFindings;
+using ttap_test::RealTraces;
 using ttap_test::TinyTrace;
 
 namespace {
@@ -260,25 +263,6 @@ TEST_CASE("optimizer rules need GPU launches: a CPU-only training loop gives non
 }
 
 // ---- real traces ----
-
-namespace {
-
-std::vector<std::string> RealTraces(const std::string& prefix) {
-  std::vector<std::string> out;
-  for (const auto& p : ttap::ListTraceFiles(ttap_test::RealTracesDir())) {
-    std::string file = p.substr(p.find_last_of('/') + 1);
-    if (file.rfind(prefix, 0) == 0) out.push_back(p);
-  }
-  return out;
-}
-
-std::vector<ttap::Finding> RealFindings(const std::string& path) {
-  auto t = ttap::LoadTrace(path);
-  REQUIRE(t.ok());
-  return ttap::RunRules(**t, {}).findings;
-}
-
-}  // namespace
 
 TEST_CASE("real traces: every DLRM rank shows the non-foreach Adagrad (TTA006)",
           "[rules][TTA006][real]") {

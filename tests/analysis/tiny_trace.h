@@ -9,6 +9,7 @@
 
 #include "analysis/rules.h"
 #include "analysis/trace_loader.h"
+#include "test_support.h"
 
 namespace ttap_test {
 
@@ -116,6 +117,28 @@ inline std::vector<ttap::Finding> FindingsWithCode(const ttap::Trace& t, const s
     if (f.code == code) out.push_back(f);
   }
   return out;
+}
+
+// The shared real traces whose file name starts with |prefix| (none without ../shared).
+inline std::vector<std::string> RealTraces(const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& p : ttap::ListTraceFiles(ttap_test::RealTracesDir())) {
+    std::string file = p.substr(p.find_last_of('/') + 1);
+    if (file.rfind(prefix, 0) == 0) out.push_back(p);
+  }
+  return out;
+}
+
+inline std::vector<ttap::Finding> RealFindings(const std::string& path) {
+  auto t = ttap::LoadTrace(path);
+  REQUIRE(t.ok());
+  return ttap::RunRules(**t, {}).findings;
+}
+
+inline int CountCode(const std::vector<ttap::Finding>& fs, const std::string& code) {
+  int n = 0;
+  for (const auto& f : fs) n += f.code == code;
+  return n;
 }
 
 }  // namespace ttap_test
