@@ -1,0 +1,160 @@
+// PythonSource and SourceCache; see python_source.h.
+#include "mapping/python_source.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+extern "C" const TSLanguage* tree_sitter_python(void);
+
+namespace ttap {
+
+namespace {
+
+// UTF-8 sequence length from its lead byte (1 for invalid bytes, so nothing is skipped twice).
+inline int Utf8Length(unsigned char c) {
+  if (c < 0x80) return 1;
+  if ((c >> 5) == 0x6) return 2;
+  if ((c >> 4) == 0xE) return 3;
+  if ((c >> 3) == 0x1E) return 4;
+  return 1;
+}
+
+int CountErrors(TSNode node) {
+  if (!ts_node_has_error(node)) return 0;
+  int n = (ts_node_is_missing(node) || std::string_view(ts_node_type(node)) == "ERROR") ? 1 : 0;
+  for (uint32_t i = 0; i < ts_node_child_count(node); ++i) n += CountErrors(ts_node_child(node, i));
+  return n;
+}
+
+}  // namespace
+
+std::shared_ptr<const PythonSource> PythonSource::Parse(std::string text) {
+  std::shared_ptr<PythonSource> s(new PythonSource());
+  s->text_ = std::move(text);
+  s->line_starts_.push_back(0);
+  for (uint32_t i = 0; i < s->text_.size(); ++i) {
+    char c = s->text_[i];
+    if (c == '\n') {
+      s->line_starts_.push_back(i + 1);
+    } else if (c == '\r') {
+      if (i + 1 < s->text_.size() && s->text_[i + 1] == '\n') ++i;
+      s->line_starts_.push_back(i + 1);
+    }
+  }
+  TSParser* parser = ts_parser_new();
+  ts_parser_set_language(parser, tree_sitter_python());
+  s->tree_ = ts_parser_parse_string(parser, nullptr, s->text_.data(),
+                                    static_cast<uint32_t>(s->text_.size()));
+  ts_parser_delete(parser);
+  return s;
+}
+
+PythonSource::~PythonSource() {
+  if (tree_) ts_tree_delete(tree_);
+}
+
+TSNode PythonSource::root() const { return ts_tree_root_node(tree_); }
+bool PythonSource::HasErrors() const { return ts_node_has_error(root()); }
+int PythonSource::error_count() const { return CountErrors(root()); }
+
+uint32_t PythonSource::LineStart(int line) const {
+  if (line < 0) return 0;
+  if (line >= line_count()) return static_cast<uint32_t>(text_.size());
+  return line_starts_[line];
+}
+
+std::string_view PythonSource::LineText(int line) const {
+  if (line < 0 || line >= line_count()) return {};
+  uint32_t a = line_starts_[line];
+  uint32_t b = line + 1 < line_count() ? line_starts_[line + 1] : static_cast<uint32_t>(text_.size());
+  while (b > a && (text_[b - 1] == '\n' || text_[b - 1] == '\r')) --b;
+  return std::string_view(text_).substr(a, b - a);
+}
+
+SourcePosition PythonSource::ToPosition(uint32_t byte, PositionEncoding enc) const {
+  byte = std::min<uint32_t>(byte, static_cast<uint32_t>(text_.size()));
+  auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), byte);
+  int line = static_cast<int>(it - line_starts_.begin()) - 1;
+  uint32_t p = line_starts_[line];
+  int units = 0;
+  while (p < byte) {
+    int len = Utf8Length(static_cast<unsigned char>(text_[p]));
+    if (enc == PositionEncoding::kUtf8) units += len;
+    else if (enc == PositionEncoding::kUtf16) units += len == 4 ? 2 : 1;
+    else units += 1;
+    p += len;
+  }
+  return {line, units};
+}
+
+uint32_t PythonSource::ToByte(SourcePosition pos, PositionEncoding enc) const {
+  if (pos.line < 0) return 0;
+  if (pos.line >= line_count()) return static_cast<uint32_t>(text_.size());
+  uint32_t p = line_starts_[pos.line];
+  uint32_t end = LineStart(pos.line) + static_cast<uint32_t>(LineText(pos.line).size());
+  int units = 0;
+  while (p < end && units < pos.character) {
+    int len = Utf8Length(static_cast<unsigned char>(text_[p]));
+    int u = enc == PositionEncoding::kUtf8 ? len : enc == PositionEncoding::kUtf16 ? (len == 4 ? 2 : 1) : 1;
+    if (units + u > pos.character) break;  // inside a surrogate pair: stay before it
+    units += u;
+    p += len;
+  }
+  return p;
+}
+
+std::string ApplyEdits(std::string_view text, std::vector<TextEdit> edits) {
+  std::sort(edits.begin(), edits.end(),
+            [](const TextEdit& a, const TextEdit& b) { return a.range.start > b.range.start; });
+  std::string out(text);
+  for (const TextEdit& e : edits) {
+    out.replace(e.range.start, e.range.end - e.range.start, e.new_text);
+  }
+  return out;
+}
+
+std::shared_ptr<const PythonSource> SourceCache::GetFile(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return nullptr;
+  std::string version = "disk:" + std::to_string(st.st_mtim.tv_sec) + "." +
+                        std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_size);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(path);
+    if (it != entries_.end() && it->second.version == version) return it->second.source;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return nullptr;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto source = PythonSource::Parse(ss.str());
+  std::lock_guard<std::mutex> lock(mu_);
+  ++parses_;
+  entries_[path] = {version, source};
+  return source;
+}
+
+std::shared_ptr<const PythonSource> SourceCache::GetBuffer(const std::string& path, int64_t version,
+                                                           std::string_view text) {
+  std::string v = "buffer:" + std::to_string(version);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(path);
+    if (it != entries_.end() && it->second.version == v) return it->second.source;
+  }
+  auto source = PythonSource::Parse(std::string(text));
+  std::lock_guard<std::mutex> lock(mu_);
+  ++parses_;
+  entries_[path] = {v, source};
+  return source;
+}
+
+void SourceCache::Forget(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.erase(path);
+}
+
+}  // namespace ttap

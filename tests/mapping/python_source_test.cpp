@@ -1,0 +1,68 @@
+// PythonSource: tree-sitter parsing, ERROR detection, LSP positions in UTF-16, UTF-8 and code
+// points on non-ASCII lines, edits, and the per-version parse cache.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <unistd.h>
+
+#include "mapping/python_source.h"
+
+using namespace ttap;
+
+TEST_CASE("python source parses and reports errors", "[mapping][source]") {
+  auto ok = PythonSource::Parse("import torch\n\ndef f(x):\n    return x + 1\n");
+  CHECK_FALSE(ok->HasErrors());
+  CHECK(std::string(ts_node_type(ok->root())) == "module");
+  CHECK(ok->line_count() == 5);
+  CHECK(ok->LineText(2) == "def f(x):");
+  auto bad = PythonSource::Parse("def f(:\n    return\n");
+  CHECK(bad->HasErrors());
+  CHECK(bad->error_count() >= 1);
+}
+
+TEST_CASE("positions in UTF-16, UTF-8 and code points", "[mapping][source]") {
+  // "é" is 2 bytes / 1 UTF-16 unit; "𝛼" (U+1D6FC) is 4 bytes / 2 UTF-16 units / 1 code point.
+  const std::string text = "x = 1\nname = \"é𝛼\"; loss.item()\n";
+  auto s = PythonSource::Parse(text);
+  uint32_t loss = static_cast<uint32_t>(text.find("loss"));
+  CHECK(s->ToPosition(loss, PositionEncoding::kUtf8) == SourcePosition{1, 17});
+  CHECK(s->ToPosition(loss, PositionEncoding::kUtf16) == SourcePosition{1, 14});
+  CHECK(s->ToPosition(loss, PositionEncoding::kUtf32) == SourcePosition{1, 13});
+  for (auto enc : {PositionEncoding::kUtf8, PositionEncoding::kUtf16, PositionEncoding::kUtf32}) {
+    CHECK(s->ToByte(s->ToPosition(loss, enc), enc) == loss);
+  }
+  CHECK(s->ToByte({0, 100}, PositionEncoding::kUtf16) == 5);  // clamped to the line's end
+  CHECK(s->ToByte({9, 0}, PositionEncoding::kUtf16) == text.size());
+  // CRLF line breaks count as one.
+  auto crlf = PythonSource::Parse("a = 1\r\nb = 2\r\n");
+  CHECK(crlf->LineText(1) == "b = 2");
+  CHECK(crlf->ToPosition(7, PositionEncoding::kUtf16) == SourcePosition{1, 0});
+}
+
+TEST_CASE("edits apply in any order", "[mapping][source]") {
+  std::string text = "optimizer.zero_grad(set_to_none=False)\n";
+  std::vector<TextEdit> edits = {{{20, 37}, ""}, {{0, 9}, "opt"}};
+  CHECK(ApplyEdits(text, edits) == "opt.zero_grad()\n");
+}
+
+TEST_CASE("the source cache parses each file version once", "[mapping][source]") {
+  char path[] = "/tmp/ttap_src_XXXXXX.py";
+  int fd = mkstemps(path, 3);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "x = 1\n", 6) == 6);
+  close(fd);
+  SourceCache cache;
+  auto a = cache.GetFile(path);
+  auto b = cache.GetFile(path);
+  CHECK(a == b);
+  CHECK(cache.parses() == 1);
+  auto buf1 = cache.GetBuffer(path, 3, "y = 2\n");
+  auto buf2 = cache.GetBuffer(path, 3, "y = 2\n");
+  CHECK(buf1 == buf2);
+  CHECK(buf1->text() == "y = 2\n");
+  auto buf3 = cache.GetBuffer(path, 4, "y = 3\n");
+  CHECK(buf3 != buf1);
+  CHECK(cache.parses() == 3);
+  CHECK(cache.GetFile("/nonexistent/x.py") == nullptr);
+  std::remove(path);
+}
