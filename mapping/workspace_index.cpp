@@ -2,6 +2,7 @@
 #include "mapping/workspace_index.h"
 
 #include <dirent.h>
+#include <fnmatch.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -51,6 +52,55 @@ bool IsLibraryPath(std::string_view p) {
          p.rfind("functools.py", 0) == 0;
 }
 
+bool FrameFilter::Accepts(std::string_view path) const {
+  std::string p(path);
+  for (const auto& g : exclude) {
+    if (fnmatch(g.c_str(), p.c_str(), 0) == 0) return false;
+  }
+  if (include.empty()) return true;
+  for (const auto& g : include) {
+    if (fnmatch(g.c_str(), p.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string WorkspaceIndex::RelativeOf(const std::string& path) const {
+  std::string p = Normalize(path);
+  if (p.rfind(root_ + "/", 0) == 0) return p.substr(root_.size() + 1);
+  return p.empty() || p.front() == '/' ? std::string() : p;
+}
+
+bool WorkspaceIndex::AddFile(const std::string& path) {
+  std::string rel = RelativeOf(path);
+  if (rel.empty() || !EndsWith(rel, ".py")) return false;
+  // Skip files inside ignored directories.
+  size_t start = 0;
+  for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', start)) {
+    if (SkipDir(rel.substr(start, slash - start), exclude_dirs_)) return false;
+    start = slash + 1;
+  }
+  auto& bucket = by_basename_[Basename(rel)];
+  for (size_t idx : bucket) {
+    if (files_[idx] == rel) return false;
+  }
+  Add(rel);
+  return true;
+}
+
+bool WorkspaceIndex::RemoveFile(const std::string& path) {
+  std::string rel = RelativeOf(path);
+  auto it = std::find(files_.begin(), files_.end(), rel);
+  if (rel.empty() || it == files_.end()) return false;
+  files_.erase(it);
+  by_basename_.clear();
+  for (size_t i = 0; i < files_.size(); ++i) by_basename_[Basename(files_[i])].push_back(i);
+  return true;
+}
+
+void WorkspaceIndex::Rescan() {
+  *this = Build(root_, maps_, exclude_dirs_);
+}
+
 void WorkspaceIndex::Add(std::string relative) {
   by_basename_[Basename(relative)].push_back(files_.size());
   files_.push_back(std::move(relative));
@@ -71,6 +121,7 @@ WorkspaceIndex WorkspaceIndex::Build(const std::string& root, std::vector<PathMa
   w.root_ = root;
   while (w.root_.size() > 1 && w.root_.back() == '/') w.root_.pop_back();
   w.maps_ = std::move(maps);
+  w.exclude_dirs_ = exclude;
   size_t budget = 200000;  // files visited at most
   std::function<void(const std::string&, int)> walk = [&](const std::string& rel, int depth) {
     if (depth > 32 || budget == 0) return;
@@ -176,10 +227,11 @@ ResolvedPath WorkspaceIndex::Resolve(std::string_view frame_path) const {
 }
 
 int SelectUserFrame(const std::vector<FindingFrame>& frames, const WorkspaceIndex* workspace,
-                    ResolvedPath* resolved) {
+                    ResolvedPath* resolved, const FrameFilter* filter) {
   for (size_t i = 0; i < frames.size(); ++i) {
     const std::string& file = frames[i].file;
     if (IsLibraryPath(file)) continue;
+    if (filter && !filter->Accepts(file)) continue;
     if (workspace && !workspace->empty()) {
       ResolvedPath r = workspace->Resolve(file);
       if (r.status == Resolution::kResolved) {

@@ -29,6 +29,14 @@ struct ResolvedPath {
   std::vector<std::string> candidates;  // when ambiguous
 };
 
+// Which frames count as user code, beyond the built-in library test (configurable globs over
+// the recorded frame path, fnmatch syntax: `**/vendor/**`, `*/site_overrides.py`).
+struct FrameFilter {
+  std::vector<std::string> include;  // when non-empty, only matching paths are user code
+  std::vector<std::string> exclude;  // matching paths are never user code
+  bool Accepts(std::string_view path) const;
+};
+
 class WorkspaceIndex {
  public:
   WorkspaceIndex() = default;
@@ -41,13 +49,23 @@ class WorkspaceIndex {
                                   std::vector<PathMap> maps = {});
 
   ResolvedPath Resolve(std::string_view frame_path) const;
+
+  // Keeping the index current as files appear, disappear or move (the language server calls
+  // these from file-watch events). Paths are absolute or relative to the root; non-.py files
+  // and files in skipped directories are ignored. Return whether the index changed.
+  bool AddFile(const std::string& path);
+  bool RemoveFile(const std::string& path);
+  // Walks the root again (e.g. after a directory was moved).
+  void Rescan();
   const std::string& root() const { return root_; }
   bool empty() const { return files_.empty(); }
   size_t size() const { return files_.size(); }
 
  private:
   void Add(std::string relative);
+  std::string RelativeOf(const std::string& path) const;
   std::string root_;
+  std::vector<std::string> exclude_dirs_;
   std::vector<std::string> files_;  // relative to root
   std::unordered_map<std::string, std::vector<size_t>> by_basename_;
   std::vector<PathMap> maps_;
@@ -61,6 +79,6 @@ bool IsLibraryPath(std::string_view path);
 // resolves to a workspace file; without a workspace, the innermost frame that is not library code
 // and looks like a user script. Returns -1 when none qualifies; sets |resolved| to the resolution.
 int SelectUserFrame(const std::vector<FindingFrame>& frames, const WorkspaceIndex* workspace,
-                    ResolvedPath* resolved);
+                    ResolvedPath* resolved, const FrameFilter* filter = nullptr);
 
 }  // namespace ttap

@@ -31,6 +31,21 @@ Status Apply(const cpptoml::table& t, Config* c) {
   }
   if (auto v = t.get_as<int64_t>("rank")) c->rank = static_cast<int>(*v);
   if (auto v = t.get_array_of<std::string>("trace_globs")) c->trace_globs = *v;
+  for (const char* key : {"user_frames_include", "user_frames_exclude"}) {
+    if (!t.contains(key)) continue;
+    auto v = t.get_array_of<std::string>(key);
+    if (!v) return Status::Error(std::string(key) + " must be an array of strings");
+    (std::string(key) == "user_frames_include" ? c->user_frames_include : c->user_frames_exclude) = *v;
+  }
+  if (t.contains("path_maps")) {
+    auto maps = t.get_table("path_maps");
+    if (!maps) return Status::Error("path_maps must be a table of \"recorded prefix\" = \"workspace prefix\"");
+    for (const auto& [from, value] : *maps) {
+      auto to = maps->get_as<std::string>(from);
+      if (!to) return Status::Error("path_maps." + from + " must be a string");
+      c->path_maps.emplace_back(from, *to);
+    }
+  }
   if (auto th = t.get_table("thresholds")) {
     for (const auto& [key, value] : *th) {
       if (auto d = th->get_as<double>(key))

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,11 @@ struct Config {
   int rank = -1;      // rank to show, -1 = all (CLI) / 0 (LSP)
   std::vector<std::string> trace_globs = {"**/*.pt.trace.json", "**/*.pt.trace.json.gz",
                                           "**/*trace*.json", "**/*trace*.json.gz"};
-  std::map<std::string, double> thresholds;  // rule parameter -> value (later issues)
+  std::map<std::string, double> thresholds;  // rule parameter -> value
+  // Frame paths as recorded (prefix) -> workspace prefix, e.g. "/workspace/proj/" -> "".
+  std::vector<std::pair<std::string, std::string>> path_maps;
+  std::vector<std::string> user_frames_include;  // fnmatch globs over recorded frame paths
+  std::vector<std::string> user_frames_exclude;
   std::string source;                        // file the values came from, empty for defaults
 };
 

@@ -87,3 +87,37 @@ TEST_CASE("the responsible user frame is the innermost one in the workspace",
   CHECK(IsLibraryPath("<frozen importlib._bootstrap>"));
   CHECK_FALSE(IsLibraryPath("/workspace/proj/train.py"));
 }
+
+TEST_CASE("the index follows files that appear, disappear and move", "[mapping][workspace]") {
+  std::string root = MakeWorkspace({"train.py"});
+  auto ws = WorkspaceIndex::Build(root);
+  CHECK(ws.Resolve("/job/models/net.py").status == Resolution::kNotFound);
+  CHECK(ws.AddFile(root + "/models/net.py"));
+  CHECK_FALSE(ws.AddFile(root + "/models/net.py"));  // already there
+  CHECK_FALSE(ws.AddFile(root + "/.venv/lib/x.py"));  // library code
+  CHECK_FALSE(ws.AddFile(root + "/notes.txt"));
+  CHECK(ws.Resolve("/job/models/net.py").path == root + "/models/net.py");
+  // A move: removed at the old place, added at the new one.
+  CHECK(ws.RemoveFile(root + "/models/net.py"));
+  CHECK(ws.AddFile("src/models/net.py"));
+  CHECK(ws.Resolve("/job/models/net.py").path == root + "/src/models/net.py");
+  CHECK(ws.Resolve("train.py").status == Resolution::kResolved);
+  // Rescan picks up what is on disk again.
+  ws.Rescan();
+  CHECK(ws.Resolve("/job/models/net.py").status == Resolution::kNotFound);
+}
+
+TEST_CASE("include/exclude globs decide what user code is", "[mapping][workspace]") {
+  std::string root = MakeWorkspace({"train.py", "vendor/lib.py"});
+  auto ws = WorkspaceIndex::Build(root);
+  std::vector<FindingFrame> frames = {{"vendor/lib.py", 3, "helper"}, {"train.py", 9, "main"}};
+  ResolvedPath r;
+  CHECK(SelectUserFrame(frames, &ws, &r) == 0);
+  FrameFilter no_vendor;
+  no_vendor.exclude = {"vendor/*", "*/vendor/*"};
+  CHECK(SelectUserFrame(frames, &ws, &r, &no_vendor) == 1);
+  FrameFilter only_train;
+  only_train.include = {"*train.py"};
+  CHECK(SelectUserFrame(frames, &ws, &r, &only_train) == 1);
+  CHECK(r.path == root + "/train.py");
+}

@@ -59,3 +59,18 @@ TEST_CASE("config files", "[config]") {
     CHECK(c.status().message().find("ttap.toml") != std::string::npos);
   }
 }
+
+TEST_CASE("config: path maps and user-frame globs", "[config]") {
+  char tmpl[] = "/tmp/ttap_cfg2_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  Write(dir + "/ttap.toml",
+        "user_frames_exclude = [\"*/vendor/*\"]\n[path_maps]\n\"/workspace/proj/\" = \"\"\n");
+  auto c = LoadConfigFile(dir + "/ttap.toml");
+  REQUIRE(c.ok());
+  REQUIRE(c->path_maps.size() == 1);
+  CHECK(c->path_maps[0].first == "/workspace/proj/");
+  CHECK(c->path_maps[0].second == "");
+  CHECK(c->user_frames_exclude == std::vector<std::string>{"*/vendor/*"});
+  Write(dir + "/bad.toml", "path_maps = 3\n");
+  CHECK_FALSE(LoadConfigFile(dir + "/bad.toml").ok());
+}
