@@ -69,7 +69,8 @@ uint32_t PythonSource::LineStart(int line) const {
 std::string_view PythonSource::LineText(int line) const {
   if (line < 0 || line >= line_count()) return {};
   uint32_t a = line_starts_[line];
-  uint32_t b = line + 1 < line_count() ? line_starts_[line + 1] : static_cast<uint32_t>(text_.size());
+  uint32_t b =
+      line + 1 < line_count() ? line_starts_[line + 1] : static_cast<uint32_t>(text_.size());
   while (b > a && (text_[b - 1] == '\n' || text_[b - 1] == '\r')) --b;
   return std::string_view(text_).substr(a, b - a);
 }
@@ -82,9 +83,12 @@ SourcePosition PythonSource::ToPosition(uint32_t byte, PositionEncoding enc) con
   int units = 0;
   while (p < byte) {
     int len = Utf8Length(static_cast<unsigned char>(text_[p]));
-    if (enc == PositionEncoding::kUtf8) units += len;
-    else if (enc == PositionEncoding::kUtf16) units += len == 4 ? 2 : 1;
-    else units += 1;
+    if (enc == PositionEncoding::kUtf8)
+      units += len;
+    else if (enc == PositionEncoding::kUtf16)
+      units += len == 4 ? 2 : 1;
+    else
+      units += 1;
     p += len;
   }
   return {line, units};
@@ -98,7 +102,9 @@ uint32_t PythonSource::ToByte(SourcePosition pos, PositionEncoding enc) const {
   int units = 0;
   while (p < end && units < pos.character) {
     int len = Utf8Length(static_cast<unsigned char>(text_[p]));
-    int u = enc == PositionEncoding::kUtf8 ? len : enc == PositionEncoding::kUtf16 ? (len == 4 ? 2 : 1) : 1;
+    int u = enc == PositionEncoding::kUtf8    ? len
+            : enc == PositionEncoding::kUtf16 ? (len == 4 ? 2 : 1)
+                                              : 1;
     if (units + u > pos.character) break;  // inside a surrogate pair: stay before it
     units += u;
     p += len;

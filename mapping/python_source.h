@@ -23,7 +23,9 @@ enum class PositionEncoding { kUtf16, kUtf8, kUtf32 };
 struct SourcePosition {
   int line = 0;       // 0-based
   int character = 0;  // 0-based, in the chosen encoding's units
-  bool operator==(const SourcePosition& o) const { return line == o.line && character == o.character; }
+  bool operator==(const SourcePosition& o) const {
+    return line == o.line && character == o.character;
+  }
 };
 
 struct SourceRange {
@@ -56,7 +58,7 @@ class PythonSource {
   int error_count() const;  // number of ERROR/MISSING nodes
 
   int line_count() const { return static_cast<int>(line_starts_.size()); }
-  uint32_t LineStart(int line) const;  // byte offset; text().size() past the end
+  uint32_t LineStart(int line) const;         // byte offset; text().size() past the end
   std::string_view LineText(int line) const;  // without the line break
 
   SourcePosition ToPosition(uint32_t byte, PositionEncoding enc) const;

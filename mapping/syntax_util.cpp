@@ -5,7 +5,9 @@
 
 namespace ttap {
 
-std::string_view NodeType(TSNode n) { return ts_node_is_null(n) ? std::string_view() : ts_node_type(n); }
+std::string_view NodeType(TSNode n) {
+  return ts_node_is_null(n) ? std::string_view() : ts_node_type(n);
+}
 bool IsNull(TSNode n) { return ts_node_is_null(n); }
 
 namespace {
@@ -13,45 +15,41 @@ namespace {
 bool IsStatement(std::string_view t) {
   return t.size() > 10 && t.substr(t.size() - 10) == "_statement";
 }
-bool IsCompound(std::string_view t) {
-  return t == "for_statement" || t == "while_statement" || t == "if_statement" ||
-         t == "with_statement" || t == "try_statement" || t == "function_definition" ||
-         t == "class_definition" || t == "decorated_definition";
-}
-
 void Walk(TSNode n, const std::function<bool(TSNode)>& visit) {
   if (!visit(n)) return;
-  for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i) Walk(ts_node_named_child(n, i), visit);
+  for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i)
+    Walk(ts_node_named_child(n, i), visit);
 }
 
 }  // namespace
 
 TSNode StatementAtLine(const PythonSource& src, int line0) {
-  TSNode best = {};
-  bool have = false;
+  // The outermost statement that starts on the line (a compound statement's header line gives
+  // the compound statement); else, for continuation lines, the innermost one covering it.
+  TSNode starting = {}, covering = {};
+  bool have_starting = false, have_covering = false;
   Walk(src.root(), [&](TSNode n) {
-    TSPoint a = ts_node_start_point(n), b = ts_node_end_point(n);
-    if (static_cast<int>(a.row) > line0 || static_cast<int>(b.row) < line0) return false;
+    const int a = static_cast<int>(ts_node_start_point(n).row);
+    const int b = static_cast<int>(ts_node_end_point(n).row);
+    if (a > line0 || b < line0) return false;
     std::string_view t = NodeType(n);
-    if (IsStatement(t) || t == "function_definition" || t == "class_definition" ||
-        t == "decorated_definition") {
-      // Prefer statements that start on the line; among them the outermost simple one,
-      // or a compound statement's header line.
-      if (static_cast<int>(a.row) == line0) {
-        if (!have || !IsCompound(t) || NodeType(best) == "module") {
-          if (!have || static_cast<int>(ts_node_start_point(best).row) != line0) {
-            best = n;
-            have = true;
-          }
-        }
-        return !IsCompound(t) ? false : true;
+    const bool statement = IsStatement(t) || t == "function_definition" ||
+                           t == "class_definition" || t == "decorated_definition";
+    if (statement && a == line0) {
+      if (!have_starting) {
+        starting = n;
+        have_starting = true;
       }
-      best = n;
-      have = true;
+      return false;  // nothing inside starts earlier on this line
+    }
+    if (statement) {
+      covering = n;
+      have_covering = true;
     }
     return true;
   });
-  return have ? best : TSNode{};
+  if (have_starting) return starting;
+  return have_covering ? covering : TSNode{};
 }
 
 std::vector<TSNode> CallsIn(TSNode node) {

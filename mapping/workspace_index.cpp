@@ -97,9 +97,7 @@ bool WorkspaceIndex::RemoveFile(const std::string& path) {
   return true;
 }
 
-void WorkspaceIndex::Rescan() {
-  *this = Build(root_, maps_, exclude_dirs_);
-}
+void WorkspaceIndex::Rescan() { *this = Build(root_, maps_, exclude_dirs_); }
 
 void WorkspaceIndex::Add(std::string relative) {
   by_basename_[Basename(relative)].push_back(files_.size());

@@ -17,6 +17,8 @@
 
 #include "analysis/trace_loader.h"
 #include "mapping/python_frames.h"
+#include "mapping/python_source.h"
+#include "mapping/source_ranges.h"
 #include "server/cli_util.h"
 
 #ifndef TTAP_VERSION
@@ -54,16 +56,20 @@ int SeverityRank(Severity s) {
   return 0;
 }
 
-bool ReadLine(const std::string& path, int line, std::string* out) {
-  std::ifstream in(path);
-  std::string l;
-  for (int i = 1; std::getline(in, l); ++i) {
-    if (i == line) {
-      *out = l;
-      return true;
-    }
-  }
-  return false;
+bool ModifiedTime(const std::string& path, struct timespec* out) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return false;
+  *out = st.st_mtim;
+  return true;
+}
+
+bool Later(const struct timespec& a, const struct timespec& b) {
+  return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+}
+
+SourceCache& ProcessSourceCache() {
+  static SourceCache cache;
+  return cache;
 }
 
 // `# ttap: ignore` or `# ttap: ignore[TTA001, TTA005]` on the line.
@@ -94,6 +100,18 @@ bool Suppressed(const std::string& line, const std::string& code) {
   return false;
 }
 
+// A suppression comment on any line of the narrowed range, or on the frame's own line.
+bool SuppressedAt(const PythonSource& src, const MappedRange& m, int frame_line,
+                  const std::string& code) {
+  if (m.past_end) return false;
+  int first = src.ToPosition(m.range.start, PositionEncoding::kUtf8).line;
+  int last = std::min(src.ToPosition(m.range.end, PositionEncoding::kUtf8).line, first + 50);
+  for (int l = first; l <= last; ++l) {
+    if (Suppressed(std::string(src.LineText(l)), code)) return true;
+  }
+  return !m.reanchored && Suppressed(std::string(src.LineText(frame_line - 1)), code);
+}
+
 std::string Relative(const std::string& path, const std::string& root) {
   if (!root.empty() && path.rfind(root + "/", 0) == 0) return path.substr(root.size() + 1);
   return path;
@@ -121,6 +139,9 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   ScanResult r;
   r.trace_path = trace->path;
   r.rules = RunRules(*trace, options.rules);
+  SourceCache& sources = options.sources ? *options.sources : ProcessSourceCache();
+  struct timespec trace_mtime;
+  const bool have_trace_mtime = ModifiedTime(trace->path, &trace_mtime);
   for (Finding& f : r.rules.findings) {
     if (SeverityRank(f.severity) < SeverityRank(options.min_severity)) continue;
     LocatedFinding lf;
@@ -141,14 +162,31 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
         lf.file = uf.file;
         lf.ambiguous = resolved.candidates;
       }
-      std::string text;
-      if (!lf.absolute_path.empty() && ReadLine(lf.absolute_path, lf.line, &text)) {
-        if (Suppressed(text, f.code)) {
+      std::shared_ptr<const PythonSource> src;
+      if (!lf.absolute_path.empty() && uf.line > 0) src = sources.GetFile(lf.absolute_path);
+      if (src) {
+        RangeQuery q;
+        q.line = uf.line;
+        q.function = uf.function;
+        q.code = f.code;
+        struct timespec file_mtime;
+        q.file_newer_than_trace = have_trace_mtime && ModifiedTime(lf.absolute_path, &file_mtime) &&
+                                  Later(file_mtime, trace_mtime);
+        MappedRange m = MapToSource(*src, q);
+        if (SuppressedAt(*src, m, uf.line, f.code)) {
           ++r.suppressed;
           continue;
         }
-        size_t first = text.find_first_not_of(" \t");
-        lf.column = first == std::string::npos ? 1 : static_cast<int>(first) + 1;
+        lf.stale = m.stale;
+        lf.stale_reason = m.stale_reason;
+        if (!m.past_end) {
+          SourcePosition a = src->ToPosition(m.range.start, PositionEncoding::kUtf32);
+          SourcePosition b = src->ToPosition(m.range.end, PositionEncoding::kUtf32);
+          lf.line = a.line + 1;
+          lf.column = a.character + 1;
+          lf.end_line = b.line + 1;
+          lf.end_column = b.character + 1;
+        }
       }
     }
     lf.finding = f;
@@ -181,24 +219,31 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
     for (const auto& [step, lost] : f.per_step) {
       per_step.push_back({{"step", step}, {"time_lost_us", Round3(lost)}});
     }
-    nlohmann::json j = {{"code", f.code},
-                        {"name", f.name},
-                        {"severity", SeverityName(f.severity)},
-                        {"message", f.message},
-                        {"start_us", Us(f.start_ns)},
-                        {"end_us", Us(f.end_ns)},
-                        {"time_lost_us_per_step", Round3(f.time_lost_us_per_step)},
-                        {"share_of_step", Round3(f.share_of_step * 1000.0) / 1000.0},
-                        {"file", lf.file.empty() ? nlohmann::json() : nlohmann::json(lf.file)},
-                        {"line", lf.line > 0 ? nlohmann::json(lf.line) : nlohmann::json()},
-                        {"column", lf.column > 0 ? nlohmann::json(lf.column) : nlohmann::json()},
-                        {"frames", frames},
-                        {"step_ids", f.step_ids},
-                        {"window_indices", f.window_indices},
-                        {"per_step", per_step},
-                        {"evidence", EvidenceJson(f)},
-                        {"fix", f.fix.empty() ? nlohmann::json() : nlohmann::json(f.fix)}};
+    nlohmann::json j = {
+        {"code", f.code},
+        {"name", f.name},
+        {"severity", SeverityName(f.severity)},
+        {"message", f.message},
+        {"start_us", Us(f.start_ns)},
+        {"end_us", Us(f.end_ns)},
+        {"time_lost_us_per_step", Round3(f.time_lost_us_per_step)},
+        {"share_of_step", Round3(f.share_of_step * 1000.0) / 1000.0},
+        {"file", lf.file.empty() ? nlohmann::json() : nlohmann::json(lf.file)},
+        {"line", lf.line > 0 ? nlohmann::json(lf.line) : nlohmann::json()},
+        {"column", lf.column > 0 ? nlohmann::json(lf.column) : nlohmann::json()},
+        {"end_line", lf.end_line > 0 ? nlohmann::json(lf.end_line) : nlohmann::json()},
+        {"end_column", lf.end_column > 0 ? nlohmann::json(lf.end_column) : nlohmann::json()},
+        {"frames", frames},
+        {"step_ids", f.step_ids},
+        {"window_indices", f.window_indices},
+        {"per_step", per_step},
+        {"evidence", EvidenceJson(f)},
+        {"fix", f.fix.empty() ? nlohmann::json() : nlohmann::json(f.fix)}};
     if (!lf.ambiguous.empty()) j["ambiguous_files"] = lf.ambiguous;
+    if (lf.stale) {
+      j["stale"] = true;
+      j["stale_reason"] = lf.stale_reason;
+    }
     findings.push_back(std::move(j));
   }
   return {{"trace", r.trace_path},
@@ -229,6 +274,7 @@ std::string ScanResultToText(const ScanResult& r) {
     }
     if (!lf.ambiguous.empty())
       out += " [ambiguous source: " + std::to_string(lf.ambiguous.size()) + " files match]";
+    if (lf.stale) out += " [stale location: " + lf.stale_reason + "]";
     out += "\n";
   }
   return out;
@@ -253,6 +299,8 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
       if (!lf.file.empty() && lf.line > 0) {
         nlohmann::json region = {{"startLine", lf.line}};
         if (lf.column > 0) region["startColumn"] = lf.column;
+        if (lf.end_line > 0) region["endLine"] = lf.end_line;
+        if (lf.end_column > 0) region["endColumn"] = lf.end_column;
         location = {
             {"physicalLocation", {{"artifactLocation", {{"uri", lf.file}}}, {"region", region}}}};
       } else {
@@ -263,6 +311,7 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
                               {"trace", r->trace_path},
                               {"step_ids", f.step_ids}};
       if (!f.fix.empty()) props["fix"] = f.fix;
+      if (lf.stale) props["stale_location"] = lf.stale_reason;
       size_t rule_index = 0;
       for (size_t i = 0; i < RuleCatalogue().size(); ++i) {
         if (f.code == RuleCatalogue()[i].code) rule_index = i;

@@ -1,5 +1,7 @@
 // `ttap scan`: load traces, run the rule catalogue, locate each finding's responsible user frame
-// in the workspace, honour `# ttap: ignore[...]` suppressions, and render text, JSON or SARIF.
+// in the workspace and narrow it to the call or loop header to look at (mapping/source_ranges.h,
+// re-anchored or marked stale when the file changed after the trace), honour
+// `# ttap: ignore[...]` suppressions, and render text, JSON or SARIF.
 // ScanTrace is also what the language server's analysis worker calls.
 #pragma once
 
@@ -16,12 +18,18 @@
 
 namespace ttap {
 
+class SourceCache;
+
 struct LocatedFinding {
   Finding finding;
   std::string file;           // workspace-relative when resolved, as recorded otherwise; "" = none
   std::string absolute_path;  // resolved file, "" when not resolved
   int line = 0;               // 1-based; 0 = none
   int column = 0;             // 1-based in Unicode code points; 0 = none
+  int end_line = 0;           // end of the narrowed range, 1-based; 0 = none
+  int end_column = 0;         // 1-based code points, exclusive (the column just past the range)
+  bool stale = false;  // the file changed after the trace and the line could not be re-anchored
+  std::string stale_reason;
   std::vector<std::string> ambiguous;  // candidate files when the frame path was ambiguous
 };
 
@@ -37,6 +45,7 @@ struct ScanOptions {
   RuleOptions rules;
   Severity min_severity = Severity::kInfo;
   const WorkspaceIndex* workspace = nullptr;
+  SourceCache* sources = nullptr;  // parsed workspace files; a process-wide cache when null
 };
 
 // Runs the rules on a loaded trace and locates the findings.

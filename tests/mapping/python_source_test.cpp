@@ -1,11 +1,11 @@
 // PythonSource: tree-sitter parsing, ERROR detection, LSP positions in UTF-16, UTF-8 and code
 // points on non-ASCII lines, edits, and the per-version parse cache.
-#include <catch2/catch.hpp>
+#include "mapping/python_source.h"
 
-#include <cstdio>
 #include <unistd.h>
 
-#include "mapping/python_source.h"
+#include <catch2/catch.hpp>
+#include <cstdio>
 
 using namespace ttap;
 

@@ -93,7 +93,7 @@ TEST_CASE("the index follows files that appear, disappear and move", "[mapping][
   auto ws = WorkspaceIndex::Build(root);
   CHECK(ws.Resolve("/job/models/net.py").status == Resolution::kNotFound);
   CHECK(ws.AddFile(root + "/models/net.py"));
-  CHECK_FALSE(ws.AddFile(root + "/models/net.py"));  // already there
+  CHECK_FALSE(ws.AddFile(root + "/models/net.py"));   // already there
   CHECK_FALSE(ws.AddFile(root + "/.venv/lib/x.py"));  // library code
   CHECK_FALSE(ws.AddFile(root + "/notes.txt"));
   CHECK(ws.Resolve("/job/models/net.py").path == root + "/models/net.py");

@@ -6,7 +6,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "fixture_traces.h"
 #include "test_support.h"
+
+using ttap_test::StallTrace;
 
 using ttap_test::RunTtap;
 
@@ -22,52 +25,6 @@ void Write(const std::string& path, const std::string& text) {
   REQUIRE(f);
   std::fwrite(text.data(), 1, text.size(), f);
   std::fclose(f);
-}
-
-// Three steps whose data loading (inside `for batch in loader:` at train.py line 12) idles the GPU.
-std::string StallTrace() {
-  std::string ev;
-  auto add = [&](const std::string& e) { ev += (ev.empty() ? "" : ",\n") + e; };
-  int corr = 1;
-  for (int s = 0; s < 3; ++s) {
-    double base = 1000 + s * 10000;
-    char buf[512];
-    std::snprintf(
-        buf, sizeof(buf),
-        R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":1,"tid":1,"ts":%.0f,"dur":10000})",
-        s, base);
-    add(buf);
-    std::snprintf(
-        buf, sizeof(buf),
-        R"({"ph":"X","cat":"python_function","name":"train.py(12): <module>","pid":1,"tid":1,"ts":%.0f,"dur":9990})",
-        base + 1);
-    add(buf);
-    std::snprintf(
-        buf, sizeof(buf),
-        R"({"ph":"X","cat":"python_function","name":"torch/utils/data/dataloader.py(630): __next__","pid":1,"tid":1,"ts":%.0f,"dur":6000})",
-        base + 2);
-    add(buf);
-    std::snprintf(
-        buf, sizeof(buf),
-        R"({"ph":"X","cat":"user_annotation","name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","pid":1,"tid":1,"ts":%.0f,"dur":5990})",
-        base + 3);
-    add(buf);
-    for (int k = 0; k < 30; ++k) {
-      double t = base + 6100 + k * 10;
-      std::snprintf(
-          buf, sizeof(buf),
-          R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%.0f,"dur":5,"args":{"correlation":%d}})",
-          t, corr);
-      add(buf);
-      std::snprintf(
-          buf, sizeof(buf),
-          R"({"ph":"X","cat":"kernel","name":"volta_h884gemm","pid":0,"tid":7,"ts":%.0f,"dur":120,"args":{"correlation":%d,"stream":7,"device":0}})",
-          base + 6110 + k * 125, corr);
-      add(buf);
-      ++corr;
-    }
-  }
-  return "{\"traceEvents\": [\n" + ev + "\n]}";
 }
 
 }  // namespace

@@ -1,0 +1,15 @@
+# ttap-fix recipe=channels-last at="logits = self.model(batch["
+import timm
+import torch
+
+
+class Classifier:
+    def __init__(self, name: str) -> None:
+        self.model = timm.create_model(name, pretrained=True).cuda()
+        self.model = self.model.to(memory_format=torch.channels_last)
+        self.loss = torch.nn.CrossEntropyLoss()
+
+    @torch.inference_mode()
+    def predict(self, batch):
+        logits = self.model(batch["image"].to(memory_format=torch.channels_last))
+        return logits.argmax(-1)

@@ -1,0 +1,10 @@
+# ttap-fix recipe=zero-grad-set-to-none at="model.zero_grad("
+import torch
+
+
+def step(model, opt, x):
+    model.zero_grad(
+        set_to_none=False,
+    )
+    model(x).sum().backward()
+    opt.step()
