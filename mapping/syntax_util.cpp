@@ -15,10 +15,30 @@ namespace {
 bool IsStatement(std::string_view t) {
   return t.size() > 10 && t.substr(t.size() - 10) == "_statement";
 }
-void Walk(TSNode n, const std::function<bool(TSNode)>& visit) {
-  if (!visit(n)) return;
-  for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i)
-    Walk(ts_node_named_child(n, i), visit);
+// Pre-order walk over named nodes with a tree cursor (indexed child access would restart from
+// the first child each time: quadratic on long statement lists). |visit| returns false to skip
+// a node's children.
+void Walk(TSNode root, const std::function<bool(TSNode)>& visit) {
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  bool descend = true;
+  while (true) {
+    TSNode n = ts_tree_cursor_current_node(&cursor);
+    bool enter = descend && (!ts_node_is_named(n) || visit(n));
+    if (enter && ts_tree_cursor_goto_first_child(&cursor)) continue;
+    // Next sibling, or climb until one exists.
+    bool moved = false;
+    while (true) {
+      if (ts_node_eq(ts_tree_cursor_current_node(&cursor), root)) break;
+      if (ts_tree_cursor_goto_next_sibling(&cursor)) {
+        moved = true;
+        break;
+      }
+      if (!ts_tree_cursor_goto_parent(&cursor)) break;
+    }
+    if (!moved) break;
+    descend = true;
+  }
+  ts_tree_cursor_delete(&cursor);
 }
 
 }  // namespace

@@ -41,3 +41,10 @@ if [ ! -d tests/sarif/node_modules/ajv-draft-04 ]; then
   echo "setup: installing the SARIF schema check (npm)" >&2
   (cd tests/sarif && npm ci --silent --no-audit --no-fund >/dev/null)
 fi
+
+# The VS Code extension's packages (vscode-languageclient, TypeScript, vsce): its build and the
+# vscode-jsonrpc client test use them.
+if [ ! -d editors/vscode/node_modules/vscode-languageserver-protocol ]; then
+  echo "setup: installing the VS Code extension's npm packages" >&2
+  (cd editors/vscode && npm ci --silent --no-audit --no-fund >/dev/null)
+fi

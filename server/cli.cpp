@@ -15,6 +15,7 @@
 #include "analysis/trace_stats.h"
 #include "server/cli_util.h"
 #include "server/config.h"
+#include "server/lsp/lsp_main.h"
 #include "server/models_loader.h"
 #include "server/scan.h"
 #include "server/stats_report.h"
@@ -42,6 +43,9 @@ constexpr const char* kUsage =
     "        responsible, the time it costs per step and the fix; a directory is scanned in\n"
     "        parallel with a summary table. Exit code 1 when findings at or above LEVEL\n"
     "        (default info) remain; `# ttap: ignore[TTA005]` on a line suppresses them\n"
+    "  lsp [--stdio | --socket=PORT | --listen HOST:PORT]\n"
+    "        the language server (LSP 3.17): diagnostics, hovers, quick fixes and code lenses\n"
+    "        from the newest trace in the workspace; stdio by default\n"
     "  doctor\n"
     "        report the build: version, configuration in use, and whether the libtorch\n"
     "        window-scoring module loads (and on which device)\n"
@@ -193,6 +197,7 @@ int RunCli(int argc, char** argv) {
   }
   if (command == "stats") return RunStats(rest, *config);
   if (command == "scan") return RunScanCommand(rest, *config);
+  if (command == "lsp") return lsp::RunLspCommand(rest);
   if (command == "doctor") {
     std::printf("ttap %s\nconfig: %s\n", TTAP_VERSION,
                 config->source.empty() ? "defaults (no ttap.toml or [tool.ttap] found)"

@@ -35,11 +35,14 @@ Status Apply(const cpptoml::table& t, Config* c) {
     if (!t.contains(key)) continue;
     auto v = t.get_array_of<std::string>(key);
     if (!v) return Status::Error(std::string(key) + " must be an array of strings");
-    (std::string(key) == "user_frames_include" ? c->user_frames_include : c->user_frames_exclude) = *v;
+    (std::string(key) == "user_frames_include" ? c->user_frames_include : c->user_frames_exclude) =
+        *v;
   }
   if (t.contains("path_maps")) {
     auto maps = t.get_table("path_maps");
-    if (!maps) return Status::Error("path_maps must be a table of \"recorded prefix\" = \"workspace prefix\"");
+    if (!maps)
+      return Status::Error(
+          "path_maps must be a table of \"recorded prefix\" = \"workspace prefix\"");
     for (const auto& [from, value] : *maps) {
       auto to = maps->get_as<std::string>(from);
       if (!to) return Status::Error("path_maps." + from + " must be a string");

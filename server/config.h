@@ -5,8 +5,8 @@
 #pragma once
 
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/status.h"
@@ -24,7 +24,7 @@ struct Config {
   std::vector<std::pair<std::string, std::string>> path_maps;
   std::vector<std::string> user_frames_include;  // fnmatch globs over recorded frame paths
   std::vector<std::string> user_frames_exclude;
-  std::string source;                        // file the values came from, empty for defaults
+  std::string source;  // file the values came from, empty for defaults
 };
 
 // Parses one TOML file. pyproject.toml contributes only its [tool.ttap] table.

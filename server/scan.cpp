@@ -151,7 +151,7 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
       }
     }
     ResolvedPath resolved;
-    f.user_frame = SelectUserFrame(f.frames, options.workspace, &resolved);
+    f.user_frame = SelectUserFrame(f.frames, options.workspace, &resolved, options.frame_filter);
     if (f.user_frame >= 0) {
       const FindingFrame& uf = f.frames[f.user_frame];
       lf.line = uf.line;
@@ -339,6 +339,12 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
 
 namespace {
 
+std::vector<PathMap> PathMapsOf(const Config& config) {
+  std::vector<PathMap> maps;
+  for (const auto& [from, to] : config.path_maps) maps.push_back({from, to});
+  return maps;
+}
+
 std::string CurrentDir() {
   char buf[4096];
   return getcwd(buf, sizeof(buf)) ? std::string(buf) : std::string(".");
@@ -386,12 +392,14 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   }
   const std::vector<std::string>& files = expanded->files;
   const bool directory = expanded->directory;
-  WorkspaceIndex workspace =
-      WorkspaceIndex::Build(workspace_dir.empty() ? CurrentDir() : workspace_dir);
+  WorkspaceIndex workspace = WorkspaceIndex::Build(
+      workspace_dir.empty() ? CurrentDir() : workspace_dir, PathMapsOf(config));
   ScanOptions opts;
   opts.rules.values = config.thresholds;
   opts.min_severity = min_severity;
   opts.workspace = &workspace;
+  FrameFilter filter{config.user_frames_include, config.user_frames_exclude};
+  opts.frame_filter = &filter;
 
   // Traces of a directory are scanned in parallel, one loader thread each.
   std::vector<ScanResult> results(files.size());

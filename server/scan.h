@@ -46,6 +46,7 @@ struct ScanOptions {
   Severity min_severity = Severity::kInfo;
   const WorkspaceIndex* workspace = nullptr;
   SourceCache* sources = nullptr;  // parsed workspace files; a process-wide cache when null
+  const FrameFilter* frame_filter = nullptr;  // user-frame include/exclude globs
 };
 
 // Runs the rules on a loaded trace and locates the findings.

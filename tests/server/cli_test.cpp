@@ -185,10 +185,11 @@ TEST_CASE("stats --json: the hta block agrees with HTA's own output", "[cli][gol
   }
   auto ref = nlohmann::json::parse(
       ttap_test::ReadFile(ttap_test::SharedDir() + "/traces/hta_reference.json"));
-  for (const char* name : {"hta--nccl_parser_config__nccl_data.json.gz",
-                           "param--dlrm_kineto.tar.gz__worker3_step_12.1694128201557.pt.trace.json.gz",
-                           "tracelens--mi300__Falconsai_nsfw_image_detection__1016002.json.gz",
-                           "kineto--docs__traces__after_fix_trace.json.gz"}) {
+  for (const char* name :
+       {"hta--nccl_parser_config__nccl_data.json.gz",
+        "param--dlrm_kineto.tar.gz__worker3_step_12.1694128201557.pt.trace.json.gz",
+        "tracelens--mi300__Falconsai_nsfw_image_detection__1016002.json.gz",
+        "kineto--docs__traces__after_fix_trace.json.gz"}) {
     INFO(name);
     auto r = RunTtap("stats --json '" + ttap_test::RealTracesDir() + "/" + name + "'");
     REQUIRE(r.exit_code == 0);
@@ -197,7 +198,8 @@ TEST_CASE("stats --json: the hta block agrees with HTA's own output", "[cli][gol
     const auto& block = entry.contains("no_ns_rounding") ? entry["no_ns_rounding"] : entry;
     const auto& tb = block["temporal_breakdown"].begin().value();
     const double kernel = tb["kernel_time_us"].get<double>();
-    for (const char* key : {"idle_time_us", "compute_time_us", "non_compute_time_us", "kernel_time_us"}) {
+    for (const char* key :
+         {"idle_time_us", "compute_time_us", "non_compute_time_us", "kernel_time_us"}) {
       INFO(key);
       CHECK(std::abs(hta[key].get<double>() - tb[key].get<double>()) <= 0.01 * kernel);
     }

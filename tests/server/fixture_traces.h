@@ -52,5 +52,4 @@ inline std::string StallTrace() {
   return "{\"traceEvents\": [\n" + ev + "\n]}";
 }
 
-
 }  // namespace ttap_test

@@ -11,20 +11,20 @@ local defaults = {
   root_markers = { "pyproject.toml", "ttap.toml", "setup.py", ".git" },
 }
 
+-- The nearest directory above the buffer holding a marker; else the buffer's own directory.
 local function find_root(bufnr, markers)
   local path = vim.api.nvim_buf_get_name(bufnr)
   local dir = path ~= "" and vim.fn.fnamemodify(path, ":p:h") or vim.fn.getcwd()
-  local found = vim.fn.finddir(".git", dir .. ";")
   for _, marker in ipairs(markers) do
     local f = vim.fn.findfile(marker, dir .. ";")
+    if f == "" then
+      f = vim.fn.finddir(marker, dir .. ";")
+    end
     if f ~= "" then
-      return vim.fn.fnamemodify(f, ":p:h")
+      return vim.fn.fnamemodify(f, ":p:h"):gsub("/%.git$", "")
     end
   end
-  if found ~= "" then
-    return vim.fn.fnamemodify(found, ":p:h:h")
-  end
-  return vim.fn.getcwd()
+  return dir
 end
 
 local client_ids = {}

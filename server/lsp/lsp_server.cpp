@@ -1,0 +1,1250 @@
+// The language server session; see lsp_server.h. Layout of this file: session state, helpers
+// (URIs, positions), analysis (worker, trace discovery, snapshots), diagnostics, features
+// (hover, code actions, code lens, commands), lifecycle and dispatch.
+#include "server/lsp/lsp_server.h"
+
+#ifndef TTAP_VERSION
+#define TTAP_VERSION "0.0.0"
+#endif
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "analysis/trace_loader.h"
+#include "analysis/trace_stats.h"
+#include "mapping/python_source.h"
+#include "mapping/quick_fixes.h"
+#include "mapping/source_ranges.h"
+#include "mapping/syntax_util.h"
+#include "mapping/workspace_index.h"
+#include "server/config.h"
+#include "server/lsp/jsonrpc.h"
+#include "server/scan.h"
+
+namespace ttap::lsp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void Log(const std::string& s) { std::fprintf(stderr, "ttap-lsp: %s\n", s.c_str()); }
+
+// ---- URIs and paths ----
+
+std::string UriToPath(const std::string& uri) {
+  if (uri.rfind("file://", 0) != 0) return "";
+  std::string out;
+  for (size_t i = 7; i < uri.size(); ++i) {
+    if (uri[i] == '%' && i + 2 < uri.size()) {
+      out.push_back(static_cast<char>(std::stoi(uri.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(uri[i]);
+    }
+  }
+  return out;
+}
+
+std::string PathToUri(const std::string& path) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out = "file://";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+int64_t MtimeNs(const std::string& path, int64_t* size = nullptr) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return -1;
+  if (size) *size = st.st_size;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+json PositionJson(const SourcePosition& p) {
+  return {{"line", p.line}, {"character", p.character}};
+}
+json RangeJson(const SourceRange& r) {
+  return {{"start", PositionJson(r.start)}, {"end", PositionJson(r.end)}};
+}
+
+// ---- Trace discovery ----
+
+bool SkippedDir(const std::string& n) {
+  return n == ".git" || n == "node_modules" || n == "__pycache__" || n == ".venv" || n == "venv" ||
+         n == "site-packages" || n == ".tox" || n == ".mypy_cache";
+}
+
+// fnmatch with "**/" meaning any directories (including none).
+bool GlobMatch(const std::string& glob, const std::string& rel) {
+  if (fnmatch(glob.c_str(), rel.c_str(), 0) == 0) return true;
+  if (glob.rfind("**/", 0) == 0) {
+    std::string rest = glob.substr(3);
+    if (fnmatch(rest.c_str(), rel.c_str(), 0) == 0) return true;
+    size_t slash = rel.find('/');
+    while (slash != std::string::npos) {
+      if (fnmatch(rest.c_str(), rel.substr(slash + 1).c_str(), 0) == 0) return true;
+      slash = rel.find('/', slash + 1);
+    }
+  }
+  return false;
+}
+
+void FindTraces(const std::string& root, const std::string& rel,
+                const std::vector<std::string>& globs, int depth, std::vector<std::string>* out,
+                size_t* budget) {
+  if (depth > 12 || *budget == 0) return;
+  std::string dir = rel.empty() ? root : root + "/" + rel;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == ".." || *budget == 0) continue;
+    --*budget;
+    std::string r = rel.empty() ? n : rel + "/" + n;
+    struct stat st;
+    if (lstat((root + "/" + r).c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      struct stat cfg;
+      if (!SkippedDir(n) && stat((root + "/" + r + "/pyvenv.cfg").c_str(), &cfg) != 0) {
+        FindTraces(root, r, globs, depth + 1, out, budget);
+      }
+    } else if (S_ISREG(st.st_mode)) {
+      for (const auto& g : globs) {
+        if (GlobMatch(g, r)) {
+          out->push_back(root + "/" + r);
+          break;
+        }
+      }
+    }
+  }
+  closedir(d);
+}
+
+std::string Sparkline(const std::vector<double>& v) {
+  static const char* kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  std::string s;
+  for (double x : v) s += kBars[std::clamp(static_cast<int>(x * 7.999), 0, 7)];
+  return s;
+}
+
+}  // namespace
+
+// ---- Session ----
+
+class Session {
+ public:
+  Session(Framer* framer, const ServerOptions& options)
+      : framer_(framer), out_(framer), options_(options) {}
+  ~Session() { StopWorkers(); }
+  int Run();
+
+ private:
+  struct Document {
+    std::string path;
+    int64_t version = 0;
+    std::string text;
+  };
+  // A finding placed in a file, with its line as it moves with the user's edits.
+  struct Placed {
+    size_t finding;  // index into the snapshot's scan findings
+    int line = 0;    // 1-based, current
+    std::string function;
+  };
+  struct Snapshot {
+    std::string trace_path;
+    int64_t trace_mtime = 0;
+    std::unique_ptr<ScanResult> scan;
+    std::map<std::string, std::vector<Placed>> by_file;  // absolute path -> findings
+  };
+
+  // Dispatch.
+  void Handle(const json& msg);
+  void HandleRequest(const std::string& method, const json& params, Reply reply);
+  void HandleNotification(const std::string& method, const json& params);
+  // Lifecycle and settings.
+  void OnInitialize(const json& params, Reply reply);
+  void OnInitialized();
+  void ApplySettings(const json& settings);
+  void PullConfiguration();
+  // Documents.
+  void OnDidOpen(const json& params);
+  void OnDidChange(const json& params);
+  void OnDidClose(const json& params);
+  std::shared_ptr<const PythonSource> SourceFor(const std::string& path);
+  // Analysis.
+  void StartWorkers();
+  void StopWorkers();
+  void RequestAnalysis(bool force);
+  void WorkerLoop();
+  void WatchLoop();
+  std::string NewestTrace(int64_t* mtime, int64_t* size);
+  void Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel);
+  void Status(const std::string& state, const std::string& detail = "");
+  // Diagnostics.
+  json DiagnosticsFor(const std::string& path);
+  void PublishAll();
+  // Features.
+  void OnHover(const json& params, Reply reply);
+  void OnCodeAction(const json& params, Reply reply);
+  void OnCodeActionResolve(const json& params, Reply reply);
+  void OnCodeLens(const json& params, Reply reply);
+  void OnExecuteCommand(const json& params, Reply reply);
+  void OnDocumentDiagnostic(const json& params, Reply reply);
+  void OnWorkspaceDiagnostic(const json& params, Reply reply);
+  std::string HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf);
+  std::string SummaryMarkdown();
+  bool RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
+               SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
+               bool* stale);
+  json FixesFor(const std::string& uri, const std::string& path, const Placed& p,
+                const LocatedFinding& lf, const json& diagnostic, bool with_edits);
+
+  Framer* framer_;
+  Outbox out_;
+  ServerOptions options_;
+
+  enum class State { kUninitialized, kRunning, kShutdown } state_ = State::kUninitialized;
+  bool exit_received_ = false;
+
+  // Client capabilities we use.
+  PositionEncoding encoding_ = PositionEncoding::kUtf16;
+  std::string encoding_name_ = "utf-16";
+  bool pull_diagnostics_ = false;
+  bool diagnostic_refresh_ = false;
+  bool related_information_ = false;
+  bool code_description_ = false;
+  bool diagnostic_data_ = false;
+  bool resolve_code_actions_ = false;
+  bool workspace_configuration_ = false;
+  bool watch_registration_ = false;
+  bool work_done_progress_ = false;
+  bool code_lens_refresh_ = false;
+
+  // Settings.
+  std::mutex settings_mu_;
+  std::vector<std::string> roots_;
+  Config config_;
+  int rank_ = 0;
+
+  // Documents (reader thread only) and the parse cache (shared).
+  std::mutex docs_mu_;  // docs_ is written by the reader thread, read by the worker too
+  std::map<std::string, Document> docs_;
+  SourceCache sources_;
+
+  // Analysis state.
+  std::mutex snap_mu_;
+  std::shared_ptr<Snapshot> snapshot_;
+  std::set<std::string> published_;  // files we pushed diagnostics to
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  bool work_pending_ = false;
+  bool work_force_ = false;
+  bool stopping_ = false;
+  std::shared_ptr<std::atomic<bool>> current_cancel_;
+  std::thread worker_;
+  std::thread watcher_;
+  std::string last_trace_;
+  int64_t last_trace_mtime_ = -1;
+  bool told_no_trace_ = false;
+  int progress_token_ = 0;
+};
+
+int Session::Run() {
+  std::string body, error;
+  while (!exit_received_) {
+    auto r = framer_->Read(&body, &error);
+    if (r == Framer::ReadResult::kEof) break;
+    if (r != Framer::ReadResult::kMessage) {
+      Log("bad frame: " + error);
+      out_.ReplyError(nullptr, kParseError, error);
+      continue;
+    }
+    json msg = json::parse(body, nullptr, false);
+    if (msg.is_discarded()) {
+      out_.ReplyError(nullptr, kParseError, "invalid JSON");
+      continue;
+    }
+    Handle(msg);
+  }
+  StopWorkers();
+  return state_ == State::kShutdown && exit_received_ ? 0 : 1;
+}
+
+void Session::Handle(const json& msg) {
+  if (!msg.is_object() || msg.value("jsonrpc", "") != "2.0") {
+    json id = msg.is_object() && msg.contains("id") ? msg["id"] : json();
+    out_.ReplyError(id, kInvalidRequest, "not a JSON-RPC 2.0 message");
+    return;
+  }
+  if (!msg.contains("method")) {
+    if (!out_.TakeReply(msg)) Log("unexpected response");
+    return;
+  }
+  if (!msg["method"].is_string()) {
+    out_.ReplyError(msg.value("id", json()), kInvalidRequest, "method must be a string");
+    return;
+  }
+  const std::string method = msg["method"];
+  const json params = msg.value("params", json::object());
+  if (msg.contains("id")) {
+    const json& id = msg["id"];
+    if (!id.is_number_integer() && !id.is_string()) {
+      out_.ReplyError(nullptr, kInvalidRequest, "id must be a number or a string");
+      return;
+    }
+    auto reply = std::make_shared<ReplyOnce>(&out_, id);
+    if (state_ == State::kUninitialized && method != "initialize") {
+      reply->Error(kServerNotInitialized, "the server is not initialized");
+      return;
+    }
+    if (state_ == State::kShutdown) {
+      reply->Error(kInvalidRequest, "the server is shutting down");
+      return;
+    }
+    try {
+      HandleRequest(method, params, reply);
+    } catch (const json::exception& e) {
+      reply->Error(kInvalidParams, method + ": " + e.what());
+    }
+    return;
+  }
+  if (method == "exit") {
+    exit_received_ = true;
+    return;
+  }
+  if (state_ == State::kUninitialized) return;  // notifications before initialize are dropped
+  try {
+    HandleNotification(method, params);
+  } catch (const json::exception& e) {
+    Log(method + ": bad params: " + e.what());
+  }
+}
+
+void Session::HandleRequest(const std::string& method, const json& params, Reply reply) {
+  if (method == "initialize") {
+    if (state_ != State::kUninitialized)
+      return reply->Error(kInvalidRequest, "already initialized");
+    return OnInitialize(params, reply);
+  }
+  if (method == "shutdown") {
+    state_ = State::kShutdown;
+    StopWorkers();
+    return reply->Result(nullptr);
+  }
+  if (method == "textDocument/hover") return OnHover(params, reply);
+  if (method == "textDocument/codeAction") return OnCodeAction(params, reply);
+  if (method == "codeAction/resolve") return OnCodeActionResolve(params, reply);
+  if (method == "textDocument/codeLens") return OnCodeLens(params, reply);
+  if (method == "workspace/executeCommand") return OnExecuteCommand(params, reply);
+  if (method == "textDocument/diagnostic") return OnDocumentDiagnostic(params, reply);
+  if (method == "workspace/diagnostic") return OnWorkspaceDiagnostic(params, reply);
+  if (method == "$/sync") {  // tests: wait until queued analysis is published
+    for (int i = 0; i < 6000; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(work_mu_);
+        if (!work_pending_ && !current_cancel_) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return reply->Result(nullptr);
+  }
+  reply->Error(kMethodNotFound, "unknown method " + method);
+}
+
+void Session::HandleNotification(const std::string& method, const json& params) {
+  if (method == "initialized") return OnInitialized();
+  if (method == "textDocument/didOpen") return OnDidOpen(params);
+  if (method == "textDocument/didChange") return OnDidChange(params);
+  if (method == "textDocument/didClose") return OnDidClose(params);
+  if (method == "textDocument/didSave") return;
+  if (method == "workspace/didChangeConfiguration") {
+    if (params.contains("settings") && params["settings"].is_object() &&
+        params["settings"].contains("ttap")) {
+      ApplySettings(params["settings"]["ttap"]);
+      RequestAnalysis(true);
+    } else if (workspace_configuration_) {
+      PullConfiguration();
+    }
+    return;
+  }
+  if (method == "workspace/didChangeWatchedFiles") return RequestAnalysis(false);
+  if (method == "workspace/didChangeWorkspaceFolders") {
+    const json& ev = params.at("event");
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    for (const auto& f : ev.value("removed", json::array())) {
+      std::string p = UriToPath(f.value("uri", ""));
+      roots_.erase(std::remove(roots_.begin(), roots_.end(), p), roots_.end());
+    }
+    for (const auto& f : ev.value("added", json::array()))
+      roots_.push_back(UriToPath(f.value("uri", "")));
+    RequestAnalysis(true);
+    return;
+  }
+  if (method == "$/cancelRequest" || method == "$/setTrace" || method == "$/progress") return;
+  // Unknown notifications are ignored, as the spec asks ($/ ones silently).
+}
+
+// ---- Lifecycle ----
+
+void Session::OnInitialize(const json& params, Reply reply) {
+  const json caps = params.value("capabilities", json::object());
+  auto flag = [&](std::initializer_list<const char*> path) {
+    const json* j = &caps;
+    for (const char* k : path) {
+      if (!j->is_object() || !j->contains(k)) return false;
+      j = &(*j)[k];
+    }
+    return j->is_boolean() ? j->get<bool>() : !j->is_null();
+  };
+  const json general = caps.value("general", json::object());
+  for (const auto& e : general.value("positionEncodings", json::array())) {
+    if (e == "utf-8") {
+      encoding_ = PositionEncoding::kUtf8;
+      encoding_name_ = "utf-8";
+      break;
+    }
+  }
+  pull_diagnostics_ = flag({"textDocument", "diagnostic"});
+  diagnostic_refresh_ = flag({"workspace", "diagnostics", "refreshSupport"});
+  related_information_ =
+      flag({"textDocument", "publishDiagnostics", "relatedInformation"}) || pull_diagnostics_;
+  code_description_ =
+      flag({"textDocument", "publishDiagnostics", "codeDescriptionSupport"}) || pull_diagnostics_;
+  diagnostic_data_ =
+      flag({"textDocument", "publishDiagnostics", "dataSupport"}) || pull_diagnostics_;
+  resolve_code_actions_ = false;
+  if (caps.contains("textDocument") && caps["textDocument"].contains("codeAction")) {
+    for (const auto& p : caps["textDocument"]["codeAction"]
+                             .value("resolveSupport", json::object())
+                             .value("properties", json::array())) {
+      if (p == "edit") resolve_code_actions_ = true;
+    }
+  }
+  workspace_configuration_ = flag({"workspace", "configuration"});
+  watch_registration_ = flag({"workspace", "didChangeWatchedFiles", "dynamicRegistration"});
+  work_done_progress_ = flag({"window", "workDoneProgress"});
+  code_lens_refresh_ = flag({"workspace", "codeLens", "refreshSupport"});
+
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    for (const auto& f : params.value("workspaceFolders", json::array())) {
+      if (f.is_object()) roots_.push_back(UriToPath(f.value("uri", "")));
+    }
+    if (roots_.empty() && params.contains("rootUri") && params["rootUri"].is_string()) {
+      roots_.push_back(UriToPath(params["rootUri"]));
+    }
+    if (roots_.empty() && params.contains("rootPath") && params["rootPath"].is_string()) {
+      roots_.push_back(params["rootPath"]);
+    }
+    roots_.erase(std::remove(roots_.begin(), roots_.end(), std::string()), roots_.end());
+    if (!roots_.empty()) {
+      auto c = FindConfig(roots_[0]);
+      if (c.ok()) config_ = *c;
+    }
+  }
+  if (params.contains("initializationOptions") && params["initializationOptions"].is_object()) {
+    const json& o = params["initializationOptions"];
+    ApplySettings(o.contains("ttap") ? o["ttap"] : o);
+  }
+  json capabilities = {
+      {"positionEncoding", encoding_name_},
+      {"textDocumentSync", {{"openClose", true}, {"change", 2}, {"save", false}}},
+      {"hoverProvider", true},
+      {"codeActionProvider",
+       {{"codeActionKinds", {"quickfix", "source.fixAll.ttap"}},
+        {"resolveProvider", resolve_code_actions_}}},
+      {"codeLensProvider", {{"resolveProvider", false}}},
+      {"executeCommandProvider", {{"commands", {"ttap.rescan", "ttap.showTraceSummary"}}}},
+      {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}}};
+  if (pull_diagnostics_) {
+    capabilities["diagnosticProvider"] = {
+        {"identifier", "ttap"}, {"interFileDependencies", true}, {"workspaceDiagnostics", true}};
+  }
+  state_ = State::kRunning;
+  reply->Result({{"capabilities", capabilities},
+                 {"serverInfo", {{"name", "ttap"}, {"version", TTAP_VERSION}}}});
+}
+
+void Session::ApplySettings(const json& s) {
+  if (!s.is_object()) return;
+  std::lock_guard<std::mutex> lock(settings_mu_);
+  if (s.contains("traceGlobs") && s["traceGlobs"].is_array()) {
+    config_.trace_globs.clear();
+    for (const auto& g : s["traceGlobs"])
+      if (g.is_string()) config_.trace_globs.push_back(g);
+  }
+  if (s.contains("rank") && s["rank"].is_number_integer()) rank_ = s["rank"];
+  if (s.contains("windows") && s["windows"].is_number_integer() && s["windows"] > 0)
+    config_.windows = s["windows"];
+  if (s.contains("thresholds") && s["thresholds"].is_object()) {
+    for (auto& [k, v] : s["thresholds"].items())
+      if (v.is_number()) config_.thresholds[k] = v;
+  }
+  if (s.contains("pathMaps") && s["pathMaps"].is_object()) {
+    config_.path_maps.clear();
+    for (auto& [k, v] : s["pathMaps"].items())
+      if (v.is_string()) config_.path_maps.emplace_back(k, v);
+  }
+  for (const char* key : {"userFramesInclude", "userFramesExclude"}) {
+    if (!s.contains(key) || !s[key].is_array()) continue;
+    auto& dst = std::string(key) == "userFramesInclude" ? config_.user_frames_include
+                                                        : config_.user_frames_exclude;
+    dst.clear();
+    for (const auto& g : s[key])
+      if (g.is_string()) dst.push_back(g);
+  }
+}
+
+void Session::PullConfiguration() {
+  out_.Call("workspace/configuration", {{"items", {{{"section", "ttap"}}}}},
+            [this](const json& result, const json& error) {
+              if (error.is_null() && result.is_array() && !result.empty()) ApplySettings(result[0]);
+              RequestAnalysis(true);
+            });
+}
+
+void Session::OnInitialized() {
+  if (watch_registration_) {
+    json watchers = json::array();
+    for (const auto& g : config_.trace_globs) watchers.push_back({{"globPattern", g}});
+    out_.Call("client/registerCapability",
+              {{"registrations",
+                {{{"id", "ttap-traces"},
+                  {"method", "workspace/didChangeWatchedFiles"},
+                  {"registerOptions", {{"watchers", watchers}}}}}}},
+              [](const json&, const json&) {});
+  }
+  StartWorkers();
+  if (workspace_configuration_)
+    PullConfiguration();
+  else
+    RequestAnalysis(true);
+}
+
+// ---- Documents ----
+
+void Session::OnDidOpen(const json& params) {
+  const json& td = params.at("textDocument");
+  Document d;
+  d.path = UriToPath(td.at("uri"));
+  d.version = td.value("version", 0);
+  d.text = td.at("text");
+  {
+    std::lock_guard<std::mutex> lock(docs_mu_);
+    docs_[td.at("uri")] = d;
+  }
+  if (!pull_diagnostics_) {
+    json diags = DiagnosticsFor(d.path);
+    out_.Notify("textDocument/publishDiagnostics",
+                {{"uri", td.at("uri")}, {"version", d.version}, {"diagnostics", diags}});
+  }
+}
+
+void Session::OnDidChange(const json& params) {
+  const json& td = params.at("textDocument");
+  std::unique_lock<std::mutex> docs_lock(docs_mu_);
+  auto it = docs_.find(td.at("uri"));
+  if (it == docs_.end()) return;
+  Document& d = it->second;
+  for (const auto& change : params.at("contentChanges")) {
+    if (!change.contains("range")) {
+      d.text = change.at("text");
+      continue;
+    }
+    auto src = PythonSource::Parse(d.text);
+    SourcePosition a{change["range"]["start"]["line"], change["range"]["start"]["character"]};
+    SourcePosition b{change["range"]["end"]["line"], change["range"]["end"]["character"]};
+    uint32_t ba = src->ToByte(a, encoding_), bb = src->ToByte(b, encoding_);
+    const std::string text = change.at("text");
+    d.text.replace(ba, bb - ba, text);
+    // Findings below the edit move with their lines.
+    int added = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    int delta = added - (b.line - a.line);
+    if (delta != 0) {
+      std::lock_guard<std::mutex> lock(snap_mu_);
+      if (snapshot_) {
+        auto f = snapshot_->by_file.find(d.path);
+        if (f != snapshot_->by_file.end()) {
+          for (Placed& p : f->second) {
+            if (p.line - 1 > b.line ||
+                (p.line - 1 == b.line && b.character == 0 && a.line < b.line))
+              p.line += delta;
+          }
+        }
+      }
+    }
+  }
+  d.version = td.value("version", d.version + 1);
+  const std::string path = d.path;
+  const int64_t version = d.version;
+  docs_lock.unlock();
+  if (!pull_diagnostics_) {
+    out_.Notify(
+        "textDocument/publishDiagnostics",
+        {{"uri", td.at("uri")}, {"version", version}, {"diagnostics", DiagnosticsFor(path)}});
+  }
+}
+
+void Session::OnDidClose(const json& params) {
+  const json& td = params.at("textDocument");
+  std::lock_guard<std::mutex> lock(docs_mu_);
+  auto it = docs_.find(td.at("uri"));
+  if (it == docs_.end()) return;
+  sources_.Forget(it->second.path);
+  docs_.erase(it);
+}
+
+std::shared_ptr<const PythonSource> Session::SourceFor(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(docs_mu_);
+    for (const auto& [uri, d] : docs_) {
+      if (d.path == path) return sources_.GetBuffer(path, d.version, d.text);
+    }
+  }
+  return sources_.GetFile(path);
+}
+
+// ---- Analysis ----
+
+void Session::StartWorkers() {
+  if (worker_.joinable()) return;
+  worker_ = std::thread([this] { WorkerLoop(); });
+  if (!watch_registration_) watcher_ = std::thread([this] { WatchLoop(); });
+}
+
+void Session::StopWorkers() {
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    stopping_ = true;
+    if (current_cancel_) current_cancel_->store(true);
+  }
+  work_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void Session::RequestAnalysis(bool force) {
+  std::lock_guard<std::mutex> lock(work_mu_);
+  work_pending_ = true;
+  work_force_ = work_force_ || force;
+  work_cv_.notify_all();
+}
+
+std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
+  std::vector<std::string> roots, globs;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    roots = roots_;
+    globs = config_.trace_globs;
+  }
+  std::vector<std::string> found;
+  size_t budget = 100000;
+  for (const auto& r : roots) FindTraces(r, "", globs, 0, &found, &budget);
+  std::string best;
+  int64_t best_mtime = -1;
+  for (const auto& f : found) {
+    int64_t s = 0;
+    int64_t m = MtimeNs(f, &s);
+    if (m > best_mtime) {
+      best_mtime = m;
+      best = f;
+      if (size) *size = s;
+    }
+  }
+  if (mtime) *mtime = best_mtime;
+  return best;
+}
+
+void Session::WatchLoop() {
+  // Polling fallback: a new or changed trace whose size has stopped changing.
+  int64_t seen_size = -1, seen_mtime = -1;
+  std::string seen;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(work_mu_);
+      work_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
+                        [&] { return stopping_; });
+      if (stopping_) return;
+    }
+    int64_t mtime = -1, size = -1;
+    std::string newest = NewestTrace(&mtime, &size);
+    if (newest.empty()) continue;
+    bool changed = newest != last_trace_ || mtime != last_trace_mtime_;
+    if (changed && newest == seen && size == seen_size && mtime == seen_mtime) {
+      RequestAnalysis(false);
+    }
+    seen = newest;
+    seen_size = size;
+    seen_mtime = mtime;
+  }
+}
+
+void Session::WorkerLoop() {
+  while (true) {
+    bool force;
+    {
+      std::unique_lock<std::mutex> lock(work_mu_);
+      work_cv_.wait(lock, [&] { return work_pending_ || stopping_; });
+      if (stopping_) return;
+      work_pending_ = false;
+      force = work_force_;
+      work_force_ = false;
+      current_cancel_ = std::make_shared<std::atomic<bool>>(false);
+    }
+    int64_t mtime = -1;
+    std::string trace = NewestTrace(&mtime, nullptr);
+    if (trace.empty()) {
+      Status("no-trace");
+      if (!told_no_trace_) {
+        told_no_trace_ = true;
+        out_.Notify(
+            "window/showMessage",
+            {{"type", 3},
+             {"message",
+              "ttap: no profiler trace in the workspace yet. Record one with "
+              "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
+              "with_stack=True, schedule=torch.profiler.schedule(wait=1, warmup=1, active=3), "
+              "on_trace_ready=torch.profiler.tensorboard_trace_handler(\"./log\")) and call "
+              "prof.step() each iteration; ttap picks it up automatically."}});
+      }
+    } else if (force || trace != last_trace_ || mtime != last_trace_mtime_) {
+      Analyse(trace, mtime, current_cancel_.get());
+    }
+    std::lock_guard<std::mutex> lock(work_mu_);
+    current_cancel_.reset();
+  }
+}
+
+void Session::Status(const std::string& state, const std::string& detail) {
+  json p = {{"state", state}, {"rank", rank_}};
+  std::lock_guard<std::mutex> lock(snap_mu_);
+  if (snapshot_) {
+    p["trace"] = snapshot_->trace_path;
+    p["findings"] = snapshot_->scan ? snapshot_->scan->findings.size() : 0;
+  }
+  if (!detail.empty()) p["detail"] = detail;
+  out_.Notify("ttap/status", p);
+}
+
+void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel) {
+  std::string token = "ttap-analysis-" + std::to_string(++progress_token_);
+  bool progress = work_done_progress_;
+  if (progress) {
+    out_.Call("window/workDoneProgress/create", {{"token", token}},
+              [](const json&, const json&) {});
+    out_.Notify("$/progress", {{"token", token},
+                               {"value",
+                                {{"kind", "begin"},
+                                 {"title", "ttap: analysing trace"},
+                                 {"message", trace},
+                                 {"percentage", 0},
+                                 {"cancellable", false}}}});
+  }
+  Status("loading", trace);
+  Config config;
+  std::vector<std::string> roots;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    config = config_;
+    roots = roots_;
+  }
+  LoadOptions lo;
+  lo.window_count = config.windows;
+  lo.cancel = cancel;
+  auto loaded = LoadTrace(trace, lo);
+  if (!loaded.ok()) {
+    // A trace still being written is not an error to show: the watcher retries.
+    Log(loaded.status().message());
+    if (progress)
+      out_.Notify("$/progress", {{"token", token},
+                                 {"value", {{"kind", "end"}, {"message", "not readable yet"}}}});
+    Status("waiting", loaded.status().message());
+    return;
+  }
+  if (progress)
+    out_.Notify(
+        "$/progress",
+        {{"token", token},
+         {"value", {{"kind", "report"}, {"message", "running rules"}, {"percentage", 60}}}});
+  Status("analyzing", trace);
+  std::vector<PathMap> maps;
+  for (const auto& [from, to] : config.path_maps) maps.push_back({from, to});
+  WorkspaceIndex index = WorkspaceIndex::Build(roots.empty() ? "." : roots[0], maps);
+  FrameFilter filter;
+  filter.include = config.user_frames_include;
+  filter.exclude = config.user_frames_exclude;
+  ScanOptions so;
+  so.rules.values = config.thresholds;
+  so.min_severity = Severity::kHint;
+  so.workspace = &index;
+  so.frame_filter = &filter;
+  auto snap = std::make_shared<Snapshot>();
+  snap->trace_path = trace;
+  snap->trace_mtime = mtime;
+  snap->scan = std::make_unique<ScanResult>(ScanTrace(std::move(loaded.value()), so));
+  for (size_t i = 0; i < snap->scan->findings.size(); ++i) {
+    const LocatedFinding& lf = snap->scan->findings[i];
+    if (lf.absolute_path.empty() || lf.line <= 0) continue;
+    Placed p;
+    p.finding = i;
+    p.line = lf.line;
+    const Finding& f = lf.finding;
+    if (f.user_frame >= 0) p.function = f.frames[f.user_frame].function;
+    snap->by_file[lf.absolute_path].push_back(p);
+  }
+  if (cancel && cancel->load()) return;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snapshot_ = snap;
+  }
+  last_trace_ = trace;
+  last_trace_mtime_ = mtime;
+  PublishAll();
+  if (progress)
+    out_.Notify("$/progress",
+                {{"token", token},
+                 {"value",
+                  {{"kind", "end"},
+                   {"message", std::to_string(snap->scan->findings.size()) + " findings"}}}});
+  Status("ready");
+}
+
+// ---- Diagnostics ----
+
+namespace {
+
+int LspSeverity(Severity s) {
+  switch (s) {
+    case Severity::kError:
+      return 1;
+    case Severity::kWarning:
+      return 2;
+    case Severity::kInfo:
+      return 3;
+    case Severity::kHint:
+      return 4;
+  }
+  return 3;
+}
+
+std::string DocsUrl(const Finding& f) {
+  std::string anchor = f.code + "-" + f.name;
+  for (char& c : anchor) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "https://github.com/torchtraceap/ttap/blob/main/docs/antipatterns.md#" + anchor;
+}
+
+}  // namespace
+
+bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
+                      SourceRange* range, ByteRange* bytes,
+                      std::shared_ptr<const PythonSource>* src_out, bool* stale) {
+  auto src = SourceFor(path);
+  if (!src) return false;
+  RangeQuery q;
+  q.line = p.line;
+  q.function = p.function;
+  q.code = lf.finding.code;
+  MappedRange m = MapToSource(*src, q);
+  *bytes = m.range;
+  *range = src->ToRange(m.range, encoding_);
+  *stale = m.stale;
+  if (src_out) *src_out = src;
+  return true;
+}
+
+json Session::DiagnosticsFor(const std::string& path) {
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  json diags = json::array();
+  if (!snap) return diags;
+  auto it = snap->by_file.find(path);
+  if (it == snap->by_file.end()) return diags;
+  for (const Placed& p : it->second) {
+    const LocatedFinding& lf = snap->scan->findings[p.finding];
+    const Finding& f = lf.finding;
+    SourceRange r;
+    ByteRange b;
+    bool stale = false;
+    if (!RangeOf(path, p, lf, &r, &b, nullptr, &stale)) continue;
+    json d = {{"range", RangeJson(r)},
+              {"severity", LspSeverity(f.severity)},
+              {"code", f.code},
+              {"source", "ttap"},
+              {"message",
+               f.name + ": " + f.message +
+                   (stale ? " (source changed since the trace; this location may be stale)" : "")}};
+    if (code_description_) d["codeDescription"] = {{"href", DocsUrl(f)}};
+    if (related_information_) {
+      json rel = json::array();
+      for (size_t k = 0; k < f.frames.size() && rel.size() < 8; ++k) {
+        if (static_cast<int>(k) == f.user_frame) continue;
+        rel.push_back({{"location",
+                        {{"uri", PathToUri(f.frames[k].file)},
+                         {"range", RangeJson({{std::max(0, f.frames[k].line - 1), 0},
+                                              {std::max(0, f.frames[k].line - 1), 0}})}}},
+                       {"message", "called from " + f.frames[k].function + " (" + f.frames[k].file +
+                                       ":" + std::to_string(f.frames[k].line) + ")"}});
+      }
+      if (!rel.empty()) d["relatedInformation"] = rel;
+    }
+    if (diagnostic_data_)
+      d["data"] = {{"finding", p.finding}, {"fix", f.fix}, {"trace", snap->trace_path}};
+    diags.push_back(std::move(d));
+  }
+  return diags;
+}
+
+void Session::PublishAll() {
+  if (pull_diagnostics_) {
+    if (diagnostic_refresh_)
+      out_.Call("workspace/diagnostic/refresh", nullptr, [](const json&, const json&) {});
+    if (code_lens_refresh_)
+      out_.Call("workspace/codeLens/refresh", nullptr, [](const json&, const json&) {});
+    return;
+  }
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  std::set<std::string> now;
+  if (snap) {
+    for (const auto& [path, placed] : snap->by_file) {
+      now.insert(path);
+      out_.Notify("textDocument/publishDiagnostics",
+                  {{"uri", PathToUri(path)}, {"diagnostics", DiagnosticsFor(path)}});
+    }
+  }
+  // Files whose problems are gone get an empty list, so their squiggles disappear.
+  for (const auto& path : published_) {
+    if (!now.count(path))
+      out_.Notify("textDocument/publishDiagnostics",
+                  {{"uri", PathToUri(path)}, {"diagnostics", json::array()}});
+  }
+  published_ = now;
+  if (code_lens_refresh_)
+    out_.Call("workspace/codeLens/refresh", nullptr, [](const json&, const json&) {});
+}
+
+void Session::OnDocumentDiagnostic(const json& params, Reply reply) {
+  std::string path = UriToPath(params.at("textDocument").at("uri"));
+  reply->Result({{"kind", "full"}, {"items", DiagnosticsFor(path)}});
+}
+
+void Session::OnWorkspaceDiagnostic(const json& params, Reply reply) {
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  json items = json::array();
+  if (snap) {
+    for (const auto& [path, placed] : snap->by_file) {
+      items.push_back({{"uri", PathToUri(path)},
+                       {"kind", "full"},
+                       {"version", nullptr},
+                       {"items", DiagnosticsFor(path)}});
+    }
+  }
+  reply->Result({{"items", items}});
+}
+
+// ---- Hover ----
+
+std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf) {
+  const Finding& f = lf.finding;
+  const Trace& t = *snap.scan->trace;
+  char buf[256];
+  std::string md = "**" + f.code + " " + f.name + "** (" + SeverityName(f.severity) + ")\n\n" +
+                   f.message + "\n\n";
+  std::snprintf(buf, sizeof(buf),
+                "| time lost per step | share of step | steps | window |\n|---:|---:|---|---|\n| "
+                "%s | %s | %s | %.3f-%.3f ms |\n\n",
+                FormatMs(f.time_lost_us_per_step).c_str(), FormatPercent(f.share_of_step).c_str(),
+                f.step_ids.empty()
+                    ? "-"
+                    : (std::to_string(f.step_ids.front()) +
+                       (f.step_ids.size() > 1 ? "-" + std::to_string(f.step_ids.back()) : ""))
+                          .c_str(),
+                (f.start_ns - t.span_start()) / 1e6, (f.end_ns - t.span_start()) / 1e6);
+  md += buf;
+  if (!f.top_events.empty()) {
+    md += "Top events: ";
+    for (size_t i = 0; i < f.top_events.size() && i < 3; ++i) {
+      std::snprintf(buf, sizeof(buf), "%s`%s` x%lld (%s)", i ? ", " : "",
+                    f.top_events[i].name.substr(0, 60).c_str(),
+                    static_cast<long long>(f.top_events[i].count),
+                    FormatMs(f.top_events[i].total_us).c_str());
+      md += buf;
+    }
+    md += "\n\n";
+  }
+  // GPU busy share across the finding's extent, as a sparkline of 24 slices.
+  int64_t a = f.start_ns, b = std::max(f.end_ns, f.start_ns + 1);
+  std::vector<Interval> busy;
+  const EventTable& ev = t.events;
+  auto [lo, hi] =
+      std::pair<uint32_t, uint32_t>{MakeWindow(t, a - (b - a), b).begin, MakeWindow(t, a, b).end};
+  for (uint32_t i = lo; i < hi; ++i) {
+    if (ev.kind[i] == EventKind::kKernel || ev.kind[i] == EventKind::kMemcpy ||
+        ev.kind[i] == EventKind::kMemset)
+      busy.push_back({ev.ts[i], ev.end(i)});
+  }
+  MergeIntervals(&busy);
+  std::vector<double> slices;
+  for (int k = 0; k < 24; ++k) {
+    int64_t s0 = a + (b - a) * k / 24, s1 = a + (b - a) * (k + 1) / 24;
+    slices.push_back(s1 > s0 ? static_cast<double>(ClippedLength(busy, s0, s1)) / (s1 - s0) : 0);
+  }
+  md += "GPU busy over the finding: `" + Sparkline(slices) + "`\n\n";
+  const RuleInfo* info = FindRule(f.code);
+  if (info) md += "Why: " + std::string(info->summary) + ". ";
+  if (!f.fix.empty()) md += "Fix: `" + f.fix + "` (quick fix available). ";
+  md += "[Docs](" + DocsUrl(f) + ")";
+  return md;
+}
+
+void Session::OnHover(const json& params, Reply reply) {
+  std::string path = UriToPath(params.at("textDocument").at("uri"));
+  SourcePosition pos{params.at("position").at("line"), params.at("position").at("character")};
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  if (!snap) return reply->Result(nullptr);
+  auto it = snap->by_file.find(path);
+  if (it == snap->by_file.end()) return reply->Result(nullptr);
+  std::string md;
+  json range;
+  for (const Placed& p : it->second) {
+    const LocatedFinding& lf = snap->scan->findings[p.finding];
+    SourceRange r;
+    ByteRange b;
+    bool stale;
+    if (!RangeOf(path, p, lf, &r, &b, nullptr, &stale)) continue;
+    bool inside =
+        (pos.line > r.start.line ||
+         (pos.line == r.start.line && pos.character >= r.start.character)) &&
+        (pos.line < r.end.line || (pos.line == r.end.line && pos.character <= r.end.character));
+    if (!inside) continue;
+    if (!md.empty()) md += "\n\n---\n\n";
+    md += HoverMarkdown(*snap, lf);
+    range = RangeJson(r);
+  }
+  if (md.empty()) return reply->Result(nullptr);
+  reply->Result({{"contents", {{"kind", "markdown"}, {"value", md}}}, {"range", range}});
+}
+
+// ---- Code actions ----
+
+json Session::FixesFor(const std::string& uri, const std::string& path, const Placed& p,
+                       const LocatedFinding& lf, const json& diagnostic, bool with_edits) {
+  json actions = json::array();
+  auto src = SourceFor(path);
+  if (!src || lf.finding.fix.empty()) return actions;
+  FixRequest req;
+  req.recipe = lf.finding.fix;
+  req.line = p.line;
+  auto fixes = ComputeFixes(*src, req);
+  if (!fixes.ok()) {
+    Log("no mechanical fix for " + lf.finding.code + ": " + fixes.status().message());
+    return actions;
+  }
+  for (const QuickFix& fx : *fixes) {
+    json action = {{"title", fx.title}, {"kind", "quickfix"}, {"isPreferred", fx.preferred}};
+    if (!diagnostic.is_null()) action["diagnostics"] = json::array({diagnostic});
+    if (with_edits) {
+      json edits = json::array();
+      for (const TextEdit& e : fx.edits)
+        edits.push_back(
+            {{"range", RangeJson(src->ToRange(e.range, encoding_))}, {"newText", e.new_text}});
+      action["edit"] = {{"changes", {{uri, edits}}}};
+    } else {
+      action["data"] = {{"uri", uri}, {"finding", p.finding}, {"title", fx.title}};
+    }
+    actions.push_back(std::move(action));
+  }
+  return actions;
+}
+
+void Session::OnCodeAction(const json& params, Reply reply) {
+  const std::string uri = params.at("textDocument").at("uri");
+  const std::string path = UriToPath(uri);
+  const json& range = params.at("range");
+  int first = range.at("start").at("line"), last = range.at("end").at("line");
+  std::vector<std::string> only;
+  if (params.contains("context") && params["context"].contains("only")) {
+    for (const auto& k : params["context"]["only"]) only.push_back(k);
+  }
+  auto wants = [&](const std::string& kind) {
+    if (only.empty()) return true;
+    for (const auto& o : only)
+      if (kind.rfind(o, 0) == 0) return true;
+    return false;
+  };
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  json actions = json::array();
+  if (!snap) return reply->Result(actions);
+  auto it = snap->by_file.find(path);
+  if (it == snap->by_file.end()) return reply->Result(actions);
+  json all_edits = json::array();
+  for (const Placed& p : it->second) {
+    const LocatedFinding& lf = snap->scan->findings[p.finding];
+    SourceRange r;
+    ByteRange b;
+    bool stale;
+    if (!RangeOf(path, p, lf, &r, &b, nullptr, &stale) || stale) continue;
+    if (wants("quickfix") && r.start.line <= last && r.end.line >= first) {
+      json diag = {{"range", RangeJson(r)},
+                   {"code", lf.finding.code},
+                   {"source", "ttap"},
+                   {"message", lf.finding.name + ": " + lf.finding.message}};
+      for (auto& a : FixesFor(uri, path, p, lf, diag, !resolve_code_actions_)) actions.push_back(a);
+    }
+    if (wants("source.fixAll.ttap") && !only.empty()) {
+      for (auto& a : FixesFor(uri, path, p, lf, nullptr, true)) {
+        if (a.value("isPreferred", false))
+          for (auto& e : a["edit"]["changes"][uri]) all_edits.push_back(e);
+      }
+    }
+  }
+  if (!all_edits.empty()) {
+    actions.push_back({{"title", "ttap: apply every safe fix in this file"},
+                       {"kind", "source.fixAll.ttap"},
+                       {"edit", {{"changes", {{uri, all_edits}}}}}});
+  }
+  reply->Result(actions);
+}
+
+void Session::OnCodeActionResolve(const json& action, Reply reply) {
+  json resolved = action;
+  if (!action.contains("data")) return reply->Result(resolved);
+  const std::string uri = action["data"].at("uri");
+  size_t index = action["data"].at("finding");
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  if (!snap || index >= snap->scan->findings.size())
+    return reply->Error(kContentModified, "the analysis changed");
+  const std::string path = UriToPath(uri);
+  auto it = snap->by_file.find(path);
+  if (it == snap->by_file.end()) return reply->Error(kContentModified, "the analysis changed");
+  for (const Placed& p : it->second) {
+    if (p.finding != index) continue;
+    for (auto& a : FixesFor(uri, path, p, snap->scan->findings[index], nullptr, true)) {
+      if (a["title"] == action["data"].value("title", "")) {
+        resolved["edit"] = a["edit"];
+        return reply->Result(resolved);
+      }
+    }
+  }
+  reply->Error(kContentModified, "the fix no longer applies to this buffer");
+}
+
+// ---- Code lens and commands ----
+
+void Session::OnCodeLens(const json& params, Reply reply) {
+  const std::string path = UriToPath(params.at("textDocument").at("uri"));
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  json lenses = json::array();
+  auto src = SourceFor(path);
+  if (!snap || !src) return reply->Result(lenses);
+  auto it = snap->by_file.find(path);
+  if (it == snap->by_file.end()) return reply->Result(lenses);
+  // One lens per enclosing function (or the module's first line), summing its findings.
+  std::map<uint32_t, std::pair<double, double>> per_scope;  // start byte -> (share, ms/step)
+  for (const Placed& p : it->second) {
+    const Finding& f = snap->scan->findings[p.finding].finding;
+    TSNode stmt = StatementAtLine(*src, p.line - 1);
+    uint32_t at = 0;
+    if (!IsNull(stmt)) {
+      TSNode scope = EnclosingScope(stmt);
+      if (NodeType(scope) == "function_definition") at = ts_node_start_byte(scope);
+    }
+    auto& acc = per_scope[at];
+    acc.first += f.share_of_step;
+    acc.second += f.time_lost_us_per_step / 1000.0;
+  }
+  for (const auto& [at, acc] : per_scope) {
+    SourcePosition pos = src->ToPosition(at, encoding_);
+    char title[128];
+    std::snprintf(title, sizeof(title), "ttap: %s of the step lost here · %.1f ms/step",
+                  FormatPercent(std::min(1.0, acc.first)).c_str(), acc.second);
+    lenses.push_back({{"range", RangeJson({pos, pos})},
+                      {"command", {{"title", title}, {"command", "ttap.showTraceSummary"}}}});
+  }
+  reply->Result(lenses);
+}
+
+std::string Session::SummaryMarkdown() {
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  if (!snap) return "No trace analysed yet.";
+  const Trace& t = *snap->scan->trace;
+  TraceSummary s = Summarize(t, 5);
+  std::string md = "**" + snap->trace_path + "** (rank " + std::to_string(t.rank) + ", " +
+                   s.device_type + ", " + std::to_string(t.steps.size()) + " steps)\n\n";
+  md += "GPU active " + FormatPercent(s.overall.Pct(s.overall.kernel_ns) / 100) +
+        ", data movement " + FormatPercent(s.overall.Pct(s.overall.data_movement_ns) / 100) +
+        ", idle " + FormatPercent(s.overall.Pct(s.overall.idle_ns) / 100) + "\n\n";
+  for (const auto& lf : snap->scan->findings)
+    md += "- " + lf.finding.code + " " + lf.finding.name + ": " + lf.finding.message + "\n";
+  return md;
+}
+
+void Session::OnExecuteCommand(const json& params, Reply reply) {
+  const std::string cmd = params.at("command");
+  if (cmd == "ttap.rescan") {
+    RequestAnalysis(true);
+    return reply->Result(nullptr);
+  }
+  if (cmd == "ttap.showTraceSummary") {
+    std::string md = SummaryMarkdown();
+    out_.Notify("window/showMessage", {{"type", 3}, {"message", md}});
+    return reply->Result({{"markdown", md}});
+  }
+  reply->Error(kInvalidParams, "unknown command " + cmd);
+}
+
+int RunSession(Framer* framer, const ServerOptions& options) {
+  Session session(framer, options);
+  return session.Run();
+}
+
+}  // namespace ttap::lsp

@@ -1,0 +1,314 @@
+// End-to-end JSON-RPC transcripts against the real `ttap lsp` binary over stdio and TCP:
+// lifecycle and error codes, malformed frames, the trace-to-diagnostic flow with hover, code
+// actions and edits that move the squiggle, and the no-trace message.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <random>
+
+#include "fixture_traces.h"
+#include "lsp_client.h"
+#include "test_support.h"
+
+using ttap_test::json;
+using ttap_test::LspClient;
+
+namespace {
+
+std::string TempWorkspace() {
+  char tmpl[] = "/tmp/ttap_lsp_XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+void Write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+const char* kTrainPy =
+    "import torch\n"
+    "from torch.utils.data import DataLoader\n"
+    "\n"
+    "ds = make_dataset()\n"
+    "loader = DataLoader(ds, batch_size=32)\n"
+    "model = make_model()\n"
+    "\n"
+    "\n"
+    "\n"
+    "\n"
+    "# the training loop: é 𝛼\n"
+    "for batch in loader:\n"
+    "    loss = model(batch)\n";
+
+json InitParams(const std::string& root, bool utf8 = false) {
+  json caps = {
+      {"textDocument",
+       {{"publishDiagnostics",
+         {{"relatedInformation", true}, {"codeDescriptionSupport", true}, {"dataSupport", true}}},
+        {"hover", {{"contentFormat", {"markdown"}}}},
+        {"codeAction",
+         {{"codeActionLiteralSupport", {{"codeActionKind", {{"valueSet", {"quickfix"}}}}}}}}}},
+      {"window", {{"workDoneProgress", true}}}};
+  if (utf8) caps["general"] = {{"positionEncodings", {"utf-8", "utf-16"}}};
+  return {{"processId", nullptr},
+          {"rootUri", "file://" + root},
+          {"workspaceFolders", {{{"uri", "file://" + root}, {"name", "ws"}}}},
+          {"capabilities", caps},
+          {"initializationOptions", {{"windows", 20}}}};
+}
+
+}  // namespace
+
+TEST_CASE("lsp: lifecycle and error codes", "[lsp][e2e]") {
+  LspClient c(ttap_test::Binary(), {}, /*quiet_stderr=*/true);
+  // Before initialize: -32002.
+  auto early = c.Call("textDocument/hover", {{"textDocument", {{"uri", "file:///x.py"}}},
+                                             {"position", {{"line", 0}, {"character", 0}}}});
+  REQUIRE(early.contains("error"));
+  CHECK(early["error"]["code"] == -32002);
+  // Invalid JSON: -32700 with a null id.
+  c.SendRaw("Content-Length: 9\r\n\r\n{not json");
+  auto parse =
+      c.WaitFor([](const json& m) { return m.contains("error") && m["error"]["code"] == -32700; });
+  REQUIRE_FALSE(parse.is_null());
+  CHECK(parse["id"].is_null());
+  // Headers: missing Content-Length, duplicate, not a number, over the limit.
+  c.SendRaw("Content-Type: application/json\r\n\r\n");
+  c.SendRaw("Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}");
+  c.SendRaw("Content-Length: abc\r\n\r\n");
+  c.SendRaw("Content-Length: 99999999999\r\n\r\n");
+  for (int i = 0; i < 3; ++i) {
+    auto bad = c.WaitFor(
+        [](const json& m) { return m.contains("error") && m["error"]["code"] == -32700; });
+    REQUIRE_FALSE(bad.is_null());
+  }
+  // The oversized body is being skipped: the server is still reading it; restart for the rest.
+}
+
+TEST_CASE("lsp: initialize, unknown methods, bad params, shutdown and exit codes", "[lsp][e2e]") {
+  std::string root = TempWorkspace();
+  {
+    LspClient c(ttap_test::Binary());
+    auto init = c.Call("initialize", InitParams(root));
+    REQUIRE(init.contains("result"));
+    const json& caps = init["result"]["capabilities"];
+    CHECK(caps["positionEncoding"] == "utf-16");
+    CHECK(caps["textDocumentSync"]["change"] == 2);
+    CHECK(caps["hoverProvider"] == true);
+    CHECK_FALSE(caps.contains("diagnosticProvider"));  // the client declared no pull support
+    auto again = c.Call("initialize", InitParams(root));
+    CHECK(again["error"]["code"] == -32600);
+    c.Notify("initialized", json::object());
+    auto unknown = c.Call("textDocument/frobnicate", json::object());
+    CHECK(unknown["error"]["code"] == -32601);
+    auto bad = c.Call("textDocument/hover", {{"position", 3}});
+    CHECK(bad["error"]["code"] == -32602);
+    CHECK(bad["error"]["message"].get<std::string>().find("textDocument/hover") !=
+          std::string::npos);
+    // A workspace without traces: one info message saying how to record one.
+    auto msg = c.Notification("window/showMessage");
+    REQUIRE_FALSE(msg.is_null());
+    CHECK(msg["params"]["type"] == 3);
+    CHECK(msg["params"]["message"].get<std::string>().find("with_stack=True") != std::string::npos);
+    auto shut = c.Call("shutdown", nullptr);
+    CHECK(shut.contains("result"));
+    auto after = c.Call("textDocument/hover", json::object());
+    CHECK(after["error"]["code"] == -32600);
+    c.Notify("exit", nullptr);
+    CHECK(c.WaitExit() == 0);
+  }
+  {
+    LspClient c(ttap_test::Binary());
+    c.Call("initialize", InitParams(root));
+    c.Notify("exit", nullptr);  // exit without shutdown: exit code 1
+    CHECK(c.WaitExit() == 1);
+  }
+  {
+    LspClient c(ttap_test::Binary());
+    auto init = c.Call("initialize", InitParams(root, /*utf8=*/true));
+    CHECK(init["result"]["capabilities"]["positionEncoding"] == "utf-8");
+  }
+}
+
+TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick fixes",
+          "[lsp][e2e]") {
+  std::string root = TempWorkspace();
+  Write(root + "/train.py", kTrainPy);
+  mkdir((root + "/log").c_str(), 0755);
+  Write(root + "/log/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
+  LspClient c(ttap_test::Binary(), {"--stdio"});
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  const std::string uri = "file://" + root + "/train.py";
+  auto pub = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri;
+  });
+  REQUIRE_FALSE(pub.is_null());
+  REQUIRE(pub["params"]["diagnostics"].size() >= 1);
+  const json d = pub["params"]["diagnostics"][0];
+  CHECK(d["code"] == "TTA001");
+  CHECK(d["source"] == "ttap");
+  CHECK(d["severity"] == 1);                 // over half of every step
+  CHECK(d["range"]["start"]["line"] == 11);  // `for batch in loader:` (0-based)
+  CHECK(d["codeDescription"]["href"].get<std::string>().find("#tta001-dataloader-stall") !=
+        std::string::npos);
+  // Progress and status were reported.
+  auto status = c.WaitFor([](const json& m) {
+    return m.value("method", "") == "ttap/status" && m["params"]["state"] == "ready";
+  });
+  REQUIRE_FALSE(status.is_null());
+  CHECK(status["params"]["findings"].get<int>() >= 1);
+  // Open the file; hover on the flagged line shows the numbers.
+  c.Notify("textDocument/didOpen",
+           {{"textDocument",
+             {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}});
+  auto hover = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
+                                             {"position", {{"line", 11}, {"character", 2}}}});
+  REQUIRE(hover["result"].is_object());
+  std::string md = hover["result"]["contents"]["value"];
+  CHECK(md.find("TTA001 dataloader-stall") != std::string::npos);
+  CHECK(md.find("ms") != std::string::npos);
+  CHECK(md.find("%") != std::string::npos);
+  CHECK(md.find("GPU busy") != std::string::npos);
+  auto nothing = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
+                                               {"position", {{"line", 0}, {"character", 0}}}});
+  CHECK(nothing["result"].is_null());
+  // Code actions: the DataLoader fix.
+  auto actions = c.Call(
+      "textDocument/codeAction",
+      {{"textDocument", {{"uri", uri}}},
+       {"range",
+        {{"start", {{"line", 11}, {"character", 0}}}, {"end", {{"line", 11}, {"character", 5}}}}},
+       {"context", {{"diagnostics", json::array({d})}}}});
+  REQUIRE(actions["result"].is_array());
+  REQUIRE_FALSE(actions["result"].empty());
+  bool preferred = false;
+  for (const auto& a : actions["result"]) {
+    CHECK(a["kind"] == "quickfix");
+    if (a.value("isPreferred", false)) preferred = true;
+    REQUIRE(a.contains("edit"));
+    CHECK(a["edit"]["changes"].contains(uri));
+  }
+  CHECK(preferred);
+  // Two lines inserted above: the squiggle moves with its line.
+  c.Notify(
+      "textDocument/didChange",
+      {{"textDocument", {{"uri", uri}, {"version", 2}}},
+       {"contentChanges",
+        {{{"range",
+           {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
+          {"text", "# one\n# two\n"}}}}});
+  auto moved = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && m["params"].value("version", 0) == 2;
+  });
+  REQUIRE_FALSE(moved.is_null());
+  REQUIRE_FALSE(moved["params"]["diagnostics"].empty());
+  CHECK(moved["params"]["diagnostics"][0]["range"]["start"]["line"] == 13);
+  c.Call("shutdown", nullptr);
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+}
+
+TEST_CASE("lsp: --listen serves sessions over TCP; exit ends one session, not the server",
+          "[lsp][e2e][tcp]") {
+  int port = 20000 + (getpid() % 20000);
+  LspClient server(ttap_test::Binary(), {"--listen", "127.0.0.1:" + std::to_string(port)});
+  auto connect = [&]() {
+    for (int i = 0; i < 100; ++i) {
+      int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(port));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+      close(fd);
+      usleep(50000);
+    }
+    return -1;
+  };
+  std::string root = TempWorkspace();
+  for (int session = 0; session < 2; ++session) {
+    int fd = connect();
+    REQUIRE(fd >= 0);
+    LspClient c(fd, -1);
+    auto init = c.Call("initialize", InitParams(root));
+    REQUIRE(init.contains("result"));
+    c.Call("shutdown", nullptr);
+    c.Notify("exit", nullptr);
+  }
+  CHECK(server.alive());
+}
+
+TEST_CASE("lsp: --socket connects to a listening client", "[lsp][e2e][tcp]") {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = 0;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  REQUIRE(listen(listener, 1) == 0);
+  socklen_t len = sizeof(a);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  LspClient proc(ttap_test::Binary(), {"--socket=" + std::to_string(port)});
+  int fd = accept(listener, nullptr, nullptr);
+  REQUIRE(fd >= 0);
+  close(listener);
+  LspClient c(fd, -1);
+  auto init = c.Call("initialize", InitParams(TempWorkspace()));
+  REQUIRE(init.contains("result"));
+  c.Call("shutdown", nullptr);
+  c.Notify("exit", nullptr);
+  CHECK(proc.WaitExit() == 0);
+}
+
+TEST_CASE("lsp: thousands of random and mutated frames never bring the server down",
+          "[lsp][fuzz]") {
+  LspClient c(ttap_test::Binary(), {}, /*quiet_stderr=*/true);
+  c.Call("initialize", InitParams(TempWorkspace()));
+  std::mt19937 rng(1234);
+  const std::vector<std::string> seeds = {
+      R"({"jsonrpc":"2.0","id":1,"method":"textDocument/hover","params":{"textDocument":{"uri":"file:///a.py"},"position":{"line":0,"character":0}}})",
+      R"({"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///a.py","version":1,"text":"x"}}})",
+      R"({"jsonrpc":"2.0","id":"s","method":"textDocument/codeAction","params":{"textDocument":{"uri":"file:///a.py"},"range":{"start":{"line":0,"character":0},"end":{"line":0,"character":1}},"context":{"diagnostics":[]}}})",
+      R"({"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{"uri":"file:///a.py","version":2},"contentChanges":[{"range":{"start":{"line":0,"character":0},"end":{"line":0,"character":1}},"text":"y\n"}]}})"};
+  for (int i = 0; i < 3000; ++i) {
+    std::string body = seeds[rng() % seeds.size()];
+    int mutations = rng() % 4;
+    for (int m = 0; m < mutations && !body.empty(); ++m) {
+      size_t at = rng() % body.size();
+      switch (rng() % 3) {
+        case 0:
+          body[at] = static_cast<char>(rng() % 256);
+          break;
+        case 1:
+          body.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          body.insert(at, std::string(1 + rng() % 4, "{}[]\":,0a\\"[rng() % 10]));
+          break;
+      }
+    }
+    if (rng() % 50 == 0) {
+      c.SendRaw("Content-Length: " + std::to_string(rng() % 100) + "\r\n\r\n" + body);
+    } else {
+      c.SendRaw("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    }
+    if (i % 50 == 0) c.Drain();
+  }
+  c.Drain();
+  // Re-synchronise (a frame whose Content-Length overstated its body may still be open), then
+  // the server must still answer.
+  c.SendRaw(std::string(200, ' ') + "\r\n\r\n");
+  bool answered = false;
+  for (int i = 0; i < 3 && !answered; ++i) {
+    auto r = c.Call("textDocument/hover",
+                    {{"textDocument", {{"uri", "file:///nothing.py"}}},
+                     {"position", {{"line", 0}, {"character", 0}}}},
+                    10000);
+    answered = r.contains("result") || r.contains("error");
+  }
+  CHECK(answered);
+  CHECK(c.alive());
+}
