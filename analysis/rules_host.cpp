@@ -164,28 +164,39 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
     if (cursor < step.end_ns) gaps.push_back({cursor, step.end_ns});
     std::map<std::string, Finding> by_cause;
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    // One pass over the step: the user-level CPU ops (sorted by start; on one thread they do not
+    // overlap) and the data-loading / synchronisation intervals that explain gaps elsewhere.
+    struct Op {
+      int64_t start, end;
+      int32_t row;
+    };
+    std::vector<Op> ops;
+    std::vector<Interval> explaining;
+    int64_t longest_op = 0;
+    for (uint32_t i = lo; i < hi; ++i) {
+      std::string_view n = ctx.Name(i);
+      if (ctx.IsDataLoaderName(n) || IsSyncCall(n)) explaining.push_back({ev.ts[i], ev.end(i)});
+      if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
+      if (StartsWith(n, "ProfilerStep#")) continue;
+      if (ctx.TopOp(static_cast<int32_t>(i)) != static_cast<int32_t>(i)) continue;
+      ops.push_back({ev.ts[i], ev.end(i), static_cast<int32_t>(i)});
+      longest_op = std::max(longest_op, ev.dur[i]);
+    }
+    MergeIntervals(&explaining);
     for (const auto& [ga, gb] : gaps) {
       if (gb - ga < min_gap_ns) continue;
-      // The CPU work during the gap: the op with the most overlap among the deepest-level ops
-      // that run then; data loading and synchronisation are other rules' business.
+      // The CPU work during the gap: the user-level op with the most overlap; data loading and
+      // synchronisation are other rules' business.
+      const bool explained = ClippedLength(explaining, ga, gb) * 2 >= gb - ga;
       int32_t best = -1;
       int64_t best_overlap = 0;
-      bool explained = false;
-      for (uint32_t i = lo; i < hi && ev.ts[i] < gb; ++i) {
-        if (ev.end(i) <= ga) continue;
-        std::string_view n = ctx.Name(i);
-        if (ctx.IsDataLoaderName(n) || IsSyncCall(n)) {
-          int64_t ov = std::min(ev.end(i), gb) - std::max(ev.ts[i], ga);
-          if (ov * 2 >= gb - ga) explained = true;
-        }
-        if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
-        if (StartsWith(n, "ProfilerStep#")) continue;
-        int32_t top = ctx.TopOp(static_cast<int32_t>(i));
-        if (top != static_cast<int32_t>(i)) continue;
-        int64_t ov = std::min(ev.end(i), gb) - std::max(ev.ts[i], ga);
+      auto first = std::lower_bound(ops.begin(), ops.end(), ga - longest_op,
+                                    [](const Op& op, int64_t t) { return op.start < t; });
+      for (auto op = first; op != ops.end() && op->start < gb; ++op) {
+        int64_t ov = std::min(op->end, gb) - std::max(op->start, ga);
         if (ov > best_overlap) {
           best_overlap = ov;
-          best = static_cast<int32_t>(i);
+          best = op->row;
         }
       }
       if (explained) continue;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -138,7 +139,10 @@ nlohmann::json EvidenceJson(const Finding& f) {
 ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   ScanResult r;
   r.trace_path = trace->path;
+  auto t0 = std::chrono::steady_clock::now();
   r.rules = RunRules(*trace, options.rules);
+  auto t1 = std::chrono::steady_clock::now();
+  r.rules_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   SourceCache& sources = options.sources ? *options.sources : ProcessSourceCache();
   struct timespec trace_mtime;
   const bool have_trace_mtime = ModifiedTime(trace->path, &trace_mtime);
@@ -192,6 +196,8 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
     lf.finding = f;
     r.findings.push_back(std::move(lf));
   }
+  r.mapping_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   r.trace = std::move(trace);
   return r;
 }
@@ -355,6 +361,7 @@ std::string CurrentDir() {
 int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   std::string target, workspace_dir, format = "text";
   Severity min_severity = Severity::kInfo;
+  bool timing = false;
   int windows = config.windows;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -372,6 +379,8 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       }
     } else if (a == "--json") {
       format = "json";
+    } else if (a == "--timing") {
+      timing = true;
     } else if (a == "--min-severity") {
       if (!next(&v) || !ParseSeverity(v, &min_severity)) {
         return UsageError("--min-severity is error, warning, info or hint");
@@ -414,12 +423,21 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       LoadOptions lo;
       lo.threads = files.size() == 1 ? config.threads : 1;
       lo.window_count = windows;
+      auto load_start = std::chrono::steady_clock::now();
       auto t = LoadTrace(files[k], lo);
       if (!t.ok()) {
         errors[k] = t.status().message();
         continue;
       }
+      double load_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
+              .count();
       results[k] = ScanTrace(std::move(t.value()), opts);
+      if (timing) {
+        std::fprintf(stderr, "%s: load %.1f ms; rules %.1f ms; mapping %.1f ms (%zu findings)\n",
+                     files[k].c_str(), load_ms, results[k].rules_ms, results[k].mapping_ms,
+                     results[k].findings.size());
+      }
     }
   };
   std::vector<std::thread> pool;

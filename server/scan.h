@@ -39,6 +39,8 @@ struct ScanResult {
   RuleResult rules;
   std::vector<LocatedFinding> findings;  // after suppressions and the severity threshold
   size_t suppressed = 0;
+  double rules_ms = 0;    // RunRules
+  double mapping_ms = 0;  // frames, workspace resolution, parsing and range narrowing
 };
 
 struct ScanOptions {

@@ -262,6 +262,9 @@ class Session {
   std::shared_ptr<std::atomic<bool>> current_cancel_;
   std::thread worker_;
   std::thread watcher_;
+  std::mutex index_mu_;
+  std::shared_ptr<WorkspaceIndex> index_;
+  std::string index_key_;
   std::string last_trace_;
   int64_t last_trace_mtime_ = -1;
   bool told_no_trace_ = false;
@@ -386,7 +389,23 @@ void Session::HandleNotification(const std::string& method, const json& params) 
     }
     return;
   }
-  if (method == "workspace/didChangeWatchedFiles") return RequestAnalysis(false);
+  if (method == "workspace/didChangeWatchedFiles") {
+    // Python files keep the cached workspace index current; traces trigger an analysis.
+    bool trace_changed = false;
+    for (const auto& change : params.value("changes", json::array())) {
+      std::string path = UriToPath(change.value("uri", ""));
+      int type = change.value("type", 0);  // 1 created, 2 changed, 3 deleted
+      if (path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0) {
+        std::lock_guard<std::mutex> lock(index_mu_);
+        if (index_ && type == 1) index_->AddFile(path);
+        if (index_ && type == 3) index_->RemoveFile(path);
+      } else {
+        trace_changed = true;
+      }
+    }
+    if (trace_changed) RequestAnalysis(false);
+    return;
+  }
   if (method == "workspace/didChangeWorkspaceFolders") {
     const json& ev = params.at("event");
     std::lock_guard<std::mutex> lock(settings_mu_);
@@ -526,6 +545,7 @@ void Session::OnInitialized() {
   if (watch_registration_) {
     json watchers = json::array();
     for (const auto& g : config_.trace_globs) watchers.push_back({{"globPattern", g}});
+    watchers.push_back({{"globPattern", "**/*.py"}, {"kind", 5}});  // create + delete
     out_.Call("client/registerCapability",
               {{"registrations",
                 {{{"id", "ttap-traces"},
@@ -646,19 +666,31 @@ void Session::RequestAnalysis(bool force) {
   std::lock_guard<std::mutex> lock(work_mu_);
   work_pending_ = true;
   work_force_ = work_force_ || force;
+  // A newer trace (or new settings) makes the analysis in flight pointless: cancel it; the
+  // worker picks up the pending request next. Hovers keep reading the previous snapshot.
+  if (current_cancel_) current_cancel_->store(true);
   work_cv_.notify_all();
 }
 
 std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
   std::vector<std::string> roots, globs;
+  int rank;
   {
     std::lock_guard<std::mutex> lock(settings_mu_);
     roots = roots_;
     globs = config_.trace_globs;
+    rank = rank_;
   }
   std::vector<std::string> found;
   size_t budget = 100000;
   for (const auto& r : roots) FindTraces(r, "", globs, 0, &found, &budget);
+  // Per rank: files named for another rank ("rank-3", "rank_3") are not this session's.
+  std::vector<std::string> mine;
+  for (const auto& f : found) {
+    int r = RankFromFileName(f);
+    if (r < 0 || r == rank) mine.push_back(f);
+  }
+  if (!mine.empty()) found.swap(mine);
   std::string best;
   int64_t best_mtime = -1;
   for (const auto& f : found) {
@@ -788,7 +820,20 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   Status("analyzing", trace);
   std::vector<PathMap> maps;
   for (const auto& [from, to] : config.path_maps) maps.push_back({from, to});
-  WorkspaceIndex index = WorkspaceIndex::Build(roots.empty() ? "." : roots[0], maps);
+  const std::string root = roots.empty() ? "." : roots[0];
+  WorkspaceIndex index;
+  {
+    // The index is cached between analyses and kept current by file events (see
+    // didChangeWatchedFiles); rebuilt only when the root or the path maps change.
+    std::lock_guard<std::mutex> lock(index_mu_);
+    std::string key = root;
+    for (const auto& m : maps) key += "|" + m.from + ">" + m.to;
+    if (!index_ || index_key_ != key) {
+      index_ = std::make_shared<WorkspaceIndex>(WorkspaceIndex::Build(root, maps));
+      index_key_ = key;
+    }
+    index = *index_;
+  }
   FrameFilter filter;
   filter.include = config.user_frames_include;
   filter.exclude = config.user_frames_exclude;
