@@ -194,6 +194,7 @@ class Session {
   void StartWorkers();
   void StopWorkers();
   void RequestAnalysis(bool force);
+  void RequestAnalysisOf(const std::string& trace, int64_t mtime);
   void WorkerLoop();
   void WatchLoop();
   std::string NewestTrace(int64_t* mtime, int64_t* size);
@@ -260,6 +261,8 @@ class Session {
   bool work_force_ = false;
   bool stopping_ = false;
   std::shared_ptr<std::atomic<bool>> current_cancel_;
+  std::string in_flight_trace_;  // the trace the worker is analysing (under work_mu_)
+  int64_t in_flight_mtime_ = -1;
   std::thread worker_;
   std::thread watcher_;
   std::mutex index_mu_;
@@ -666,9 +669,18 @@ void Session::RequestAnalysis(bool force) {
   std::lock_guard<std::mutex> lock(work_mu_);
   work_pending_ = true;
   work_force_ = work_force_ || force;
-  // A newer trace (or new settings) makes the analysis in flight pointless: cancel it; the
-  // worker picks up the pending request next. Hovers keep reading the previous snapshot.
-  if (current_cancel_) current_cancel_->store(true);
+  // New settings make the analysis in flight pointless: cancel it; the worker picks up the
+  // pending request next. Hovers keep reading the previous snapshot.
+  if (force && current_cancel_) current_cancel_->store(true);
+  work_cv_.notify_all();
+}
+
+void Session::RequestAnalysisOf(const std::string& trace, int64_t mtime) {
+  std::lock_guard<std::mutex> lock(work_mu_);
+  if (trace == in_flight_trace_ && mtime == in_flight_mtime_) return;  // already on it
+  work_pending_ = true;
+  // A newer trace than the one being analysed: that analysis is pointless now.
+  if (current_cancel_ && !in_flight_trace_.empty()) current_cancel_->store(true);
   work_cv_.notify_all();
 }
 
@@ -720,9 +732,13 @@ void Session::WatchLoop() {
     int64_t mtime = -1, size = -1;
     std::string newest = NewestTrace(&mtime, &size);
     if (newest.empty()) continue;
-    bool changed = newest != last_trace_ || mtime != last_trace_mtime_;
+    bool changed;
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      changed = newest != last_trace_ || mtime != last_trace_mtime_;
+    }
     if (changed && newest == seen && size == seen_size && mtime == seen_mtime) {
-      RequestAnalysis(false);
+      RequestAnalysisOf(newest, mtime);
     }
     seen = newest;
     seen_size = size;
@@ -758,10 +774,20 @@ void Session::WorkerLoop() {
               "on_trace_ready=torch.profiler.tensorboard_trace_handler(\"./log\")) and call "
               "prof.step() each iteration; ttap picks it up automatically."}});
       }
-    } else if (force || trace != last_trace_ || mtime != last_trace_mtime_) {
+    } else if (force || [&] {
+                 std::lock_guard<std::mutex> lock(work_mu_);
+                 return trace != last_trace_ || mtime != last_trace_mtime_;
+               }()) {
+      {
+        std::lock_guard<std::mutex> lock(work_mu_);
+        in_flight_trace_ = trace;
+        in_flight_mtime_ = mtime;
+      }
       Analyse(trace, mtime, current_cancel_.get());
     }
     std::lock_guard<std::mutex> lock(work_mu_);
+    in_flight_trace_.clear();
+    in_flight_mtime_ = -1;
     current_cancel_.reset();
   }
 }
@@ -861,8 +887,11 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
     std::lock_guard<std::mutex> lock(snap_mu_);
     snapshot_ = snap;
   }
-  last_trace_ = trace;
-  last_trace_mtime_ = mtime;
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    last_trace_ = trace;
+    last_trace_mtime_ = mtime;
+  }
   PublishAll();
   if (progress)
     out_.Notify("$/progress",
