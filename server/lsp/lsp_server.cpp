@@ -173,6 +173,7 @@ class Session {
     std::string trace_path;
     int64_t trace_mtime = 0;
     std::unique_ptr<ScanResult> scan;
+    bool has_gpu = false;  // the trace has GPU activity
     std::map<std::string, std::vector<Placed>> by_file;  // absolute path -> findings
   };
 
@@ -872,6 +873,12 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   snap->trace_path = trace;
   snap->trace_mtime = mtime;
   snap->scan = std::make_unique<ScanResult>(ScanTrace(std::move(loaded.value()), so));
+  for (EventKind k : snap->scan->trace->events.kind) {
+    if (IsGpuKind(k)) {
+      snap->has_gpu = true;
+      break;
+    }
+  }
   for (size_t i = 0; i < snap->scan->findings.size(); ++i) {
     const LocatedFinding& lf = snap->scan->findings[i];
     if (lf.absolute_path.empty() || lf.line <= 0) continue;
@@ -1142,6 +1149,13 @@ json Session::FixesFor(const std::string& uri, const std::string& path, const Pl
   FixRequest req;
   req.recipe = lf.finding.fix;
   req.line = p.line;
+  // What the trace proves: per-parameter fill kernels under zero_grad mean set_to_none was off
+  // (the default before torch 2.0); GPU activity means the step runs on a CUDA/ROCm device.
+  if (lf.finding.code == "TTA005") req.facts["torch_before_2"] = "1";
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    if (snapshot_ && snapshot_->has_gpu) req.facts["device"] = "cuda";
+  }
   auto fixes = ComputeFixes(*src, req);
   if (!fixes.ok()) {
     Log("no mechanical fix for " + lf.finding.code + ": " + fixes.status().message());
