@@ -35,12 +35,6 @@ constexpr const char* kDocsBase =
 
 double Us(int64_t ns) { return ns / 1000.0; }
 
-// GitHub's anchor for the catalogue heading "## TTA001 dataloader-stall".
-std::string RuleDocsUrl(const RuleInfo& ri) {
-  std::string anchor = std::string(ri.code) + "-" + ri.name;
-  for (char& c : anchor) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return std::string(kDocsBase) + anchor;
-}
 double Round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 int SeverityRank(Severity s) {
@@ -135,6 +129,12 @@ nlohmann::json EvidenceJson(const Finding& f) {
 }
 
 }  // namespace
+
+std::string RuleDocsUrl(const std::string& code, const std::string& name) {
+  std::string anchor = code + "-" + name;
+  for (char& c : anchor) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::string(kDocsBase) + anchor;
+}
 
 ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   ScanResult r;
@@ -292,7 +292,7 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
     rules.push_back({{"id", ri.code},
                      {"name", ri.name},
                      {"shortDescription", {{"text", ri.summary}}},
-                     {"helpUri", RuleDocsUrl(ri)}});
+                     {"helpUri", RuleDocsUrl(ri.code, ri.name)}});
   }
   nlohmann::json sarif_results = nlohmann::json::array();
   for (const ScanResult* r : results) {

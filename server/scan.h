@@ -54,6 +54,9 @@ struct ScanOptions {
 // Runs the rules on a loaded trace and locates the findings.
 ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options);
 
+// The catalogue entry's documentation (docs/antipatterns.md, GitHub heading anchor).
+std::string RuleDocsUrl(const std::string& code, const std::string& name);
+
 nlohmann::json ScanResultToJson(const ScanResult& r);
 std::string ScanResultToText(const ScanResult& r);
 nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results);

@@ -173,7 +173,7 @@ class Session {
     std::string trace_path;
     int64_t trace_mtime = 0;
     std::unique_ptr<ScanResult> scan;
-    bool has_gpu = false;  // the trace has GPU activity
+    bool has_gpu = false;                                // the trace has GPU activity
     std::map<std::string, std::vector<Placed>> by_file;  // absolute path -> findings
   };
 
@@ -927,12 +927,6 @@ int LspSeverity(Severity s) {
   return 3;
 }
 
-std::string DocsUrl(const Finding& f) {
-  std::string anchor = f.code + "-" + f.name;
-  for (char& c : anchor) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return "https://github.com/torchtraceap/ttap/blob/main/docs/antipatterns.md#" + anchor;
-}
-
 }  // namespace
 
 bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
@@ -976,7 +970,7 @@ json Session::DiagnosticsFor(const std::string& path) {
               {"message",
                f.name + ": " + f.message +
                    (stale ? " (source changed since the trace; this location may be stale)" : "")}};
-    if (code_description_) d["codeDescription"] = {{"href", DocsUrl(f)}};
+    if (code_description_) d["codeDescription"] = {{"href", RuleDocsUrl(f.code, f.name)}};
     if (related_information_) {
       json rel = json::array();
       for (size_t k = 0; k < f.frames.size() && rel.size() < 8; ++k) {
@@ -1103,7 +1097,7 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
   const RuleInfo* info = FindRule(f.code);
   if (info) md += "Why: " + std::string(info->summary) + ". ";
   if (!f.fix.empty()) md += "Fix: `" + f.fix + "` (quick fix available). ";
-  md += "[Docs](" + DocsUrl(f) + ")";
+  md += "[Docs](" + RuleDocsUrl(f.code, f.name) + ")";
   return md;
 }
 
