@@ -3,6 +3,7 @@
 // non-ASCII and tab-indented lines, re-anchoring after edits, stale findings; and ScanTrace's
 // use of it (line/column/end, stale, file newer than the trace).
 #include "mapping/source_ranges.h"
+#include "server/fixture_traces.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -534,50 +535,6 @@ void SetMtime(const std::string& path, time_t seconds) {
   REQUIRE(utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
 }
 
-// Three steps whose data loading idles the GPU, under the python frame `train.py(LINE): FUNC`.
-std::string StallTrace(int line, const std::string& function) {
-  std::string ev;
-  auto add = [&](const std::string& e) { ev += (ev.empty() ? "" : ",\n") + e; };
-  int corr = 1;
-  for (int s = 0; s < 3; ++s) {
-    double base = 1000 + s * 10000;
-    char buf[512];
-    std::snprintf(
-        buf, sizeof(buf),
-        R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":1,"tid":1,"ts":%.0f,"dur":10000})",
-        s, base);
-    add(buf);
-    std::snprintf(
-        buf, sizeof(buf),
-        R"({"ph":"X","cat":"python_function","name":"train.py(%d): %s","pid":1,"tid":1,"ts":%.0f,"dur":9990})",
-        line, function.c_str(), base + 1);
-    add(buf);
-    std::snprintf(
-        buf, sizeof(buf),
-        R"({"ph":"X","cat":"python_function","name":"torch/utils/data/dataloader.py(630): __next__","pid":1,"tid":1,"ts":%.0f,"dur":6000})",
-        base + 2);
-    add(buf);
-    std::snprintf(
-        buf, sizeof(buf),
-        R"({"ph":"X","cat":"user_annotation","name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","pid":1,"tid":1,"ts":%.0f,"dur":5990})",
-        base + 3);
-    add(buf);
-    for (int k = 0; k < 30; ++k) {
-      std::snprintf(
-          buf, sizeof(buf),
-          R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%.0f,"dur":5,"args":{"correlation":%d}})",
-          base + 6100 + k * 10, corr);
-      add(buf);
-      std::snprintf(
-          buf, sizeof(buf),
-          R"({"ph":"X","cat":"kernel","name":"volta_h884gemm","pid":0,"tid":7,"ts":%.0f,"dur":120,"args":{"correlation":%d,"stream":7,"device":0}})",
-          base + 6110 + k * 125, corr);
-      add(buf);
-      ++corr;
-    }
-  }
-  return "{\"traceEvents\": [\n" + ev + "\n]}";
-}
 
 const LocatedFinding* Stall(const ScanResult& r) {
   for (const LocatedFinding& lf : r.findings) {
@@ -600,7 +557,7 @@ TEST_CASE("scan: findings are narrowed, re-anchored or marked stale", "[mapping]
       "    for step, (x, y) in enumerate(lädt):\n"
       "        größe += x.numel()\n";
   const int loop_line = 6;
-  WriteFile(dir + "/trace.json", StallTrace(loop_line, "main"));
+  WriteFile(dir + "/trace.json", ttap_test::StallTrace(loop_line, "main"));
   WriteFile(dir + "/train.py", train);
   SetMtime(dir + "/trace.json", 2000000000);
   SetMtime(dir + "/train.py", 1900000000);  // older than the trace

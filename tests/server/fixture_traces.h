@@ -6,8 +6,9 @@
 
 namespace ttap_test {
 
-// Three steps whose data loading (inside `for batch in loader:` at train.py line 12) idles the GPU.
-inline std::string StallTrace() {
+// Three steps whose data loading idles the GPU, under the python frame `train.py(LINE): FUNC`
+// (by default `for batch in loader:` at module level, line 12).
+inline std::string StallTrace(int line = 12, const std::string& function = "<module>") {
   std::string ev;
   auto add = [&](const std::string& e) { ev += (ev.empty() ? "" : ",\n") + e; };
   int corr = 1;
@@ -21,8 +22,8 @@ inline std::string StallTrace() {
     add(buf);
     std::snprintf(
         buf, sizeof(buf),
-        R"({"ph":"X","cat":"python_function","name":"train.py(12): <module>","pid":1,"tid":1,"ts":%.0f,"dur":9990})",
-        base + 1);
+        R"({"ph":"X","cat":"python_function","name":"train.py(%d): %s","pid":1,"tid":1,"ts":%.0f,"dur":9990})",
+        line, function.c_str(), base + 1);
     add(buf);
     std::snprintf(
         buf, sizeof(buf),
