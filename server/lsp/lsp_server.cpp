@@ -847,7 +847,15 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   Status("analyzing", trace);
   std::vector<PathMap> maps;
   for (const auto& [from, to] : config.path_maps) maps.push_back({from, to});
-  const std::string root = roots.empty() ? "." : roots[0];
+  // With several workspace folders, frames resolve in the folder that holds the trace.
+  std::string root = roots.empty() ? "." : roots[0];
+  size_t longest = 0;
+  for (const auto& r : roots) {
+    if (trace.rfind(r + "/", 0) == 0 && r.size() > longest) {
+      longest = r.size();
+      root = r;
+    }
+  }
   WorkspaceIndex index;
   {
     // The index is cached between analyses and kept current by file events (see
