@@ -245,6 +245,8 @@ TraceSummary Summarize(const Trace& trace, size_t top_n) {
       ss.memset_ns += ev.dur[i];
     }
   }
+  // MTIA traces without deviceProperties still carry their device category.
+  if (trace.strings.Find("mtia_ccp_events") != kEmptyString) mtia = true;
   if (amd || hip)
     s.device_type = "AMD GPU";
   else if (nvidia || (cuda && any_gpu))
