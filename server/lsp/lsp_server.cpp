@@ -203,6 +203,8 @@ class Session {
   void Status(const std::string& state, const std::string& detail = "");
   // Diagnostics.
   json DiagnosticsFor(const std::string& path);
+  // A copy of the findings placed in |path| (their lines move with edits under snap_mu_).
+  std::vector<Placed> PlacedIn(const Snapshot& snap, const std::string& path);
   void PublishAll();
   // Features.
   void OnHover(const json& params, Reply reply);
@@ -954,6 +956,12 @@ bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFin
   return true;
 }
 
+std::vector<Session::Placed> Session::PlacedIn(const Snapshot& snap, const std::string& path) {
+  std::lock_guard<std::mutex> lock(snap_mu_);
+  auto it = snap.by_file.find(path);
+  return it == snap.by_file.end() ? std::vector<Placed>() : it->second;
+}
+
 json Session::DiagnosticsFor(const std::string& path) {
   std::shared_ptr<Snapshot> snap;
   {
@@ -964,7 +972,7 @@ json Session::DiagnosticsFor(const std::string& path) {
   if (!snap) return diags;
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return diags;
-  for (const Placed& p : it->second) {
+  for (const Placed& p : PlacedIn(*snap, path)) {
     const LocatedFinding& lf = snap->scan->findings[p.finding];
     const Finding& f = lf.finding;
     SourceRange r;
@@ -1122,7 +1130,7 @@ void Session::OnHover(const json& params, Reply reply) {
   if (it == snap->by_file.end()) return reply->Result(nullptr);
   std::string md;
   json range;
-  for (const Placed& p : it->second) {
+  for (const Placed& p : PlacedIn(*snap, path)) {
     const LocatedFinding& lf = snap->scan->findings[p.finding];
     SourceRange r;
     ByteRange b;
@@ -1205,7 +1213,7 @@ void Session::OnCodeAction(const json& params, Reply reply) {
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return reply->Result(actions);
   json all_edits = json::array();
-  for (const Placed& p : it->second) {
+  for (const Placed& p : PlacedIn(*snap, path)) {
     const LocatedFinding& lf = snap->scan->findings[p.finding];
     SourceRange r;
     ByteRange b;
@@ -1248,7 +1256,7 @@ void Session::OnCodeActionResolve(const json& action, Reply reply) {
   const std::string path = UriToPath(uri);
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return reply->Error(kContentModified, "the analysis changed");
-  for (const Placed& p : it->second) {
+  for (const Placed& p : PlacedIn(*snap, path)) {
     if (p.finding != index) continue;
     for (auto& a : FixesFor(uri, path, p, snap->scan->findings[index], nullptr, true)) {
       if (a["title"] == action["data"].value("title", "")) {
@@ -1276,7 +1284,7 @@ void Session::OnCodeLens(const json& params, Reply reply) {
   if (it == snap->by_file.end()) return reply->Result(lenses);
   // One lens per enclosing function (or the module's first line), summing its findings.
   std::map<uint32_t, std::pair<double, double>> per_scope;  // start byte -> (share, ms/step)
-  for (const Placed& p : it->second) {
+  for (const Placed& p : PlacedIn(*snap, path)) {
     const Finding& f = snap->scan->findings[p.finding].finding;
     TSNode stmt = StatementAtLine(*src, p.line - 1);
     uint32_t at = 0;
