@@ -201,6 +201,11 @@ class Session {
   std::string NewestTrace(int64_t* mtime, int64_t* size);
   void Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel);
   void Status(const std::string& state, const std::string& detail = "");
+  // A log line to stderr and to the client's log (window/logMessage, type Log).
+  void ClientLog(const std::string& message) {
+    Log(message);
+    out_.Notify("window/logMessage", {{"type", 4}, {"message", "ttap: " + message}});
+  }
   // Diagnostics.
   json DiagnosticsFor(const std::string& path);
   // A copy of the findings placed in |path| (their lines move with edits under snap_mu_).
@@ -834,7 +839,7 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   auto loaded = LoadTrace(trace, lo);
   if (!loaded.ok()) {
     // A trace still being written is not an error to show: the watcher retries.
-    Log(loaded.status().message());
+    ClientLog(loaded.status().message());
     if (progress)
       out_.Notify("$/progress", {{"token", token},
                                  {"value", {{"kind", "end"}, {"message", "not readable yet"}}}});
@@ -916,6 +921,9 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
                  {"value",
                   {{"kind", "end"},
                    {"message", std::to_string(snap->scan->findings.size()) + " findings"}}}});
+  ClientLog("analysed " + trace + ": " + std::to_string(snap->scan->findings.size()) +
+            " findings (rules " + std::to_string(static_cast<int>(snap->scan->rules_ms)) +
+            " ms, mapping " + std::to_string(static_cast<int>(snap->scan->mapping_ms)) + " ms)");
   Status("ready");
 }
 
@@ -1168,7 +1176,7 @@ json Session::FixesFor(const std::string& uri, const std::string& path, const Pl
   }
   auto fixes = ComputeFixes(*src, req);
   if (!fixes.ok()) {
-    Log("no mechanical fix for " + lf.finding.code + ": " + fixes.status().message());
+    ClientLog("no mechanical fix for " + lf.finding.code + ": " + fixes.status().message());
     return actions;
   }
   for (const QuickFix& fx : *fixes) {
