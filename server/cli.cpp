@@ -15,6 +15,7 @@
 #include "analysis/trace_stats.h"
 #include "server/cli_util.h"
 #include "server/config.h"
+#include "server/gen_command.h"
 #include "server/lsp/lsp_main.h"
 #include "server/models_loader.h"
 #include "server/scan.h"
@@ -43,6 +44,8 @@ constexpr const char* kUsage =
     "        responsible, the time it costs per step and the fix; a directory is scanned in\n"
     "        parallel with a summary table. Exit code 1 when findings at or above LEVEL\n"
     "        (default info) remain; `# ttap: ignore[TTA005]` on a line suppresses them\n"
+    "  gen --out DIR --seed S [--count N]\n"
+    "        write N (default 40) simulated training/inference traces with ground-truth labels\n"
     "  lsp [--stdio | --socket=PORT | --listen HOST:PORT]\n"
     "        the language server (LSP 3.17): diagnostics, hovers, quick fixes and code lenses\n"
     "        from the newest trace in the workspace; stdio by default\n"
@@ -197,6 +200,7 @@ int RunCli(int argc, char** argv) {
   }
   if (command == "stats") return RunStats(rest, *config);
   if (command == "scan") return RunScanCommand(rest, *config);
+  if (command == "gen") return RunGenCommand(rest);
   if (command == "lsp") return lsp::RunLspCommand(rest);
   if (command == "doctor") {
     std::printf("ttap %s\nconfig: %s\n", TTAP_VERSION,
