@@ -333,7 +333,11 @@ class Sim {
   // ---- the loop ----
   void Forward() {
     int k = 0;
-    for (auto& [type, scale] : layers_) {
+    for (const auto& layer : layers_) {
+      // Plain copies, not structured bindings: lambdas below capture them (C++17 forbids
+      // capturing bindings, which clang enforces).
+      const auto type = layer.first;
+      const double scale = layer.second;
       ++k;
       switch (type) {
         case Layer::kConv:
