@@ -2,7 +2,9 @@
 // cause key that merges findings across steps, name tests. Internal to analysis/.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -35,6 +37,21 @@ inline Finding MakeRawFinding(const RuleContext& ctx, const char* code, int step
   f.per_step.emplace_back(step_number, lost_us);
   f.anchor_row = anchor_row;
   f.cause_key = std::move(cause_key);
+  return f;
+}
+
+// The raw finding of |key| in |by_cause| (one step's findings by cause), created on first use,
+// its extent widened to cover [a, b).
+inline Finding& CauseFinding(std::map<std::string, Finding>* by_cause, const RuleContext& ctx,
+                             const char* code, int step, int64_t a, int64_t b, int32_t anchor,
+                             const std::string& key) {
+  auto it = by_cause->find(key);
+  if (it == by_cause->end()) {
+    it = by_cause->emplace(key, MakeRawFinding(ctx, code, step, a, b, 0, anchor, key)).first;
+  }
+  Finding& f = it->second;
+  f.start_ns = std::min(f.start_ns, a);
+  f.end_ns = std::max(f.end_ns, b);
   return f;
 }
 

@@ -116,16 +116,8 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
       const uint32_t r = sc.comm_rows[k];
       const int32_t op = CollectiveOp(ctx, r);
       std::string key = op >= 0 ? CauseKey(ctx, op) : "(launch not traced)";
-      auto it = by_cause.find(key);
-      if (it == by_cause.end()) {
-        it = by_cause
-                 .emplace(key, MakeRawFinding(ctx, "TTA011", static_cast<int>(s), ev.ts[r],
-                                              ev.end(r), 0, op, key))
-                 .first;
-      }
-      Finding& f = it->second;
-      f.start_ns = std::min(f.start_ns, ev.ts[r]);
-      f.end_ns = std::max(f.end_ns, ev.end(r));
+      Finding& f =
+          CauseFinding(&by_cause, ctx, "TTA011", static_cast<int>(s), ev.ts[r], ev.end(r), op, key);
       f.per_step[0].second += sc.exposed_ns[k] / 1000.0;
       AccumulateNumber(&f, "collectives", 1);
       AccumulateNumber(&f, "comm_us", ev.dur[r] / 1000.0);

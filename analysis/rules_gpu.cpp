@@ -56,14 +56,7 @@ struct StepFindings {
   Finding& For(const RuleContext& ctx, const char* code, int step, int64_t a, int64_t b,
                int32_t anchor) {
     std::string key = anchor >= 0 ? CauseKey(ctx, anchor) : "(launch not traced)";
-    auto it = by_cause.find(key);
-    if (it == by_cause.end()) {
-      it = by_cause.emplace(key, MakeRawFinding(ctx, code, step, a, b, 0, anchor, key)).first;
-    }
-    Finding& f = it->second;
-    f.start_ns = std::min(f.start_ns, a);
-    f.end_ns = std::max(f.end_ns, b);
-    return f;
+    return CauseFinding(&by_cause, ctx, code, step, a, b, anchor, key);
   }
   void Flush(const AnalysedStep& step, double min_share, std::vector<Finding>* out) {
     if (step.duration() <= 0 || lost_us * 1000.0 < min_share * step.duration()) return;

@@ -48,17 +48,9 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
       const double load_us = (b - a) / 1000.0;
       const double idle_us = ctx.has_gpu() ? ctx.GpuIdle(a, b) / 1000.0 : load_us;
       std::string key = CauseKey(ctx, static_cast<int32_t>(i));
-      auto it = by_cause.find(key);
-      if (it == by_cause.end()) {
-        it = by_cause
-                 .emplace(key, MakeRawFinding(ctx, "TTA001", static_cast<int>(s), a, b, 0,
-                                              static_cast<int32_t>(i), key))
-                 .first;
-      }
-      Finding& f = it->second;
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA001", static_cast<int>(s), a, b,
+                                static_cast<int32_t>(i), key);
       f.per_step[0].second += idle_us;
-      f.start_ns = std::min(f.start_ns, a);
-      f.end_ns = std::max(f.end_ns, b);
       AddNumber(
           &f, "dataloader_us",
           (f.evidence.count("dataloader_us") ? f.evidence["dataloader_us"].number : 0) + load_us);
@@ -116,17 +108,9 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
         }
       }
       std::string key = CauseKey(ctx, anchor);
-      auto it = by_cause.find(key);
-      if (it == by_cause.end()) {
-        it = by_cause
-                 .emplace(key, MakeRawFinding(ctx, "TTA002", static_cast<int>(s), ev.ts[i], resume,
-                                              0, anchor, key))
-                 .first;
-      }
-      Finding& f = it->second;
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA002", static_cast<int>(s), ev.ts[i], resume,
+                                anchor, key);
       f.per_step[0].second += drain / 1000.0;
-      f.start_ns = std::min(f.start_ns, ev.ts[i]);
-      f.end_ns = std::max(f.end_ns, resume);
       AddNumber(&f, "syncs", (f.evidence.count("syncs") ? f.evidence["syncs"].number : 0) + 1);
       AddNumber(&f, "gpu_drain_us",
                 (f.evidence.count("gpu_drain_us") ? f.evidence["gpu_drain_us"].number : 0) +
@@ -201,17 +185,8 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       }
       if (explained) continue;
       std::string key = best >= 0 ? CauseKey(ctx, best) : "(no CPU op)";
-      auto f_it = by_cause.find(key);
-      if (f_it == by_cause.end()) {
-        f_it = by_cause
-                   .emplace(key, MakeRawFinding(ctx, "TTA008", static_cast<int>(s), ga, gb, 0, best,
-                                                key))
-                   .first;
-      }
-      Finding& f = f_it->second;
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA008", static_cast<int>(s), ga, gb, best, key);
       f.per_step[0].second += (gb - ga) / 1000.0;
-      f.start_ns = std::min(f.start_ns, ga);
-      f.end_ns = std::max(f.end_ns, gb);
       AddNumber(&f, "gaps", (f.evidence.count("gaps") ? f.evidence["gaps"].number : 0) + 1);
       AddNumber(
           &f, "longest_gap_us",

@@ -81,20 +81,6 @@ int32_t LaunchingOp(const RuleContext& ctx, int32_t row) {
   return top >= 0 ? top : row;
 }
 
-// Finds or creates the raw finding of |key| in |by_cause|.
-Finding& CauseFinding(std::map<std::string, Finding>& by_cause, const RuleContext& ctx,
-                      const char* code, int step, int64_t a, int64_t b, int32_t anchor,
-                      const std::string& key) {
-  auto it = by_cause.find(key);
-  if (it == by_cause.end()) {
-    it = by_cause.emplace(key, MakeRawFinding(ctx, code, step, a, b, 0, anchor, key)).first;
-  }
-  Finding& f = it->second;
-  f.start_ns = std::min(f.start_ns, a);
-  f.end_ns = std::max(f.end_ns, b);
-  return f;
-}
-
 }  // namespace
 
 // TTA003. A copy from or to pageable host memory cannot overlap with compute: the driver stages
@@ -123,7 +109,7 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
                       int64_t copy_ns, std::string_view what) {
       int32_t anchor = launch >= 0 ? LaunchingOp(ctx, launch) : -1;
       std::string key = anchor >= 0 ? CauseKey(ctx, anchor) : "(no launch)";
-      Finding& f = CauseFinding(by_cause, ctx, "TTA003", static_cast<int>(s), a, b, anchor, key);
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA003", static_cast<int>(s), a, b, anchor, key);
       f.per_step[0].second += Us(lost_ns);
       Bump(&f, "copies", 1);
       if (bytes > 0) Bump(&f, "bytes", static_cast<double>(bytes));
@@ -287,7 +273,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       const int64_t lost = (b - a) + std::max<int64_t>(0, drain);
       int32_t anchor = empty_cache ? static_cast<int32_t>(i) : LaunchingOp(ctx, i);
       std::string key = CauseKey(ctx, anchor);
-      Finding& f = CauseFinding(by_cause, ctx, "TTA013", static_cast<int>(s), a,
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA013", static_cast<int>(s), a,
                                 std::max(b, resume), anchor, key);
       f.per_step[0].second += Us(lost);
       // Allocator calls inside the empty_cache region.

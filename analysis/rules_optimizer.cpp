@@ -172,16 +172,9 @@ void DetectZeroGradPerParam(const RuleContext& ctx, const RuleOptions& o,
         if (st.kernels < min_kernels) continue;
         const int64_t idle = ctx.GpuIdle(ev.ts[i], ev.end(i));
         std::string key = CauseKey(ctx, row);
-        auto it = by_cause.find(key);
-        if (it == by_cause.end()) {
-          it = by_cause
-                   .emplace(key, MakeRawFinding(ctx, "TTA005", static_cast<int>(s), ev.ts[i],
-                                                st.gpu_end, 0, row, key))
-                   .first;
-        }
-        Finding& f = it->second;
+        Finding& f = CauseFinding(&by_cause, ctx, "TTA005", static_cast<int>(s), ev.ts[i],
+                                  st.gpu_end, row, key);
         f.per_step[0].second += Us(st.kernel_ns + idle);
-        f.end_ns = std::max(f.end_ns, st.gpu_end);
         AddNumber(&f, "kernels",
                   (f.evidence.count("kernels") ? f.evidence["kernels"].number : 0) +
                       static_cast<double>(st.kernels));
@@ -298,16 +291,9 @@ void DetectUnfusedOptimizer(const RuleContext& ctx, const RuleOptions& o,
       const int64_t idle = ctx.GpuIdle(ev.ts[row], std::max(ev.end(row), st.gpu_end));
       const int64_t lost = std::min(overhead, idle);
       std::string key = CauseKey(ctx, row);
-      auto it = by_cause.find(key);
-      if (it == by_cause.end()) {
-        it = by_cause
-                 .emplace(key, MakeRawFinding(ctx, "TTA006", static_cast<int>(s), ev.ts[row],
-                                              st.gpu_end, 0, row, key))
-                 .first;
-      }
-      Finding& f = it->second;
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA006", static_cast<int>(s), ev.ts[row],
+                                st.gpu_end, row, key);
       f.per_step[0].second += Us(lost);
-      f.end_ns = std::max(f.end_ns, st.gpu_end);
       auto num = [&](const char* k) { return f.evidence.count(k) ? f.evidence[k].number : 0.0; };
       AddNumber(&f, "kernels", num("kernels") + static_cast<double>(st.kernels));
       AddNumber(&f, "update_ops", num("update_ops") + static_cast<double>(st.update_ops));
