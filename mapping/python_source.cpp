@@ -94,22 +94,45 @@ SourcePosition PythonSource::ToPosition(uint32_t byte, PositionEncoding enc) con
   return {line, units};
 }
 
-uint32_t PythonSource::ToByte(SourcePosition pos, PositionEncoding enc) const {
-  if (pos.line < 0) return 0;
-  if (pos.line >= line_count()) return static_cast<uint32_t>(text_.size());
-  uint32_t p = line_starts_[pos.line];
-  uint32_t end = LineStart(pos.line) + static_cast<uint32_t>(LineText(pos.line).size());
+namespace {
+
+// The byte |character| units into the line text[p, end), clamped to the line's end.
+uint32_t AdvanceUnits(std::string_view text, uint32_t p, uint32_t end, int character,
+                      PositionEncoding enc) {
   int units = 0;
-  while (p < end && units < pos.character) {
-    int len = Utf8Length(static_cast<unsigned char>(text_[p]));
+  while (p < end && units < character) {
+    int len = Utf8Length(static_cast<unsigned char>(text[p]));
     int u = enc == PositionEncoding::kUtf8    ? len
             : enc == PositionEncoding::kUtf16 ? (len == 4 ? 2 : 1)
                                               : 1;
-    if (units + u > pos.character) break;  // inside a surrogate pair: stay before it
+    if (units + u > character) break;  // inside a surrogate pair: stay before it
     units += u;
     p += len;
   }
   return p;
+}
+
+}  // namespace
+
+uint32_t PythonSource::ToByte(SourcePosition pos, PositionEncoding enc) const {
+  if (pos.line < 0) return 0;
+  if (pos.line >= line_count()) return static_cast<uint32_t>(text_.size());
+  uint32_t end = LineStart(pos.line) + static_cast<uint32_t>(LineText(pos.line).size());
+  return AdvanceUnits(text_, line_starts_[pos.line], end, pos.character, enc);
+}
+
+uint32_t ByteOffsetInText(std::string_view text, SourcePosition pos, PositionEncoding enc) {
+  if (pos.line < 0) return 0;
+  uint32_t start = 0;
+  const uint32_t size = static_cast<uint32_t>(text.size());
+  for (int line = 0; line < pos.line; ++line) {
+    while (start < size && text[start] != '\n' && text[start] != '\r') ++start;
+    if (start >= size) return size;
+    start += (text[start] == '\r' && start + 1 < size && text[start + 1] == '\n') ? 2 : 1;
+  }
+  uint32_t end = start;
+  while (end < size && text[end] != '\n' && text[end] != '\r') ++end;
+  return AdvanceUnits(text, start, end, pos.character, enc);
 }
 
 std::string ApplyEdits(std::string_view text, std::vector<TextEdit> edits) {

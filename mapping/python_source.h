@@ -81,6 +81,10 @@ class PythonSource {
   std::vector<uint32_t> line_starts_;
 };
 
+// PythonSource::ToByte on plain text, without parsing it (the language server applies
+// incremental edits with it).
+uint32_t ByteOffsetInText(std::string_view text, SourcePosition pos, PositionEncoding enc);
+
 // Applies non-overlapping edits (any order) to |text|.
 std::string ApplyEdits(std::string_view text, std::vector<TextEdit> edits);
 

@@ -601,10 +601,10 @@ void Session::OnDidChange(const json& params) {
       d.text = change.at("text");
       continue;
     }
-    auto src = PythonSource::Parse(d.text);
     SourcePosition a{change["range"]["start"]["line"], change["range"]["start"]["character"]};
     SourcePosition b{change["range"]["end"]["line"], change["range"]["end"]["character"]};
-    uint32_t ba = src->ToByte(a, encoding_), bb = src->ToByte(b, encoding_);
+    uint32_t ba = ByteOffsetInText(d.text, a, encoding_);
+    uint32_t bb = std::max(ba, ByteOffsetInText(d.text, b, encoding_));
     const std::string text = change.at("text");
     d.text.replace(ba, bb - ba, text);
     // Findings below the edit move with their lines.

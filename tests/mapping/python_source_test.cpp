@@ -66,3 +66,16 @@ TEST_CASE("the source cache parses each file version once", "[mapping][source]")
   CHECK(cache.GetFile("/nonexistent/x.py") == nullptr);
   std::remove(path);
 }
+
+TEST_CASE("byte offsets on plain text agree with the parsed source", "[mapping][source]") {
+  const std::string text = "x = 1\r\nname = \"é𝛼\"; loss.item()\nlast";
+  auto s = PythonSource::Parse(text);
+  for (auto enc : {PositionEncoding::kUtf8, PositionEncoding::kUtf16, PositionEncoding::kUtf32}) {
+    for (int line = -1; line <= 4; ++line) {
+      for (int ch = 0; ch <= 30; ++ch) {
+        INFO(line << ":" << ch);
+        CHECK(ByteOffsetInText(text, {line, ch}, enc) == s->ToByte({line, ch}, enc));
+      }
+    }
+  }
+}
