@@ -2,6 +2,7 @@
 // running the binary as a whole process.
 #pragma once
 
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,23 @@ inline std::string ReadFile(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+// A fresh directory under /tmp for one test.
+inline std::string MakeTempDir() {
+  char tmpl[] = "/tmp/ttap_test_XXXXXX";
+  const char* dir = mkdtemp(tmpl);
+  return dir ? dir : "/tmp";
+}
+
+// Writes |text| to |path| (binary); false when it cannot.
+inline bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+// In a Catch2 test: write the file or fail the test.
+#define WriteOrFail(path, text) REQUIRE(ttap_test::WriteFile((path), (text)))
 
 struct RunResult {
   int exit_code = -1;

@@ -3,7 +3,6 @@
 // non-ASCII and tab-indented lines, re-anchoring after edits, stale findings; and ScanTrace's
 // use of it (line/column/end, stale, file newer than the trace).
 #include "mapping/source_ranges.h"
-#include "server/fixture_traces.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +14,9 @@
 
 #include "analysis/trace_loader.h"
 #include "mapping/workspace_index.h"
+#include "server/fixture_traces.h"
 #include "server/scan.h"
+#include "test_support.h"
 
 using namespace ttap;
 
@@ -518,23 +519,10 @@ TEST_CASE("ranges: stale when the function or the statement is gone", "[mapping]
 
 namespace {
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/ttap_ranges_XXXXXX";
-  return mkdtemp(tmpl);
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f);
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
-}
-
 void SetMtime(const std::string& path, time_t seconds) {
   struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
   REQUIRE(utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
 }
-
 
 const LocatedFinding* Stall(const ScanResult& r) {
   for (const LocatedFinding& lf : r.findings) {
@@ -546,7 +534,7 @@ const LocatedFinding* Stall(const ScanResult& r) {
 }  // namespace
 
 TEST_CASE("scan: findings are narrowed, re-anchored or marked stale", "[mapping][ranges][scan]") {
-  std::string dir = TempDir();
+  std::string dir = ttap_test::MakeTempDir();
   // The trace says line 5 in main(): `for step, (x, y) in enumerate(lädt):`.
   const std::string train =
       "from torch.utils.data import DataLoader\n"
@@ -557,8 +545,8 @@ TEST_CASE("scan: findings are narrowed, re-anchored or marked stale", "[mapping]
       "    for step, (x, y) in enumerate(lädt):\n"
       "        größe += x.numel()\n";
   const int loop_line = 6;
-  WriteFile(dir + "/trace.json", ttap_test::StallTrace(loop_line, "main"));
-  WriteFile(dir + "/train.py", train);
+  WriteOrFail(dir + "/trace.json", ttap_test::StallTrace(loop_line, "main"));
+  WriteOrFail(dir + "/train.py", train);
   SetMtime(dir + "/trace.json", 2000000000);
   SetMtime(dir + "/train.py", 1900000000);  // older than the trace
   WorkspaceIndex ws = WorkspaceIndex::Build(dir);
@@ -591,7 +579,7 @@ TEST_CASE("scan: findings are narrowed, re-anchored or marked stale", "[mapping]
   CHECK(cache.parses() == 1);
 
   // Two lines inserted above, the file now newer than the trace: re-anchored to line 8.
-  WriteFile(dir + "/train.py", "import torch\nimport os\n" + train);
+  WriteOrFail(dir + "/train.py", "import torch\nimport os\n" + train);
   SetMtime(dir + "/train.py", 2100000000);
   r = scan();
   f = Stall(r);
@@ -603,7 +591,7 @@ TEST_CASE("scan: findings are narrowed, re-anchored or marked stale", "[mapping]
   // main() renamed: stale, reported at the trace's line, and marked in JSON and text.
   std::string renamed = "import torch\nimport os\n" + train;
   renamed.replace(renamed.find("def main"), 8, "def run");
-  WriteFile(dir + "/train.py", renamed);
+  WriteOrFail(dir + "/train.py", renamed);
   SetMtime(dir + "/train.py", 2200000000);
   r = scan();
   f = Stall(r);
@@ -619,7 +607,7 @@ TEST_CASE("scan: findings are narrowed, re-anchored or marked stale", "[mapping]
   std::string suppressed = "import torch\nimport os\n" + train;
   const std::string header_end = "enumerate(lädt):";
   suppressed.insert(suppressed.find(header_end) + header_end.size(), "  # ttap: ignore[TTA001]");
-  WriteFile(dir + "/train.py", suppressed);
+  WriteOrFail(dir + "/train.py", suppressed);
   SetMtime(dir + "/train.py", 2300000000);
   r = scan();
   CHECK(Stall(r) == nullptr);

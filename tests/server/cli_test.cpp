@@ -12,18 +12,6 @@ namespace {
 
 std::string DataTrace(const std::string& name) { return SourceDir() + "/tests/data/" + name; }
 
-std::string MakeTempDir() {
-  char tmpl[] = "/tmp/ttap_cli_XXXXXX";
-  return mkdtemp(tmpl);
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f);
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
-}
-
 // Drops path-dependent keys so a golden file does not depend on the checkout location.
 void StripPaths(nlohmann::json* j) {
   if (j->is_object()) {
@@ -90,9 +78,9 @@ TEST_CASE("stats text output", "[cli]") {
 }
 
 TEST_CASE("unusable input: one line naming the file, exit code 2", "[cli]") {
-  std::string dir = MakeTempDir();
-  WriteFile(dir + "/notes.json", "these are my notes");
-  WriteFile(dir + "/trunc.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "na)");
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/notes.json", "these are my notes");
+  WriteOrFail(dir + "/trunc.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "na)");
   for (const std::string& f : {dir + "/missing.json", dir + "/notes.json", dir + "/trunc.json"}) {
     INFO(f);
     auto r = RunTtap("stats '" + f + "'");
@@ -108,13 +96,13 @@ TEST_CASE("unusable input: one line naming the file, exit code 2", "[cli]") {
 }
 
 TEST_CASE("a directory of ranks is loaded and ordered by rank", "[cli]") {
-  std::string dir = MakeTempDir();
+  std::string dir = ttap_test::MakeTempDir();
   auto event = [](int rank) {
     return std::string(R"({"distributedInfo": {"rank": )") + std::to_string(rank) +
            R"(, "world_size": 2}, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]})";
   };
-  WriteFile(dir + "/a_worker.pt.trace.json", event(1));
-  WriteFile(dir + "/b_worker.pt.trace.json", event(0));
+  WriteOrFail(dir + "/a_worker.pt.trace.json", event(1));
+  WriteOrFail(dir + "/b_worker.pt.trace.json", event(0));
   auto r = RunTtap("stats --json '" + dir + "'");
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
@@ -128,23 +116,23 @@ TEST_CASE("a directory of ranks is loaded and ordered by rank", "[cli]") {
 }
 
 TEST_CASE("configuration: pyproject [tool.ttap], ttap.toml, --config, flags win", "[cli][config]") {
-  std::string dir = MakeTempDir();
+  std::string dir = ttap_test::MakeTempDir();
   std::string trace = DataTrace("kineto--docs__traces__before_fix_trace.json.gz");
-  WriteFile(dir + "/pyproject.toml", "[project]\nname = \"x\"\n\n[tool.ttap]\nwindows = 7\n");
+  WriteOrFail(dir + "/pyproject.toml", "[project]\nname = \"x\"\n\n[tool.ttap]\nwindows = 7\n");
   auto r = RunTtap("stats --json '" + trace + "'", dir);
   REQUIRE(r.exit_code == 0);
   CHECK(nlohmann::json::parse(r.out)["ranks"][0]["windows"]["count"] == 7);
   auto flag = RunTtap("stats --json --windows 3 '" + trace + "'", dir);
   CHECK(nlohmann::json::parse(flag.out)["ranks"][0]["windows"]["count"] == 3);
-  WriteFile(dir + "/other.toml", "windows = 11\n");
+  WriteOrFail(dir + "/other.toml", "windows = 11\n");
   auto cfg = RunTtap("--config other.toml stats --json '" + trace + "'", dir);
   REQUIRE(cfg.exit_code == 0);
   CHECK(nlohmann::json::parse(cfg.out)["ranks"][0]["windows"]["count"] == 11);
-  WriteFile(dir + "/broken.toml", "windows = = 3\n");
+  WriteOrFail(dir + "/broken.toml", "windows = = 3\n");
   auto broken = RunTtap("--config broken.toml stats '" + trace + "'", dir);
   CHECK(broken.exit_code == 2);
   CHECK(broken.err.find("broken.toml") != std::string::npos);
-  WriteFile(dir + "/bad_value.toml", "windows = 0\n");
+  WriteOrFail(dir + "/bad_value.toml", "windows = 0\n");
   auto bad = RunTtap("--config bad_value.toml stats '" + trace + "'", dir);
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("windows") != std::string::npos);
@@ -165,8 +153,8 @@ TEST_CASE("libtorch stays out of start-up: loaded by dlopen only when asked", "[
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("models: ") != std::string::npos);
   // A module that is not ours gives a clear message instead of a crash.
-  std::string dir = MakeTempDir();
-  WriteFile(dir + "/libttap_models.so", "not an ELF file");
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/libttap_models.so", "not an ELF file");
   FILE* env = popen(
       ("TTAP_MODELS_LIB='" + dir + "/libttap_models.so' '" + ttap_test::Binary() + "' doctor 2>&1")
           .c_str(),

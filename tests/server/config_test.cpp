@@ -7,16 +7,9 @@
 #include <cstdio>
 #include <string>
 
-using namespace ttap;
+#include "test_support.h"
 
-namespace {
-void Write(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f);
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
-}
-}  // namespace
+using namespace ttap;
 
 TEST_CASE("config files", "[config]") {
   char tmpl[] = "/tmp/ttap_cfg_XXXXXX";
@@ -28,15 +21,16 @@ TEST_CASE("config files", "[config]") {
     CHECK(c->source.empty());
   }
   SECTION("pyproject without [tool.ttap] gives defaults") {
-    Write(dir + "/pyproject.toml", "[project]\nname = \"demo\"\n");
+    WriteOrFail(dir + "/pyproject.toml", "[project]\nname = \"demo\"\n");
     auto c = FindConfig(dir);
     REQUIRE(c.ok());
     CHECK(c->source.empty());
   }
   SECTION("[tool.ttap] found from a subdirectory") {
-    Write(dir + "/pyproject.toml",
-          "[tool.ttap]\nwindows = 50\nthreads = 1\n[tool.ttap.thresholds]\ndataloader_share = "
-          "0.05\n");
+    WriteOrFail(
+        dir + "/pyproject.toml",
+        "[tool.ttap]\nwindows = 50\nthreads = 1\n[tool.ttap.thresholds]\ndataloader_share = "
+        "0.05\n");
     mkdir((dir + "/src").c_str(), 0755);
     auto c = FindConfig(dir + "/src");
     REQUIRE(c.ok());
@@ -46,14 +40,14 @@ TEST_CASE("config files", "[config]") {
     CHECK(c->source == dir + "/pyproject.toml");
   }
   SECTION("ttap.toml wins over pyproject and accepts a [ttap] table") {
-    Write(dir + "/pyproject.toml", "[tool.ttap]\nwindows = 50\n");
-    Write(dir + "/ttap.toml", "[ttap]\nwindows = 20\n");
+    WriteOrFail(dir + "/pyproject.toml", "[tool.ttap]\nwindows = 50\n");
+    WriteOrFail(dir + "/ttap.toml", "[ttap]\nwindows = 20\n");
     auto c = FindConfig(dir);
     REQUIRE(c.ok());
     CHECK(c->windows == 20);
   }
   SECTION("errors name the file") {
-    Write(dir + "/ttap.toml", "windows = \"many\"\n[thresholds]\nx = \"y\"\n");
+    WriteOrFail(dir + "/ttap.toml", "windows = \"many\"\n[thresholds]\nx = \"y\"\n");
     auto c = LoadConfigFile(dir + "/ttap.toml");
     REQUIRE_FALSE(c.ok());
     CHECK(c.status().message().find("ttap.toml") != std::string::npos);
@@ -63,14 +57,14 @@ TEST_CASE("config files", "[config]") {
 TEST_CASE("config: path maps and user-frame globs", "[config]") {
   char tmpl[] = "/tmp/ttap_cfg2_XXXXXX";
   std::string dir = mkdtemp(tmpl);
-  Write(dir + "/ttap.toml",
-        "user_frames_exclude = [\"*/vendor/*\"]\n[path_maps]\n\"/workspace/proj/\" = \"\"\n");
+  WriteOrFail(dir + "/ttap.toml",
+              "user_frames_exclude = [\"*/vendor/*\"]\n[path_maps]\n\"/workspace/proj/\" = \"\"\n");
   auto c = LoadConfigFile(dir + "/ttap.toml");
   REQUIRE(c.ok());
   REQUIRE(c->path_maps.size() == 1);
   CHECK(c->path_maps[0].first == "/workspace/proj/");
   CHECK(c->path_maps[0].second == "");
   CHECK(c->user_frames_exclude == std::vector<std::string>{"*/vendor/*"});
-  Write(dir + "/bad.toml", "path_maps = 3\n");
+  WriteOrFail(dir + "/bad.toml", "path_maps = 3\n");
   CHECK_FALSE(LoadConfigFile(dir + "/bad.toml").ok());
 }

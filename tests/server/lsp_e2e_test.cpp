@@ -16,15 +16,6 @@ using ttap_test::LspClient;
 
 namespace {
 
-std::string TempWorkspace() {
-  char tmpl[] = "/tmp/ttap_lsp_XXXXXX";
-  return mkdtemp(tmpl);
-}
-
-void Write(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
 const char* kTrainPy =
     "import torch\n"
     "from torch.utils.data import DataLoader\n"
@@ -86,7 +77,7 @@ TEST_CASE("lsp: lifecycle and error codes", "[lsp][e2e]") {
 }
 
 TEST_CASE("lsp: initialize, unknown methods, bad params, shutdown and exit codes", "[lsp][e2e]") {
-  std::string root = TempWorkspace();
+  std::string root = ttap_test::MakeTempDir();
   {
     LspClient c(ttap_test::Binary());
     auto init = c.Call("initialize", InitParams(root));
@@ -132,10 +123,10 @@ TEST_CASE("lsp: initialize, unknown methods, bad params, shutdown and exit codes
 
 TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick fixes",
           "[lsp][e2e]") {
-  std::string root = TempWorkspace();
-  Write(root + "/train.py", kTrainPy);
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
   mkdir((root + "/log").c_str(), 0755);
-  Write(root + "/log/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
+  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
   LspClient c(ttap_test::Binary(), {"--stdio"});
   c.Call("initialize", InitParams(root));
   c.Notify("initialized", json::object());
@@ -227,7 +218,7 @@ TEST_CASE("lsp: --listen serves sessions over TCP; exit ends one session, not th
     }
     return -1;
   };
-  std::string root = TempWorkspace();
+  std::string root = ttap_test::MakeTempDir();
   for (int session = 0; session < 2; ++session) {
     int fd = connect();
     REQUIRE(fd >= 0);
@@ -256,7 +247,7 @@ TEST_CASE("lsp: --socket connects to a listening client", "[lsp][e2e][tcp]") {
   REQUIRE(fd >= 0);
   close(listener);
   LspClient c(fd, -1);
-  auto init = c.Call("initialize", InitParams(TempWorkspace()));
+  auto init = c.Call("initialize", InitParams(ttap_test::MakeTempDir()));
   REQUIRE(init.contains("result"));
   c.Call("shutdown", nullptr);
   c.Notify("exit", nullptr);
@@ -266,7 +257,7 @@ TEST_CASE("lsp: --socket connects to a listening client", "[lsp][e2e][tcp]") {
 TEST_CASE("lsp: thousands of random and mutated frames never bring the server down",
           "[lsp][fuzz]") {
   LspClient c(ttap_test::Binary(), {}, /*quiet_stderr=*/true);
-  c.Call("initialize", InitParams(TempWorkspace()));
+  c.Call("initialize", InitParams(ttap_test::MakeTempDir()));
   std::mt19937 rng(1234);
   const std::vector<std::string> seeds = {
       R"({"jsonrpc":"2.0","id":1,"method":"textDocument/hover","params":{"textDocument":{"uri":"file:///a.py"},"position":{"line":0,"character":0}}})",

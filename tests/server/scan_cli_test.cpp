@@ -13,27 +13,11 @@ using ttap_test::StallTrace;
 
 using ttap_test::RunTtap;
 
-namespace {
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/ttap_scan_XXXXXX";
-  return mkdtemp(tmpl);
-}
-
-void Write(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f);
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
-}
-
-}  // namespace
-
 TEST_CASE("scan: text, exit code 1, file:line:column from the workspace", "[scan][cli]") {
-  std::string dir = TempDir();
-  Write(dir + "/trace.pt.trace.json", StallTrace());
-  Write(dir + "/train.py",
-        "import torch\n\n\n\n\n\n\n\n\n\nloader = make_loader()\n    for batch in loader:\n");
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/trace.pt.trace.json", StallTrace());
+  WriteOrFail(dir + "/train.py",
+              "import torch\n\n\n\n\n\n\n\n\n\nloader = make_loader()\n    for batch in loader:\n");
   auto r = RunTtap("scan --workspace '" + dir + "' '" + dir + "/trace.pt.trace.json'");
   CHECK(r.exit_code == 1);
   INFO(r.out << r.err);
@@ -43,9 +27,9 @@ TEST_CASE("scan: text, exit code 1, file:line:column from the workspace", "[scan
 }
 
 TEST_CASE("scan: JSON has the stable shape", "[scan][cli]") {
-  std::string dir = TempDir();
-  Write(dir + "/t.json", StallTrace());
-  Write(dir + "/train.py", std::string(11, '\n') + "for batch in loader:\n");
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/t.json", StallTrace());
+  WriteOrFail(dir + "/train.py", std::string(11, '\n') + "for batch in loader:\n");
   auto r =
       RunTtap("scan --format json --windows 10 --workspace '" + dir + "' '" + dir + "/t.json'");
   REQUIRE(r.exit_code == 1);
@@ -84,23 +68,23 @@ TEST_CASE("scan: JSON has the stable shape", "[scan][cli]") {
 }
 
 TEST_CASE("scan: # ttap: ignore suppressions", "[scan][cli]") {
-  std::string dir = TempDir();
-  Write(dir + "/t.json", StallTrace());
-  Write(dir + "/train.py",
-        std::string(11, '\n') + "for batch in loader:  # ttap: ignore[TTA005, TTA001]\n");
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/t.json", StallTrace());
+  WriteOrFail(dir + "/train.py",
+              std::string(11, '\n') + "for batch in loader:  # ttap: ignore[TTA005, TTA001]\n");
   auto r = RunTtap("scan --workspace '" + dir + "' '" + dir + "/t.json'");
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("TTA001") == std::string::npos);
-  Write(dir + "/train.py",
-        std::string(11, '\n') + "for batch in loader:  # ttap: ignore[TTA005]\n");
+  WriteOrFail(dir + "/train.py",
+              std::string(11, '\n') + "for batch in loader:  # ttap: ignore[TTA005]\n");
   CHECK(RunTtap("scan --workspace '" + dir + "' '" + dir + "/t.json'").exit_code == 1);
-  Write(dir + "/train.py", std::string(11, '\n') + "for batch in loader:  # ttap: ignore\n");
+  WriteOrFail(dir + "/train.py", std::string(11, '\n') + "for batch in loader:  # ttap: ignore\n");
   CHECK(RunTtap("scan --workspace '" + dir + "' '" + dir + "/t.json'").exit_code == 0);
 }
 
 TEST_CASE("scan: --min-severity filters and sets the exit code", "[scan][cli]") {
-  std::string dir = TempDir();
-  Write(dir + "/t.json", StallTrace());
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/t.json", StallTrace());
   auto all = RunTtap("scan --min-severity hint '" + dir + "/t.json'");
   CHECK(all.exit_code == 1);
   auto errors_only = RunTtap("scan --min-severity error --format json '" + dir + "/t.json'");
@@ -110,9 +94,9 @@ TEST_CASE("scan: --min-severity filters and sets the exit code", "[scan][cli]") 
 }
 
 TEST_CASE("scan: SARIF 2.1.0 with rule ids and code-point columns", "[scan][cli][sarif]") {
-  std::string dir = TempDir();
-  Write(dir + "/t.json", StallTrace());
-  Write(dir + "/train.py", std::string(11, '\n') + "for batch in loader:\n");
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/t.json", StallTrace());
+  WriteOrFail(dir + "/train.py", std::string(11, '\n') + "for batch in loader:\n");
   auto r = RunTtap("scan --format sarif --workspace '" + dir + "' '" + dir + "/t.json'");
   CHECK(r.exit_code == 1);
   auto j = nlohmann::json::parse(r.out);
@@ -123,14 +107,14 @@ TEST_CASE("scan: SARIF 2.1.0 with rule ids and code-point columns", "[scan][cli]
   CHECK(run["results"][0]["ruleId"] == "TTA001");
   CHECK(run["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 12);
   // Schema validation with ajv runs as its own CTest test (tests/sarif) when node is present.
-  Write(dir + "/out.sarif", r.out);
+  WriteOrFail(dir + "/out.sarif", r.out);
 }
 
 TEST_CASE("scan: a directory is scanned in parallel with one summary; bad files give exit 2",
           "[scan][cli]") {
-  std::string dir = TempDir();
-  Write(dir + "/a.pt.trace.json", StallTrace());
-  Write(
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/a.pt.trace.json", StallTrace());
+  WriteOrFail(
       dir + "/b.pt.trace.json",
       R"({"traceEvents": [{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":5}]})");
   auto r = RunTtap("scan '" + dir + "'");
@@ -141,7 +125,7 @@ TEST_CASE("scan: a directory is scanned in parallel with one summary; bad files 
   auto j = nlohmann::json::parse(RunTtap("scan --format json '" + dir + "'").out);
   REQUIRE(j.is_array());
   CHECK(j.size() == 2);
-  Write(dir + "/c.json", "{\"traceEvents\": [");
+  WriteOrFail(dir + "/c.json", "{\"traceEvents\": [");
   auto bad = RunTtap("scan '" + dir + "'");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("c.json") != std::string::npos);
@@ -149,12 +133,12 @@ TEST_CASE("scan: a directory is scanned in parallel with one summary; bad files 
 }
 
 TEST_CASE("scan: unusable input and traces without steps or GPU", "[scan][cli]") {
-  std::string dir = TempDir();
-  Write(dir + "/notes.json", "not a trace");
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/notes.json", "not a trace");
   auto r = RunTtap("scan '" + dir + "/notes.json'");
   CHECK(r.exit_code == 2);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  Write(
+  WriteOrFail(
       dir + "/nosteps.json",
       R"({"traceEvents": [{"ph":"X","cat":"cpu_op","name":"enumerate(DataLoader)#x.__next__","pid":1,"tid":1,"ts":1,"dur":900},{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":901,"dur":100}]})");
   auto j = nlohmann::json::parse(RunTtap("scan --format json '" + dir + "/nosteps.json'").out);
@@ -193,10 +177,10 @@ TEST_CASE("scan: real traces (kineto num_workers 0 vs 4, ROCm DDP frames)", "[sc
     for (const auto& f : j4["findings"]) CHECK(f["code"] != "TTA001");
   }
   // The ROCm DDP trace's python frames resolve to train_single_gpu.py in a workspace that has it.
-  std::string ws = TempDir();
+  std::string ws = ttap_test::MakeTempDir();
   std::string src;
   for (int i = 1; i <= 70; ++i) src += "x = " + std::to_string(i) + "\n";
-  Write(ws + "/train_single_gpu.py", src);
+  WriteOrFail(ws + "/train_single_gpu.py", src);
   auto j = nlohmann::json::parse(
       RunTtap("scan --min-severity hint --format json --workspace '" + ws + "' '" +
               ttap_test::RealTracesDir() +
