@@ -1,0 +1,652 @@
+// Injectors (trace_inject.h): find the trace's main CPU thread, main GPU stream and steps, then
+// splice in CpuBlocks (trace_edit.h) or change existing GPU work, one code at a time.
+#include "analysis/trace_inject.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+namespace ttap {
+
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+bool Has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// Where to inject: the main thread, its stream, and each step as the top-level ops on the main
+// thread (indices stay valid across edits: events are only appended).
+struct Site {
+  EditableTrace* t = nullptr;
+  uint32_t cpu = 0, gpu = 0;
+  int32_t device = 0;
+  std::vector<std::vector<size_t>> steps;  // top-level ops per step, in time order
+
+  int64_t Start(size_t s) const { return t->events[steps[s].front()].ts; }
+  int64_t End(size_t s) const {
+    int64_t e = 0;
+    for (size_t i : steps[s]) e = std::max(e, t->events[i].ts + t->events[i].dur);
+    return e;
+  }
+  int64_t Length(size_t s) const { return std::max<int64_t>(End(s) - Start(s), 1000); }
+  // The start of the top-level op nearest to |fraction| of the step.
+  int64_t At(size_t s, double fraction) const {
+    if (fraction <= 0) return Start(s);
+    const int64_t want = Start(s) + static_cast<int64_t>(fraction * static_cast<double>(Length(s)));
+    int64_t best = Start(s);
+    for (size_t i : steps[s]) {
+      if (std::llabs(t->events[i].ts - want) < std::llabs(best - want)) best = t->events[i].ts;
+    }
+    return best;
+  }
+};
+
+bool FindSite(EditableTrace* t, Site* site, std::string* why) {
+  site->t = t;
+  std::map<uint32_t, int> launches, kernels;
+  for (const EditEvent& e : t->events) {
+    if (IsLaunchKind(e.kind) && !t->tracks[e.track].gpu && Has(e.name, "aunch"))
+      launches[e.track]++;
+    if (e.kind == EventKind::kKernel) kernels[e.track]++;
+  }
+  if (launches.empty() || kernels.empty()) {
+    *why = "no kernel launches with GPU work";
+    return false;
+  }
+  auto most = [](const std::map<uint32_t, int>& m) {
+    return std::max_element(m.begin(), m.end(),
+                            [](auto& a, auto& b) { return a.second < b.second; })
+        ->first;
+  };
+  site->cpu = most(launches);
+  site->gpu = most(kernels);
+  site->device = std::max(0, t->tracks[site->gpu].device);
+  // Events of the main thread in time order, with their nesting among ops.
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < t->events.size(); ++i) {
+    if (t->events[i].track == site->cpu && !t->events[i].instant) rows.push_back(i);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [&](size_t a, size_t b) {
+    const EditEvent &x = t->events[a], &y = t->events[b];
+    return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
+  });
+  auto is_step = [&](const EditEvent& e) { return e.name.rfind("ProfilerStep#", 0) == 0; };
+  auto is_op = [&](const EditEvent& e) {
+    return (e.kind == EventKind::kCpuOp || e.kind == EventKind::kUserAnnotation) && !is_step(e);
+  };
+  std::vector<size_t> top;
+  std::vector<int64_t> open_ends;
+  for (size_t i : rows) {
+    const EditEvent& e = t->events[i];
+    while (!open_ends.empty() && open_ends.back() <= e.ts) open_ends.pop_back();
+    if (!is_op(e)) continue;
+    if (open_ends.empty()) top.push_back(i);
+    open_ends.push_back(e.ts + e.dur);
+  }
+  if (top.empty()) {  // no ops: the launches themselves
+    for (size_t i : rows) {
+      if (IsLaunchKind(t->events[i].kind)) top.push_back(i);
+    }
+  }
+  if (top.size() < 3) {
+    *why = "too few CPU ops on the main thread";
+    return false;
+  }
+  std::vector<std::pair<int64_t, int64_t>> step_ranges;
+  for (size_t i : rows) {
+    if (is_step(t->events[i]))
+      step_ranges.push_back({t->events[i].ts, t->events[i].ts + t->events[i].dur});
+  }
+  if (!step_ranges.empty()) {
+    for (auto [a, b] : step_ranges) {
+      std::vector<size_t> ops;
+      for (size_t i : top) {
+        if (t->events[i].ts >= a && t->events[i].ts < b) ops.push_back(i);
+      }
+      if (ops.size() >= 2) site->steps.push_back(ops);
+    }
+  }
+  if (site->steps.empty()) {  // three pseudo-steps over the main thread's ops
+    for (size_t k = 0; k < 3; ++k) {
+      std::vector<size_t> ops(top.begin() + static_cast<long>(k * top.size() / 3),
+                              top.begin() + static_cast<long>((k + 1) * top.size() / 3));
+      if (ops.size() >= 1) site->steps.push_back(ops);
+    }
+  }
+  return true;
+}
+
+// Records an inserted block's extent (CPU block and its GPU work) once all edits are done.
+struct Pending {
+  std::string code;
+  size_t root;
+  size_t gpu_first, gpu_count;
+  bool to_gpu_resume;  // host sync: the interval ends where the GPU resumes
+};
+
+std::string KernelName(const EditableTrace& t, const std::string& functor, int arity) {
+  (void)t;
+  return "void at::native::vectorized_elementwise_kernel<4, " + functor +
+         ", at::detail::Array<char*, " + std::to_string(arity) + "> >(int, " + functor +
+         ", at::detail::Array<char*, " + std::to_string(arity) + ">)";
+}
+
+class Injector {
+ public:
+  Injector(EditableTrace* t, const InjectionSpec& spec, const Site& site)
+      : t_(t), spec_(spec), site_(site), rng_(spec.seed * 0x9E3779B97F4A7C15ull + 5) {
+    sev_ = std::clamp(spec.severity, 0.0, 1.0);
+  }
+
+  bool Run(std::vector<InjectedInterval>* out, std::string* why) {
+    const std::string& c = spec_.code;
+    const size_t n = site_.steps.size();
+    bool ok = true;
+    if (c == "TTA009") {
+      ok = StretchMatrixKernels(out, why);
+    } else if (c == "TTA010") {
+      ok = LayoutConversions(out, why);
+    } else {
+      if (c == "TTA003" && t_->amd) {
+        *why = "ROCm traces do not name pageable host memory";
+        return false;
+      }
+      for (size_t s = 0; s < n; ++s) {
+        if (!Block(s, why)) return false;
+      }
+      ReflowGpu(t_);
+      Finish(out);
+    }
+    return ok;
+  }
+
+ private:
+  double U(double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng_); }
+  int64_t Us(double us) { return static_cast<int64_t>(std::llround(us * 1000.0)); }
+  std::string LaunchName() const { return t_->amd ? "hipLaunchKernel" : "cudaLaunchKernel"; }
+  std::string MemcpyName() const { return t_->amd ? "hipMemcpyAsync" : "cudaMemcpyAsync"; }
+  std::string SyncName() const {
+    return t_->amd ? "hipStreamSynchronize" : "cudaStreamSynchronize";
+  }
+  int Line() const { return InjectedScriptLine(spec_.code); }
+  void UserFrame(CpuBlock* b, const char*) { b->Py(spec_.script, Line(), "train"); }
+  uint32_t CommTrack() { return t_->GpuTrack(site_.device, 9000 + site_.device); }
+
+  void Keep(const CpuBlock& b, bool to_gpu_resume = false) {
+    pending_.push_back({spec_.code, b.root_index(), b.gpu_index(0), b.gpu_count(), to_gpu_resume});
+  }
+
+  void Copy(CpuBlock* b, const std::string& kind, int64_t bytes, double gbps, double call_us) {
+    b->Op("aten::to");
+    b->Op("aten::_to_copy");
+    b->Op("aten::copy_");
+    const int64_t ns =
+        std::max<int64_t>(1200, static_cast<int64_t>(static_cast<double>(bytes) / gbps));
+    b->Launch(MemcpyName(), Us(call_us), EventKind::kMemcpy, kind, ns, site_.gpu, bytes);
+    b->End();
+    b->End();
+    b->End();
+  }
+
+  bool Block(size_t s, std::string* why) {
+    const std::string& c = spec_.code;
+    const double L = static_cast<double>(site_.Length(s)) / 1000.0;  // us
+    const bool amd = t_->amd;
+    if (c == "TTA001") {
+      CpuBlock b(t_, site_.cpu, site_.At(s, 0));
+      UserFrame(&b, "train");
+      b.Py("torch/utils/data/dataloader.py", 631, "__next__");
+      b.Op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+           EventKind::kUserAnnotation);
+      b.Py("torch/utils/data/dataloader.py", 675, "_next_data");
+      b.Py("torch/utils/data/_utils/fetch.py", 51, "fetch");
+      const double total = L * (0.12 + 1.2 * sev_);
+      const int items = 8 + static_cast<int>(U(0, 24));
+      for (int i = 0; i < items; ++i) {
+        b.Py("torchvision/transforms/transforms.py", 95, "__call__");
+        b.Cpu(Us(total * 0.9 / items * U(0.7, 1.3)));
+        b.End();
+      }
+      b.End();
+      b.Op("aten::stack");
+      b.Cpu(Us(total * 0.05));
+      b.Commit(false);
+      Keep(b);
+    } else if (c == "TTA002") {
+      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.6)));
+      UserFrame(&b, "train_step");
+      b.Op("aten::item");
+      b.Op("aten::_local_scalar_dense");
+      b.Launch(MemcpyName(), Us(U(5, 9)), EventKind::kMemcpy,
+               amd ? "Memcpy DtoH (Device -> Host)" : "Memcpy DtoH (Device -> Pageable)", Us(1.5),
+               site_.gpu, 4);
+      b.Runtime(SyncName(), Us(3));
+      b.End();
+      b.End();
+      b.Py("tqdm/std.py", 1196, "update");
+      b.Cpu(Us(L * (0.01 + 0.2 * sev_)));
+      b.Commit(true);  // the sync's wait depends on the GPU backlog: settle it now
+      Keep(b, true);
+    } else if (c == "TTA003") {
+      CpuBlock b(t_, site_.cpu, site_.At(s, 0));
+      UserFrame(&b, "train_step");
+      const int64_t bytes = static_cast<int64_t>(U(2, 24) * (0.3 + 1.5 * sev_) * 1048576.0);
+      const double gbps = U(5, 11);
+      Copy(&b, "Memcpy HtoD (Pageable -> Device)", bytes, gbps,
+           static_cast<double>(bytes) / gbps / 1000.0 + U(8, 20));
+      b.Commit(false);
+      Keep(b);
+    } else if (c == "TTA004") {
+      CpuBlock b(t_, site_.cpu, site_.At(s, 0));
+      UserFrame(&b, "train_step");
+      const int copies = 24 + static_cast<int>(400 * sev_ * U(0.7, 1.3));
+      for (int i = 0; i < copies; ++i) {
+        b.Cpu(Us(U(2, 6)));
+        Copy(&b, amd ? "Memcpy HtoD (Host -> Device)" : "Memcpy HtoD (Pinned -> Device)",
+             static_cast<int64_t>(U(1, 64) * 1024), U(3, 8), U(4, 8));
+      }
+      b.Commit(false);
+      Keep(b);
+    } else if (c == "TTA005" || c == "TTA006") {
+      const bool zero = c == "TTA005";
+      CpuBlock b(t_, site_.cpu, zero ? site_.At(s, U(0, 0.1)) : site_.End(s));
+      UserFrame(&b, "train_step");
+      if (zero) {
+        b.Py("torch/optim/optimizer.py", 803, "zero_grad");
+        b.Op("Optimizer.zero_grad#SGD.zero_grad", EventKind::kUserAnnotation);
+      } else {
+        b.Py("torch/optim/optimizer.py", 485, "wrapper");
+        b.Op("Optimizer.step#SGD.step", EventKind::kUserAnnotation);
+        b.Py("torch/optim/sgd.py", 286, "_single_tensor_sgd");
+      }
+      const int params = 30 + static_cast<int>(300 * sev_ * U(0.7, 1.3));
+      for (int p = 0; p < params; ++p) {
+        if (zero) {
+          b.Cpu(Us(U(2, 5)));
+          b.Op("aten::zero_");
+          b.Op("aten::fill_");
+          b.Launch(LaunchName(), Us(U(3.5, 7)), EventKind::kKernel,
+                   KernelName(*t_, "at::native::FillFunctor<float>", 1), Us(U(1.2, 2.8)),
+                   site_.gpu);
+          b.End();
+          b.End();
+        } else {
+          for (const char* op : {"aten::mul_", "aten::add_", "aten::add_"}) {
+            b.Cpu(Us(U(2, 5)));
+            b.Op(op);
+            b.Launch(LaunchName(), Us(U(3.5, 7)), EventKind::kKernel,
+                     KernelName(*t_,
+                                op[6] == 'm' ? "at::native::MulFunctor<float>"
+                                             : "at::native::CUDAFunctor_add<float>",
+                                2),
+                     Us(U(1.5, 4)), site_.gpu);
+            b.End();
+          }
+        }
+      }
+      b.Commit(false);
+      Keep(b);
+    } else if (c == "TTA007") {
+      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
+      UserFrame(&b, "compute_loss");
+      const int ops = 60 + static_cast<int>(700 * sev_ * U(0.7, 1.3));
+      for (int i = 0; i < ops; ++i) {
+        const bool mul = i % 2 == 0;
+        b.Cpu(Us(U(2, 6)));
+        b.Op(mul ? "aten::mul" : "aten::add");
+        b.Launch(
+            LaunchName(), Us(U(4, 8)), EventKind::kKernel,
+            KernelName(*t_,
+                       mul ? "at::native::MulFunctor<float>" : "at::native::CUDAFunctor_add<float>",
+                       3),
+            Us(U(1.2, 2.6)), site_.gpu);
+        b.End();
+      }
+      b.Commit(false);
+      Keep(b);
+    } else if (c == "TTA008") {
+      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
+      UserFrame(&b, "train_step");
+      b.Py("utils/metrics.py", 88, "log_histograms");
+      const double total = L * (0.1 + 0.9 * sev_);
+      const int parts = 4 + static_cast<int>(U(0, 8));
+      for (int i = 0; i < parts; ++i) {
+        b.Py("utils/metrics.py", 41, "histogram");
+        b.Op("aten::histc");
+        b.Cpu(Us(total / parts * U(0.7, 1.3)));
+        b.End();
+        b.End();
+      }
+      b.Commit(false);
+      Keep(b);
+    } else if (c == "TTA011" || c == "TTA012") {
+      const bool per_param = c == "TTA012";
+      const int64_t block_start = site_.End(s);
+      CpuBlock b(t_, site_.cpu, block_start);
+      UserFrame(&b, "sync_gradients");
+      const int calls = per_param ? 40 + static_cast<int>(240 * sev_ * U(0.7, 1.3))
+                                  : 1 + static_cast<int>(U(0, 2));
+      const uint32_t comm = CommTrack();
+      // The collective waits for the gradients: the compute work launched so far.
+      size_t last_compute = SIZE_MAX;
+      int64_t last_ts = INT64_MIN;
+      for (size_t i = 0; i < t_->events.size(); ++i) {
+        const EditEvent& e = t_->events[i];
+        if (e.track == site_.gpu && IsGpuKind(e.kind) && e.ts < b.now() && e.ts > last_ts) {
+          last_ts = e.ts;
+          last_compute = i;
+        }
+      }
+      std::vector<size_t> locals;
+      for (int k = 0; k < calls; ++k) {
+        b.Py("torch/distributed/distributed_c10d.py", 2501, "all_reduce");
+        b.Op("record_param_comms");
+        b.Op("nccl:all_reduce");
+        const double us = per_param ? U(10, 30) : L * (0.1 + 0.6 * sev_) / calls;
+        locals.push_back(b.Launch(LaunchName(), Us(U(5, 9)), EventKind::kKernel,
+                                  amd ? "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"
+                                      : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, "
+                                        "unsigned long, ncclWork*)",
+                                  Us(us), comm));
+        b.End();
+        b.End();
+        b.End();
+      }
+      b.Op("aten::wait");
+      b.Runtime(t_->amd ? "hipStreamWaitEvent" : "cudaStreamWaitEvent", Us(3));
+      b.End();
+      const int64_t wait_at = b.now() - Us(3);
+      b.Commit(false);
+      if (last_compute != SIZE_MAX) t_->barriers.push_back({comm, block_start, last_compute});
+      t_->barriers.push_back({site_.gpu, wait_at, b.gpu_index(locals.back())});
+      Keep(b);
+    } else if (c == "TTA013") {
+      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.2, 0.8)));
+      UserFrame(&b, "train_step");
+      b.Py("torch/cuda/memory.py", 192, "empty_cache");
+      const int n = 4 + static_cast<int>(30 * sev_ * U(0.7, 1.3));
+      for (int i = 0; i < n; ++i) b.Runtime(amd ? "hipFree" : "cudaFree", Us(U(60, 400)));
+      b.End();
+      for (int i = 0; i < n; ++i) {
+        b.Op("aten::empty");
+        b.Runtime(amd ? "hipMalloc" : "cudaMalloc", Us(U(40, 300)));
+        b.End();
+      }
+      b.Commit(false);
+      Keep(b);
+    } else if (c == "TTA014") {
+      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
+      UserFrame(&b, "train_step");
+      const int64_t bytes = static_cast<int64_t>(U(0.5, 8) * (0.3 + 1.5 * sev_) * 1048576.0);
+      const int rounds = 1 + static_cast<int>(U(0, 2.99));
+      for (int r = 0; r < rounds; ++r) {
+        Copy(&b, amd ? "Memcpy DtoH (Device -> Host)" : "Memcpy DtoH (Device -> Pinned)", bytes,
+             U(10, 20), U(6, 10));
+        b.Runtime(SyncName(), Us(3));
+        b.Py("numpy/core/fromnumeric.py", 2313, "clip");
+        b.Cpu(Us(U(30, 300)));
+        b.End();
+        Copy(&b, amd ? "Memcpy HtoD (Host -> Device)" : "Memcpy HtoD (Pinned -> Device)", bytes,
+             U(10, 20), U(6, 10));
+      }
+      b.Commit(true);
+      Keep(b);
+    } else {
+      *why = "no injector for " + c;
+      return false;
+    }
+    return true;
+  }
+
+  void Finish(std::vector<InjectedInterval>* out) {
+    for (const Pending& p : pending_) {
+      const EditEvent& root = t_->events[p.root];
+      int64_t a = root.ts, b = root.ts + root.dur;
+      for (size_t k = 0; k < p.gpu_count; ++k) {
+        const EditEvent& g = t_->events[p.gpu_first + k];
+        b = std::max(b, g.ts + g.dur);
+      }
+      if (p.to_gpu_resume) {  // first GPU work after the CPU block
+        int64_t resume = INT64_MAX;
+        for (const EditEvent& e : t_->events) {
+          if (IsGpuKind(e.kind) && e.ts >= root.ts + root.dur) resume = std::min(resume, e.ts);
+        }
+        if (resume != INT64_MAX) b = std::max(b, resume);
+      }
+      out->push_back({p.code, a, b, spec_.script, Line()});
+    }
+  }
+
+  // Per step: the extent of the GPU events |rows| launched in it.
+  void PerStepIntervals(const std::vector<size_t>& rows, std::vector<InjectedInterval>* out) {
+    std::map<int64_t, size_t> launch;
+    for (size_t i = 0; i < t_->events.size(); ++i) {
+      const EditEvent& e = t_->events[i];
+      if (IsLaunchKind(e.kind) && e.correlation >= 0 && !t_->tracks[e.track].gpu)
+        launch[e.correlation] = i;
+    }
+    std::vector<std::pair<int64_t, int64_t>> ext(site_.steps.size(), {INT64_MAX, INT64_MIN});
+    for (size_t r : rows) {
+      const EditEvent& g = t_->events[r];
+      auto it = launch.find(g.correlation);
+      const int64_t lts = it == launch.end() ? g.ts : t_->events[it->second].ts;
+      for (size_t s = 0; s < site_.steps.size(); ++s) {
+        if (lts >= site_.Start(s) && lts < site_.End(s)) {
+          ext[s].first = std::min(ext[s].first, g.ts);
+          ext[s].second = std::max(ext[s].second, g.ts + g.dur);
+          break;
+        }
+      }
+    }
+    for (auto [a, b] : ext) {
+      if (a < b) out->push_back({spec_.code, a, b, "", 0});
+    }
+  }
+
+  static bool IsMatrix(const std::string& n) {
+    return Has(n, "gemm") || Has(n, "xmma") || Has(n, "cudnn") || Has(n, "conv") ||
+           Has(n, "cutlass");
+  }
+
+  bool StretchMatrixKernels(std::vector<InjectedInterval>* out, std::string* why) {
+    if (t_->amd) {
+      *why = "fp32 SIMT kernel names are NVIDIA's";
+      return false;
+    }
+    int major = 8;
+    for (const DeviceInfo& d : t_->devices) {
+      if (d.id == site_.device && d.compute_major > 0) major = d.compute_major;
+    }
+    static const char* const kTc[] = {"h884",     "h1688",    "h16816",    "s1688",  "s16816",
+                                      "hmma",     "gmma",     "bf16",      "f16",    "half",
+                                      "tensorop", "1688gemm", "16816gemm", "884gemm"};
+    std::vector<size_t> rows;
+    for (size_t i = 0; i < t_->events.size(); ++i) {
+      const EditEvent& e = t_->events[i];
+      if (e.kind != EventKind::kKernel) continue;
+      const std::string n = Lower(e.name);
+      if (!IsMatrix(n)) continue;
+      bool tc = false;
+      for (const char* m : kTc) tc = tc || Has(n, m);
+      if (tc) rows.push_back(i);
+    }
+    if (rows.empty()) {
+      *why = "no tensor-core matrix kernels to turn into fp32 ones";
+      return false;
+    }
+    const double share = 0.3 + 0.7 * sev_;
+    std::vector<size_t> changed;
+    for (size_t i : rows) {
+      if (U(0, 1) > share) continue;
+      EditEvent& e = t_->events[i];
+      const bool conv = Has(Lower(e.name), "conv") || Has(Lower(e.name), "cudnn") ||
+                        Has(Lower(e.name), "fprop") || Has(Lower(e.name), "grad");
+      const std::string tile = U(0, 1) < 0.5 ? "128x64" : "128x128";
+      if (major >= 9) {
+        e.name = std::string("sm90_xmma_") + (conv ? "fprop_implicit_gemm" : "gemm") +
+                 "_f32f32_f32f32_f32_nn_n_tilesize" + tile +
+                 "x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas";
+      } else if (major == 8) {
+        e.name = conv ? "ampere_scudnn_" + tile + "_relu_interior_nn_v1"
+                      : "ampere_sgemm_" + tile + "_nn";
+      } else {
+        e.name =
+            conv ? "volta_scudnn_" + tile + "_relu_interior_nn_v1" : "volta_sgemm_" + tile + "_nn";
+      }
+      e.dur = static_cast<int64_t>(static_cast<double>(e.dur) * (1.4 + 2.2 * sev_) * U(0.9, 1.1));
+      changed.push_back(i);
+    }
+    if (changed.empty()) changed.push_back(rows.front());
+    ReflowGpu(t_);
+    PerStepIntervals(changed, out);
+    return !out->empty() || (*why = "no step launched the changed kernels", false);
+  }
+
+  bool LayoutConversions(std::vector<InjectedInterval>* out, std::string* why) {
+    if (t_->amd) {
+      *why = "the cuDNN layout kernels are NVIDIA's";
+      return false;
+    }
+    std::map<int64_t, size_t> gpu_by_corr;
+    for (size_t i = 0; i < t_->events.size(); ++i) {
+      const EditEvent& e = t_->events[i];
+      if (e.kind == EventKind::kKernel && e.correlation >= 0) gpu_by_corr[e.correlation] = i;
+    }
+    std::vector<std::pair<size_t, size_t>> convs;  // (launch row, kernel row)
+    for (size_t i = 0; i < t_->events.size(); ++i) {
+      const EditEvent& e = t_->events[i];
+      if (e.track != site_.cpu || !IsLaunchKind(e.kind) || e.correlation < 0) continue;
+      auto it = gpu_by_corr.find(e.correlation);
+      if (it == gpu_by_corr.end()) continue;
+      const std::string n = Lower(t_->events[it->second].name);
+      if ((Has(n, "conv") || Has(n, "fprop") || Has(n, "implicit_gemm") || Has(n, "scudnn") ||
+           Has(n, "h884cudnn")) &&
+          !Has(n, "nchwtonhwc")) {
+        convs.push_back({i, it->second});
+      }
+    }
+    if (convs.empty()) {
+      *why = "no convolutions";
+      return false;
+    }
+    const double share = 0.3 + 0.7 * sev_;
+    std::vector<size_t> added;
+    // Later launches first, so earlier launch rows keep their place while blocks go in.
+    std::sort(convs.begin(), convs.end(),
+              [&](auto& a, auto& b) { return t_->events[a.first].ts > t_->events[b.first].ts; });
+    for (auto [launch_row, kernel_row] : convs) {
+      if (U(0, 1) > share) continue;
+      const int64_t conv_ns = t_->events[kernel_row].dur;
+      const int64_t launch_ts = t_->events[launch_row].ts;
+      const int64_t launch_end = launch_ts + t_->events[launch_row].dur;
+      {  // after the convolution: back to NCHW
+        CpuBlock b(t_, site_.cpu, launch_end);
+        b.Launch(LaunchName(), Us(U(3.5, 6)), EventKind::kKernel,
+                 "void cudnn::ops::nhwcToNchwKernel<__half, __half, float, true, false, "
+                 "(cudnnKernelDataType_t)0>(cudnn::ops::nhwc2nchw_params_t<float>, __half const*, "
+                 "__half*)",
+                 std::max<int64_t>(
+                     2000, static_cast<int64_t>(static_cast<double>(conv_ns) * U(0.1, 0.4))),
+                 site_.gpu);
+        b.Commit(false);
+        added.push_back(b.gpu_index(0));
+      }
+      {  // before it: to NHWC
+        CpuBlock b(t_, site_.cpu, launch_ts);
+        b.Launch(LaunchName(), Us(U(3.5, 6)), EventKind::kKernel,
+                 "void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, "
+                 "(cudnnKernelDataType_t)0>(cudnn::ops::nchw2nhwc_params_t<float>, __half const*, "
+                 "__half*)",
+                 std::max<int64_t>(
+                     2000, static_cast<int64_t>(static_cast<double>(conv_ns) * U(0.1, 0.4))),
+                 site_.gpu);
+        b.Commit(false);
+        added.push_back(b.gpu_index(0));
+      }
+    }
+    if (added.empty()) {
+      *why = "no convolution chosen";
+      return false;
+    }
+    ReflowGpu(t_);
+    PerStepIntervals(added, out);
+    return true;
+  }
+
+  EditableTrace* t_;
+  InjectionSpec spec_;
+  Site site_;
+  std::mt19937_64 rng_;
+  double sev_ = 0.5;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& InjectableCodes() {
+  static const std::vector<std::string> k = {"TTA001", "TTA002", "TTA003", "TTA004", "TTA005",
+                                             "TTA006", "TTA007", "TTA008", "TTA009", "TTA010",
+                                             "TTA011", "TTA012", "TTA013", "TTA014"};
+  return k;
+}
+
+int InjectedScriptLine(const std::string& code) {
+  static const std::map<std::string, int> k = {{"TTA001", 21}, {"TTA002", 30}, {"TTA003", 22},
+                                               {"TTA004", 23}, {"TTA005", 24}, {"TTA006", 33},
+                                               {"TTA007", 27}, {"TTA008", 31}, {"TTA011", 32},
+                                               {"TTA012", 32}, {"TTA013", 28}, {"TTA014", 29}};
+  auto it = k.find(code);
+  return it == k.end() ? 0 : it->second;
+}
+
+std::string GeneratedScript(const std::string& workload) {
+  // Line numbers are InjectedScriptLine's; keep them in step.
+  return "# Generated by `ttap gen` for workload " + workload +
+         ": the user code that the injected\n"
+         "# anti-patterns' python frames point at.\n"
+         "import torch\n"
+         "import torch.distributed as dist\n"
+         "from utils.metrics import log_histograms\n"
+         "\n"
+         "\n"
+         "def compute_loss(outputs, terms, weights):\n"
+         "    return sum(w * t for w, t in zip(weights, terms))\n"
+         "\n"
+         "\n"
+         "def sync_gradients(model):\n"
+         "    for p in model.parameters():\n"
+         "        dist.all_reduce(p.grad)\n"
+         "\n"
+         "\n"
+         "def train(model, loader, optimizer, device, extras, weights):\n"
+         "    model.train()\n"
+         "    step = 0\n"
+         "    while True:\n"
+         "        for batch in loader:  # 21: num_workers=0\n"
+         "            inputs = batch.to(device)  # 22: pageable source\n"
+         "            feats = {k: v.to(device) for k, v in extras.items()}  # 23\n"
+         "            optimizer.zero_grad(set_to_none=False)  # 24\n"
+         "            outputs = model(inputs)  # 25\n"
+         "            terms = model.loss_terms(outputs)  # 26\n"
+         "            loss = compute_loss(outputs, terms, weights)  # 27\n"
+         "            torch.cuda.empty_cache()  # 28\n"
+         "            mask = torch.from_numpy(outputs.cpu().numpy().clip(0, 1)).to(device)  # 29\n"
+         "            print(loss.item())  # 30\n"
+         "            log_histograms(model)  # 31\n"
+         "            sync_gradients(model)  # 32\n"
+         "            optimizer.step()  # 33: foreach=False\n"
+         "            step += 1\n";
+}
+
+bool InjectAntiPattern(EditableTrace* trace, const InjectionSpec& spec,
+                       std::vector<InjectedInterval>* out, std::string* why) {
+  Site site;
+  if (!FindSite(trace, &site, why)) return false;
+  Injector inj(trace, spec, site);
+  return inj.Run(out, why);
+}
+
+}  // namespace ttap

@@ -1,0 +1,180 @@
+// Tests for trace surgery and the injectors behind `ttap gen --bases` (analysis/trace_edit.h,
+// analysis/trace_inject.h): a round trip through the writer keeps the trace; every injector
+// produces a trace that loads, validates (no kernel before its launch, no stream overlap, HTA's
+// format rules), has its labelled intervals inside the trace, and whose labelled windows really
+// differ from the clean copy.
+#include "analysis/trace_inject.h"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/rules.h"
+#include "analysis/trace_edit.h"
+#include "analysis/trace_loader.h"
+#include "analysis/trace_sim.h"
+#include "tests/test_support.h"
+
+namespace {
+
+using ttap::EventKind;
+
+std::unique_ptr<ttap::Trace> LoadText(const std::string& json) {
+  ttap::LoadOptions o;
+  o.threads = 1;
+  auto t = ttap::LoadTraceFromMemory(json, "edited.json", o);
+  REQUIRE(t.ok());
+  return std::move(t.value());
+}
+
+std::unique_ptr<ttap::Trace> LoadBase() {
+  ttap::LoadOptions o;
+  o.threads = 1;
+  auto t = ttap::LoadTrace(
+      ttap_test::SourceDir() + "/examples/resnet50_num_workers_0/worker0.pt.trace.json.gz", o);
+  REQUIRE(t.ok());
+  return std::move(t.value());
+}
+
+// GPU idle time (ns) inside [a, b).
+int64_t GpuIdle(const ttap::Trace& t, int64_t a, int64_t b) {
+  std::vector<std::pair<int64_t, int64_t>> iv;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (!ttap::IsGpuKind(t.events.kind[i])) continue;
+    int64_t s = std::max(a, t.events.ts[i]), e = std::min(b, t.events.end(i));
+    if (s < e) iv.push_back({s, e});
+  }
+  std::sort(iv.begin(), iv.end());
+  int64_t busy = 0, cs = a, ce = a;
+  for (auto [s, e] : iv) {
+    if (s > ce) {
+      busy += ce - cs;
+      cs = s;
+      ce = e;
+    } else {
+      ce = std::max(ce, e);
+    }
+  }
+  busy += ce - cs;
+  return (b - a) - busy;
+}
+
+size_t CountNames(const ttap::Trace& t, const char* part) {
+  size_t n = 0;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    if (std::string(t.Name(i)).find(part) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("an edited trace written back loads with the same events", "[inject]") {
+  auto base = LoadBase();
+  ttap::EditableTrace et = ttap::ToEditable(*base);
+  const std::string json = ttap::WriteKineto(et);
+  auto back = LoadText(json);
+  CHECK(back->events.size() == base->events.size());
+  CHECK(back->steps.size() == base->steps.size());
+  CHECK(back->stats.total_skipped() == 0);
+  size_t linked = 0, linked_back = 0;
+  for (size_t i = 0; i < base->events.size(); ++i) linked += base->events.link[i] >= 0;
+  for (size_t i = 0; i < back->events.size(); ++i) linked_back += back->events.link[i] >= 0;
+  CHECK(linked_back == linked);
+  auto v_base = ttap::ValidateTrace(*base, "\"rank\": 0");
+  auto v_back = ttap::ValidateTrace(*back, json);
+  CHECK(v_back.rank_ok);
+  CHECK(v_back.ok_against(v_base));
+}
+
+TEST_CASE("inserted CPU time shifts later work and the GPU waits for its launches", "[inject]") {
+  auto base = LoadBase();
+  ttap::EditableTrace et = ttap::ToEditable(*base);
+  std::mt19937_64 rng(3);
+  ttap::Jitter(&et, &rng, 0.03);
+  const std::string before = ttap::WriteKineto(et);
+  auto t0 = LoadText(before);
+  // 20 ms of CPU time at the start of step 2, on the thread that launches.
+  const ttap::Step& st = t0->steps[2];
+  ttap::CpuBlock b(&et, t0->events.track[st.event], st.cpu_start + 1000);
+  b.Py("train.py", 21, "train");
+  b.Cpu(20'000'000);
+  auto [a, e] = b.Commit();
+  auto t1 = LoadText(ttap::WriteKineto(et));
+  CHECK(t1->events.size() == t0->events.size() + 1);
+  CHECK(t1->span_end() - t1->span_start() > t0->span_end() - t0->span_start() + 10'000'000);
+  CHECK(GpuIdle(*t1, a, e) > 5'000'000);  // the GPU drained its backlog, then waited
+  auto v = ttap::ValidateTrace(*t1, ttap::WriteKineto(et));
+  CHECK(v.ok_against(ttap::ValidateTrace(*t0, before)));
+}
+
+TEST_CASE("every injector yields a valid trace whose labelled windows differ", "[inject]") {
+  // The 2021 ResNet-50 base runs fp32 already; TTA009 goes into a simulated fp16 A100 trace.
+  ttap::SimSpec sim;
+  sim.hardware = "A100";
+  sim.steps = 3;
+  auto real_base = LoadBase();
+  auto sim_base = LoadText(ttap::SimulateTrace(sim).json);
+  for (const std::string& code : ttap::InjectableCodes()) {
+    INFO(code);
+    ttap::EditableTrace clean = ttap::ToEditable(code == "TTA009" ? *sim_base : *real_base);
+    std::mt19937_64 rng(11);
+    ttap::Jitter(&clean, &rng, 0.03);
+    const std::string clean_json = ttap::WriteKineto(clean);
+    auto clean_trace = LoadText(clean_json);
+    const auto clean_report = ttap::ValidateTrace(*clean_trace, clean_json);
+    ttap::EditableTrace et = clean;
+    ttap::InjectionSpec spec;
+    spec.code = code;
+    spec.severity = 0.6;
+    spec.seed = 5;
+    spec.script = "train_resnet.py";
+    std::vector<ttap::InjectedInterval> labels;
+    std::string why;
+    const bool ok = ttap::InjectAntiPattern(&et, spec, &labels, &why);
+    INFO(why);
+    REQUIRE(ok);
+    REQUIRE(!labels.empty());
+    const std::string json = ttap::WriteKineto(et);
+    auto t = LoadText(json);
+    const auto report = ttap::ValidateTrace(*t, json);
+    INFO(report.Describe() + " vs clean " + clean_report.Describe());
+    CHECK(report.ok_against(clean_report));
+    for (const auto& l : labels) {
+      CHECK(l.start_ns < l.end_ns);
+      CHECK(l.start_ns >= t->span_start() - 1000);
+      CHECK(l.end_ns <= t->span_end() + 1000);
+      if (ttap::InjectedScriptLine(code) > 0) {
+        CHECK(l.file == "train_resnet.py");
+        CHECK(l.line == ttap::InjectedScriptLine(code));
+      }
+    }
+    // The labelled windows differ from the clean copy.
+    int64_t idle = 0, length = 0;
+    for (const auto& l : labels) {
+      idle += GpuIdle(*t, l.start_ns, l.end_ns);
+      length += l.end_ns - l.start_ns;
+    }
+    if (code == "TTA003") {
+      CHECK(CountNames(*t, "Pageable -> Device") > CountNames(*clean_trace, "Pageable -> Device"));
+    } else if (code == "TTA001" || code == "TTA002" || code == "TTA008" || code == "TTA013") {
+      CHECK(idle > length / 3);
+      CHECK(t->span_end() - t->span_start() > clean_trace->span_end() - clean_trace->span_start());
+    } else if (code == "TTA009") {
+      CHECK(CountNames(*t, "sgemm") + CountNames(*t, "scudnn") + CountNames(*t, "f32f32") >
+            CountNames(*clean_trace, "sgemm") + CountNames(*clean_trace, "scudnn") +
+                CountNames(*clean_trace, "f32f32"));
+    } else if (code == "TTA010") {
+      CHECK(CountNames(*t, "nchwToNhwc") > CountNames(*clean_trace, "nchwToNhwc"));
+    } else if (code == "TTA011" || code == "TTA012") {
+      CHECK(CountNames(*t, "ncclDevKernel") > CountNames(*clean_trace, "ncclDevKernel"));
+    } else {
+      CHECK(t->events.size() > clean_trace->events.size() + 20 * labels.size());
+    }
+    // The responsible rule sees a medium-severity injection into these bases.
+    ttap::RuleResult rr = ttap::RunRules(*t, {});
+    size_t found = 0;
+    for (const auto& f : rr.findings) found += f.code == code;
+    CHECK(found > 0);
+  }
+}
