@@ -15,6 +15,7 @@
 #include "analysis/trace_stats.h"
 #include "server/cli_util.h"
 #include "server/config.h"
+#include "server/eval_command.h"
 #include "server/gen_command.h"
 #include "server/lsp/lsp_main.h"
 #include "server/models_loader.h"
@@ -46,6 +47,12 @@ constexpr const char* kUsage =
     "        (default info) remain; `# ttap: ignore[TTA005]` on a line suppresses them\n"
     "  gen --out DIR --seed S [--count N]\n"
     "        write N (default 40) simulated training/inference traces with ground-truth labels\n"
+    "  eval DATASET_DIR [--methods rules,clustering,zscore,random] [--split seen|unseen|all]\n"
+    "       [--out DIR] [--bootstrap N] [--seed S] [--with-pre-existing]\n"
+    "        score the methods on a labelled dataset (`ttap gen`): trace and window AUC-ROC\n"
+    "        with bootstrap CIs, per-code precision/recall, category and source-line accuracy\n"
+    "        on held-out splits (train/val only fit); Markdown to stdout, OUT (default\n"
+    "        DATASET_DIR/eval) gets eval.md and eval.json\n"
     "  lsp [--stdio | --socket=PORT | --listen HOST:PORT]\n"
     "        the language server (LSP 3.17): diagnostics, hovers, quick fixes and code lenses\n"
     "        from the newest trace in the workspace; stdio by default\n"
@@ -201,6 +208,7 @@ int RunCli(int argc, char** argv) {
   if (command == "stats") return RunStats(rest, *config);
   if (command == "scan") return RunScanCommand(rest, *config);
   if (command == "gen") return RunGenCommand(rest);
+  if (command == "eval") return RunEvalCommand(rest);
   if (command == "lsp") return lsp::RunLspCommand(rest);
   if (command == "doctor") {
     std::printf("ttap %s\nconfig: %s\n", TTAP_VERSION,

@@ -1,0 +1,898 @@
+// `ttap eval`: the benchmark over a labelled dataset; see eval_command.h. Called by cli.cpp.
+#include "server/eval_command.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "analysis/eval_baselines.h"
+#include "analysis/eval_metrics.h"
+#include "analysis/rules.h"
+#include "analysis/trace_loader.h"
+#include "analysis/window_features.h"
+#include "mapping/python_frames.h"
+#include "mapping/workspace_index.h"
+#include "server/cli_util.h"
+
+namespace ttap {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kWindows = 100;  // the paper's N, as `ttap scan` uses by default
+constexpr const char* kLabelsSuffix = ".labels.json";
+constexpr const char* kTraceSuffix = ".pt.trace.json.gz";
+
+// ---- labels ----
+
+std::string StringField(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+// Microseconds (integer or fractional) to ns; false when not a number.
+bool TimeField(const nlohmann::json& j, const char* key, int64_t* ns) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return false;
+  const double us = it->get<double>();
+  if (!std::isfinite(us) || std::fabs(us) > 4e15) return false;
+  *ns = it->is_number_integer() ? it->get<int64_t>() * 1000 : std::llround(us * 1000.0);
+  return true;
+}
+
+Status ParseIntervals(const nlohmann::json& j, const char* key, std::vector<EvalLabel>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_array()) return Status::Error(std::string("\"") + key + "\" is not an array");
+  for (const auto& e : *it) {
+    if (!e.is_object())
+      return Status::Error(std::string("an entry of \"") + key + "\" is not an object");
+    EvalLabel l;
+    l.code = StringField(e, "code", "");
+    if (l.code.empty())
+      return Status::Error(std::string("an entry of \"") + key + "\" has no code");
+    l.family = StringField(e, "family", "catalogue");
+    if (!TimeField(e, "start_us", &l.start_ns) || !TimeField(e, "end_us", &l.end_ns)) {
+      return Status::Error(l.code + ": start_us/end_us missing or not numbers");
+    }
+    l.file = StringField(e, "file", "");
+    auto line = e.find("line");
+    if (line != e.end() && line->is_number_integer()) l.line = line->get<int>();
+    out->push_back(std::move(l));
+  }
+  return Status::Ok();
+}
+
+// ---- small helpers ----
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool MakeDirs(const std::string& path) {
+  if (path.empty() || IsDirectory(path)) return !path.empty();
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0 && !MakeDirs(path.substr(0, slash))) return false;
+  return mkdir(path.c_str(), 0755) == 0 || errno == EEXIST;
+}
+
+std::vector<std::string> ListLabelFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (EndsWith(name, kLabelsSuffix)) out.push_back(name);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Two recorded paths name the same file when one is a suffix of the other at a '/' boundary
+// ("train.py" and "/home/u/proj/train.py").
+bool SamePathSuffix(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  const std::string& shorter = a.size() <= b.size() ? a : b;
+  const std::string& longer = a.size() <= b.size() ? b : a;
+  if (!EndsWith(longer, shorter)) return false;
+  return longer.size() == shorter.size() || longer[longer.size() - shorter.size() - 1] == '/' ||
+         shorter[0] == '/';
+}
+
+int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+  const int64_t lo = std::max(a0, b0), hi = std::min(a1, b1);
+  return hi > lo ? hi - lo : 0;
+}
+
+// Wilson score 95% interval of |k| successes in |n|.
+Interval95 Wilson(int k, int n) {
+  if (n <= 0) return {kNaN, kNaN, kNaN};
+  const double z = 1.959963984540054, p = static_cast<double>(k) / n, z2n = z * z / n;
+  const double centre = (p + z2n / 2) / (1 + z2n);
+  const double half = z * std::sqrt(p * (1 - p) / n + z2n / (4.0 * n)) / (1 + z2n);
+  return {p, std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+std::string Fixed(double v, int digits = 3) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+std::string WithCi(const Interval95& i) {
+  if (!std::isfinite(i.estimate)) return "n/a";
+  if (!std::isfinite(i.low)) return Fixed(i.estimate);
+  return Fixed(i.estimate) + " [" + Fixed(i.low) + ", " + Fixed(i.high) + "]";
+}
+
+nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json IntervalJson(const Interval95& i) {
+  return {{"estimate", Num(i.estimate)}, {"low", Num(i.low)}, {"high", Num(i.high)}};
+}
+
+// ---- methods ----
+
+// The rule catalogue with default thresholds: window scores and categories from RunRules, and
+// every finding (all severities) with the responsible user frame as `ttap scan` picks it without
+// a workspace (the innermost non-library .py frame), one EvalFinding per step it occurs in.
+class RulesMethod : public EvalMethod {
+ public:
+  std::string Name() const override { return "rules"; }
+  bool ProducesFindings() const override { return true; }
+  bool ProducesCategories() const override { return true; }
+  bool ReadsTraces() const override { return true; }
+  MethodTraceOutput AnalyseTrace(const Trace& trace) const override {
+    const RuleResult rr = RunRules(trace, RuleOptions{});
+    MethodTraceOutput out;
+    out.trace_score = rr.trace_score;
+    for (const WindowScore& w : rr.windows) {
+      out.window_scores.push_back(w.score);
+      out.window_categories.push_back(w.category);
+    }
+    for (const Finding& f : rr.findings) {
+      EvalFinding ef{f.code, f.start_ns, f.end_ns, "", 0};
+      if (f.anchor_row >= 0 && static_cast<size_t>(f.anchor_row) < trace.events.size()) {
+        std::vector<FindingFrame> frames;
+        for (auto& pf : FramesOf(trace, static_cast<size_t>(f.anchor_row))) {
+          frames.push_back({pf.file, pf.line, pf.function});
+        }
+        const int uf = SelectUserFrame(frames, nullptr, nullptr, nullptr);
+        if (uf >= 0) {
+          ef.file = frames[uf].file;
+          ef.line = frames[uf].line;
+        }
+      }
+      // Labels name one occurrence per step; a finding merged across steps is split back into
+      // its steps (its extent clipped to each step it names) so that both count alike.
+      bool split = false;
+      for (int64_t id : f.step_ids) {
+        for (const Step& st : trace.steps) {
+          if (st.number != id) continue;
+          const int64_t lo = std::max(f.start_ns, st.start()), hi = std::min(f.end_ns, st.end());
+          if (hi <= lo) continue;
+          EvalFinding piece = ef;
+          piece.start_ns = lo;
+          piece.end_ns = hi;
+          out.findings.push_back(std::move(piece));
+          split = true;
+        }
+      }
+      if (!split) out.findings.push_back(std::move(ef));
+    }
+    return out;
+  }
+  MethodTraceOutput Score(const EvalTrace& trace, size_t index) const override {
+    return index < trace.trace_outputs.size() ? trace.trace_outputs[index] : MethodTraceOutput{};
+  }
+};
+
+MethodTraceOutput FromWindowScores(std::vector<double> scores) {
+  MethodTraceOutput out;
+  out.trace_score = MeanScore(scores);
+  out.window_scores = std::move(scores);
+  return out;
+}
+
+class ClusteringMethod : public EvalMethod {
+ public:
+  explicit ClusteringMethod(uint64_t seed) { options_.seed = seed; }
+  std::string Name() const override { return "clustering"; }
+  bool NeedsFit() const override { return true; }
+  Status Fit(const std::vector<const EvalTrace*>& train, const std::vector<bool>&) override {
+    FeatureRows rows;
+    for (const EvalTrace* t : train)
+      rows.insert(rows.end(), t->features.begin(), t->features.end());
+    if (rows.empty()) return Status::Error("no train-split windows to fit on");
+    model_ = FitKMeans(rows, options_);
+    return model_.ok() ? Status::Ok() : Status::Error("k-means fit failed");
+  }
+  MethodTraceOutput Score(const EvalTrace& trace, size_t) const override {
+    return FromWindowScores(KMeansScores(model_, trace.features));
+  }
+
+ private:
+  KMeansOptions options_;
+  KMeansModel model_;
+};
+
+class ZScoreMethod : public EvalMethod {
+ public:
+  std::string Name() const override { return "zscore"; }
+  bool NeedsFit() const override { return true; }
+  Status Fit(const std::vector<const EvalTrace*>& train, const std::vector<bool>& clean) override {
+    FeatureRows rows;
+    for (size_t i = 0; i < train.size(); ++i) {
+      if (clean[i]) rows.insert(rows.end(), train[i]->features.begin(), train[i]->features.end());
+    }
+    if (rows.empty()) return Status::Error("no clean train-split traces to fit on");
+    model_ = FitZScore(rows);
+    return Status::Ok();
+  }
+  MethodTraceOutput Score(const EvalTrace& trace, size_t) const override {
+    return FromWindowScores(ZScoreScores(model_, trace.features));
+  }
+
+ private:
+  ZScoreModel model_;
+};
+
+class RandomMethod : public EvalMethod {
+ public:
+  explicit RandomMethod(uint64_t seed) : seed_(seed) {}
+  std::string Name() const override { return "random"; }
+  MethodTraceOutput Score(const EvalTrace& trace, size_t) const override {
+    return FromWindowScores(
+        RandomScores(trace.windows.size(), StableHash(trace.labels.stem, seed_)));
+  }
+
+ private:
+  uint64_t seed_;
+};
+
+// ---- metrics ----
+
+struct CodeCounts {
+  int labels = 0, findings = 0, tp = 0;
+};
+
+struct MethodMetrics {
+  std::string method;
+  std::string note;  // why numbers are missing
+  Interval95 trace_auc{kNaN, kNaN, kNaN};
+  Interval95 window_auc{kNaN, kNaN, kNaN};
+  bool has_categories = false, has_findings = false;
+  int flagged = 0, flagged_labelled = 0, category_correct = 0;
+  Interval95 category{kNaN, kNaN, kNaN};
+  int source_n = 0, source_correct = 0;
+  Interval95 source{kNaN, kNaN, kNaN};
+  std::map<std::string, CodeCounts> per_code;
+};
+
+struct Section {
+  std::string name;         // seen, unseen, overall
+  std::string description;  // which label splits
+  std::vector<const EvalTrace*> traces;
+  std::vector<std::vector<int>> window_labels;  // per trace
+  std::vector<std::vector<std::string>>
+      window_truth;  // per trace: code of the label overlapped most
+  int positives = 0, windows = 0, positive_windows = 0;
+  std::vector<MethodMetrics> methods;
+};
+
+struct EvalSettings {
+  bool with_pre_existing = false;
+  int bootstrap = 1000;
+  uint64_t seed = 1;
+};
+
+// The labelled intervals a trace is scored against.
+std::vector<const EvalLabel*> TruthOf(const EvalTrace& t, bool with_pre_existing) {
+  std::vector<const EvalLabel*> out;
+  for (const auto& l : t.labels.labels) out.push_back(&l);
+  if (with_pre_existing) {
+    for (const auto& l : t.labels.pre_existing) out.push_back(&l);
+  }
+  return out;
+}
+
+bool PositiveTrace(const EvalTrace& t, bool with_pre_existing) {
+  return t.labels.anti_pattern || (with_pre_existing && !t.labels.pre_existing.empty());
+}
+
+void PrepareSection(Section* s, bool with_pre_existing) {
+  for (const EvalTrace* t : s->traces) {
+    std::vector<LabeledInterval> truth;
+    const auto labels = TruthOf(*t, with_pre_existing);
+    for (const EvalLabel* l : labels) truth.push_back({l->code, l->start_ns, l->end_ns});
+    s->window_labels.push_back(WindowLabels(t->windows, truth));
+    std::vector<std::string> codes(t->windows.size());
+    for (size_t w = 0; w < t->windows.size(); ++w) {
+      int64_t best = 0;
+      for (const EvalLabel* l : labels) {
+        const int64_t ov =
+            Overlap(t->windows[w].first, t->windows[w].second, l->start_ns, l->end_ns);
+        if (ov > best) {
+          best = ov;
+          codes[w] = l->code;
+        }
+      }
+    }
+    s->window_truth.push_back(std::move(codes));
+    s->positives += PositiveTrace(*t, with_pre_existing) ? 1 : 0;
+    s->windows += static_cast<int>(t->windows.size());
+    for (int v : s->window_labels.back()) s->positive_windows += v;
+  }
+}
+
+MethodMetrics Measure(const Section& s, const EvalMethod& method, size_t method_index,
+                      const std::string& fit_error, const EvalSettings& settings) {
+  MethodMetrics m;
+  m.method = method.Name();
+  m.has_categories = method.ProducesCategories();
+  m.has_findings = method.ProducesFindings();
+  if (!fit_error.empty()) {
+    m.note = fit_error;
+    m.has_categories = m.has_findings = false;
+    return m;
+  }
+  std::vector<double> trace_scores, window_scores;
+  std::vector<int> trace_labels, window_labels;
+  for (size_t ti = 0; ti < s.traces.size(); ++ti) {
+    const EvalTrace& t = *s.traces[ti];
+    const MethodTraceOutput out = method.Score(t, method_index);
+    trace_scores.push_back(out.trace_score);
+    trace_labels.push_back(PositiveTrace(t, settings.with_pre_existing) ? 1 : 0);
+    const auto& wl = s.window_labels[ti];
+    const auto& truth = s.window_truth[ti];
+    for (size_t w = 0; w < wl.size(); ++w) {
+      const double score = w < out.window_scores.size() ? out.window_scores[w] : kNaN;
+      window_scores.push_back(score);
+      window_labels.push_back(wl[w]);
+      const std::string category =
+          w < out.window_categories.size() ? out.window_categories[w] : std::string();
+      const bool flagged = m.has_categories ? !category.empty() : (score >= 0.5);
+      if (!flagged) continue;
+      ++m.flagged;
+      if (truth[w].empty()) continue;
+      ++m.flagged_labelled;
+      m.category_correct += category == truth[w] ? 1 : 0;
+    }
+    if (!m.has_findings) continue;
+    const auto labels = TruthOf(t, settings.with_pre_existing);
+    // Per-code precision/recall (each code matched on its own, within the trace).
+    std::set<std::string> codes;
+    for (const EvalLabel* l : labels) codes.insert(l->code);
+    for (const EvalFinding& f : out.findings) codes.insert(f.code);
+    for (const std::string& code : codes) {
+      std::vector<LabeledInterval> fs, ls;
+      for (const EvalFinding& f : out.findings) {
+        if (f.code == code) fs.push_back({f.code, f.start_ns, f.end_ns});
+      }
+      for (const EvalLabel* l : labels) {
+        if (l->code == code) ls.push_back({l->code, l->start_ns, l->end_ns});
+      }
+      const PrecisionRecall pr = MatchFindings(fs, ls);
+      CodeCounts& c = m.per_code[code];
+      c.labels += static_cast<int>(ls.size());
+      c.findings += static_cast<int>(fs.size());
+      c.tp += pr.true_positives;
+    }
+    // Source-line top-1: the same-code finding overlapping the label most.
+    for (const EvalLabel* l : labels) {
+      if (l->file.empty() || l->line <= 0) continue;
+      ++m.source_n;
+      const EvalFinding* best = nullptr;
+      int64_t best_ov = 0;
+      for (const EvalFinding& f : out.findings) {
+        if (f.code != l->code) continue;
+        const int64_t ov = Overlap(f.start_ns, f.end_ns, l->start_ns, l->end_ns);
+        if (ov > best_ov) {
+          best_ov = ov;
+          best = &f;
+        }
+      }
+      if (best && best->line == l->line && SamePathSuffix(best->file, l->file)) ++m.source_correct;
+    }
+  }
+  m.trace_auc = BootstrapAucRoc(trace_scores, trace_labels, settings.bootstrap, settings.seed);
+  m.window_auc = BootstrapAucRoc(window_scores, window_labels, settings.bootstrap, settings.seed);
+  if (m.has_categories) m.category = Wilson(m.category_correct, m.flagged_labelled);
+  if (m.has_findings) m.source = Wilson(m.source_correct, m.source_n);
+  return m;
+}
+
+// ---- report ----
+
+struct RunInfo {
+  std::string command_line, dataset, split, out_dir;
+  std::vector<std::string> methods;
+  EvalSettings settings;
+  int label_files = 0, unreadable_labels = 0, excluded_pre_existing = 0, failed_to_load = 0;
+  int train_traces = 0, train_clean = 0, train_windows = 0, skipped_val = 0, skipped_other = 0;
+  std::vector<std::pair<std::string, std::string>> failures;  // (file, reason)
+  std::map<std::string, std::string> fit_errors;              // method -> why it has no scores
+  double seconds = 0;
+};
+
+std::string Markdown(const RunInfo& info, const std::vector<Section>& sections) {
+  std::ostringstream md;
+  md << "# ttap eval\n\n";
+  md << "- dataset: `" << info.dataset << "`\n";
+  md << "- split: " << info.split
+     << " (seen = label split \"test\", held-out workload groups of seen tasks; unseen = split "
+        "\"unseen\")\n";
+  md << "- pre-existing anti-patterns: "
+     << (info.settings.with_pre_existing
+             ? "included (--with-pre-existing): their intervals count as positives"
+             : "excluded: " + std::to_string(info.excluded_pre_existing) +
+                   " trace(s) whose base trace already had anti-patterns were left out")
+     << "\n";
+  md << "- traces: " << info.label_files << " label files; " << info.train_traces
+     << " train traces (" << info.train_clean << " clean, " << info.train_windows
+     << " windows) used only to fit the baselines; " << info.skipped_val << " val traces not used; "
+     << info.failed_to_load << " failed to load; " << info.unreadable_labels
+     << " unreadable label files\n";
+  md << "- bootstrap: " << info.settings.bootstrap << " resamples, seed " << info.settings.seed
+     << "\n";
+  for (const auto& [method, why] : info.fit_errors) {
+    md << "- " << method << ": n/a (" << why << ")\n";
+  }
+  for (const Section& s : sections) {
+    md << "\n## " << s.name << " (" << s.description << "): " << s.traces.size() << " traces, "
+       << s.positives << " with anti-patterns; " << s.windows << " windows, " << s.positive_windows
+       << " labelled\n\n";
+    md << "| method | trace AUC [95% CI] | window AUC [95% CI] | category acc. [95% CI] (n) | "
+          "source top-1 [95% CI] (n) |\n";
+    md << "|---|---|---|---|---|\n";
+    for (const MethodMetrics& m : s.methods) {
+      md << "| " << m.method << " | " << WithCi(m.trace_auc) << " | " << WithCi(m.window_auc)
+         << " | "
+         << (m.has_categories ? WithCi(m.category) + " (" + std::to_string(m.flagged_labelled) + ")"
+                              : "n/a")
+         << " | "
+         << (m.has_findings ? WithCi(m.source) + " (" + std::to_string(m.source_n) + ")" : "n/a")
+         << " |\n";
+    }
+    bool any_findings = false;
+    for (const MethodMetrics& m : s.methods) any_findings |= m.has_findings && !m.per_code.empty();
+    if (!any_findings) continue;
+    md << "\n| method | code | labels | findings | TP | precision | recall | F1 |\n";
+    md << "|---|---|---|---|---|---|---|---|\n";
+    for (const MethodMetrics& m : s.methods) {
+      if (!m.has_findings) continue;
+      for (const auto& [code, c] : m.per_code) {
+        const double p = c.findings ? static_cast<double>(c.tp) / c.findings : kNaN;
+        const double r = c.labels ? static_cast<double>(c.tp) / c.labels : kNaN;
+        const double f1 = std::isfinite(p) && std::isfinite(r) && p + r > 0 ? 2 * p * r / (p + r)
+                          : std::isfinite(p) && std::isfinite(r)            ? 0.0
+                                                                            : kNaN;
+        const RuleInfo* rule = FindRule(code);
+        md << "| " << m.method << " | " << code << (rule ? std::string(" ") + rule->name : "")
+           << " | " << c.labels << " | " << c.findings << " | " << c.tp << " | " << Fixed(p)
+           << " | " << Fixed(r) << " | " << Fixed(f1) << " |\n";
+      }
+    }
+  }
+  md << "\nTrace AUC ranks traces by the method's trace score (mean window score) against the "
+        "trace label; window AUC ranks all windows of the section against whether they overlap a "
+        "labelled interval (percentile bootstrap over traces resp. windows). Category accuracy: "
+        "share of flagged windows (rules: a window with a category; others: score >= 0.5) that "
+        "overlap a label and name its code (Wilson interval). Source top-1: share of labelled "
+        "intervals with a file/line whose best-overlapping same-code finding points at that line "
+        "(Wilson interval). Per-code rows match findings to labels one to one by code and "
+        "overlapping interval (a finding counts once per step it occurs in, as labels do; rules "
+        "findings of every severity).\n";
+  return md.str();
+}
+
+nlohmann::json Json(const RunInfo& info, const std::vector<Section>& sections) {
+  nlohmann::json j;
+  j["command"] = info.command_line;
+  j["dataset"] = info.dataset;
+  j["split"] = info.split;
+  j["methods"] = info.methods;
+  j["with_pre_existing"] = info.settings.with_pre_existing;
+  j["bootstrap"] = info.settings.bootstrap;
+  j["seed"] = info.settings.seed;
+  j["windows_per_trace"] = kWindows;
+  j["feature_names"] = WindowFeatureNames();
+  nlohmann::json failures = nlohmann::json::array();
+  for (const auto& [file, why] : info.failures)
+    failures.push_back({{"file", file}, {"error", why}});
+  j["traces"] = {{"label_files", info.label_files},
+                 {"unreadable_labels", info.unreadable_labels},
+                 {"excluded_pre_existing", info.excluded_pre_existing},
+                 {"failed_to_load", info.failed_to_load},
+                 {"train", info.train_traces},
+                 {"train_clean", info.train_clean},
+                 {"train_windows", info.train_windows},
+                 {"val_unused", info.skipped_val},
+                 {"other_split_unused", info.skipped_other},
+                 {"failures", failures}};
+  j["fit_errors"] = info.fit_errors;
+  j["seconds"] = info.seconds;
+  nlohmann::json secs = nlohmann::json::array();
+  for (const Section& s : sections) {
+    nlohmann::json methods = nlohmann::json::array();
+    for (const MethodMetrics& m : s.methods) {
+      nlohmann::json mj = {{"method", m.method},
+                           {"trace_auc", IntervalJson(m.trace_auc)},
+                           {"window_auc", IntervalJson(m.window_auc)},
+                           {"flagged_windows", m.flagged}};
+      if (!m.note.empty()) mj["note"] = m.note;
+      if (m.has_categories) {
+        mj["category_accuracy"] = IntervalJson(m.category);
+        mj["category_accuracy"]["n"] = m.flagged_labelled;
+        mj["category_accuracy"]["correct"] = m.category_correct;
+      } else {
+        mj["category_accuracy"] = nullptr;
+      }
+      if (m.has_findings) {
+        mj["source_top1"] = IntervalJson(m.source);
+        mj["source_top1"]["n"] = m.source_n;
+        mj["source_top1"]["correct"] = m.source_correct;
+        nlohmann::json codes = nlohmann::json::array();
+        for (const auto& [code, c] : m.per_code) {
+          const double p = c.findings ? static_cast<double>(c.tp) / c.findings : kNaN;
+          const double r = c.labels ? static_cast<double>(c.tp) / c.labels : kNaN;
+          const double f1 =
+              std::isfinite(p) && std::isfinite(r) ? (p + r > 0 ? 2 * p * r / (p + r) : 0.0) : kNaN;
+          codes.push_back({{"code", code},
+                           {"labels", c.labels},
+                           {"findings", c.findings},
+                           {"tp", c.tp},
+                           {"fp", c.findings - c.tp},
+                           {"fn", c.labels - c.tp},
+                           {"precision", Num(p)},
+                           {"recall", Num(r)},
+                           {"f1", Num(f1)}});
+        }
+        mj["per_code"] = codes;
+      } else {
+        mj["source_top1"] = nullptr;
+        mj["per_code"] = nullptr;
+      }
+      methods.push_back(std::move(mj));
+    }
+    secs.push_back({{"name", s.name},
+                    {"description", s.description},
+                    {"n_traces", s.traces.size()},
+                    {"n_positive_traces", s.positives},
+                    {"n_windows", s.windows},
+                    {"n_positive_windows", s.positive_windows},
+                    {"methods", methods}});
+  }
+  j["sections"] = secs;
+  return j;
+}
+
+bool ParseUint(const std::string& s, uint64_t* out) {
+  if (s.empty() || s[0] == '-') return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (*end != '\0' || errno != 0) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string& stem) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Error("not valid JSON");
+  if (!j.is_object()) return Status::Error("not a JSON object");
+  EvalLabels l;
+  l.stem = stem;
+  l.trace = StringField(j, "trace", stem + kTraceSuffix);
+  const std::string label = StringField(j, "trace_label", "");
+  if (label != "clean" && label != "anti-pattern") {
+    return Status::Error("\"trace_label\" is neither \"clean\" nor \"anti-pattern\"");
+  }
+  l.anti_pattern = label == "anti-pattern";
+  l.source = StringField(j, "source", "simulated");
+  l.task = StringField(j, "task", "");
+  l.workload_group = StringField(j, "workload_group", l.task);
+  l.hardware = StringField(j, "hardware", "");
+  l.split = StringField(j, "split", "test");
+  Status s = ParseIntervals(j, "labels", &l.labels);
+  if (!s.ok()) return s;
+  s = ParseIntervals(j, "pre_existing", &l.pre_existing);
+  if (!s.ok()) return s;
+  return l;
+}
+
+StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(const std::string& name, uint64_t seed) {
+  if (name == "rules") return std::unique_ptr<EvalMethod>(new RulesMethod());
+  if (name == "clustering") return std::unique_ptr<EvalMethod>(new ClusteringMethod(seed));
+  if (name == "zscore") return std::unique_ptr<EvalMethod>(new ZScoreMethod());
+  if (name == "random") return std::unique_ptr<EvalMethod>(new RandomMethod(seed));
+  if (name == "model" || name == "fused") {
+    return Status::Error(name + ": needs the learned window scorer (issue 7): not built yet");
+  }
+  return Status::Error("unknown method '" + name +
+                       "' (rules, clustering, zscore, random; model and fused come with issue 7)");
+}
+
+int RunEvalCommand(const std::vector<std::string>& args) {
+  const auto started = std::chrono::steady_clock::now();
+  RunInfo info;
+  info.split = "all";
+  std::string methods_arg = "rules,clustering,zscore,random";
+  info.command_line = "ttap eval";
+  for (const auto& a : args) info.command_line += " " + a;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool has_value = i + 1 < args.size();
+    uint64_t v = 0;
+    if (a == "--methods" && has_value) {
+      methods_arg = args[++i];
+    } else if (a == "--split" && has_value) {
+      info.split = args[++i];
+    } else if (a == "--out" && has_value) {
+      info.out_dir = args[++i];
+    } else if (a == "--bootstrap" && has_value) {
+      if (!ParseUint(args[++i], &v) || v > 100000) {
+        return UsageError("--bootstrap needs a number of resamples (0..100000)");
+      }
+      info.settings.bootstrap = static_cast<int>(v);
+    } else if (a == "--seed" && has_value) {
+      if (!ParseUint(args[++i], &v)) return UsageError("--seed needs a number >= 0");
+      info.settings.seed = v;
+    } else if (a == "--with-pre-existing") {
+      info.settings.with_pre_existing = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return UsageError("eval: unknown or incomplete option '" + a + "'");
+    } else if (info.dataset.empty()) {
+      info.dataset = a;
+    } else {
+      return UsageError("eval: one dataset directory, got a second: " + a);
+    }
+  }
+  if (info.dataset.empty()) return UsageError("eval: missing DATASET_DIR");
+  if (info.split == "train" || info.split == "val") {
+    std::fprintf(stderr,
+                 "ttap: error: eval: --split %s is refused: the train split is used to fit the "
+                 "baselines and the val split to tune them; report on seen, unseen or all\n",
+                 info.split.c_str());
+    return 2;
+  }
+  if (info.split != "seen" && info.split != "unseen" && info.split != "all") {
+    return UsageError("--split is seen, unseen or all");
+  }
+  std::vector<std::unique_ptr<EvalMethod>> methods;
+  {
+    std::stringstream ss(methods_arg);
+    std::string name;
+    std::set<std::string> seen_names;
+    while (std::getline(ss, name, ',')) {
+      if (name.empty() || !seen_names.insert(name).second) continue;
+      auto m = MakeEvalMethod(name, info.settings.seed);
+      if (!m.ok()) {
+        std::fprintf(stderr, "ttap: error: eval: %s\n", m.status().message().c_str());
+        return 2;
+      }
+      info.methods.push_back(name);
+      methods.push_back(std::move(m.value()));
+    }
+  }
+  if (methods.empty()) return UsageError("--methods needs at least one method");
+  while (info.dataset.size() > 1 && info.dataset.back() == '/') info.dataset.pop_back();
+  if (!IsDirectory(info.dataset)) {
+    std::fprintf(stderr, "ttap: error: eval: %s is not a directory\n", info.dataset.c_str());
+    return 2;
+  }
+  const std::string label_dir = info.dataset + "/labels";
+  const std::vector<std::string> label_files = ListLabelFiles(label_dir);
+  info.label_files = static_cast<int>(label_files.size());
+  if (label_files.empty()) {
+    std::fprintf(stderr, "ttap: error: eval: no label files (%s/*%s)\n", label_dir.c_str(),
+                 kLabelsSuffix);
+    return 2;
+  }
+  if (info.out_dir.empty()) info.out_dir = info.dataset + "/eval";
+
+  // Which traces to load: the evaluated splits, and the train split when a method is fitted.
+  bool need_train = false;
+  for (const auto& m : methods) need_train |= m->NeedsFit();
+  std::vector<EvalTrace> traces;
+  std::vector<bool> is_train;
+  for (const std::string& file : label_files) {
+    const std::string stem = file.substr(0, file.size() - std::strlen(kLabelsSuffix));
+    std::ifstream in(label_dir + "/" + file, std::ios::binary);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    auto labels =
+        in ? ParseEvalLabels(buf.str(), stem) : StatusOr<EvalLabels>(Status::Error("unreadable"));
+    if (!labels.ok()) {
+      ++info.unreadable_labels;
+      info.failures.push_back({"labels/" + file, labels.status().message()});
+      std::fprintf(stderr, "ttap: warning: eval: %s/%s: %s; skipped\n", label_dir.c_str(),
+                   file.c_str(), labels.status().message().c_str());
+      continue;
+    }
+    const std::string split = labels->split;
+    const bool evaluated =
+        (split == "test" && info.split != "unseen") || (split == "unseen" && info.split != "seen");
+    if (split == "train") {
+      if (!need_train) continue;
+    } else if (split == "val") {
+      ++info.skipped_val;
+      continue;
+    } else if (!evaluated) {
+      if (split != "test" && split != "unseen") ++info.skipped_other;
+      continue;
+    } else if (!labels->pre_existing.empty() && !info.settings.with_pre_existing) {
+      ++info.excluded_pre_existing;
+      continue;
+    }
+    EvalTrace t;
+    t.labels = std::move(labels.value());
+    t.path = info.dataset + "/" + t.labels.trace;
+    is_train.push_back(split == "train");
+    traces.push_back(std::move(t));
+  }
+
+  // Load (two workers, one parse thread each): keep windows, features and the outputs of the
+  // methods that read the trace.
+  std::vector<std::string> load_errors(traces.size());
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex progress_mu;
+  const size_t workers =
+      std::min<size_t>({2, traces.size(), std::max(1u, std::thread::hardware_concurrency())});
+  auto work = [&] {
+    for (size_t k; (k = next.fetch_add(1)) < traces.size();) {
+      EvalTrace& et = traces[k];
+      LoadOptions lo;
+      lo.threads = 1;
+      lo.window_count = kWindows;
+      auto loaded = LoadTrace(et.path, lo);
+      if (!loaded.ok()) {
+        load_errors[k] = loaded.status().message();
+      } else {
+        const Trace& trace = **loaded;
+        for (const Window& w : trace.windows) et.windows.emplace_back(w.start_ns, w.end_ns);
+        et.features = WindowFeatures(trace);
+        et.trace_outputs.resize(methods.size());
+        if (!is_train[k]) {
+          for (size_t m = 0; m < methods.size(); ++m) {
+            if (methods[m]->ReadsTraces()) et.trace_outputs[m] = methods[m]->AnalyseTrace(trace);
+          }
+        }
+      }
+      const size_t n = done.fetch_add(1) + 1;
+      if (n % 50 == 0 || n == traces.size()) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        std::fprintf(stderr, "ttap eval: loaded %zu/%zu traces\n", n, traces.size());
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+
+  std::vector<const EvalTrace*> train, evaluated;
+  std::vector<bool> train_clean;
+  for (size_t k = 0; k < traces.size(); ++k) {
+    if (!load_errors[k].empty()) {
+      ++info.failed_to_load;
+      info.failures.push_back({traces[k].labels.trace, load_errors[k]});
+      std::fprintf(stderr, "ttap: warning: eval: %s; skipped\n", load_errors[k].c_str());
+      continue;
+    }
+    if (is_train[k]) {
+      train.push_back(&traces[k]);
+      // A trace whose base already had anti-patterns is never clean.
+      const bool clean = !traces[k].labels.anti_pattern && traces[k].labels.pre_existing.empty();
+      train_clean.push_back(clean);
+      info.train_clean += clean ? 1 : 0;
+      info.train_windows += static_cast<int>(traces[k].windows.size());
+    } else {
+      evaluated.push_back(&traces[k]);
+    }
+  }
+  info.train_traces = static_cast<int>(train.size());
+  if (evaluated.empty()) {
+    std::fprintf(stderr,
+                 "ttap: error: eval: no usable traces to evaluate in %s (split %s: %d label files, "
+                 "%d failed to load, %d excluded for pre-existing anti-patterns)\n",
+                 info.dataset.c_str(), info.split.c_str(), info.label_files, info.failed_to_load,
+                 info.excluded_pre_existing);
+    return 2;
+  }
+
+  std::vector<std::string> fit_errors(methods.size());
+  for (size_t m = 0; m < methods.size(); ++m) {
+    if (!methods[m]->NeedsFit()) continue;
+    Status s = methods[m]->Fit(train, train_clean);
+    if (!s.ok()) {
+      fit_errors[m] = s.message();
+      info.fit_errors[methods[m]->Name()] = s.message();
+    }
+  }
+
+  std::vector<Section> sections;
+  auto add_section = [&](const std::string& name, const std::string& description, bool take_test,
+                         bool take_unseen) {
+    Section s;
+    s.name = name;
+    s.description = description;
+    for (const EvalTrace* t : evaluated) {
+      if ((take_test && t->labels.split == "test") || (take_unseen && t->labels.split == "unseen"))
+        s.traces.push_back(t);
+    }
+    PrepareSection(&s, info.settings.with_pre_existing);
+    sections.push_back(std::move(s));
+  };
+  if (info.split != "unseen") add_section("seen", "split \"test\"", true, false);
+  if (info.split != "seen") add_section("unseen", "split \"unseen\"", false, true);
+  if (info.split == "all") add_section("overall", "seen and unseen", true, true);
+
+  // Metrics: (section, method) pairs on two threads (the window bootstrap dominates).
+  std::vector<std::pair<size_t, size_t>> jobs;
+  for (size_t s = 0; s < sections.size(); ++s) {
+    sections[s].methods.resize(methods.size());
+    for (size_t m = 0; m < methods.size(); ++m) jobs.emplace_back(s, m);
+  }
+  std::atomic<size_t> next_job{0};
+  auto measure = [&] {
+    for (size_t k; (k = next_job.fetch_add(1)) < jobs.size();) {
+      const auto [s, m] = jobs[k];
+      sections[s].methods[m] = Measure(sections[s], *methods[m], m, fit_errors[m], info.settings);
+    }
+  };
+  pool.clear();
+  if (workers > 1) pool.emplace_back(measure);
+  measure();
+  for (auto& th : pool) th.join();
+
+  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const std::string md = Markdown(info, sections);
+  std::cout << md;
+  if (!MakeDirs(info.out_dir)) {
+    std::fprintf(stderr, "ttap: error: eval: cannot create %s: %s\n", info.out_dir.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+  std::ofstream md_out(info.out_dir + "/eval.md", std::ios::binary);
+  md_out << md;
+  std::ofstream json_out(info.out_dir + "/eval.json", std::ios::binary);
+  json_out << Json(info, sections).dump(2) << "\n";
+  if (!md_out || !json_out) {
+    std::fprintf(stderr, "ttap: error: eval: cannot write %s/eval.md or eval.json\n",
+                 info.out_dir.c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "ttap eval: wrote %s/eval.md and %s/eval.json (%.1f s)\n",
+               info.out_dir.c_str(), info.out_dir.c_str(), info.seconds);
+  return 0;
+}
+
+}  // namespace ttap

@@ -1,0 +1,107 @@
+// `ttap eval DATASET_DIR`: the benchmark. Reads a labelled dataset written by `ttap gen`
+// (DIR/*.pt.trace.json.gz with DIR/labels/<stem>.labels.json), runs each method (the rules, the
+// unsupervised baselines of analysis/eval_baselines.h, later the learned window scorer) on the
+// held-out traces, and reports trace- and window-level AUC-ROC with bootstrap CIs, per-code
+// precision/recall of findings, category accuracy of flagged windows and source-line top-1
+// accuracy (analysis/eval_metrics.h), per split, as Markdown (stdout, OUT/eval.md) and JSON
+// (OUT/eval.json). Dispatched by server/cli.cpp; the types below are the seam where new methods
+// plug in.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/status.h"
+#include "analysis/trace.h"
+
+namespace ttap {
+
+// One labelled interval, in the trace's own clock (ns).
+struct EvalLabel {
+  std::string code;
+  std::string family = "catalogue";  // "catalogue" or "unseen" (a code the rules do not know)
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::string file;  // the responsible user script, "" when unknown
+  int line = 0;      // 1-based, 0 when unknown
+};
+
+// A DIR/labels/<stem>.labels.json file. Missing fields of older files get defaults: trace =
+// <stem>.pt.trace.json.gz, split = "test", workload_group = task, family = "catalogue".
+struct EvalLabels {
+  std::string stem;
+  std::string trace;          // file name relative to the dataset directory
+  bool anti_pattern = false;  // trace_label == "anti-pattern"
+  std::string source, task, workload_group, hardware, split;
+  std::vector<EvalLabel> labels;
+  std::vector<EvalLabel> pre_existing;  // anti-patterns the real base trace already had
+};
+// Parses the text of a labels file; an error names what is wrong.
+StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string& stem);
+
+// A finding as eval sees it: code, extent and the responsible user frame.
+struct EvalFinding {
+  std::string code;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::string file;  // the user frame's file as recorded, "" when none
+  int line = 0;
+};
+
+// What a method says about one trace.
+struct MethodTraceOutput {
+  std::vector<double> window_scores;           // 0..1 (NaN = no opinion), one per window
+  double trace_score = 0;                      // 0..1
+  std::vector<std::string> window_categories;  // code per window, "" = none (may be empty)
+  std::vector<EvalFinding> findings;
+};
+
+// What eval keeps of a loaded trace (the Trace itself is dropped after loading).
+struct EvalTrace {
+  EvalLabels labels;
+  std::string path;
+  std::vector<std::pair<int64_t, int64_t>> windows;  // Trace::windows as [start_ns, end_ns)
+  std::vector<std::vector<double>> features;         // WindowFeatures, one row per window
+  // Outputs of the methods that read the trace itself (EvalMethod::ReadsTraces), by method index.
+  std::vector<MethodTraceOutput> trace_outputs;
+};
+
+// A scoring method under evaluation. Methods that read the trace (the rules, the learned scorer)
+// compute their output in AnalyseTrace while the trace is loaded; the others are fitted on the
+// train split's EvalTraces and score an EvalTrace's window features.
+class EvalMethod {
+ public:
+  virtual ~EvalMethod() = default;
+  virtual std::string Name() const = 0;
+  virtual bool ProducesFindings() const { return false; }
+  virtual bool ProducesCategories() const { return false; }
+  virtual bool ReadsTraces() const { return false; }
+  virtual bool NeedsFit() const { return false; }
+  // Worker threads, concurrently for different traces: must only read |trace|.
+  virtual MethodTraceOutput AnalyseTrace(const Trace& trace) const {
+    (void)trace;
+    return {};
+  }
+  // Once, after loading. |clean| marks the train traces whose clean label can be trusted. An
+  // error leaves the method without scores (reported as n/a with the message).
+  virtual Status Fit(const std::vector<const EvalTrace*>& train, const std::vector<bool>& clean) {
+    (void)train;
+    (void)clean;
+    return Status::Ok();
+  }
+  // |index|: this method's index into EvalTrace::trace_outputs.
+  virtual MethodTraceOutput Score(const EvalTrace& trace, size_t index) const = 0;
+};
+
+// The method called |name| ("rules", "clustering", "zscore", "random"), or an error ("model" and
+// "fused" need the learned window scorer, issue 7).
+StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(const std::string& name, uint64_t seed);
+
+// ttap eval DATASET_DIR [--methods LIST] [--split seen|unseen|all] [--out DIR] [--bootstrap N]
+// [--seed S] [--with-pre-existing]; returns the exit code (0 ok, 2 unusable input or usage).
+int RunEvalCommand(const std::vector<std::string>& args);
+
+}  // namespace ttap

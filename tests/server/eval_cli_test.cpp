@@ -1,0 +1,212 @@
+// `ttap eval` as a whole process on datasets written by `ttap gen`: the report files and their
+// numbers, the refused train/val splits, the labels file parser (old and new formats), splits
+// used for fitting and the exclusion of traces with pre-existing anti-patterns.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/eval_command.h"
+#include "test_support.h"
+
+using ttap_test::MakeTempDir;
+using ttap_test::PathExists;
+using ttap_test::ReadFile;
+using ttap_test::RunTtap;
+
+namespace {
+
+const nlohmann::json* FindMethod(const nlohmann::json& section, const std::string& method) {
+  for (const auto& m : section["methods"]) {
+    if (m["method"] == method) return &m;
+  }
+  return nullptr;
+}
+
+const nlohmann::json* FindSection(const nlohmann::json& report, const std::string& name) {
+  for (const auto& s : report["sections"]) {
+    if (s["name"] == name) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("eval writes eval.md and eval.json for a generated dataset", "[eval]") {
+  const std::string dir = MakeTempDir();
+  auto gen = RunTtap("gen --out '" + dir + "' --seed 3 --count 16");
+  REQUIRE(gen.exit_code == 0);
+  auto r = RunTtap("eval '" + dir + "' --split all --bootstrap 50");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("| method | trace AUC") != std::string::npos);
+  CHECK(r.out.find("| rules |") != std::string::npos);
+  REQUIRE(PathExists(dir + "/eval/eval.md"));
+  REQUIRE(PathExists(dir + "/eval/eval.json"));
+  CHECK(ReadFile(dir + "/eval/eval.md") == r.out);
+  auto report = nlohmann::json::parse(ReadFile(dir + "/eval/eval.json"));
+  CHECK(report["split"] == "all");
+  CHECK(report["bootstrap"] == 50);
+  CHECK(report["traces"]["failed_to_load"] == 0);
+  REQUIRE(report["sections"].size() == 3);
+  const nlohmann::json* seen = FindSection(report, "seen");
+  REQUIRE(seen);
+  CHECK((*seen)["n_traces"] == 16);  // old label files: every trace is in split "test"
+  CHECK((*seen)["n_positive_traces"].get<int>() > 0);
+  const nlohmann::json* rules = FindMethod(*seen, "rules");
+  REQUIRE(rules);
+  REQUIRE((*rules)["trace_auc"]["estimate"].is_number());
+  CHECK(std::isfinite((*rules)["trace_auc"]["estimate"].get<double>()));
+  CHECK((*rules)["window_auc"]["estimate"].is_number());
+  CHECK((*rules)["per_code"].is_array());
+  CHECK((*rules)["source_top1"]["n"].get<int>() > 0);
+  const nlohmann::json* random = FindMethod(*seen, "random");
+  REQUIRE(random);
+  CHECK((*random)["trace_auc"]["estimate"].is_number());
+  // No train split in old label files: the fitted baselines say why they have no numbers.
+  CHECK(report["fit_errors"].contains("clustering"));
+  // Deterministic: a second run gives the same numbers.
+  auto again = RunTtap("eval '" + dir + "' --split all --bootstrap 50 --out '" + dir + "/again'");
+  REQUIRE(again.exit_code == 0);
+  auto report2 = nlohmann::json::parse(ReadFile(dir + "/again/eval.json"));
+  CHECK(report2["sections"] == report["sections"]);
+}
+
+TEST_CASE("eval refuses the train and val splits and bad input", "[eval]") {
+  const std::string dir = MakeTempDir();
+  REQUIRE(RunTtap("gen --out '" + dir + "' --seed 3 --count 2").exit_code == 0);
+  auto train = RunTtap("eval '" + dir + "' --split train");
+  CHECK(train.exit_code == 2);
+  CHECK(train.err.find("fit") != std::string::npos);
+  CHECK(RunTtap("eval '" + dir + "' --split val").exit_code == 2);
+  auto model = RunTtap("eval '" + dir + "' --methods rules,model");
+  CHECK(model.exit_code == 2);
+  CHECK(model.err.find("issue 7") != std::string::npos);
+  CHECK(RunTtap("eval '" + dir + "' --methods bogus").exit_code == 2);
+  CHECK(RunTtap("eval '" + dir + "/missing'").exit_code == 2);
+  const std::string empty = MakeTempDir();
+  auto none = RunTtap("eval '" + empty + "'");
+  CHECK(none.exit_code == 2);
+  CHECK(none.err.find("no label files") != std::string::npos);
+  CHECK(RunTtap("eval").exit_code == 2);
+  // An unreadable trace is reported and skipped; nothing usable at all is an error.
+  FILE* p = popen(("LC_ALL=C ls '" + dir + "'/*.pt.trace.json.gz").c_str(), "r");
+  REQUIRE(p);
+  std::vector<std::string> traces;
+  char line[512];
+  while (fgets(line, sizeof(line), p)) {
+    std::string s = line;
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    traces.push_back(s);
+  }
+  pclose(p);
+  REQUIRE(traces.size() == 2);
+  REQUIRE(ttap_test::WriteFile(traces[0], "not a trace"));
+  auto one = RunTtap("eval '" + dir + "' --bootstrap 10 --methods rules,random");
+  INFO(one.err);
+  CHECK(one.exit_code == 0);
+  CHECK(one.err.find("skipped") != std::string::npos);
+  auto report = nlohmann::json::parse(ReadFile(dir + "/eval/eval.json"));
+  CHECK(report["traces"]["failed_to_load"] == 1);
+  REQUIRE(ttap_test::WriteFile(traces[1], "[{"));
+  CHECK(RunTtap("eval '" + dir + "' --bootstrap 10").exit_code == 2);
+}
+
+TEST_CASE("labels files: new format and the defaults of old ones", "[eval]") {
+  auto full = ttap::ParseEvalLabels(R"({
+    "trace": "x.pt.trace.json.gz", "trace_label": "anti-pattern", "source": "injected",
+    "task": "base_trace", "workload_group": "real/base", "hardware": "H100", "split": "unseen",
+    "labels": [{"code": "TTX101", "family": "unseen", "start_us": 10, "end_us": 20.5,
+                "file": "train.py", "line": 52}],
+    "pre_existing": [{"code": "TTA008", "start_us": 1, "end_us": 2}]})",
+                                    "stem");
+  REQUIRE(full.ok());
+  CHECK(full->trace == "x.pt.trace.json.gz");
+  CHECK(full->anti_pattern);
+  CHECK(full->split == "unseen");
+  CHECK(full->workload_group == "real/base");
+  REQUIRE(full->labels.size() == 1);
+  CHECK(full->labels[0].family == "unseen");
+  CHECK(full->labels[0].start_ns == 10000);
+  CHECK(full->labels[0].end_ns == 20500);
+  CHECK(full->labels[0].line == 52);
+  REQUIRE(full->pre_existing.size() == 1);
+  CHECK(full->pre_existing[0].code == "TTA008");
+
+  auto old = ttap::ParseEvalLabels(
+      R"({"trace_label": "clean", "task": "classification", "hardware": "A100", "labels": []})",
+      "classification_A100_3");
+  REQUIRE(old.ok());
+  CHECK(old->trace == "classification_A100_3.pt.trace.json.gz");
+  CHECK(old->split == "test");
+  CHECK(old->workload_group == "classification");
+  CHECK_FALSE(old->anti_pattern);
+
+  CHECK_FALSE(ttap::ParseEvalLabels("{", "s").ok());
+  CHECK_FALSE(ttap::ParseEvalLabels(R"({"trace_label": "maybe"})", "s").ok());
+  CHECK_FALSE(
+      ttap::ParseEvalLabels(R"({"trace_label": "clean", "labels": [{"code": "TTA001"}]})", "s")
+          .ok());
+}
+
+TEST_CASE("eval fits baselines on the train split and excludes pre-existing traces", "[eval]") {
+  const std::string dir = MakeTempDir();
+  REQUIRE(RunTtap("gen --out '" + dir + "' --seed 5 --count 16").exit_code == 0);
+  // Rewrite the labels: the first 8 files are train, one test trace has a pre-existing label,
+  // one is unseen.
+  std::vector<std::string> files;
+  FILE* p = popen(("LC_ALL=C ls '" + dir + "/labels'").c_str(), "r");
+  REQUIRE(p);
+  char line[512];
+  while (fgets(line, sizeof(line), p)) {
+    std::string s = line;
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    files.push_back(s);
+  }
+  pclose(p);
+  REQUIRE(files.size() == 16);
+  int pre_existing_clean = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string path = dir + "/labels/" + files[i];
+    auto j = nlohmann::json::parse(ReadFile(path));
+    if (i < 8) {
+      j["split"] = "train";
+    } else if (i == 8) {
+      j["pre_existing"] = {{{"code", "TTA008"}, {"start_us", 0}, {"end_us", 1}}};
+      pre_existing_clean = 1;
+    } else if (i == 9) {
+      j["split"] = "unseen";
+    } else {
+      j["split"] = "test";
+    }
+    REQUIRE(ttap_test::WriteFile(path, j.dump()));
+  }
+  REQUIRE(pre_existing_clean == 1);
+  auto r = RunTtap("eval '" + dir + "' --bootstrap 20 --out '" + dir + "/out'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("excluded: 1 trace") != std::string::npos);
+  auto report = nlohmann::json::parse(ReadFile(dir + "/out/eval.json"));
+  CHECK(report["traces"]["excluded_pre_existing"] == 1);
+  CHECK(report["traces"]["train"] == 8);
+  CHECK(report["fit_errors"].empty());
+  const nlohmann::json* seen = FindSection(report, "seen");
+  const nlohmann::json* unseen = FindSection(report, "unseen");
+  const nlohmann::json* overall = FindSection(report, "overall");
+  REQUIRE((seen && unseen && overall));
+  CHECK((*seen)["n_traces"] == 6);
+  CHECK((*unseen)["n_traces"] == 1);
+  CHECK((*overall)["n_traces"] == 7);
+  const nlohmann::json* clustering = FindMethod(*overall, "clustering");
+  REQUIRE(clustering);
+  CHECK((*clustering)["window_auc"]["estimate"].is_number());
+
+  auto with = RunTtap("eval '" + dir + "' --bootstrap 20 --with-pre-existing --split seen --out '" +
+                      dir + "/with'");
+  REQUIRE(with.exit_code == 0);
+  auto report2 = nlohmann::json::parse(ReadFile(dir + "/with/eval.json"));
+  CHECK(report2["traces"]["excluded_pre_existing"] == 0);
+  REQUIRE(report2["sections"].size() == 1);
+  CHECK(report2["sections"][0]["n_traces"] == 7);
+}
