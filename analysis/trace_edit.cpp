@@ -90,7 +90,10 @@ void PlaceGpuOnce(EditableTrace* t) {
   for (size_t i = 0; i < t->events.size(); ++i) {
     const EditEvent& e = t->events[i];
     if (!OnGpuTrack(*t, e)) continue;
-    (IsGpuKind(e.kind) ? per_track : annotations)[e.track].push_back(i);
+    // GPU-side sync records (Event Sync, Context Sync) are not queued work: they follow the
+    // kernels around them like annotations.
+    const bool queued = IsGpuKind(e.kind) && e.kind != EventKind::kGpuSync;
+    (queued ? per_track : annotations)[e.track].push_back(i);
   }
   auto launch_of = [&](const EditEvent& e) -> const EditEvent* {
     if (e.correlation < 0) return nullptr;
@@ -100,11 +103,20 @@ void PlaceGpuOnce(EditableTrace* t) {
   for (size_t tr = 0; tr < per_track.size(); ++tr) {
     auto& rows = per_track[tr];
     if (rows.empty()) continue;
+    // Queue order: launched work by its (current) launch time; work without a launch call keeps
+    // its place behind the launched event that preceded it on the GPU.
     std::vector<std::pair<int64_t, int64_t>> key(rows.size());
-    for (size_t k = 0; k < rows.size(); ++k) {
+    std::vector<size_t> by_orig(rows.size());
+    for (size_t k = 0; k < rows.size(); ++k) by_orig[k] = k;
+    std::stable_sort(by_orig.begin(), by_orig.end(), [&](size_t a, size_t b) {
+      return t->events[rows[a]].orig_ts < t->events[rows[b]].orig_ts;
+    });
+    int64_t last_launch = INT64_MIN;
+    for (size_t k : by_orig) {
       const EditEvent& e = t->events[rows[k]];
       const EditEvent* l = launch_of(e);
-      key[k] = {l ? l->ts : e.orig_ts, e.orig_ts};
+      if (l) last_launch = l->ts;
+      key[k] = {l ? l->ts : last_launch, e.orig_ts};
     }
     std::vector<size_t> order(rows.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
@@ -606,7 +618,7 @@ ValidationReport ValidateTrace(const Trace& trace, const std::string& json_text)
         (!(ev.flags[i] & kHasDur) || !(ev.flags[i] & kHasCat))) {
       ++r.missing_cat_or_dur;
     }
-    if (!IsGpuKind(k)) continue;
+    if (!IsGpuKind(k) || k == EventKind::kGpuSync) continue;  // sync records have no stream
     if (ev.stream[i] < 0 || ev.correlation[i] < 0) ++r.gpu_without_ids;
     if (ev.link[i] >= 0 && ev.ts[i] < ev.ts[ev.link[i]]) ++r.before_launch;
     per_track[ev.track[i]].push_back(i);

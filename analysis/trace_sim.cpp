@@ -51,7 +51,7 @@ enum class Layer { kConv, kBn, kRelu, kUpsample, kPool, kLinear };
 
 // Lines of the generated script.
 constexpr int kLineLoop = 52, kLineTo = 53, kLineZeroGrad = 54, kLineForward = 55, kLineLoss = 56,
-              kLineItem = 57, kLineBackward = 58, kLineStep = 59;
+              kLineItem = 57, kLineBackward = 58, kLineStep = 59, kLineCustom = 62;
 
 struct Ev {
   const char* cat;
@@ -103,6 +103,10 @@ class Sim {
     }
     sev_ = std::clamp(spec_.severity, 0.0, 1.0);
     fp32_ = Has("TTA009");
+    serial_streams_ = Has("TTX103");
+    // Host speed of this run (CPU model, Python version, profiler overhead): from GPU-bound to
+    // partly CPU-bound loops, so that the GPU is not always saturated.
+    cpu_scale_ = std::uniform_real_distribution<double>(1.0, 2.5)(rng_);
     script_ = std::string("train_") + task_->key + ".py";
     pid_ = 1000 + static_cast<int>(spec_.seed % 50000);
     main_tid_ = pid_;
@@ -134,11 +138,15 @@ class Sim {
   }
   double U(double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng_); }
   static int64_t Ns(double us) { return static_cast<int64_t>(std::llround(us * 1000.0)); }
-  void Cpu(double us) { c_ += Ns(us * U(0.85, 1.15)); }
+  void Cpu(double us) { c_ += Ns(us * cpu_scale_ * U(0.85, 1.15)); }
 
   void BuildModel() {
-    for (int b = 0; b < task_->blocks; ++b) {
-      double scale = 0.6 + 0.8 * (b % 4) / 3.0;
+    static const double kDepth[] = {1.0, 0.6, 1.4, 0.8}, kWidth[] = {1.0, 0.7, 1.3, 0.9};
+    const int v = std::clamp(spec_.variant, 0, 3);
+    width_ = kWidth[v];
+    const int blocks = std::max(4, static_cast<int>(std::lround(task_->blocks * kDepth[v])));
+    for (int b = 0; b < blocks; ++b) {
+      double scale = (0.6 + 0.8 * (b % 4) / 3.0) * width_;
       layers_.push_back({Layer::kConv, scale});
       layers_.push_back({Layer::kBn, scale});
       layers_.push_back({Layer::kRelu, scale});
@@ -180,7 +188,7 @@ class Sim {
   double KernelUs(double base, bool matrix) {
     double d = base * task_->work * hw_->speed * U(0.9, 1.1);
     if (matrix && fp32_) d *= 2.0;
-    return std::max(d, 5.0 + U(0, 1));
+    return std::max(d, 4.0 + U(0, 1.5));
   }
 
   // ---- events ----
@@ -221,21 +229,23 @@ class Sim {
   // A launch at the CPU cursor and its GPU work; returns the GPU interval.
   std::pair<int64_t, int64_t> Launch(const std::string& gpu_name, double gpu_us,
                                      const char* gpu_cat = "kernel", int64_t bytes = -1,
-                                     const char* runtime = nullptr) {
+                                     const char* runtime = nullptr, int stream = 7) {
     if (!runtime) runtime = hw_->amd ? "hipLaunchKernel" : "cudaLaunchKernel";
     int corr = next_corr_++;
     int ext = ext_stack_.empty() ? 0 : ext_stack_.back();
-    double launch_us = hw_->amd ? U(5, 9) : U(3.5, 6.5);
-    int64_t start = std::max(g_, c_ + Ns(U(2.0, 5.0)));
+    double launch_us = (hw_->amd ? U(5, 9) : U(3.5, 6.5)) * cpu_scale_;
+    const bool aux = stream != 7;
+    int64_t start = std::max(aux ? g_aux_ : g_, c_ + Ns(U(2.0, 5.0)));
+    if (aux && serial_streams_) start = std::max(start, g_);  // waits for the main stream
     int64_t dur = Ns(gpu_us);
     std::string corr_args = "\"External id\": " + std::to_string(ext) +
                             ", \"cbid\": 211, \"correlation\": " + std::to_string(corr);
     Push("cuda_runtime", runtime, corr_args);
     ev_.back().dur = Ns(launch_us);
     Ev flow_s{"ac2g", "ac2g", pid_, tid_, c_, 0, std::to_string(corr), 's'};
-    std::string gargs =
-        "\"External id\": " + std::to_string(ext) +
-        ", \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": " + std::to_string(corr);
+    std::string gargs = "\"External id\": " + std::to_string(ext) +
+                        ", \"device\": 0, \"context\": 1, \"stream\": " + std::to_string(stream) +
+                        ", \"correlation\": " + std::to_string(corr);
     if (bytes >= 0) {
       gargs += ", \"bytes\": " + std::to_string(bytes) +
                ", \"memory bandwidth (GB/s)\": " + std::to_string(bytes / std::max<double>(1, dur));
@@ -243,17 +253,22 @@ class Sim {
       gargs += ", \"registers per thread\": 64, \"shared memory\": 0, \"grid\": [" +
                std::to_string(hw_->sms * 2) + ", 1, 1], \"block\": [256, 1, 1]";
     }
-    ev_.push_back({gpu_cat, gpu_name, 0, 7, start, dur, gargs});
+    ev_.push_back({gpu_cat, gpu_name, 0, stream, start, dur, gargs});
     ev_.push_back(flow_s);
-    ev_.push_back({"ac2g", "ac2g", 0, 7, start, 0, std::to_string(corr), 'f'});
+    ev_.push_back({"ac2g", "ac2g", 0, stream, start, 0, std::to_string(corr), 'f'});
     c_ += Ns(launch_us);
-    g_ = start + dur;
-    return {start, g_};
+    if (aux) {
+      g_aux_ = start + dur;
+      if (serial_streams_) g_ = std::max(g_, g_aux_);  // and the main stream waits for it
+    } else {
+      g_ = start + dur;
+    }
+    return {start, start + dur};
   }
   void Sync() {
     Push("cuda_runtime", hw_->amd ? "hipStreamSynchronize" : "cudaStreamSynchronize",
          "\"cbid\": 131, \"correlation\": " + std::to_string(next_corr_++));
-    int64_t end = std::max(g_, c_) + Ns(U(2, 5));
+    int64_t end = std::max({g_, g_aux_, c_}) + Ns(U(2, 5));
     ev_.back().dur = end - c_;
     c_ = end;
   }
@@ -331,9 +346,24 @@ class Sim {
   }
 
   // ---- the loop ----
-  void Forward() {
+  // The model's forward; |limit| layers only (a recomputation), with the auxiliary-stream work
+  // (GPU augmentation / EMA teacher, stream 13) interleaved unless |aux| is false.
+  void Forward(size_t limit = SIZE_MAX, bool aux = true) {
     int k = 0;
+    int aux_launched = 0;
     for (const auto& layer : layers_) {
+      if (static_cast<size_t>(k) >= limit) break;
+      if (aux && k % 3 == 1 && aux_launched < 8) {
+        ++aux_launched;
+        Chain({"aten::mul_"}, [&] {
+          auto [a, b] = Launch(Elementwise("at::native::MulFunctor<float>"),
+                               KernelUs(60 * width_, false), "kernel", -1, nullptr, 13);
+          if (serial_streams_) {
+            aux_first_ = std::min(aux_first_, a);
+            aux_last_ = std::max(aux_last_, b);
+          }
+        });
+      }
       // Plain copies, not structured bindings: lambdas below capture them (C++17 forbids
       // capturing bindings, which clang enforces).
       const auto type = layer.first;
@@ -552,8 +582,29 @@ class Sim {
     Py(script_, kLineForward, "train_one_epoch");
     Py("torch/nn/modules/module.py", 1747, "_call_impl");
     size_t first_gpu = ev_.size();
+    aux_first_ = INT64_MAX;
+    aux_last_ = 0;
     Forward();
+    if (Has("TTX101")) {  // the same layers run twice (a misplaced checkpoint / double call)
+      int64_t a = INT64_MAX;
+      const size_t before = ev_.size();
+      Forward(static_cast<size_t>(std::lround(layers_.size() * (0.3 + 0.7 * sev_))), false);
+      for (size_t i = before; i < ev_.size(); ++i) {
+        if (ev_[i].pid == 0 && ev_[i].ph == 'X') a = std::min(a, ev_[i].ts);
+      }
+      if (a != INT64_MAX) Label("TTX101", a, g_, kLineForward);
+    }
     End();
+    End();
+    if (serial_streams_ && aux_last_ > 0) Label("TTX103", aux_first_, aux_last_, kLineForward);
+    // out = custom_block(out): a custom kernel in every trace; TTX102 makes it dominate the step.
+    Py(script_, kLineCustom, "train_one_epoch");
+    Chain({"myops::fused_block"}, [&] {
+      const double us =
+          Has("TTX102") ? est_step_us_ * (0.25 + 1.0 * sev_) : est_step_us_ * U(0.01, 0.03);
+      auto [a, b] = Launch("triton_red_fused_custom_block_0", us);
+      if (Has("TTX102")) Label("TTX102", a, b, kLineCustom);
+    });
     End();
     Py(script_, kLineLoss, "train_one_epoch");
     Chain({task_->loss}, [&] {
@@ -666,7 +717,7 @@ class Sim {
       Push("cuda_runtime", hw_->amd ? "hipDeviceSynchronize" : "cudaDeviceSynchronize",
            "\"cbid\": 165, \"correlation\": " + std::to_string(next_corr_++));
       {
-        int64_t end = std::max(g_, c_) + Ns(U(3, 8));
+        int64_t end = std::max({g_, g_aux_, c_}) + Ns(U(3, 8));
         ev_.back().dur = end - c_;
         c_ = end;
       }
@@ -729,6 +780,7 @@ class Sim {
            "thread " + std::to_string(bwd_tid_) + " (pt_autograd_0)");
     meta("process_name", 0, 0, "GPU 0");
     meta("thread_name", 0, 7, "stream 7");
+    meta("thread_name", 0, 13, "stream 13");
     for (size_t i = 0; i < ev_.size(); ++i) {
       const Ev& e = ev_[i];
       s += "  {\"ph\": \"";
@@ -758,7 +810,11 @@ class Sim {
   bool fp32_ = false;
   std::string script_;
   int pid_, main_tid_, bwd_tid_, tid_;
-  int64_t c_, g_;
+  int64_t c_, g_, g_aux_ = 0;
+  bool serial_streams_ = false;
+  double width_ = 1.0;
+  double cpu_scale_ = 1.0;
+  int64_t aux_first_ = INT64_MAX, aux_last_ = 0;
   std::vector<std::pair<Layer, double>> layers_;
   int params_ = 0;
   double est_step_us_ = 0;
@@ -782,7 +838,17 @@ const std::vector<std::string>& SimHardware() {
   return k;
 }
 
+const std::vector<std::string>& SimVariants() {
+  static const std::vector<std::string> k = {"resnet", "mobilenet", "convnext", "efficientnet"};
+  return k;
+}
+const std::vector<std::string>& SimUnseenFamilies() {
+  static const std::vector<std::string> k = {"TTX101", "TTX102", "TTX103"};
+  return k;
+}
+
 bool SimCanInject(const SimSpec& spec, const std::string& code) {
+  if (code == "TTX101" || code == "TTX102" || code == "TTX103") return true;
   if (code == "TTA001" || code == "TTA002") return true;
   if (code == "TTA005" || code == "TTA006") return spec.training;
   if (code == "TTA009") return spec.hardware != "MI300";

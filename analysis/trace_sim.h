@@ -17,8 +17,12 @@ struct SimSpec {
   bool training = true;
   int steps = 5;
   uint64_t seed = 1;
+  int variant = 0;  // backbone variant 0..3 (SimVariants()): one workload group
+                    // per task and variant
   std::vector<std::string> anti_patterns;  // codes to inject: TTA001, TTA002, TTA005, TTA006,
-                                           // TTA009 (others are ignored)
+                                           // TTA009, and the families no rule covers (SimUnseen
+                                           // Families(): TTX101 recompute, TTX102 slow custom
+                                           // kernel, TTX103 serialised streams); others ignored
   double severity = 1.0;                   // 0..1, mild..severe
 };
 
@@ -41,6 +45,10 @@ struct SimTrace {
 // The task and hardware names SimulateTrace knows.
 const std::vector<std::string>& SimTasks();
 const std::vector<std::string>& SimHardware();
+// Backbone variant names, indexed by SimSpec::variant.
+const std::vector<std::string>& SimVariants();
+// Anti-pattern families that no catalogue rule covers (benchmark test splits only).
+const std::vector<std::string>& SimUnseenFamilies();
 // Whether |code| can be injected for |spec| (training-only codes, no TTA009 on AMD).
 bool SimCanInject(const SimSpec& spec, const std::string& code);
 

@@ -205,6 +205,26 @@ class RulesMethod : public EvalMethod {
       }
       if (!split) out.findings.push_back(std::move(ef));
     }
+    // One occurrence per code and time: a detector may report several causes (e.g. fprop and
+    // wgrad kernels) in one step; overlapping same-code pieces merge, keeping a located frame.
+    std::sort(out.findings.begin(), out.findings.end(),
+              [](const EvalFinding& a, const EvalFinding& b) {
+                return a.code != b.code ? a.code < b.code : a.start_ns < b.start_ns;
+              });
+    std::vector<EvalFinding> merged;
+    for (EvalFinding& f : out.findings) {
+      if (!merged.empty() && merged.back().code == f.code && f.start_ns < merged.back().end_ns) {
+        EvalFinding& m = merged.back();
+        m.end_ns = std::max(m.end_ns, f.end_ns);
+        if (m.file.empty() && !f.file.empty()) {
+          m.file = f.file;
+          m.line = f.line;
+        }
+      } else {
+        merged.push_back(std::move(f));
+      }
+    }
+    out.findings = std::move(merged);
     return out;
   }
   MethodTraceOutput Score(const EvalTrace& trace, size_t index) const override {

@@ -1,5 +1,6 @@
-// `ttap gen`: writes a benchmark of simulated Kineto traces with ground-truth labels
-// (analysis/trace_sim.h). Dispatched by server/cli.cpp.
+// `ttap gen`: writes the labelled benchmark: simulated Kineto traces (analysis/trace_sim.h) and
+// real base traces with injected anti-patterns (analysis/trace_inject.h), split by workload
+// group and validated. Dispatched by server/cli.cpp.
 #pragma once
 
 #include <string>
@@ -7,7 +8,7 @@
 
 namespace ttap {
 
-// ttap gen --out DIR --seed S [--count N]; returns the exit code.
+// ttap gen --out DIR --seed S [--count N] [--bases PATH...]; returns the exit code.
 int RunGenCommand(const std::vector<std::string>& args);
 
 }  // namespace ttap

@@ -31,12 +31,42 @@ const nlohmann::json* FindSection(const nlohmann::json& report, const std::strin
   return nullptr;
 }
 
+// The label files of a generated dataset, in name order.
+std::vector<std::string> LabelFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  FILE* p = popen(("LC_ALL=C ls '" + dir + "/labels'").c_str(), "r");
+  if (!p) return files;
+  char line[512];
+  while (fgets(line, sizeof(line), p)) {
+    std::string s = line;
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    files.push_back(dir + "/labels/" + s);
+  }
+  pclose(p);
+  return files;
+}
+
+// Puts every trace of |dir| in split |split| (tests that need all traces reported).
+void SetSplit(const std::string& dir, const std::string& split) {
+  for (const std::string& path : LabelFiles(dir)) {
+    auto j = nlohmann::json::parse(ReadFile(path));
+    j["split"] = split;
+    REQUIRE(ttap_test::WriteFile(path, j.dump()));
+  }
+}
+
 }  // namespace
 
-TEST_CASE("eval writes eval.md and eval.json for a generated dataset", "[eval]") {
+TEST_CASE("gen then eval end to end: simulated and injected traces, every method", "[eval]") {
+  // The CI-sized benchmark: 40 traces, 16 of them injected into the bundled ResNet-50 trace.
   const std::string dir = MakeTempDir();
-  auto gen = RunTtap("gen --out '" + dir + "' --seed 3 --count 16");
+  auto gen = RunTtap("gen --out '" + dir + "' --seed 3 --count 40 --bases '" +
+                     ttap_test::SourceDir() + "/examples/resnet50_num_workers_0'");
+  INFO(gen.out + gen.err);
   REQUIRE(gen.exit_code == 0);
+  CHECK(gen.out.find("40 traces") != std::string::npos);
+  CHECK(gen.out.find("Simulator realism") != std::string::npos);
+  CHECK(PathExists(dir + "/realism.md"));
   auto r = RunTtap("eval '" + dir + "' --split all --bootstrap 50");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -49,23 +79,24 @@ TEST_CASE("eval writes eval.md and eval.json for a generated dataset", "[eval]")
   CHECK(report["split"] == "all");
   CHECK(report["bootstrap"] == 50);
   CHECK(report["traces"]["failed_to_load"] == 0);
+  CHECK(report["traces"]["train"].get<int>() > 0);
+  CHECK(report["fit_errors"].empty());
   REQUIRE(report["sections"].size() == 3);
-  const nlohmann::json* seen = FindSection(report, "seen");
-  REQUIRE(seen);
-  CHECK((*seen)["n_traces"] == 16);  // old label files: every trace is in split "test"
-  CHECK((*seen)["n_positive_traces"].get<int>() > 0);
-  const nlohmann::json* rules = FindMethod(*seen, "rules");
-  REQUIRE(rules);
-  REQUIRE((*rules)["trace_auc"]["estimate"].is_number());
-  CHECK(std::isfinite((*rules)["trace_auc"]["estimate"].get<double>()));
-  CHECK((*rules)["window_auc"]["estimate"].is_number());
+  const nlohmann::json* overall = FindSection(report, "overall");
+  REQUIRE(overall);
+  CHECK((*overall)["n_positive_traces"].get<int>() > 0);
+  CHECK((*overall)["n_positive_traces"].get<int>() < (*overall)["n_traces"].get<int>());
+  for (const char* method : {"rules", "clustering", "zscore", "random"}) {
+    INFO(method);
+    const nlohmann::json* m = FindMethod(*overall, method);
+    REQUIRE(m);
+    REQUIRE((*m)["trace_auc"]["estimate"].is_number());
+    CHECK(std::isfinite((*m)["trace_auc"]["estimate"].get<double>()));
+    CHECK((*m)["window_auc"]["estimate"].is_number());
+  }
+  const nlohmann::json* rules = FindMethod(*overall, "rules");
   CHECK((*rules)["per_code"].is_array());
   CHECK((*rules)["source_top1"]["n"].get<int>() > 0);
-  const nlohmann::json* random = FindMethod(*seen, "random");
-  REQUIRE(random);
-  CHECK((*random)["trace_auc"]["estimate"].is_number());
-  // No train split in old label files: the fitted baselines say why they have no numbers.
-  CHECK(report["fit_errors"].contains("clustering"));
   // Deterministic: a second run gives the same numbers.
   auto again = RunTtap("eval '" + dir + "' --split all --bootstrap 50 --out '" + dir + "/again'");
   REQUIRE(again.exit_code == 0);
@@ -76,6 +107,7 @@ TEST_CASE("eval writes eval.md and eval.json for a generated dataset", "[eval]")
 TEST_CASE("eval refuses the train and val splits and bad input", "[eval]") {
   const std::string dir = MakeTempDir();
   REQUIRE(RunTtap("gen --out '" + dir + "' --seed 3 --count 2").exit_code == 0);
+  SetSplit(dir, "test");
   auto train = RunTtap("eval '" + dir + "' --split train");
   CHECK(train.exit_code == 2);
   CHECK(train.err.find("fit") != std::string::npos);
@@ -173,6 +205,7 @@ TEST_CASE("eval fits baselines on the train split and excludes pre-existing trac
     if (i < 8) {
       j["split"] = "train";
     } else if (i == 8) {
+      j["split"] = "test";
       j["pre_existing"] = {{{"code", "TTA008"}, {"start_us", 0}, {"end_us", 1}}};
       pre_existing_clean = 1;
     } else if (i == 9) {
