@@ -4,6 +4,9 @@
 #include <cpptoml.h>
 #include <sys/stat.h>
 
+#include <tuple>
+#include <utility>
+
 namespace ttap {
 
 namespace {
@@ -11,6 +14,54 @@ namespace {
 bool IsFile(const std::string& p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Status ApplyLlm(const cpptoml::table& t, LlmConfig* llm) {
+  for (auto [key, dst] : {std::pair<const char*, std::string*>{"base_url", &llm->base_url},
+                          {"model", &llm->model},
+                          {"api_key_env", &llm->api_key_env},
+                          {"auth_header", &llm->auth_header},
+                          {"cache_dir", &llm->cache_dir}}) {
+    if (!t.contains(key)) continue;
+    auto v = t.get_as<std::string>(key);
+    if (!v) return Status::Error(std::string("llm.") + key + " must be a string");
+    *dst = *v;
+  }
+  if (llm->auth_header != "bearer" && llm->auth_header != "api-key")
+    return Status::Error("llm.auth_header must be \"bearer\" or \"api-key\"");
+  for (auto [key, dst, lo, hi] :
+       {std::tuple<const char*, double*, double, double>{"timeout_s", &llm->timeout_s, 0.1, 3600},
+        {"temperature", &llm->temperature, 0, 2},
+        {"min_confidence", &llm->min_confidence, 0, 1}}) {
+    if (!t.contains(key)) continue;
+    double v;
+    if (auto d = t.get_as<double>(key)) {
+      v = *d;
+    } else if (auto i = t.get_as<int64_t>(key)) {
+      v = static_cast<double>(*i);
+    } else {
+      return Status::Error(std::string("llm.") + key + " must be a number");
+    }
+    if (v < lo || v > hi)
+      return Status::Error(std::string("llm.") + key + " must be between " + std::to_string(lo) +
+                           " and " + std::to_string(hi));
+    *dst = v;
+  }
+  for (auto [key, dst, lo, hi] :
+       {std::tuple<const char*, int*, int, int>{"max_concurrent", &llm->max_concurrent, 1, 64},
+        {"max_tokens", &llm->max_tokens, 16, 1000000},
+        {"retries", &llm->retries, 0, 10},
+        {"max_drafts", &llm->max_drafts, 0, 1000},
+        {"feedback_rounds", &llm->feedback_rounds, 0, 5},
+        {"cache_max_mb", &llm->cache_max_mb, 0, 100000}}) {
+    if (!t.contains(key)) continue;
+    auto v = t.get_as<int64_t>(key);
+    if (!v || *v < lo || *v > hi)
+      return Status::Error(std::string("llm.") + key + " must be an integer between " +
+                           std::to_string(lo) + " and " + std::to_string(hi));
+    *dst = static_cast<int>(*v);
+  }
+  return Status::Ok();
 }
 
 Status Apply(const cpptoml::table& t, Config* c) {
@@ -48,6 +99,12 @@ Status Apply(const cpptoml::table& t, Config* c) {
       if (!to) return Status::Error("path_maps." + from + " must be a string");
       c->path_maps.emplace_back(from, *to);
     }
+  }
+  if (t.contains("llm")) {
+    auto llm = t.get_table("llm");
+    if (!llm) return Status::Error("llm must be a table ([tool.ttap.llm])");
+    Status s = ApplyLlm(*llm, &c->llm);
+    if (!s.ok()) return s;
   }
   if (auto th = t.get_table("thresholds")) {
     for (const auto& [key, value] : *th) {

@@ -13,6 +13,27 @@
 
 namespace ttap {
 
+// [tool.ttap.llm] (or [llm] in ttap.toml): the OpenAI-compatible endpoint for LLM drafts
+// (server/llm/). Settings only: drafting is turned on by `ttap scan --llm` or the editor's
+// `llm` settings, never by this file alone.
+struct LlmConfig {
+  std::string base_url;  // with the version path, e.g. "http://127.0.0.1:11434/v1"
+  std::string model;
+  std::string api_key_env;             // NAME of the environment variable holding the key
+  std::string auth_header = "bearer";  // "bearer" (Authorization: Bearer) or "api-key" (Azure)
+  double timeout_s = 60;
+  int max_concurrent = 2;
+  int max_tokens = 1024;
+  double temperature = 0.1;
+  int retries = 3;
+  int max_drafts = 8;           // findings drafted per trace
+  double min_confidence = 0.6;  // below it, ask again with the neighbouring windows
+  int feedback_rounds = 2;
+  std::string
+      cache_dir;  // default: $TTAP_LLM_CACHE_DIR, $XDG_CACHE_HOME/ttap/llm, ~/.cache/ttap/llm
+  int cache_max_mb = 64;
+};
+
 struct Config {
   int windows = 100;  // windows per trace (the paper's N)
   int threads = 0;    // loader workers, 0 = all cores
@@ -25,6 +46,7 @@ struct Config {
   std::vector<std::string> user_frames_include;  // fnmatch globs over recorded frame paths
   std::vector<std::string> user_frames_exclude;
   std::string source;  // file the values came from, empty for defaults
+  LlmConfig llm;
 };
 
 // Parses one TOML file. pyproject.toml contributes only its [tool.ttap] table.

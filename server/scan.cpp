@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +22,8 @@
 #include "mapping/python_source.h"
 #include "mapping/source_ranges.h"
 #include "server/cli_util.h"
+#include "server/llm/drafter.h"
+#include "server/llm/llm_config.h"
 
 #ifndef TTAP_VERSION
 #define TTAP_VERSION "0.0.0"
@@ -261,28 +264,36 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
           {"suppressed", r.suppressed}};
 }
 
+namespace {
+
+// One finding of ScanResultToText, with its line break.
+std::string FindingText(const ScanResult& r, const LocatedFinding& lf) {
+  std::string out;
+  const Finding& f = lf.finding;
+  std::string where;
+  if (!lf.file.empty() && lf.line > 0) {
+    where = lf.file + ":" + std::to_string(lf.line) + ":" +
+            std::to_string(lf.column > 0 ? lf.column : 1);
+  } else {
+    where = r.trace_path;
+  }
+  out += where + ": " + SeverityName(f.severity) + "[" + f.code + " " + f.name + "]: " + f.message;
+  if (f.step_ids.size() > 0 && f.step_ids.front() >= 0) {
+    out += " (steps " + std::to_string(f.step_ids.front()) +
+           (f.step_ids.size() > 1 ? "-" + std::to_string(f.step_ids.back()) : "") + ")";
+  }
+  if (!lf.ambiguous.empty())
+    out += " [ambiguous source: " + std::to_string(lf.ambiguous.size()) + " files match]";
+  if (lf.stale) out += " [stale location: " + lf.stale_reason + "]";
+  out += "\n";
+  return out;
+}
+
+}  // namespace
+
 std::string ScanResultToText(const ScanResult& r) {
   std::string out;
-  for (const LocatedFinding& lf : r.findings) {
-    const Finding& f = lf.finding;
-    std::string where;
-    if (!lf.file.empty() && lf.line > 0) {
-      where = lf.file + ":" + std::to_string(lf.line) + ":" +
-              std::to_string(lf.column > 0 ? lf.column : 1);
-    } else {
-      where = r.trace_path;
-    }
-    out +=
-        where + ": " + SeverityName(f.severity) + "[" + f.code + " " + f.name + "]: " + f.message;
-    if (f.step_ids.size() > 0 && f.step_ids.front() >= 0) {
-      out += " (steps " + std::to_string(f.step_ids.front()) +
-             (f.step_ids.size() > 1 ? "-" + std::to_string(f.step_ids.back()) : "") + ")";
-    }
-    if (!lf.ambiguous.empty())
-      out += " [ambiguous source: " + std::to_string(lf.ambiguous.size()) + " files match]";
-    if (lf.stale) out += " [stale location: " + lf.stale_reason + "]";
-    out += "\n";
-  }
+  for (const LocatedFinding& lf : r.findings) out += FindingText(r, lf);
   return out;
 }
 
@@ -356,6 +367,34 @@ std::string CurrentDir() {
   return getcwd(buf, sizeof(buf)) ? std::string(buf) : std::string(".");
 }
 
+using FindingDrafts = std::vector<std::optional<llm::FindingDraft>>;
+
+// ScanResultToJson with each drafted finding's "draft" (`ttap scan --llm`).
+nlohmann::json ScanResultToJsonWithDrafts(const ScanResult& r, const FindingDrafts& drafts) {
+  nlohmann::json j = ScanResultToJson(r);
+  for (size_t i = 0; i < drafts.size() && i < j["findings"].size(); ++i) {
+    if (drafts[i]) j["findings"][i]["draft"] = llm::FindingDraftToJson(*drafts[i]);
+  }
+  return j;
+}
+
+// ScanResultToText with an indented line under each drafted finding.
+std::string ScanResultToTextWithDrafts(const ScanResult& r, const FindingDrafts& drafts) {
+  std::string out;
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    out += FindingText(r, r.findings[i]);
+    if (i >= drafts.size() || !drafts[i]) continue;
+    const llm::Draft& d = drafts[i]->draft;
+    std::string first = d.explanation_markdown.substr(0, d.explanation_markdown.find('\n'));
+    if (first.size() > 200) first = first.substr(0, 197) + "...";
+    char conf[32];
+    std::snprintf(conf, sizeof(conf), "%.2f", d.confidence);
+    out += "  drafted by " + d.model + " (" + d.category + ", confidence " + conf +
+           (d.fix ? ", fix: " + d.fix->description : "") + "): " + first + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
@@ -363,6 +402,8 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   Severity min_severity = Severity::kInfo;
   bool timing = false;
   int windows = config.windows;
+  bool use_llm = false;  // `--llm`: the only thing that turns drafting on
+  llm::LlmOverrides llm_flags;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto next = [&](std::string* out) {
@@ -381,6 +422,13 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       format = "json";
     } else if (a == "--timing") {
       timing = true;
+    } else if (a == "--llm") {
+      use_llm = true;
+    } else if (a == "--llm-base-url" || a == "--llm-model" || a == "--llm-api-key-env") {
+      if (!next(&v)) return UsageError(a + " needs a value");
+      (a == "--llm-base-url" ? llm_flags.base_url
+       : a == "--llm-model"  ? llm_flags.model
+                             : llm_flags.api_key_env) = v;
     } else if (a == "--min-severity") {
       if (!next(&v) || !ParseSeverity(v, &min_severity)) {
         return UsageError("--min-severity is error, warning, info or hint");
@@ -394,6 +442,12 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
     }
   }
   if (target.empty()) return UsageError("scan: missing TRACE_OR_DIR");
+  std::optional<llm::LlmSettings> llm_settings;
+  if (use_llm) {
+    auto resolved = llm::ResolveLlmSettings(config.llm, llm_flags);
+    if (!resolved.ok()) return UsageError(resolved.status().message());
+    llm_settings = resolved.value();
+  }
   auto expanded = ExpandTraceTarget(target);
   if (!expanded.ok()) {
     std::fprintf(stderr, "ttap: error: %s\n", expanded.status().message().c_str());
@@ -445,8 +499,30 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   work();
   for (auto& th : pool) th.join();
 
+  // LLM drafts (`--llm`): the best-scoring findings of each trace, through the draft cache.
+  std::vector<FindingDrafts> drafts(files.size());
+  if (llm_settings) {
+    llm::DraftOptions draft_options = llm::DraftOptionsFrom(config.llm);
+    std::fprintf(stderr,
+                 "ttap: llm: drafting up to %d findings per trace with %s at %s (sent: window "
+                 "summaries, rule findings, the catalogue and up to %d source lines per finding)\n",
+                 draft_options.max_drafts, llm_settings->model.c_str(),
+                 llm_settings->base_url.c_str(), 2 * draft_options.snippet_radius + 1);
+    llm::LlmClient client(*llm_settings);
+    llm::DraftCache cache(config.llm.cache_dir, static_cast<uint64_t>(config.llm.cache_max_mb)
+                                                    << 20);
+    llm::SourceProvider sources = [&](const std::string& path) {
+      return ProcessSourceCache().GetFile(path);
+    };
+    for (size_t k = 0; k < files.size(); ++k) {
+      if (!errors[k].empty() || !results[k].trace) continue;
+      drafts[k] = llm::DraftFindings(results[k], &client, &cache, sources, draft_options);
+    }
+  }
+
   int exit_code = 0;
   std::vector<const ScanResult*> ok;
+  std::vector<const FindingDrafts*> ok_drafts;
   for (size_t k = 0; k < files.size(); ++k) {
     if (!errors[k].empty()) {
       std::fprintf(stderr, "ttap: error: %s\n", errors[k].c_str());
@@ -454,20 +530,24 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       continue;
     }
     ok.push_back(&results[k]);
+    ok_drafts.push_back(&drafts[k]);
     if (!results[k].findings.empty() && exit_code == 0) exit_code = 1;
   }
   if (format == "json") {
     if (!directory) {
-      if (!ok.empty()) std::cout << ScanResultToJson(*ok[0]).dump(2) << "\n";
+      if (!ok.empty())
+        std::cout << ScanResultToJsonWithDrafts(*ok[0], *ok_drafts[0]).dump(2) << "\n";
     } else {
       nlohmann::json arr = nlohmann::json::array();
-      for (const ScanResult* r : ok) arr.push_back(ScanResultToJson(*r));
+      for (size_t i = 0; i < ok.size(); ++i)
+        arr.push_back(ScanResultToJsonWithDrafts(*ok[i], *ok_drafts[i]));
       std::cout << arr.dump(2) << "\n";
     }
   } else if (format == "sarif") {
     std::cout << ScanResultsToSarif(ok).dump(2) << "\n";
   } else {
-    for (const ScanResult* r : ok) std::cout << ScanResultToText(*r);
+    for (size_t i = 0; i < ok.size(); ++i)
+      std::cout << ScanResultToTextWithDrafts(*ok[i], *ok_drafts[i]);
     if (directory) {
       char line[512];
       std::snprintf(line, sizeof(line), "\n%-56s %5s %6s %9s  %s\n", "trace", "rank", "steps",

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -30,6 +31,8 @@
 #include "mapping/syntax_util.h"
 #include "mapping/workspace_index.h"
 #include "server/config.h"
+#include "server/llm/drafter.h"
+#include "server/llm/llm_config.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/scan.h"
 
@@ -175,6 +178,8 @@ class Session {
     std::unique_ptr<ScanResult> scan;
     bool has_gpu = false;                                // the trace has GPU activity
     std::map<std::string, std::vector<Placed>> by_file;  // absolute path -> findings
+    // LLM drafts by finding index, filled in by the worker after publishing (under snap_mu_).
+    std::map<size_t, std::shared_ptr<const llm::FindingDraft>> drafts;
   };
 
   // Dispatch.
@@ -200,6 +205,9 @@ class Session {
   void WatchLoop();
   std::string NewestTrace(int64_t* mtime, int64_t* size);
   void Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel);
+  // LLM drafts for |snap|'s findings when the editor turned drafting on (worker thread).
+  void DraftFindingsOf(const std::shared_ptr<Snapshot>& snap);
+  std::shared_ptr<const llm::FindingDraft> DraftOf(const Snapshot& snap, size_t finding);
   void Status(const std::string& state, const std::string& detail = "");
   // A log line to stderr and to the client's log (window/logMessage, type Log).
   void ClientLog(const std::string& message) {
@@ -226,6 +234,10 @@ class Session {
                bool* stale);
   json FixesFor(const std::string& uri, const std::string& path, const Placed& p,
                 const LocatedFinding& lf, const json& diagnostic, bool with_edits);
+  // The finding's LLM-drafted fix as a code action, when it still applies to |src|.
+  void AddDraftedFix(const std::string& uri, const Placed& p, const LocatedFinding& lf,
+                     const PythonSource& src, const json& diagnostic, bool with_edits,
+                     json* actions);
 
   Framer* framer_;
   Outbox out_;
@@ -253,6 +265,13 @@ class Session {
   std::vector<std::string> roots_;
   Config config_;
   int rank_ = 0;
+  // LLM drafts: on only when the editor's `llm` settings give a baseUrl or enabled: true; the
+  // editor's values win over TTAP_LLM_* variables, which win over [tool.ttap.llm].
+  bool llm_enabled_ = false;
+  llm::LlmOverrides llm_editor_;
+  // The worker's client (recreated when the settings change) and cache.
+  std::unique_ptr<llm::LlmClient> llm_client_;
+  std::string llm_client_key_;
 
   // Documents (reader thread only) and the parse cache (shared).
   std::mutex docs_mu_;  // docs_ is written by the reader thread, read by the worker too
@@ -533,6 +552,26 @@ void Session::ApplySettings(const json& s) {
     config_.path_maps.clear();
     for (auto& [k, v] : s["pathMaps"].items())
       if (v.is_string()) config_.path_maps.emplace_back(k, v);
+  }
+  if (s.contains("llm") && s["llm"].is_object()) {
+    const json& l = s["llm"];
+    auto text = [&](const char* key) -> std::optional<std::string> {
+      if (!l.contains(key) || !l[key].is_string() || l[key].get<std::string>().empty())
+        return std::nullopt;
+      return l[key].get<std::string>();
+    };
+    llm_editor_.base_url = text("baseUrl");
+    llm_editor_.model = text("model");
+    llm_editor_.api_key_env = text("apiKeyEnv");
+    if (auto auth = text("authHeader"))
+      config_.llm.auth_header = *auth == "api-key" ? "api-key" : "bearer";
+    if (l.contains("maxDrafts") && l["maxDrafts"].is_number_integer())
+      config_.llm.max_drafts = std::clamp(l["maxDrafts"].get<int>(), 0, 100);
+    if (l.contains("timeoutSeconds") && l["timeoutSeconds"].is_number())
+      config_.llm.timeout_s = std::clamp(l["timeoutSeconds"].get<double>(), 0.1, 3600.0);
+    llm_enabled_ = l.contains("enabled") && l["enabled"].is_boolean()
+                       ? l["enabled"].get<bool>()
+                       : llm_editor_.base_url.has_value();
   }
   for (const char* key : {"userFramesInclude", "userFramesExclude"}) {
     if (!s.contains(key) || !s[key].is_array()) continue;
@@ -925,6 +964,60 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
             " findings (rules " + std::to_string(static_cast<int>(snap->scan->rules_ms)) +
             " ms, mapping " + std::to_string(static_cast<int>(snap->scan->mapping_ms)) + " ms)");
   Status("ready");
+  DraftFindingsOf(snap);
+}
+
+void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap) {
+  LlmConfig file;
+  llm::LlmOverrides editor;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    if (!llm_enabled_) return;
+    file = config_.llm;
+    editor = llm_editor_;
+  }
+  auto settings = llm::ResolveLlmSettings(file, editor);
+  if (!settings.ok()) {
+    ClientLog("llm drafts are on but " + settings.status().message());
+    return;
+  }
+  const std::string key = settings->base_url + "|" + settings->model + "|" + settings->api_key_env +
+                          "|" + file.auth_header + "|" + std::to_string(settings->timeout_ms);
+  if (!llm_client_ || llm_client_key_ != key) {
+    llm_client_.reset();
+    llm_client_ = std::make_unique<llm::LlmClient>(
+        *settings, [this](const std::string& line) { ClientLog("llm: " + line); });
+    llm_client_key_ = key;
+  }
+  llm::CancelFlag cancel;
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    cancel = current_cancel_;
+  }
+  llm::DraftCache cache(file.cache_dir, static_cast<uint64_t>(file.cache_max_mb) << 20);
+  llm::DraftOptions options = llm::DraftOptionsFrom(file);
+  options.log = [this](const std::string& line) { ClientLog("llm: " + line); };
+  Status("drafting", settings->model);
+  auto drafts = llm::DraftFindings(
+      *snap->scan, llm_client_.get(), &cache,
+      [this](const std::string& path) { return SourceFor(path); }, options, cancel);
+  if (cancel && cancel->load()) return;
+  size_t count = 0;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    for (size_t i = 0; i < drafts.size(); ++i) {
+      if (!drafts[i]) continue;
+      snap->drafts[i] = std::make_shared<const llm::FindingDraft>(std::move(*drafts[i]));
+      ++count;
+    }
+  }
+  Status("ready", std::to_string(count) + " drafts by " + settings->model);
+}
+
+std::shared_ptr<const llm::FindingDraft> Session::DraftOf(const Snapshot& snap, size_t finding) {
+  std::lock_guard<std::mutex> lock(snap_mu_);
+  auto it = snap.drafts.find(finding);
+  return it == snap.drafts.end() ? nullptr : it->second;
 }
 
 // ---- Diagnostics ----
@@ -1151,6 +1244,15 @@ void Session::OnHover(const json& params, Reply reply) {
     if (!inside) continue;
     if (!md.empty()) md += "\n\n---\n\n";
     md += HoverMarkdown(*snap, lf);
+    if (auto d = DraftOf(*snap, p.finding)) {
+      char conf[16];
+      std::snprintf(conf, sizeof(conf), "%.0f%%", 100 * d->draft.confidence);
+      const RuleInfo* cat = FindRule(d->draft.category);
+      md += "\n\n**Drafted by " + d->draft.model + "** (unverified; " + d->draft.category +
+            (cat ? std::string(" ") + cat->name : std::string(" unusual-window")) +
+            ", confidence " + conf + ")\n\n" + d->draft.explanation_markdown;
+      if (d->draft.fix) md += "\n\nDrafted fix: " + d->draft.fix->description + " (code action)";
+    }
     range = RangeJson(r);
   }
   if (md.empty()) return reply->Result(nullptr);
@@ -1163,7 +1265,9 @@ json Session::FixesFor(const std::string& uri, const std::string& path, const Pl
                        const LocatedFinding& lf, const json& diagnostic, bool with_edits) {
   json actions = json::array();
   auto src = SourceFor(path);
-  if (!src || lf.finding.fix.empty()) return actions;
+  if (!src) return actions;
+  AddDraftedFix(uri, p, lf, *src, diagnostic, with_edits, &actions);
+  if (lf.finding.fix.empty()) return actions;
   FixRequest req;
   req.recipe = lf.finding.fix;
   req.line = p.line;
@@ -1179,6 +1283,7 @@ json Session::FixesFor(const std::string& uri, const std::string& path, const Pl
     ClientLog("no mechanical fix for " + lf.finding.code + ": " + fixes.status().message());
     return actions;
   }
+  json mechanical = json::array();
   for (const QuickFix& fx : *fixes) {
     json action = {{"title", fx.title}, {"kind", "quickfix"}, {"isPreferred", fx.preferred}};
     if (!diagnostic.is_null()) action["diagnostics"] = json::array({diagnostic});
@@ -1191,9 +1296,55 @@ json Session::FixesFor(const std::string& uri, const std::string& path, const Pl
     } else {
       action["data"] = {{"uri", uri}, {"finding", p.finding}, {"title", fx.title}};
     }
-    actions.push_back(std::move(action));
+    mechanical.push_back(std::move(action));
   }
-  return actions;
+  // The catalogue's fixes first, the drafted one after them.
+  for (auto& a : actions) mechanical.push_back(std::move(a));
+  return mechanical;
+}
+
+void Session::AddDraftedFix(const std::string& uri, const Placed& p, const LocatedFinding& lf,
+                            const PythonSource& src, const json& diagnostic, bool with_edits,
+                            json* actions) {
+  std::shared_ptr<const llm::FindingDraft> d;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    // Only the snapshot |lf| belongs to holds its draft.
+    if (!snapshot_ || p.finding >= snapshot_->scan->findings.size() ||
+        &snapshot_->scan->findings[p.finding] != &lf)
+      return;
+    auto it = snapshot_->drafts.find(p.finding);
+    if (it == snapshot_->drafts.end()) return;
+    d = it->second;
+  }
+  if (!d->draft.fix) return;
+  // The buffer may have changed since the draft: the edits move with the finding's line and
+  // apply only while the lines they touch are unchanged and the result still parses.
+  llm::FixCheck check;
+  check.finding_line = p.line;
+  check.line_shift = p.line - d->finding_line;
+  check.expected_first_line = d->fix_first_line;
+  check.expected_lines = &d->fix_lines;
+  auto edits = llm::CheckDraftFix(src, *d->draft.fix, check);
+  if (!edits.ok()) {
+    ClientLog("llm: dropped the fix drafted by " + d->draft.model + " for " + lf.finding.code +
+              ": " + edits.status().message());
+    return;
+  }
+  const std::string title =
+      "Apply the fix drafted by " + d->draft.model + ": " + d->draft.fix->description;
+  json action = {{"title", title}, {"kind", "quickfix"}, {"isPreferred", false}};
+  if (!diagnostic.is_null()) action["diagnostics"] = json::array({diagnostic});
+  if (with_edits) {
+    json lsp_edits = json::array();
+    for (const TextEdit& e : *edits)
+      lsp_edits.push_back(
+          {{"range", RangeJson(src.ToRange(e.range, encoding_))}, {"newText", e.new_text}});
+    action["edit"] = {{"changes", {{uri, lsp_edits}}}};
+  } else {
+    action["data"] = {{"uri", uri}, {"finding", p.finding}, {"title", title}};
+  }
+  actions->push_back(std::move(action));
 }
 
 void Session::OnCodeAction(const json& params, Reply reply) {
