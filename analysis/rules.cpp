@@ -80,10 +80,17 @@ const std::vector<RuleInfo>& RuleCatalogue() {
   return kRules;
 }
 
+const RuleInfo& UnusualWindowRule() {
+  static const RuleInfo kRule = {"TTA900", "unusual-window",
+                                 "the window scorer flags a window that no rule explains", ""};
+  return kRule;
+}
+
 const RuleInfo* FindRule(const std::string& code) {
   for (const auto& r : RuleCatalogue()) {
     if (code == r.code) return &r;
   }
+  if (code == UnusualWindowRule().code) return &UnusualWindowRule();
   return nullptr;
 }
 

@@ -20,8 +20,12 @@ struct RuleInfo {
   const char* summary;  // one line: what it is
   const char* fix;      // fix recipe id, or "" for none
 };
-// The catalogue in code order.
+// The catalogue in code order (the detectors' codes).
 const std::vector<RuleInfo>& RuleCatalogue();
+// TTA900 "unusual-window": a window the learned scorer flags and no rule explains (added by
+// `ttap scan --model`, server/scan.cpp); not a detector.
+const RuleInfo& UnusualWindowRule();
+// The catalogue entry or TTA900; nullptr for unknown codes.
 const RuleInfo* FindRule(const std::string& code);
 
 struct WindowScore {

@@ -21,6 +21,7 @@
 #include "server/models_loader.h"
 #include "server/scan.h"
 #include "server/stats_report.h"
+#include "server/train_command.h"
 
 #ifndef TTAP_VERSION
 #define TTAP_VERSION "0.0.0"
@@ -51,6 +52,9 @@ constexpr const char* kUsage =
     "  gen --out DIR --seed S [--count N] [--bases PATH...] [--max-base-mb M] [--threads T]\n"
     "        write N (default 600) labelled traces: simulated CV training/inference loops and,\n"
     "        with --bases, real traces with injected anti-patterns (labels in DIR/labels)\n"
+    "  train --data DIR --out FILE [--epochs N] [--seed S] [--threads T] [--minutes M]\n"
+    "        [--ablation no-names|no-pos|no-relation|max-pool] [--device auto|cpu|cuda]\n"
+    "        train the window-scoring model on the train split of a `ttap gen` dataset\n"
     "  eval DATASET_DIR [--methods rules,clustering,zscore,random] [--split seen|unseen|all]\n"
     "       [--out DIR] [--bootstrap N] [--seed S] [--with-pre-existing]\n"
     "        score the methods on a labelled dataset (`ttap gen`): trace and window AUC-ROC\n"
@@ -213,6 +217,7 @@ int RunCli(int argc, char** argv) {
   if (command == "scan") return RunScanCommand(rest, *config);
   if (command == "gen") return RunGenCommand(rest);
   if (command == "eval") return RunEvalCommand(rest);
+  if (command == "train") return RunTrainCommand(rest);
   if (command == "lsp") return lsp::RunLspCommand(rest);
   if (command == "doctor") {
     std::printf("ttap %s\nconfig: %s\n", TTAP_VERSION,

@@ -30,6 +30,7 @@
 #include "mapping/python_frames.h"
 #include "mapping/workspace_index.h"
 #include "server/cli_util.h"
+#include "server/window_model.h"
 
 namespace ttap {
 
@@ -295,6 +296,149 @@ class RandomMethod : public EvalMethod {
   uint64_t seed_;
 };
 
+// The learned window scorer: window scores and category-head guesses; flagged windows
+// (score >= 0.5) become findings of the guessed code, TTA900 ("unusual window") when the head
+// names none; adjacent flagged windows of one code merge.
+MethodTraceOutput ModelOutput(const WindowModel& model, const Trace& trace) {
+  MethodTraceOutput out;
+  auto preds = model.Score(trace);
+  if (!preds.ok()) {
+    std::fprintf(stderr, "ttap: warning: eval: model on %s: %s\n", trace.path.c_str(),
+                 preds.status().message().c_str());
+    out.window_scores.assign(trace.windows.size(), kNaN);
+    out.window_categories.assign(trace.windows.size(), "");
+    return out;
+  }
+  for (size_t w = 0; w < preds->size(); ++w) {
+    const WindowPrediction& p = (*preds)[w];
+    out.window_scores.push_back(p.score);
+    const bool flagged = p.score >= 0.5;
+    out.window_categories.push_back(flagged ? (p.category.empty() ? "TTA900" : p.category) : "");
+    if (!flagged) continue;
+    const Window& win = trace.windows[w];
+    const std::string& code = out.window_categories.back();
+    if (!out.findings.empty() && out.findings.back().code == code &&
+        out.findings.back().end_ns >= win.start_ns) {
+      out.findings.back().end_ns = win.end_ns;
+    } else {
+      out.findings.push_back({code, win.start_ns, win.end_ns, "", 0});
+    }
+  }
+  out.trace_score = MeanScore(out.window_scores);
+  return out;
+}
+
+class ModelMethod : public EvalMethod {
+ public:
+  explicit ModelMethod(std::shared_ptr<const WindowModel> model) : model_(std::move(model)) {}
+  std::string Name() const override { return "model"; }
+  bool ProducesFindings() const override { return true; }
+  bool ProducesCategories() const override { return true; }
+  bool ReadsTraces() const override { return true; }
+  MethodTraceOutput AnalyseTrace(const Trace& trace) const override {
+    return ModelOutput(*model_, trace);
+  }
+  MethodTraceOutput Score(const EvalTrace& trace, size_t index) const override {
+    return index < trace.trace_outputs.size() ? trace.trace_outputs[index] : MethodTraceOutput{};
+  }
+
+ private:
+  std::shared_ptr<const WindowModel> model_;
+};
+
+// Rules and model together. Window score: one of three combinations of the rule score r and the
+// model score m -- noisy-OR 1-(1-r)(1-m), mean (r+m)/2, max -- the one with the best trace + window
+// AUC on the validation split (measured per run, reported as the method's note). Categories: the
+// rule's where a rule fired, else the model's. Findings: every rule finding, plus the model's
+// flagged windows that no rule finding overlaps (TTA900 or the category head's code).
+class FusedMethod : public EvalMethod {
+ public:
+  enum class Combine { kNoisyOr, kMean, kMax };
+  explicit FusedMethod(std::shared_ptr<const WindowModel> model) : model_(std::move(model)) {}
+  std::string Name() const override { return "fused"; }
+  bool ProducesFindings() const override { return true; }
+  bool ProducesCategories() const override { return true; }
+  bool ReadsTraces() const override { return true; }
+  bool NeedsValidation() const override { return true; }
+  MethodTraceOutput AnalyseTrace(const Trace& trace) const override {
+    MethodTraceOutput out = rules_.AnalyseTrace(trace);
+    MethodTraceOutput m = ModelOutput(*model_, trace);
+    out.aux_scores = std::move(m.window_scores);
+    out.aux_categories = std::move(m.window_categories);
+    // Model findings where no rule finding overlaps.
+    for (const EvalFinding& f : m.findings) {
+      bool explained = false;
+      for (const EvalFinding& r : out.findings) {
+        explained = explained || (r.start_ns < f.end_ns && f.start_ns < r.end_ns);
+      }
+      if (!explained) out.findings.push_back(f);
+    }
+    return out;
+  }
+  Status Tune(const std::vector<const EvalTrace*>& val, size_t index) override {
+    double best = -1;
+    std::string report;
+    for (Combine c : {Combine::kNoisyOr, Combine::kMean, Combine::kMax}) {
+      std::vector<double> ts, ws;
+      std::vector<int> tl, wl;
+      for (const EvalTrace* t : val) {
+        if (index >= t->trace_outputs.size()) continue;
+        const std::vector<double> w = Combined(t->trace_outputs[index], c);
+        ts.push_back(MeanScore(w));
+        tl.push_back(t->labels.anti_pattern ? 1 : 0);
+        std::vector<LabeledInterval> li;
+        for (const EvalLabel& l : t->labels.labels) li.push_back({l.code, l.start_ns, l.end_ns});
+        const std::vector<int> labels = WindowLabels(t->windows, li);
+        ws.insert(ws.end(), w.begin(), w.end());
+        wl.insert(wl.end(), labels.begin(), labels.end());
+      }
+      const double ta = AucRoc(ts, tl), wa = AucRoc(ws, wl);
+      const double q = (std::isfinite(ta) ? ta : 0) + (std::isfinite(wa) ? wa : 0);
+      report +=
+          std::string(report.empty() ? "" : ", ") + Name(c) + " " + Fixed(ta) + "/" + Fixed(wa);
+      if (q > best) {
+        best = q;
+        combine_ = c;
+      }
+    }
+    note_ = "fusion chosen on the validation split (" + std::to_string(val.size()) +
+            " traces; trace/window AUC): " + report + " -> " + Name(combine_);
+    return Status::Ok();
+  }
+  std::string Note() const override { return note_; }
+  MethodTraceOutput Score(const EvalTrace& trace, size_t index) const override {
+    if (index >= trace.trace_outputs.size()) return {};
+    MethodTraceOutput out = trace.trace_outputs[index];
+    out.window_scores = Combined(out, combine_);
+    for (size_t w = 0; w < out.window_categories.size() && w < out.aux_categories.size(); ++w) {
+      if (out.window_categories[w].empty()) out.window_categories[w] = out.aux_categories[w];
+    }
+    out.trace_score = MeanScore(out.window_scores);
+    return out;
+  }
+
+ private:
+  static const char* Name(Combine c) {
+    return c == Combine::kNoisyOr ? "noisy-OR" : c == Combine::kMean ? "mean" : "max";
+  }
+  static std::vector<double> Combined(const MethodTraceOutput& o, Combine c) {
+    std::vector<double> out(o.window_scores.size(), 0);
+    for (size_t w = 0; w < out.size(); ++w) {
+      const double r = std::isfinite(o.window_scores[w]) ? o.window_scores[w] : 0;
+      const double m =
+          w < o.aux_scores.size() && std::isfinite(o.aux_scores[w]) ? o.aux_scores[w] : 0;
+      out[w] = c == Combine::kNoisyOr ? 1 - (1 - r) * (1 - m)
+               : c == Combine::kMean  ? (r + m) / 2
+                                      : std::max(r, m);
+    }
+    return out;
+  }
+  std::shared_ptr<const WindowModel> model_;
+  RulesMethod rules_;
+  Combine combine_ = Combine::kNoisyOr;
+  std::string note_;
+};
+
 // ---- metrics ----
 
 struct CodeCounts {
@@ -457,6 +601,9 @@ struct RunInfo {
   int train_traces = 0, train_clean = 0, train_windows = 0, skipped_val = 0, skipped_other = 0;
   std::vector<std::pair<std::string, std::string>> failures;  // (file, reason)
   std::map<std::string, std::string> fit_errors;              // method -> why it has no scores
+  std::map<std::string, std::string> notes;                   // method -> note (fusion chosen)
+  std::string model;                                          // weights file (device)
+  nlohmann::json model_trained_on;
   double seconds = 0;
 };
 
@@ -478,6 +625,8 @@ std::string Markdown(const RunInfo& info, const std::vector<Section>& sections) 
      << " windows) used only to fit the baselines; " << info.skipped_val << " val traces not used; "
      << info.failed_to_load << " failed to load; " << info.unreadable_labels
      << " unreadable label files\n";
+  if (!info.model.empty()) md << "- model: `" << info.model << "`\n";
+  for (const auto& [method, note] : info.notes) md << "- " << method << ": " << note << "\n";
   md << "- bootstrap: " << info.settings.bootstrap << " resamples, seed " << info.settings.seed
      << "\n";
   for (const auto& [method, why] : info.fit_errors) {
@@ -539,6 +688,11 @@ nlohmann::json Json(const RunInfo& info, const std::vector<Section>& sections) {
   j["methods"] = info.methods;
   j["with_pre_existing"] = info.settings.with_pre_existing;
   j["bootstrap"] = info.settings.bootstrap;
+  if (!info.model.empty()) {
+    j["model"] = info.model;
+    j["model_trained_on"] = info.model_trained_on;
+  }
+  j["notes"] = info.notes;
   j["seed"] = info.settings.seed;
   j["windows_per_trace"] = kWindows;
   j["feature_names"] = WindowFeatureNames();
@@ -648,16 +802,19 @@ StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string&
   return l;
 }
 
-StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(const std::string& name, uint64_t seed) {
+StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(const std::string& name, uint64_t seed,
+                                                     std::shared_ptr<const WindowModel> model) {
   if (name == "rules") return std::unique_ptr<EvalMethod>(new RulesMethod());
   if (name == "clustering") return std::unique_ptr<EvalMethod>(new ClusteringMethod(seed));
   if (name == "zscore") return std::unique_ptr<EvalMethod>(new ZScoreMethod());
   if (name == "random") return std::unique_ptr<EvalMethod>(new RandomMethod(seed));
   if (name == "model" || name == "fused") {
-    return Status::Error(name + ": needs the learned window scorer (issue 7): not built yet");
+    if (!model) return Status::Error(name + ": needs a window-scorer model (--model FILE)");
+    if (name == "model") return std::unique_ptr<EvalMethod>(new ModelMethod(std::move(model)));
+    return std::unique_ptr<EvalMethod>(new FusedMethod(std::move(model)));
   }
   return Status::Error("unknown method '" + name +
-                       "' (rules, clustering, zscore, random; model and fused come with issue 7)");
+                       "' (rules, clustering, zscore, random, model, fused)");
 }
 
 int RunEvalCommand(const std::vector<std::string>& args) {
@@ -665,6 +822,7 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   RunInfo info;
   info.split = "all";
   std::string methods_arg = "rules,clustering,zscore,random";
+  EvalModelOptions model_options;
   info.command_line = "ttap eval";
   for (const auto& a : args) info.command_line += " " + a;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -687,6 +845,10 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       info.settings.seed = v;
     } else if (a == "--with-pre-existing") {
       info.settings.with_pre_existing = true;
+    } else if (a == "--model" && has_value) {
+      model_options.path = args[++i];
+    } else if (a == "--device" && has_value) {
+      model_options.device = args[++i];
     } else if (!a.empty() && a[0] == '-') {
       return UsageError("eval: unknown or incomplete option '" + a + "'");
     } else if (info.dataset.empty()) {
@@ -707,13 +869,36 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     return UsageError("--split is seen, unseen or all");
   }
   std::vector<std::unique_ptr<EvalMethod>> methods;
+  std::shared_ptr<const WindowModel> model;
+  std::set<std::string> trained_groups;
   {
     std::stringstream ss(methods_arg);
     std::string name;
     std::set<std::string> seen_names;
     while (std::getline(ss, name, ',')) {
       if (name.empty() || !seen_names.insert(name).second) continue;
-      auto m = MakeEvalMethod(name, info.settings.seed);
+      if ((name == "model" || name == "fused") && !model) {
+        if (model_options.path.empty()) model_options.path = WindowModel::DefaultPath();
+        auto opened = WindowModel::Open(model_options.path, model_options.device, 2);
+        if (!opened.ok()) {
+          std::fprintf(stderr, "ttap: error: eval: %s\n", opened.status().message().c_str());
+          return 2;
+        }
+        model = std::shared_ptr<const WindowModel>(std::move(opened.value()));
+        info.model = model->path() + " (" + model->device() + ")";
+        try {
+          const auto on = nlohmann::json::parse(model->trained_on());
+          for (const auto& g : on.value("groups", nlohmann::json::array())) {
+            trained_groups.insert(g.get<std::string>());
+          }
+          info.model_trained_on = on;
+        } catch (const std::exception&) {
+          std::fprintf(stderr, "ttap: error: eval: %s does not say what it was trained on\n",
+                       model->path().c_str());
+          return 2;
+        }
+      }
+      auto m = MakeEvalMethod(name, info.settings.seed, model);
       if (!m.ok()) {
         std::fprintf(stderr, "ttap: error: eval: %s\n", m.status().message().c_str());
         return 2;
@@ -739,10 +924,14 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   if (info.out_dir.empty()) info.out_dir = info.dataset + "/eval";
 
   // Which traces to load: the evaluated splits, and the train split when a method is fitted.
-  bool need_train = false;
-  for (const auto& m : methods) need_train |= m->NeedsFit();
+  bool need_train = false, need_val = false;
+  for (const auto& m : methods) {
+    need_train |= m->NeedsFit();
+    need_val |= m->NeedsValidation();
+  }
   std::vector<EvalTrace> traces;
-  std::vector<bool> is_train;
+  std::vector<bool> is_train, is_val;
+  std::set<std::string> refused_groups;
   for (const std::string& file : label_files) {
     const std::string stem = file.substr(0, file.size() - std::strlen(kLabelsSuffix));
     std::ifstream in(label_dir + "/" + file, std::ios::binary);
@@ -763,8 +952,10 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     if (split == "train") {
       if (!need_train) continue;
     } else if (split == "val") {
-      ++info.skipped_val;
-      continue;
+      if (!need_val || !labels->pre_existing.empty()) {
+        ++info.skipped_val;
+        continue;
+      }
     } else if (!evaluated) {
       if (split != "test" && split != "unseen") ++info.skipped_other;
       continue;
@@ -772,13 +963,26 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       ++info.excluded_pre_existing;
       continue;
     }
+    if (evaluated && trained_groups.count(labels->workload_group)) {
+      refused_groups.insert(labels->workload_group);
+    }
     EvalTrace t;
     t.labels = std::move(labels.value());
     t.path = info.dataset + "/" + t.labels.trace;
     is_train.push_back(split == "train");
+    is_val.push_back(split == "val");
     traces.push_back(std::move(t));
   }
 
+  if (!refused_groups.empty()) {
+    std::string list;
+    for (const std::string& g : refused_groups) list += " " + g;
+    std::fprintf(stderr,
+                 "ttap: error: eval: the model %s was trained or validated on workload groups that "
+                 "split %s contains:%s; refusing to report on them\n",
+                 model ? model->path().c_str() : "", info.split.c_str(), list.c_str());
+    return 2;
+  }
   // Load (two workers, one parse thread each): keep windows, features and the outputs of the
   // methods that read the trace.
   std::vector<std::string> load_errors(traces.size());
@@ -800,9 +1004,10 @@ int RunEvalCommand(const std::vector<std::string>& args) {
         for (const Window& w : trace.windows) et.windows.emplace_back(w.start_ns, w.end_ns);
         et.features = WindowFeatures(trace);
         et.trace_outputs.resize(methods.size());
-        if (!is_train[k]) {
-          for (size_t m = 0; m < methods.size(); ++m) {
-            if (methods[m]->ReadsTraces()) et.trace_outputs[m] = methods[m]->AnalyseTrace(trace);
+        for (size_t m = 0; m < methods.size(); ++m) {
+          const bool wanted = is_val[k] ? methods[m]->NeedsValidation() : !is_train[k];
+          if (wanted && methods[m]->ReadsTraces()) {
+            et.trace_outputs[m] = methods[m]->AnalyseTrace(trace);
           }
         }
       }
@@ -818,7 +1023,7 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   work();
   for (auto& th : pool) th.join();
 
-  std::vector<const EvalTrace*> train, evaluated;
+  std::vector<const EvalTrace*> train, evaluated, val;
   std::vector<bool> train_clean;
   for (size_t k = 0; k < traces.size(); ++k) {
     if (!load_errors[k].empty()) {
@@ -827,7 +1032,9 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "ttap: warning: eval: %s; skipped\n", load_errors[k].c_str());
       continue;
     }
-    if (is_train[k]) {
+    if (is_val[k]) {
+      val.push_back(&traces[k]);
+    } else if (is_train[k]) {
       train.push_back(&traces[k]);
       // A trace whose base already had anti-patterns is never clean.
       const bool clean = !traces[k].labels.anti_pattern && traces[k].labels.pre_existing.empty();
@@ -856,6 +1063,16 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       fit_errors[m] = s.message();
       info.fit_errors[methods[m]->Name()] = s.message();
     }
+  }
+
+  for (size_t m = 0; m < methods.size(); ++m) {
+    if (!methods[m]->NeedsValidation()) continue;
+    Status s = methods[m]->Tune(val, m);
+    if (!s.ok()) {
+      fit_errors[m] = s.message();
+      info.fit_errors[methods[m]->Name()] = s.message();
+    }
+    if (!methods[m]->Note().empty()) info.notes[methods[m]->Name()] = methods[m]->Note();
   }
 
   std::vector<Section> sections;

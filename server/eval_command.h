@@ -57,6 +57,10 @@ struct MethodTraceOutput {
   double trace_score = 0;                      // 0..1
   std::vector<std::string> window_categories;  // code per window, "" = none (may be empty)
   std::vector<EvalFinding> findings;
+  // A second opinion kept for methods that combine two (fused: the model's window scores and
+  // categories beside the rules' ones).
+  std::vector<double> aux_scores;
+  std::vector<std::string> aux_categories;
 };
 
 // What eval keeps of a loaded trace (the Trace itself is dropped after loading).
@@ -92,16 +96,35 @@ class EvalMethod {
     (void)clean;
     return Status::Ok();
   }
+  // Methods tuned on the validation split (fused: how to combine) get its traces here, with
+  // their AnalyseTrace outputs at |index|.
+  virtual bool NeedsValidation() const { return false; }
+  virtual Status Tune(const std::vector<const EvalTrace*>& val, size_t index) {
+    (void)val;
+    (void)index;
+    return Status::Ok();
+  }
+  // A line for the report (e.g. the fusion chosen on the validation split), "" for none.
+  virtual std::string Note() const { return ""; }
   // |index|: this method's index into EvalTrace::trace_outputs.
   virtual MethodTraceOutput Score(const EvalTrace& trace, size_t index) const = 0;
 };
 
-// The method called |name| ("rules", "clustering", "zscore", "random"), or an error ("model" and
-// "fused" need the learned window scorer, issue 7).
-StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(const std::string& name, uint64_t seed);
+class WindowModel;
+// The learned window scorer for the "model" and "fused" methods: a weights file and a device.
+struct EvalModelOptions {
+  std::string path;  // "" = WindowModel::DefaultPath()
+  std::string device = "auto";
+};
+
+// The method called |name| ("rules", "clustering", "zscore", "random", "model", "fused"), or an
+// error; "model" and "fused" need |model| (opened once by the caller).
+StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(
+    const std::string& name, uint64_t seed, std::shared_ptr<const WindowModel> model = nullptr);
 
 // ttap eval DATASET_DIR [--methods LIST] [--split seen|unseen|all] [--out DIR] [--bootstrap N]
-// [--seed S] [--with-pre-existing]; returns the exit code (0 ok, 2 unusable input or usage).
+// [--seed S] [--with-pre-existing] [--model FILE] [--device D]; returns the exit code (0 ok, 2
+// unusable input or usage).
 int RunEvalCommand(const std::vector<std::string>& args);
 
 }  // namespace ttap

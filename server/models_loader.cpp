@@ -51,7 +51,13 @@ StatusOr<const ModelsLibrary*> ModelsLibrary::Get() {
       lib->api_version_ = reinterpret_cast<int (*)()>(dlsym(handle, "ttap_models_api_version"));
       lib->describe_ =
           reinterpret_cast<size_t (*)(char*, size_t)>(dlsym(handle, "ttap_models_describe"));
-      if (!lib->api_version_ || !lib->describe_ || lib->api_version_() != TTAP_MODELS_API_VERSION) {
+      lib->train = reinterpret_cast<decltype(lib->train)>(dlsym(handle, "ttap_models_train"));
+      lib->open = reinterpret_cast<decltype(lib->open)>(dlsym(handle, "ttap_models_open"));
+      lib->header = reinterpret_cast<decltype(lib->header)>(dlsym(handle, "ttap_models_header"));
+      lib->score = reinterpret_cast<decltype(lib->score)>(dlsym(handle, "ttap_models_score"));
+      lib->close = reinterpret_cast<decltype(lib->close)>(dlsym(handle, "ttap_models_close"));
+      if (!lib->api_version_ || !lib->describe_ || lib->api_version_() != TTAP_MODELS_API_VERSION ||
+          !lib->train || !lib->open || !lib->header || !lib->score || !lib->close) {
         tried += "\n  " + path + ": not a compatible ttap models module";
         delete lib;
         continue;

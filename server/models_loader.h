@@ -6,6 +6,7 @@
 #include <string>
 
 #include "analysis/status.h"
+#include "models/models_api.h"
 
 namespace ttap {
 
@@ -17,6 +18,13 @@ class ModelsLibrary {
   static StatusOr<const ModelsLibrary*> Get();
   std::string Describe() const;
   const std::string& path() const { return path_; }
+
+  // The window scorer's entry points (models_api.h); server/window_model.h wraps them.
+  decltype(&ttap_models_train) train = nullptr;
+  decltype(&ttap_models_open) open = nullptr;
+  decltype(&ttap_models_header) header = nullptr;
+  decltype(&ttap_models_score) score = nullptr;
+  decltype(&ttap_models_close) close = nullptr;
 
  private:
   std::string path_;

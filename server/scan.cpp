@@ -24,6 +24,7 @@
 #include "server/cli_util.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
+#include "server/window_model.h"
 
 #ifndef TTAP_VERSION
 #define TTAP_VERSION "0.0.0"
@@ -139,11 +140,79 @@ std::string RuleDocsUrl(const std::string& code, const std::string& name) {
   return std::string(kDocsBase) + anchor;
 }
 
+// TTA900: windows the learned scorer flags (score >= |threshold|) that no rule finding overlaps,
+// adjacent ones merged, anchored at the longest CPU op of the window so the frames locate it.
+void AddUnusualWindows(const Trace& trace, const WindowModel& model, double threshold,
+                       RuleResult* rules) {
+  auto preds = model.Score(trace);
+  if (!preds.ok()) {
+    std::fprintf(stderr, "ttap: warning: model: %s; rules only\n",
+                 preds.status().message().c_str());
+    return;
+  }
+  const EventTable& ev = trace.events;
+  std::vector<Finding> added;
+  for (size_t w = 0; w < preds->size() && w < trace.windows.size(); ++w) {
+    const WindowPrediction& p = (*preds)[w];
+    const Window& win = trace.windows[w];
+    if (p.score < threshold) continue;
+    bool explained = false;
+    for (const Finding& f : rules->findings) {
+      explained = explained || (f.start_ns < win.end_ns && win.start_ns < f.end_ns);
+    }
+    if (explained) continue;
+    if (!added.empty() && added.back().end_ns >= win.start_ns &&
+        added.back().evidence["category"].text == p.category) {
+      Finding& f = added.back();
+      f.end_ns = win.end_ns;
+      f.window_indices.push_back(static_cast<int>(w));
+      f.evidence["score"].number = std::max(f.evidence["score"].number, p.score);
+      continue;
+    }
+    Finding f;
+    const RuleInfo& info = UnusualWindowRule();
+    f.code = info.code;
+    f.name = info.name;
+    f.severity = Severity::kInfo;
+    f.start_ns = win.start_ns;
+    f.end_ns = win.end_ns;
+    f.window_indices.push_back(static_cast<int>(w));
+    f.evidence["score"] = {true, p.score, ""};
+    f.evidence["category"] = {false, 0, p.category};
+    f.evidence["category_confidence"] = {true, p.confidence, ""};
+    f.evidence["model"] = {false, 0, model.path()};
+    int64_t longest = -1;
+    for (uint32_t i = win.begin; i < win.end; ++i) {
+      if (ev.kind[i] == EventKind::kCpuOp && ev.frame[i] >= 0 && ev.dur[i] > longest) {
+        longest = ev.dur[i];
+        f.anchor_row = static_cast<int32_t>(i);
+      }
+    }
+    for (const Step& st : trace.steps) {
+      if (st.start() < win.end_ns && win.start_ns < st.end()) f.step_ids.push_back(st.number);
+    }
+    added.push_back(std::move(f));
+  }
+  for (Finding& f : added) {
+    const std::string& cat = f.evidence["category"].text;
+    const RuleInfo* guess = cat.empty() ? nullptr : FindRule(cat);
+    char score[32];
+    std::snprintf(score, sizeof(score), "%.2f", f.evidence["score"].number);
+    f.message = std::string("unusual window: the window scorer gives it ") + score +
+                " and no rule explains it" +
+                (guess ? "; closest category " + cat + " " + guess->name + " (" +
+                             FormatPercent(f.evidence["category_confidence"].number) + ")"
+                       : "");
+    rules->findings.push_back(std::move(f));
+  }
+}
+
 ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   ScanResult r;
   r.trace_path = trace->path;
   auto t0 = std::chrono::steady_clock::now();
   r.rules = RunRules(*trace, options.rules);
+  if (options.model) AddUnusualWindows(*trace, *options.model, options.model_threshold, &r.rules);
   auto t1 = std::chrono::steady_clock::now();
   r.rules_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   SourceCache& sources = options.sources ? *options.sources : ProcessSourceCache();
@@ -299,7 +368,9 @@ std::string ScanResultToText(const ScanResult& r) {
 
 nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results) {
   nlohmann::json rules = nlohmann::json::array();
-  for (const RuleInfo& ri : RuleCatalogue()) {
+  std::vector<RuleInfo> catalogue = RuleCatalogue();
+  catalogue.push_back(UnusualWindowRule());
+  for (const RuleInfo& ri : catalogue) {
     rules.push_back({{"id", ri.code},
                      {"name", ri.name},
                      {"shortDescription", {{"text", ri.summary}}},
@@ -330,8 +401,8 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
       if (!f.fix.empty()) props["fix"] = f.fix;
       if (lf.stale) props["stale_location"] = lf.stale_reason;
       size_t rule_index = 0;
-      for (size_t i = 0; i < RuleCatalogue().size(); ++i) {
-        if (f.code == RuleCatalogue()[i].code) rule_index = i;
+      for (size_t i = 0; i < catalogue.size(); ++i) {
+        if (f.code == catalogue[i].code) rule_index = i;
       }
       sarif_results.push_back({{"ruleId", f.code},
                                {"ruleIndex", rule_index},
@@ -402,7 +473,8 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   Severity min_severity = Severity::kInfo;
   bool timing = false;
   int windows = config.windows;
-  bool use_llm = false;  // `--llm`: the only thing that turns drafting on
+  bool use_llm = false;                           // `--llm`: the only thing that turns drafting on
+  std::string model_path, model_device = "auto";  // `--model`: adds TTA900 unusual windows
   llm::LlmOverrides llm_flags;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -424,6 +496,10 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       timing = true;
     } else if (a == "--llm") {
       use_llm = true;
+    } else if (a == "--model") {
+      if (!next(&model_path)) return UsageError("--model needs a weights file");
+    } else if (a == "--device") {
+      if (!next(&model_device)) return UsageError("--device is auto, cpu or cuda");
     } else if (a == "--llm-base-url" || a == "--llm-model" || a == "--llm-api-key-env") {
       if (!next(&v)) return UsageError(a + " needs a value");
       (a == "--llm-base-url" ? llm_flags.base_url
@@ -463,6 +539,17 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   opts.workspace = &workspace;
   FrameFilter filter{config.user_frames_include, config.user_frames_exclude};
   opts.frame_filter = &filter;
+  std::unique_ptr<WindowModel> model;
+  if (!model_path.empty()) {
+    // A model that cannot be used is a warning: the rules still run.
+    auto opened = WindowModel::Open(model_path, model_device, config.threads);
+    if (opened.ok()) {
+      model = std::move(opened.value());
+      opts.model = model.get();
+    } else {
+      std::fprintf(stderr, "ttap: warning: %s; rules only\n", opened.status().message().c_str());
+    }
+  }
 
   // Traces of a directory are scanned in parallel, one loader thread each.
   std::vector<ScanResult> results(files.size());

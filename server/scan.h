@@ -19,6 +19,7 @@
 namespace ttap {
 
 class SourceCache;
+class WindowModel;
 
 struct LocatedFinding {
   Finding finding;
@@ -49,6 +50,8 @@ struct ScanOptions {
   const WorkspaceIndex* workspace = nullptr;
   SourceCache* sources = nullptr;  // parsed workspace files; a process-wide cache when null
   const FrameFilter* frame_filter = nullptr;  // user-frame include/exclude globs
+  const WindowModel* model = nullptr;         // adds TTA900 unusual windows when set
+  double model_threshold = 0.8;               // window score that flags a window
 };
 
 // Runs the rules on a loaded trace and locates the findings.

@@ -1,0 +1,187 @@
+// `ttap train` (train_command.h).
+#include "server/train_command.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "analysis/rules.h"
+#include "analysis/trace_loader.h"
+#include "analysis/window_tensors.h"
+#include "server/cli_util.h"
+#include "server/eval_command.h"
+#include "server/window_model.h"
+
+namespace ttap {
+
+namespace {
+
+bool ParseNumber(const std::string& s, double* out) {
+  char* end = nullptr;
+  *out = std::strtod(s.c_str(), &end);
+  return !s.empty() && *end == '\0';
+}
+
+std::vector<std::string> LabelFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.size() > 12 && n.compare(n.size() - 12, 12, ".labels.json") == 0) out.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+int RunTrainCommand(const std::vector<std::string>& args) {
+  std::string data, out;
+  TrainSettings settings;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool has = i + 1 < args.size();
+    double v = 0;
+    if (a == "--data" && has) {
+      data = args[++i];
+    } else if (a == "--out" && has) {
+      out = args[++i];
+    } else if (a == "--epochs" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
+      settings.epochs = static_cast<int>(v);
+      ++i;
+    } else if (a == "--seed" && has && ParseNumber(args[i + 1], &v) && v >= 0) {
+      settings.seed = static_cast<uint64_t>(v);
+      ++i;
+    } else if (a == "--threads" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
+      settings.threads = static_cast<int>(v);
+      ++i;
+    } else if (a == "--minutes" && has && ParseNumber(args[i + 1], &v) && v > 0) {
+      settings.max_seconds = v * 60;
+      ++i;
+    } else if (a == "--ablation" && has) {
+      settings.ablation = args[++i];
+    } else if (a == "--device" && has) {
+      settings.device = args[++i];
+    } else {
+      return UsageError("train: unknown or incomplete option '" + a + "'");
+    }
+  }
+  if (data.empty() || out.empty()) return UsageError("train: needs --data DIR and --out FILE");
+  while (data.size() > 1 && data.back() == '/') data.pop_back();
+  for (const RuleInfo& r : RuleCatalogue()) settings.codes.push_back(r.code);
+
+  // The train and val splits, leaving out traces whose base already had anti-patterns.
+  struct Item {
+    EvalLabels labels;
+    bool val;
+  };
+  std::vector<Item> items;
+  std::set<std::string> groups;
+  int skipped_pre_existing = 0;
+  for (const std::string& f : LabelFiles(data + "/labels")) {
+    std::ifstream in(data + "/labels/" + f, std::ios::binary);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    auto l = ParseEvalLabels(buf.str(), f.substr(0, f.size() - 12));
+    if (!l.ok() || (l->split != "train" && l->split != "val")) continue;
+    if (!l->pre_existing.empty()) {
+      ++skipped_pre_existing;
+      continue;
+    }
+    groups.insert(l->workload_group);
+    const bool is_val = l->split == "val";
+    items.push_back({std::move(l.value()), is_val});
+  }
+  if (items.empty()) {
+    std::fprintf(stderr, "ttap: error: train: no train/val traces in %s/labels\n", data.c_str());
+    return 2;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<TrainExample> examples(items.size());
+  std::vector<std::string> errors(items.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next.fetch_add(1)) < items.size();) {
+      LoadOptions lo;
+      lo.threads = 1;
+      auto t = LoadTrace(data + "/" + items[k].labels.trace, lo);
+      if (!t.ok()) {
+        errors[k] = t.status().message();
+        continue;
+      }
+      const Trace& trace = **t;
+      TrainExample& ex = examples[k];
+      ex.tensors = BuildWindowTensors(trace);
+      ex.label = items[k].labels.anti_pattern ? 1 : 0;
+      ex.categories.assign(trace.windows.size(), 0);
+      for (size_t w = 0; w < trace.windows.size(); ++w) {
+        int64_t best = 0;
+        for (const EvalLabel& l : items[k].labels.labels) {
+          const int64_t ov = std::min(l.end_ns, trace.windows[w].end_ns) -
+                             std::max(l.start_ns, trace.windows[w].start_ns);
+          if (ov <= best) continue;
+          best = ov;
+          auto it = std::find(settings.codes.begin(), settings.codes.end(), l.code);
+          ex.categories[w] = it == settings.codes.end()
+                                 ? -1
+                                 : static_cast<int32_t>(it - settings.codes.begin()) + 1;
+        }
+      }
+    }
+  };
+  std::thread helper(work);
+  work();
+  helper.join();
+  std::vector<TrainExample> train, val;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (!errors[k].empty()) {
+      std::fprintf(stderr, "ttap: warning: train: %s; skipped\n", errors[k].c_str());
+      continue;
+    }
+    (items[k].val ? val : train).push_back(std::move(examples[k]));
+  }
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "ttap train: %zu train and %zu val traces from %s (%d left out: pre-existing "
+      "anti-patterns), featurised in %.1f s; %d epochs, seed %llu, %d threads%s%s\n",
+      train.size(), val.size(), data.c_str(), skipped_pre_existing, load_s, settings.epochs,
+      static_cast<unsigned long long>(settings.seed), settings.threads,
+      settings.ablation.empty() ? "" : ", ablation ", settings.ablation.c_str());
+  std::fflush(stdout);
+  nlohmann::json on;
+  on["dataset"] = data;
+  on["splits"] = {"train", "val"};
+  on["groups"] = groups;
+  on["train_traces"] = train.size();
+  on["val_traces"] = val.size();
+  on["seed"] = settings.seed;
+  on["epochs"] = settings.epochs;
+  on["ablation"] = settings.ablation;
+  settings.trained_on = on.dump();
+  Status s = TrainWindowModel(train, val, settings, out, [](const std::string& line) {
+    std::printf("ttap train: %s\n", line.c_str());
+    std::fflush(stdout);
+  });
+  if (!s.ok()) {
+    std::fprintf(stderr, "ttap: error: train: %s\n", s.message().c_str());
+    return 2;
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("ttap train: done in %.0f s\n", total);
+  return 0;
+}
+
+}  // namespace ttap

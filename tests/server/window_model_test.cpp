@@ -1,0 +1,193 @@
+// The learned window scorer through its C ABI (server/window_model.h -> models/window_model.cpp):
+// window tensors; a tiny model trains, saves, loads and scores deterministically; empty and
+// one-event windows score finite; missing, corrupt and truncated weights files give clear
+// messages; `ttap scan --model` with a bad file still runs the rules, and with a good one adds
+// TTA900 only where no rule explains a window. Skipped when libtorch was not found at build time.
+#include "server/window_model.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+
+#include "analysis/trace_loader.h"
+#include "analysis/trace_sim.h"
+#include "analysis/window_tensors.h"
+#include "test_support.h"
+
+namespace {
+
+std::string ModelsLib() {
+  const std::string bin = ttap_test::Binary();
+  return bin.substr(0, bin.find_last_of('/')) + "/libttap_models.so";
+}
+
+bool HaveModels() {
+  if (!ttap_test::PathExists(ModelsLib())) return false;
+  setenv("TTAP_MODELS_LIB", ModelsLib().c_str(), 0);
+  return true;
+}
+
+std::unique_ptr<ttap::Trace> Load(const std::string& json) {
+  ttap::LoadOptions o;
+  o.threads = 1;
+  auto t = ttap::LoadTraceFromMemory(json, "t.json", o);
+  REQUIRE(t.ok());
+  return std::move(t.value());
+}
+
+std::unique_ptr<ttap::Trace> Sim(uint64_t seed, std::vector<std::string> codes) {
+  ttap::SimSpec s;
+  s.steps = 3;
+  s.seed = seed;
+  s.anti_patterns = std::move(codes);
+  s.severity = 0.8;
+  return Load(ttap::SimulateTrace(s).json);
+}
+
+// A tiny model trained once for the tests of this file.
+const std::string& TinyModel() {
+  static std::string path;
+  if (!path.empty()) return path;
+  std::vector<ttap::TrainExample> train, val;
+  for (int i = 0; i < 4; ++i) {
+    auto t = Sim(100 + i, i % 2 ? std::vector<std::string>{"TTA001"} : std::vector<std::string>{});
+    ttap::TrainExample ex;
+    ex.tensors = ttap::BuildWindowTensors(*t);
+    ex.label = i % 2;
+    ex.categories.assign(t->windows.size(), 0);
+    (i < 3 ? train : val).push_back(std::move(ex));
+  }
+  ttap::TrainSettings s;
+  s.epochs = 1;
+  s.threads = 1;
+  s.device = "cpu";
+  s.codes = {"TTA001", "TTA002"};
+  s.trained_on = R"({"groups": ["sim/classification/resnet"], "splits": ["train", "val"]})";
+  path = ttap_test::MakeTempDir() + "/tiny.pt";
+  std::vector<std::string> lines;
+  ttap::Status st = ttap::TrainWindowModel(train, val, s, path,
+                                           [&](const std::string& l) { lines.push_back(l); });
+  INFO(st.message());
+  REQUIRE(st.ok());
+  REQUIRE(!lines.empty());
+  CHECK(lines.front().find("epoch 1/1") != std::string::npos);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("window tensors: sub-tokens, caps, lanes and masks", "[model]") {
+  CHECK(ttap::NameSubTokens("void at::native::vectorized_elementwise_kernel<4, float>") ==
+        std::vector<std::string>{"void", "at", "native", "vectorized", "elementwise", "kernel",
+                                 "float"});
+  CHECK(ttap::HashToken("kernel", 4096) >= 1);
+  CHECK(ttap::HashToken("kernel", 4096) < 4096);
+  auto t = Sim(3, {});
+  ttap::WindowTensorSpec spec;
+  spec.max_events = 16;
+  const ttap::WindowTensors wt = ttap::BuildWindowTensors(*t, spec);
+  REQUIRE(wt.windows == static_cast<int>(t->windows.size()));
+  CHECK(wt.events == 16);
+  CHECK(wt.token_ids.size() == static_cast<size_t>(wt.windows) * 16 * spec.tokens);
+  size_t real = 0;
+  for (size_t i = 0; i < wt.mask.size(); ++i) {
+    real += wt.mask[i];
+    if (!wt.mask[i]) CHECK(wt.kinds[i] == 0);
+    if (wt.mask[i]) CHECK((wt.lanes[i] >= 1 && wt.lanes[i] < spec.lanes));
+  }
+  CHECK(real > 0);
+  for (float v : wt.numeric) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("a trained model loads and scores deterministically", "[model]") {
+  if (!HaveModels()) {
+    WARN("libttap_models.so not built (no libtorch): skipped");
+    return;
+  }
+  const std::string& path = TinyModel();
+  auto m = ttap::WindowModel::Open(path, "cpu", 1);
+  INFO((m.ok() ? "" : m.status().message()));
+  REQUIRE(m.ok());
+  CHECK((*m)->codes() == std::vector<std::string>{"TTA001", "TTA002"});
+  CHECK((*m)->trained_on().find("sim/classification/resnet") != std::string::npos);
+  CHECK((*m)->device() == "cpu");
+  auto t = Sim(77, {"TTA001"});
+  auto a = (*m)->Score(*t);
+  auto b = (*m)->Score(*t);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a->size() == t->windows.size());
+  for (size_t w = 0; w < a->size(); ++w) {
+    CHECK((*a)[w].score == (*b)[w].score);
+    CHECK((*a)[w].category == (*b)[w].category);
+    CHECK((*a)[w].score >= 0.0);
+    CHECK((*a)[w].score <= 1.0);
+  }
+  // A second process-level open of the same file gives the same numbers.
+  auto m2 = ttap::WindowModel::Open(path, "cpu", 1);
+  REQUIRE(m2.ok());
+  auto c = (*m2)->Score(*t);
+  REQUIRE(c.ok());
+  for (size_t w = 0; w < a->size(); ++w) CHECK((*a)[w].score == (*c)[w].score);
+}
+
+TEST_CASE("empty and one-event windows score finite", "[model]") {
+  if (!HaveModels()) return;
+  auto m = ttap::WindowModel::Open(TinyModel(), "cpu", 1);
+  REQUIRE(m.ok());
+  // One kernel: 99 of the 100 windows are empty, one holds one event.
+  auto t = Load(R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+     "args": {"stream": 7, "correlation": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 100}]})");
+  auto s = (*m)->Score(*t);
+  REQUIRE(s.ok());
+  REQUIRE(!s->empty());
+  for (const auto& p : *s) CHECK(std::isfinite(p.score));
+  auto none = Load(R"({"traceEvents": []})");
+  auto e = (*m)->Score(*none);
+  REQUIRE(e.ok());
+  CHECK(e->size() == none->windows.size());
+}
+
+TEST_CASE("missing, corrupt and truncated model files give clear messages", "[model]") {
+  if (!HaveModels()) return;
+  auto missing = ttap::WindowModel::Open("/nonexistent/m.pt");
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().message().find("does not exist") != std::string::npos);
+  const std::string dir = ttap_test::MakeTempDir();
+  REQUIRE(ttap_test::WriteFile(dir + "/garbage.pt", "not a model at all"));
+  auto garbage = ttap::WindowModel::Open(dir + "/garbage.pt");
+  REQUIRE(!garbage.ok());
+  CHECK(garbage.status().message().find("not a ttap window-scorer file") != std::string::npos);
+  const std::string whole = ttap_test::ReadFile(TinyModel());
+  REQUIRE(ttap_test::WriteFile(dir + "/cut.pt", whole.substr(0, whole.size() / 2)));
+  auto cut = ttap::WindowModel::Open(dir + "/cut.pt");
+  REQUIRE(!cut.ok());
+  CHECK(cut.status().message().find("corrupt or truncated") != std::string::npos);
+  auto bad_device = ttap::WindowModel::Open(TinyModel(), "tpu");
+  REQUIRE(!bad_device.ok());
+  CHECK(bad_device.status().message().find("unknown device") != std::string::npos);
+}
+
+TEST_CASE("scan --model: a bad file leaves the rules working; a good one adds TTA900", "[model]") {
+  if (!HaveModels()) return;
+  const std::string dir = ttap_test::MakeTempDir();
+  ttap::SimSpec s;
+  s.steps = 3;
+  s.seed = 5;
+  s.anti_patterns = {"TTA005"};
+  REQUIRE(ttap_test::WriteFile(dir + "/t.json", ttap::SimulateTrace(s).json));
+  REQUIRE(ttap_test::WriteFile(dir + "/bad.pt", "junk"));
+  auto bad =
+      ttap_test::RunTtap("scan '" + dir + "/t.json' --model '" + dir + "/bad.pt' --format json");
+  CHECK(bad.exit_code == 1);  // findings
+  CHECK(bad.err.find("rules only") != std::string::npos);
+  CHECK(bad.out.find("TTA005") != std::string::npos);
+  auto good = ttap_test::RunTtap("scan '" + dir + "/t.json' --model '" + TinyModel() +
+                                 "' --format json --min-severity hint");
+  INFO(good.err);
+  CHECK(good.exit_code == 1);
+  CHECK(good.out.find("TTA005") != std::string::npos);
+  CHECK(good.err.find("rules only") == std::string::npos);
+}
