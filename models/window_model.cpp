@@ -503,6 +503,9 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::shuffle(order.begin(), order.end(), rng);
       double total = 0, bce_sum = 0;
+      int accumulated = 0;
+      size_t step = 0;
+      opt.zero_grad();
       for (size_t i : order) {
         const Example& ex = train_set[i];
         auto out = model.net->forward(ex.batch.tokens, ex.batch.kinds, ex.batch.numeric,
@@ -535,12 +538,27 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
                                out.category_logits, ex.categories,
                                torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-1));
         }
-        opt.zero_grad();
-        loss.backward();
-        torch::nn::utils::clip_grad_norm_(model.net->parameters(), 1.0);
-        opt.step();
+        // Gradients of 4 traces per step; the learning rate decays linearly to 10%.
+        (loss / 4.0).backward();
+        if (++accumulated == 4) {
+          const double progress = (static_cast<double>(epoch - 1) * static_cast<double>(order.size()) + static_cast<double>(step)) /
+                                  (static_cast<double>(epochs) * static_cast<double>(order.size()));
+          for (auto& group : opt.param_groups()) {
+            static_cast<torch::optim::AdamOptions&>(group.options()).lr(2e-3 * (1.0 - 0.9 * progress));
+          }
+          torch::nn::utils::clip_grad_norm_(model.net->parameters(), 1.0);
+          opt.step();
+          opt.zero_grad();
+          accumulated = 0;
+        }
+        ++step;
         total += loss.item<double>();
         bce_sum += bce.item<double>();
+      }
+      if (accumulated > 0) {
+        torch::nn::utils::clip_grad_norm_(model.net->parameters(), 1.0);
+        opt.step();
+        opt.zero_grad();
       }
       // Validation: trace AUC of the mean window score, and window AUC against labelled windows.
       model.net->eval();

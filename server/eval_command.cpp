@@ -30,6 +30,9 @@
 #include "mapping/python_frames.h"
 #include "mapping/workspace_index.h"
 #include "server/cli_util.h"
+#include "server/llm/drafter.h"
+#include "server/llm/llm_config.h"
+#include "server/scan.h"
 #include "server/window_model.h"
 
 namespace ttap {
@@ -439,6 +442,56 @@ class FusedMethod : public EvalMethod {
   std::string note_;
 };
 
+// The rules with LLM drafts (`--llm`, issue 8): the rules' scores and findings; the category of
+// every window a drafted finding covers is the draft's. Reported next to the category head's
+// accuracy (method "model"). Traces are reloaded for ScanTrace, and drafting is serialised.
+class LlmMethod : public EvalMethod {
+ public:
+  explicit LlmMethod(const llm::LlmSettings& settings)
+      : client_(std::make_unique<llm::LlmClient>(settings)),
+        cache_(std::make_unique<llm::DraftCache>()) {}
+  std::string Name() const override { return "llm"; }
+  bool ProducesFindings() const override { return true; }
+  bool ProducesCategories() const override { return true; }
+  bool ReadsTraces() const override { return true; }
+  MethodTraceOutput AnalyseTrace(const Trace& trace) const override {
+    MethodTraceOutput out = rules_.AnalyseTrace(trace);
+    LoadOptions lo;
+    lo.threads = 1;
+    lo.window_count = static_cast<int>(trace.windows.size());
+    auto owned = LoadTrace(trace.path, lo);
+    if (!owned.ok()) return out;
+    ScanOptions so;
+    so.min_severity = Severity::kHint;
+    ScanResult scan = ScanTrace(std::move(owned.value()), so);
+    llm::SourceProvider sources = [](const std::string&) {
+      return std::shared_ptr<const PythonSource>();
+    };
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto drafts = llm::DraftFindings(scan, client_.get(), cache_.get(), sources, options_);
+    for (size_t i = 0; i < drafts.size() && i < scan.findings.size(); ++i) {
+      if (!drafts[i] || drafts[i]->draft.category.empty()) continue;
+      const Finding& f = scan.findings[i].finding;
+      for (size_t w = 0; w < trace.windows.size() && w < out.window_categories.size(); ++w) {
+        if (trace.windows[w].start_ns < f.end_ns && f.start_ns < trace.windows[w].end_ns) {
+          out.window_categories[w] = drafts[i]->draft.category;
+        }
+      }
+    }
+    return out;
+  }
+  MethodTraceOutput Score(const EvalTrace& trace, size_t index) const override {
+    return index < trace.trace_outputs.size() ? trace.trace_outputs[index] : MethodTraceOutput{};
+  }
+
+ private:
+  RulesMethod rules_;
+  std::unique_ptr<llm::LlmClient> client_;
+  std::unique_ptr<llm::DraftCache> cache_;
+  llm::DraftOptions options_;
+  mutable std::mutex mu_;
+};
+
 // ---- metrics ----
 
 struct CodeCounts {
@@ -823,6 +876,8 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   info.split = "all";
   std::string methods_arg = "rules,clustering,zscore,random";
   EvalModelOptions model_options;
+  bool use_llm = false;  // `--llm`: adds the "llm" method (rules with LLM-drafted categories)
+  llm::LlmOverrides llm_flags;
   info.command_line = "ttap eval";
   for (const auto& a : args) info.command_line += " " + a;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -847,6 +902,13 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       info.settings.with_pre_existing = true;
     } else if (a == "--model" && has_value) {
       model_options.path = args[++i];
+    } else if (a == "--llm") {
+      use_llm = true;
+    } else if ((a == "--llm-base-url" || a == "--llm-model" || a == "--llm-api-key-env") &&
+               has_value) {
+      (a == "--llm-base-url" ? llm_flags.base_url
+       : a == "--llm-model"  ? llm_flags.model
+                             : llm_flags.api_key_env) = args[++i];
     } else if (a == "--device" && has_value) {
       model_options.device = args[++i];
     } else if (!a.empty() && a[0] == '-') {
@@ -906,6 +968,12 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       info.methods.push_back(name);
       methods.push_back(std::move(m.value()));
     }
+  }
+  if (use_llm) {
+    auto resolved = llm::ResolveLlmSettings(LlmConfig{}, llm_flags);
+    if (!resolved.ok()) return UsageError(resolved.status().message());
+    info.methods.push_back("llm");
+    methods.push_back(std::make_unique<LlmMethod>(resolved.value()));
   }
   if (methods.empty()) return UsageError("--methods needs at least one method");
   while (info.dataset.size() > 1 && info.dataset.back() == '/') info.dataset.pop_back();

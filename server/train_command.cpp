@@ -82,7 +82,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   while (data.size() > 1 && data.back() == '/') data.pop_back();
   for (const RuleInfo& r : RuleCatalogue()) settings.codes.push_back(r.code);
 
-  // The train and val splits, leaving out traces whose base already had anti-patterns.
+  // The train and val splits. A trace whose real base already had anti-patterns (what the rules
+  // found there, `pre_existing`) counts as having anti-patterns, with those intervals labelled.
   struct Item {
     EvalLabels labels;
     bool val;
@@ -98,7 +99,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     if (!l.ok() || (l->split != "train" && l->split != "val")) continue;
     if (!l->pre_existing.empty()) {
       ++skipped_pre_existing;
-      continue;
+      l->anti_pattern = true;
+      l->labels.insert(l->labels.end(), l->pre_existing.begin(), l->pre_existing.end());
     }
     groups.insert(l->workload_group);
     const bool is_val = l->split == "val";
@@ -155,8 +157,9 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
-      "ttap train: %zu train and %zu val traces from %s (%d left out: pre-existing "
-      "anti-patterns), featurised in %.1f s; %d epochs, seed %llu, %d threads%s%s\n",
+      "ttap train: %zu train and %zu val traces from %s (%d with pre-existing "
+      "anti-patterns, labelled as such), featurised in %.1f s; %d epochs, seed %llu, %d "
+      "threads%s%s\n",
       train.size(), val.size(), data.c_str(), skipped_pre_existing, load_s, settings.epochs,
       static_cast<unsigned long long>(settings.seed), settings.threads,
       settings.ablation.empty() ? "" : ", ablation ", settings.ablation.c_str());

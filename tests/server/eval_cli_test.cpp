@@ -114,7 +114,10 @@ TEST_CASE("eval refuses the train and val splits and bad input", "[eval]") {
   CHECK(RunTtap("eval '" + dir + "' --split val").exit_code == 2);
   auto model = RunTtap("eval '" + dir + "' --methods rules,model");
   CHECK(model.exit_code == 2);
-  CHECK(model.err.find("issue 7") != std::string::npos);
+  CHECK(model.err.find("model") != std::string::npos);
+  auto missing = RunTtap("eval '" + dir + "' --methods rules,model --model '" + dir + "/none.pt'");
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("does not exist") != std::string::npos);
   CHECK(RunTtap("eval '" + dir + "' --methods bogus").exit_code == 2);
   CHECK(RunTtap("eval '" + dir + "/missing'").exit_code == 2);
   const std::string empty = MakeTempDir();

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <mutex>
@@ -955,4 +956,48 @@ TEST_CASE("llm: the language server shows drafts in hovers and offers drafted fi
   c.Call("shutdown", nullptr);
   c.Notify("exit", nullptr);
   CHECK(c.WaitExit() == 0);
+}
+
+TEST_CASE("llm: ttap eval --llm reports the drafts' category accuracy beside the rules'",
+          "[llm][cli]") {
+  std::atomic<int> requests{0};
+  HttpTestServer server([&](const HttpRequest&) {
+    ++requests;
+    return Ok(GoodDraft(0.9));  // always names TTA001
+  });
+  const std::string dir = ttap_test::MakeTempDir();
+  REQUIRE(ttap_test::RunTtap("gen --out '" + dir + "/ds' --seed 4 --count 6").exit_code == 0);
+  // Every trace in the held-out "test" split, so that all six are reported.
+  FILE* p = popen(("LC_ALL=C ls '" + dir + "/ds/labels'").c_str(), "r");
+  REQUIRE(p);
+  char line[512];
+  while (fgets(line, sizeof(line), p)) {
+    std::string name = line;
+    while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+    const std::string path = dir + "/ds/labels/" + name;
+    json j = json::parse(ttap_test::ReadFile(path));
+    j["split"] = "test";
+    WriteOrFail(path, j.dump());
+  }
+  pclose(p);
+  setenv("TTAP_LLM_CACHE_DIR", (dir + "/cache").c_str(), 1);
+  auto r = ttap_test::RunTtap("eval '" + dir + "/ds' --methods rules --split seen --bootstrap 10 "
+                              "--llm --llm-model test-model --llm-base-url " +
+                              server.base_url());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(requests.load() > 0);
+  CHECK(r.out.find("| llm |") != std::string::npos);
+  json report = json::parse(ttap_test::ReadFile(dir + "/ds/eval/eval.json"));
+  bool found = false;
+  for (const auto& m : report["sections"][0]["methods"]) {
+    if (m["method"] != "llm") continue;
+    found = true;
+    CHECK(m["category_accuracy"]["n"].get<int>() > 0);
+  }
+  CHECK(found);
+  // Without an endpoint --llm is a usage error that names what is missing.
+  unsetenv("TTAP_LLM_BASE_URL");
+  auto none = ttap_test::RunTtap("eval '" + dir + "/ds' --methods rules --llm --llm-model m");
+  CHECK(none.exit_code == 2);
 }
