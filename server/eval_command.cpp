@@ -1159,6 +1159,24 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   if (info.split != "unseen") add_section("seen", "split \"test\"", true, false);
   if (info.split != "seen") add_section("unseen", "split \"unseen\"", false, true);
   if (info.split == "all") add_section("overall", "seen and unseen", true, true);
+  {
+    // Where rules cannot help: the clean traces and those whose only anti-patterns are families
+    // no rule covers (reported when the evaluated splits hold any).
+    Section s;
+    s.name = "no-rule families";
+    s.description = "clean traces and traces with only families no rule covers";
+    int with_family = 0;
+    for (const EvalTrace* t : evaluated) {
+      bool only_unseen = !t->labels.labels.empty();
+      for (const EvalLabel& l : t->labels.labels) only_unseen = only_unseen && l.family == "unseen";
+      if (!t->labels.anti_pattern || only_unseen) s.traces.push_back(t);
+      with_family += only_unseen ? 1 : 0;
+    }
+    if (with_family > 0) {
+      PrepareSection(&s, info.settings.with_pre_existing);
+      sections.push_back(std::move(s));
+    }
+  }
 
   // Metrics: (section, method) pairs on two threads (the window bootstrap dominates).
   std::vector<std::pair<size_t, size_t>> jobs;
