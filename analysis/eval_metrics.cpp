@@ -164,4 +164,18 @@ double CategoryAccuracy(const std::vector<std::string>& predicted,
   return counted == 0 ? kNaN : static_cast<double>(correct) / counted;
 }
 
+Interval95 BootstrapProportion(int successes, int n, int resamples, uint64_t seed) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (n <= 0) return {nan, nan, nan};
+  const double p = static_cast<double>(successes) / n;
+  if (resamples < 1) return {p, nan, nan};
+  std::mt19937_64 rng(seed);
+  std::binomial_distribution<int> draw(n, p);
+  std::vector<double> v(static_cast<size_t>(resamples));
+  for (double& x : v) x = static_cast<double>(draw(rng)) / n;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))]; };
+  return {p, at(0.025), at(0.975)};
+}
+
 }  // namespace ttap

@@ -28,6 +28,11 @@ struct Interval95 {
 Interval95 BootstrapAucRoc(const std::vector<double>& scores, const std::vector<int>& labels,
                            int resamples, uint64_t seed);
 
+// Percentile bootstrap 95% CI of the proportion |successes| / |n| (each resample draws n items
+// with replacement: a Binomial(n, p) count), deterministic from |seed|. NaN when n <= 0; low/high
+// NaN when resamples < 1.
+Interval95 BootstrapProportion(int successes, int n, int resamples, uint64_t seed);
+
 struct PrecisionRecall {
   int true_positives, false_positives, false_negatives;
   double precision, recall, f1;  // 0 where the denominator is 0

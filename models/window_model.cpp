@@ -272,7 +272,13 @@ struct Model {
     Tensor a = Unusual(out.embedding);
     Tensor probs = torch::softmax(out.category_logits, -1);
     Tensor named = 1 - probs.select(-1, 0);  // the category head: some catalogue code
-    *scores = 1 - (1 - p) * (1 - a) * (1 - named);
+    const char* parts = std::getenv("TTAP_MODEL_PARTS");  // experiments: "mil", "mil+cat", ...
+    const std::string use = parts ? parts : "mil+cat+unusual";
+    Tensor keep = torch::ones_like(p);
+    if (use.find("mil") != std::string::npos) keep = keep * (1 - p);
+    if (use.find("cat") != std::string::npos) keep = keep * (1 - named);
+    if (use.find("unusual") != std::string::npos) keep = keep * (1 - a);
+    *scores = 1 - keep;
     auto [c, k] = probs.max(-1);
     *categories = k;
     *conf = c;

@@ -132,15 +132,6 @@ int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
   return hi > lo ? hi - lo : 0;
 }
 
-// Wilson score 95% interval of |k| successes in |n|.
-Interval95 Wilson(int k, int n) {
-  if (n <= 0) return {kNaN, kNaN, kNaN};
-  const double z = 1.959963984540054, p = static_cast<double>(k) / n, z2n = z * z / n;
-  const double centre = (p + z2n / 2) / (1 + z2n);
-  const double half = z * std::sqrt(p * (1 - p) / n + z2n / (4.0 * n)) / (1 + z2n);
-  return {p, std::max(0.0, centre - half), std::min(1.0, centre + half)};
-}
-
 std::string Fixed(double v, int digits = 3) {
   if (!std::isfinite(v)) return "n/a";
   char buf[64];
@@ -639,8 +630,8 @@ MethodMetrics Measure(const Section& s, const EvalMethod& method, size_t method_
   }
   m.trace_auc = BootstrapAucRoc(trace_scores, trace_labels, settings.bootstrap, settings.seed);
   m.window_auc = BootstrapAucRoc(window_scores, window_labels, settings.bootstrap, settings.seed);
-  if (m.has_categories) m.category = Wilson(m.category_correct, m.flagged_labelled);
-  if (m.has_findings) m.source = Wilson(m.source_correct, m.source_n);
+  if (m.has_categories) m.category = BootstrapProportion(m.category_correct, m.flagged_labelled, settings.bootstrap, settings.seed);
+  if (m.has_findings) m.source = BootstrapProportion(m.source_correct, m.source_n, settings.bootstrap, settings.seed + 1);
   return m;
 }
 
@@ -725,9 +716,9 @@ std::string Markdown(const RunInfo& info, const std::vector<Section>& sections) 
         "trace label; window AUC ranks all windows of the section against whether they overlap a "
         "labelled interval (percentile bootstrap over traces resp. windows). Category accuracy: "
         "share of flagged windows (rules: a window with a category; others: score >= 0.5) that "
-        "overlap a label and name its code (Wilson interval). Source top-1: share of labelled "
+        "overlap a label and name its code (percentile bootstrap). Source top-1: share of labelled "
         "intervals with a file/line whose best-overlapping same-code finding points at that line "
-        "(Wilson interval). Per-code rows match findings to labels one to one by code and "
+        "(percentile bootstrap). Per-code rows match findings to labels one to one by code and "
         "overlapping interval (a finding counts once per step it occurs in, as labels do; rules "
         "findings of every severity).\n";
   return md.str();

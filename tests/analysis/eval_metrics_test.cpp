@@ -165,3 +165,19 @@ TEST_CASE("CategoryAccuracy over flagged, labelled windows", "[eval]") {
 
 }  // namespace
 }  // namespace ttap
+
+TEST_CASE("bootstrap proportion: estimate, deterministic interval, edge cases", "[eval]") {
+  const ttap::Interval95 a = ttap::BootstrapProportion(30, 40, 1000, 7);
+  CHECK(a.estimate == Approx(0.75));
+  CHECK(a.low < 0.75);
+  CHECK(a.high > 0.75);
+  CHECK(a.low > 0.5);
+  CHECK(a.high < 0.95);
+  const ttap::Interval95 b = ttap::BootstrapProportion(30, 40, 1000, 7);
+  CHECK(a.low == b.low);
+  CHECK(a.high == b.high);
+  CHECK(std::isnan(ttap::BootstrapProportion(0, 0, 100, 1).estimate));
+  CHECK(std::isnan(ttap::BootstrapProportion(3, 4, 0, 1).low));
+  const ttap::Interval95 all = ttap::BootstrapProportion(10, 10, 200, 1);
+  CHECK(all.low == 1.0);
+}
