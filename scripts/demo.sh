@@ -8,4 +8,5 @@ scripts/build.sh
 ./build/ttap stats examples/resnet50_num_workers_0/worker0.pt.trace.json.gz
 echo
 # Findings make `ttap scan` exit 1 (as CI wants); here they are the expected result.
-./build/ttap scan examples/resnet50_num_workers_0/worker0.pt.trace.json.gz || [ $? -eq 1 ]
+./build/ttap scan examples/resnet50_num_workers_0/worker0.pt.trace.json.gz \
+  --model models/ttap-window-scorer.pt || [ $? -eq 1 ]
