@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "analysis/eval_baselines.h"
 #include "analysis/eval_metrics.h"
@@ -500,6 +501,8 @@ struct MethodMetrics {
   int source_n = 0, source_correct = 0;
   Interval95 source{kNaN, kNaN, kNaN};
   std::map<std::string, CodeCounts> per_code;
+  // Per trace: (stem, label, trace score), for eval.json.
+  std::vector<std::tuple<std::string, int, double>> trace_scores;
 };
 
 struct Section {
@@ -576,6 +579,7 @@ MethodMetrics Measure(const Section& s, const EvalMethod& method, size_t method_
     const MethodTraceOutput out = method.Score(t, method_index);
     trace_scores.push_back(out.trace_score);
     trace_labels.push_back(PositiveTrace(t, settings.with_pre_existing) ? 1 : 0);
+    m.trace_scores.emplace_back(t.labels.stem, trace_labels.back(), out.trace_score);
     const auto& wl = s.window_labels[ti];
     const auto& truth = s.window_truth[ti];
     for (size_t w = 0; w < wl.size(); ++w) {
@@ -650,6 +654,14 @@ struct RunInfo {
   nlohmann::json model_trained_on;
   double seconds = 0;
 };
+
+nlohmann::json TraceScoresJson(const MethodMetrics& m) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& [stem, label, score] : m.trace_scores) {
+    a.push_back({{"trace", stem}, {"label", label}, {"score", Num(score)}});
+  }
+  return a;
+}
 
 std::string Markdown(const RunInfo& info, const std::vector<Section>& sections) {
   std::ostringstream md;
@@ -762,6 +774,7 @@ nlohmann::json Json(const RunInfo& info, const std::vector<Section>& sections) {
       nlohmann::json mj = {{"method", m.method},
                            {"trace_auc", IntervalJson(m.trace_auc)},
                            {"window_auc", IntervalJson(m.window_auc)},
+                           {"traces", TraceScoresJson(m)},
                            {"flagged_windows", m.flagged}};
       if (!m.note.empty()) mj["note"] = m.note;
       if (m.has_categories) {
