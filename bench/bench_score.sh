@@ -25,5 +25,5 @@ for run in 1 2 3; do
   /usr/bin/time -f %e -o "$OUT/t_model" "$TTAP" scan "$TRACE" --format json --model "$MODEL" \
     >/dev/null 2>&1 || true
   a=$(tail -1 "$OUT/t_rules"); b=$(tail -1 "$OUT/t_model")
-  python3 -c "print(f'| $run | $a | $b | {float('$b') - float('$a'):.2f} |')"
+  awk -v r="$run" -v a="$a" -v b="$b" 'BEGIN { printf "| %s | %s | %s | %.2f |\n", r, a, b, b - a }'
 done

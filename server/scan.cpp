@@ -542,7 +542,9 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   std::unique_ptr<WindowModel> model;
   if (!model_path.empty()) {
     // A model that cannot be used is a warning: the rules still run.
-    auto opened = WindowModel::Open(model_path, model_device, config.threads);
+    // One intra-op thread: measured faster here than two (bench/bench_score.sh: 76 vs 174 ms
+    // for 100 windows), the windows being small matrices.
+    auto opened = WindowModel::Open(model_path, model_device, 1);
     if (opened.ok()) {
       model = std::move(opened.value());
       opts.model = model.get();
