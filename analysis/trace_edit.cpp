@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "analysis/kineto_text.h"
+
 namespace ttap {
 
 namespace {
@@ -16,39 +18,11 @@ bool IsSyncName(const std::string& n) { return n.find("Synchronize") != std::str
 
 bool OnGpuTrack(const EditableTrace& t, const EditEvent& e) { return t.tracks[e.track].gpu; }
 
-std::string Escape(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char ch : s) {
-    unsigned char u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      o += '\\';
-      o += ch;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
-      o += buf;
-    } else {
-      o += ch;
-    }
-  }
-  return o;
-}
-
-void AppendUs(std::string* s, int64_t ns) {
-  char buf[48];
-  const char* sign = ns < 0 ? "-" : "";
-  uint64_t a = ns < 0 ? static_cast<uint64_t>(-(ns + 1)) + 1 : static_cast<uint64_t>(ns);
-  std::snprintf(buf, sizeof(buf), "%s%llu.%03llu", sign, static_cast<unsigned long long>(a / 1000),
-                static_cast<unsigned long long>(a % 1000));
-  *s += buf;
-}
-
 void AppendId(std::string* s, const std::string& text, int64_t num) {
   if (num != kNone) {
     *s += std::to_string(num);
   } else {
-    *s += '"' + Escape(text) + '"';
+    *s += '"' + JsonEscape(text) + '"';
   }
 }
 
@@ -170,29 +144,46 @@ void PlaceGpu(EditableTrace* t) {
   if (!t->barriers.empty()) PlaceGpuOnce(t);
 }
 
+// The latest end of the GPU work launched before a time: GPU events that have a launch call, in
+// launch order, with a running maximum of their ends.
+class LaunchedGpuEnds {
+ public:
+  explicit LaunchedGpuEnds(const EditableTrace& t) {
+    const auto launch = LaunchByCorrelation(t);
+    for (const EditEvent& e : t.events) {
+      if (!IsGpuKind(e.kind) || e.correlation < 0) continue;
+      auto it = launch.find(e.correlation);
+      if (it != launch.end()) by_launch_.push_back({t.events[it->second].ts, e.ts + e.dur});
+    }
+    std::sort(by_launch_.begin(), by_launch_.end());
+    for (size_t i = 1; i < by_launch_.size(); ++i) {
+      by_launch_[i].second = std::max(by_launch_[i].second, by_launch_[i - 1].second);
+    }
+  }
+  // False when nothing was launched before |ts|.
+  bool Before(int64_t ts, int64_t* end) const {
+    auto it = std::lower_bound(by_launch_.begin(), by_launch_.end(), std::make_pair(ts, INT64_MIN));
+    if (it == by_launch_.begin()) return false;
+    *end = std::prev(it)->second;
+    return true;
+  }
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> by_launch_;  // (launch ts, running max GPU end)
+};
+
 // The first synchronize call that returns before the GPU work launched before it has finished
 // (beyond its original overrun); returns false when there is none.
 bool FirstViolatedSync(const EditableTrace& t, size_t* row, int64_t* needed_end) {
-  auto launch = LaunchByCorrelation(t);
-  std::vector<std::pair<int64_t, int64_t>> by_launch;  // (launch ts, gpu end)
-  for (const EditEvent& e : t.events) {
-    if (!IsGpuKind(e.kind) || e.correlation < 0) continue;
-    auto it = launch.find(e.correlation);
-    if (it == launch.end()) continue;
-    by_launch.push_back({t.events[it->second].ts, e.ts + e.dur});
-  }
-  std::sort(by_launch.begin(), by_launch.end());
-  for (size_t i = 1; i < by_launch.size(); ++i) {
-    by_launch[i].second = std::max(by_launch[i].second, by_launch[i - 1].second);
-  }
+  const LaunchedGpuEnds launched(t);
   int64_t best_ts = INT64_MAX;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const EditEvent& e = t.events[i];
     if (!IsLaunchKind(e.kind) || OnGpuTrack(t, e) || !IsSyncName(e.name) || e.ts >= best_ts)
       continue;
-    auto it = std::lower_bound(by_launch.begin(), by_launch.end(), std::make_pair(e.ts, INT64_MIN));
-    if (it == by_launch.begin()) continue;
-    int64_t need = std::prev(it)->second - e.sync_slack;
+    int64_t gpu_end = 0;
+    if (!launched.Before(e.ts, &gpu_end)) continue;
+    const int64_t need = gpu_end - e.sync_slack;
     if (need > e.ts + e.dur) {
       best_ts = e.ts;
       *row = i;
@@ -296,24 +287,12 @@ EditableTrace ToEditable(const Trace& trace) {
     }
   }
   // Synchronize calls that the GPU already overran in the base (clock skew) keep that slack.
-  for (int pass = 0; pass < 1; ++pass) {
-    auto launch = LaunchByCorrelation(t);
-    std::vector<std::pair<int64_t, int64_t>> by_launch;
-    for (const EditEvent& e : t.events) {
-      if (!IsGpuKind(e.kind) || e.correlation < 0) continue;
-      auto it = launch.find(e.correlation);
-      if (it != launch.end()) by_launch.push_back({t.events[it->second].ts, e.ts + e.dur});
-    }
-    std::sort(by_launch.begin(), by_launch.end());
-    for (size_t i = 1; i < by_launch.size(); ++i) {
-      by_launch[i].second = std::max(by_launch[i].second, by_launch[i - 1].second);
-    }
-    for (EditEvent& e : t.events) {
-      if (!IsLaunchKind(e.kind) || !IsSyncName(e.name)) continue;
-      auto it =
-          std::lower_bound(by_launch.begin(), by_launch.end(), std::make_pair(e.ts, INT64_MIN));
-      if (it == by_launch.begin()) continue;
-      e.sync_slack = std::max<int64_t>(0, std::prev(it)->second - (e.ts + e.dur));
+  const LaunchedGpuEnds launched(t);
+  for (EditEvent& e : t.events) {
+    if (!IsLaunchKind(e.kind) || !IsSyncName(e.name)) continue;
+    int64_t gpu_end = 0;
+    if (launched.Before(e.ts, &gpu_end)) {
+      e.sync_slack = std::max<int64_t>(0, gpu_end - (e.ts + e.dur));
     }
   }
   return t;
@@ -489,14 +468,15 @@ std::string WriteKineto(const EditableTrace& t) {
   for (const DeviceInfo& d : t.devices) {
     s += first ? "\n    " : ",\n    ";
     first = false;
-    s += "{\"id\": " + std::to_string(d.id) + ", \"name\": \"" + Escape(d.name) +
+    s += "{\"id\": " + std::to_string(d.id) + ", \"name\": \"" + JsonEscape(d.name) +
          "\", \"totalGlobalMem\": " + std::to_string(std::max<int64_t>(d.total_memory, 0)) +
          ", \"computeMajor\": " + std::to_string(d.compute_major) +
          ", \"computeMinor\": " + std::to_string(d.compute_minor) +
          ", \"numSms\": " + std::to_string(d.num_sms) + "}";
   }
   s += first ? "],\n" : "\n  ],\n";
-  s += "  \"distributedInfo\": {\"backend\": \"" + Escape(t.backend.empty() ? "nccl" : t.backend) +
+  s += "  \"distributedInfo\": {\"backend\": \"" +
+       JsonEscape(t.backend.empty() ? "nccl" : t.backend) +
        "\", \"rank\": " + std::to_string(t.rank) +
        ", \"world_size\": " + std::to_string(t.world_size < 1 ? 1 : t.world_size) + "},\n";
   s += "  \"traceEvents\": [\n";
@@ -515,7 +495,7 @@ std::string WriteKineto(const EditableTrace& t) {
     AppendId(&s, tr.pid, tr.pid_num);
     s += ", \"tid\": ";
     AppendId(&s, tr.tid, tr.tid_num);
-    s += ", \"args\": {\"name\": \"" + Escape(tr.name.empty() ? "thread " + tr.tid : tr.name) +
+    s += ", \"args\": {\"name\": \"" + JsonEscape(tr.name.empty() ? "thread " + tr.tid : tr.name) +
          "\"}},\n";
   }
   std::vector<size_t> order(t.events.size());
@@ -528,17 +508,18 @@ std::string WriteKineto(const EditableTrace& t) {
     const Track& tr = t.tracks[e.track];
     s += "  {\"ph\": \"";
     s += e.instant ? "i" : "X";
-    s += "\", \"cat\": \"" + Escape(e.cat) + "\", \"name\": \"" + Escape(e.name) + "\", \"pid\": ";
+    s += "\", \"cat\": \"" + JsonEscape(e.cat) + "\", \"name\": \"" + JsonEscape(e.name) +
+         "\", \"pid\": ";
     AppendId(&s, tr.pid, tr.pid_num);
     s += ", \"tid\": ";
     AppendId(&s, tr.tid, tr.tid_num);
     s += ", \"ts\": ";
-    AppendUs(&s, e.ts);
+    s += MicrosText(e.ts);
     if (e.instant) {
       s += ", \"s\": \"t\"";
     } else {
       s += ", \"dur\": ";
-      AppendUs(&s, e.dur);
+      s += MicrosText(e.dur);
     }
     std::string args;
     auto add = [&](const char* key, const std::string& value) {
@@ -554,7 +535,7 @@ std::string WriteKineto(const EditableTrace& t) {
       add("Python id", std::to_string(e.python_id));
       add("Python parent id", std::to_string(e.python_parent));
     }
-    if (!e.call_stack.empty()) add("Call stack", "\"" + Escape(e.call_stack) + "\"");
+    if (!e.call_stack.empty()) add("Call stack", "\"" + JsonEscape(e.call_stack) + "\"");
     if (!args.empty()) s += ", \"args\": {" + args + "}";
     s += "},\n";
     if (IsGpuKind(e.kind) && e.correlation >= 0) {
@@ -568,14 +549,14 @@ std::string WriteKineto(const EditableTrace& t) {
         s += ", \"tid\": ";
         AppendId(&s, lt.tid, lt.tid_num);
         s += ", \"ts\": ";
-        AppendUs(&s, l.ts);
+        s += MicrosText(l.ts);
         s += "},\n  {\"ph\": \"f\", \"id\": " + std::to_string(e.correlation) +
              ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"pid\": ";
         AppendId(&s, tr.pid, tr.pid_num);
         s += ", \"tid\": ";
         AppendId(&s, tr.tid, tr.tid_num);
         s += ", \"ts\": ";
-        AppendUs(&s, e.ts);
+        s += MicrosText(e.ts);
         s += ", \"bp\": \"e\"},\n";
       }
     }

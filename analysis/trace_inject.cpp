@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <random>
 
@@ -127,8 +128,7 @@ struct Pending {
   bool to_gpu_resume;  // host sync: the interval ends where the GPU resumes
 };
 
-std::string KernelName(const EditableTrace& t, const std::string& functor, int arity) {
-  (void)t;
+std::string KernelName(const std::string& functor, int arity) {
   return "void at::native::vectorized_elementwise_kernel<4, " + functor +
          ", at::detail::Array<char*, " + std::to_string(arity) + "> >(int, " + functor +
          ", at::detail::Array<char*, " + std::to_string(arity) + ">)";
@@ -172,7 +172,7 @@ class Injector {
     return t_->amd ? "hipStreamSynchronize" : "cudaStreamSynchronize";
   }
   int Line() const { return InjectedScriptLine(spec_.code); }
-  void UserFrame(CpuBlock* b, const char*) { b->Py(spec_.script, Line(), "train"); }
+  void UserFrame(CpuBlock* b) { b->Py(spec_.script, Line(), "train"); }
   uint32_t CommTrack() { return t_->GpuTrack(site_.device, 9000 + site_.device); }
 
   void Keep(const CpuBlock& b, bool to_gpu_resume = false) {
@@ -191,13 +191,27 @@ class Injector {
     b->End();
   }
 
+  struct Span {
+    double lo, hi;  // microseconds, drawn uniformly
+  };
+  // A short CPU gap, the op chain |ops| and the one elementwise kernel it launches: the shape of
+  // per-parameter and per-term work (TTA005, TTA006, TTA007).
+  void ElementwiseOp(CpuBlock* b, std::initializer_list<const char*> ops,
+                     const std::string& functor, int arity, Span gap, Span call, Span gpu) {
+    b->Cpu(Us(U(gap.lo, gap.hi)));
+    for (const char* op : ops) b->Op(op);
+    b->Launch(LaunchName(), Us(U(call.lo, call.hi)), EventKind::kKernel, KernelName(functor, arity),
+              Us(U(gpu.lo, gpu.hi)), site_.gpu);
+    for (size_t i = 0; i < ops.size(); ++i) b->End();
+  }
+
   bool Block(size_t s, std::string* why) {
     const std::string& c = spec_.code;
     const double L = static_cast<double>(site_.Length(s)) / 1000.0;  // us
     const bool amd = t_->amd;
     if (c == "TTA001") {
       CpuBlock b(t_, site_.cpu, site_.At(s, 0));
-      UserFrame(&b, "train");
+      UserFrame(&b);
       b.Py("torch/utils/data/dataloader.py", 631, "__next__");
       b.Op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
            EventKind::kUserAnnotation);
@@ -217,7 +231,7 @@ class Injector {
       Keep(b);
     } else if (c == "TTA002") {
       CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.6)));
-      UserFrame(&b, "train_step");
+      UserFrame(&b);
       b.Op("aten::item");
       b.Op("aten::_local_scalar_dense");
       b.Launch(MemcpyName(), Us(U(5, 9)), EventKind::kMemcpy,
@@ -232,7 +246,7 @@ class Injector {
       Keep(b, true);
     } else if (c == "TTA003") {
       CpuBlock b(t_, site_.cpu, site_.At(s, 0));
-      UserFrame(&b, "train_step");
+      UserFrame(&b);
       const int64_t bytes = static_cast<int64_t>(U(2, 24) * (0.3 + 1.5 * sev_) * 1048576.0);
       const double gbps = U(5, 11);
       Copy(&b, "Memcpy HtoD (Pageable -> Device)", bytes, gbps,
@@ -241,7 +255,7 @@ class Injector {
       Keep(b);
     } else if (c == "TTA004") {
       CpuBlock b(t_, site_.cpu, site_.At(s, 0));
-      UserFrame(&b, "train_step");
+      UserFrame(&b);
       const int copies = 24 + static_cast<int>(400 * sev_ * U(0.7, 1.3));
       for (int i = 0; i < copies; ++i) {
         b.Cpu(Us(U(2, 6)));
@@ -253,7 +267,7 @@ class Injector {
     } else if (c == "TTA005" || c == "TTA006") {
       const bool zero = c == "TTA005";
       CpuBlock b(t_, site_.cpu, zero ? site_.At(s, U(0, 0.1)) : site_.End(s));
-      UserFrame(&b, "train_step");
+      UserFrame(&b);
       if (zero) {
         b.Py("torch/optim/optimizer.py", 803, "zero_grad");
         b.Op("Optimizer.zero_grad#SGD.zero_grad", EventKind::kUserAnnotation);
@@ -265,25 +279,14 @@ class Injector {
       const int params = 30 + static_cast<int>(300 * sev_ * U(0.7, 1.3));
       for (int p = 0; p < params; ++p) {
         if (zero) {
-          b.Cpu(Us(U(2, 5)));
-          b.Op("aten::zero_");
-          b.Op("aten::fill_");
-          b.Launch(LaunchName(), Us(U(3.5, 7)), EventKind::kKernel,
-                   KernelName(*t_, "at::native::FillFunctor<float>", 1), Us(U(1.2, 2.8)),
-                   site_.gpu);
-          b.End();
-          b.End();
+          ElementwiseOp(&b, {"aten::zero_", "aten::fill_"}, "at::native::FillFunctor<float>", 1,
+                        {2, 5}, {3.5, 7}, {1.2, 2.8});
         } else {
           for (const char* op : {"aten::mul_", "aten::add_", "aten::add_"}) {
-            b.Cpu(Us(U(2, 5)));
-            b.Op(op);
-            b.Launch(LaunchName(), Us(U(3.5, 7)), EventKind::kKernel,
-                     KernelName(*t_,
-                                op[6] == 'm' ? "at::native::MulFunctor<float>"
-                                             : "at::native::CUDAFunctor_add<float>",
-                                2),
-                     Us(U(1.5, 4)), site_.gpu);
-            b.End();
+            ElementwiseOp(&b, {op},
+                          op[6] == 'm' ? "at::native::MulFunctor<float>"
+                                       : "at::native::CUDAFunctor_add<float>",
+                          2, {2, 5}, {3.5, 7}, {1.5, 4});
           }
         }
       }
@@ -291,25 +294,19 @@ class Injector {
       Keep(b);
     } else if (c == "TTA007") {
       CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
-      UserFrame(&b, "compute_loss");
+      UserFrame(&b);
       const int ops = 60 + static_cast<int>(700 * sev_ * U(0.7, 1.3));
       for (int i = 0; i < ops; ++i) {
         const bool mul = i % 2 == 0;
-        b.Cpu(Us(U(2, 6)));
-        b.Op(mul ? "aten::mul" : "aten::add");
-        b.Launch(
-            LaunchName(), Us(U(4, 8)), EventKind::kKernel,
-            KernelName(*t_,
-                       mul ? "at::native::MulFunctor<float>" : "at::native::CUDAFunctor_add<float>",
-                       3),
-            Us(U(1.2, 2.6)), site_.gpu);
-        b.End();
+        ElementwiseOp(&b, {mul ? "aten::mul" : "aten::add"},
+                      mul ? "at::native::MulFunctor<float>" : "at::native::CUDAFunctor_add<float>",
+                      3, {2, 6}, {4, 8}, {1.2, 2.6});
       }
       b.Commit(false);
       Keep(b);
     } else if (c == "TTA008") {
       CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
-      UserFrame(&b, "train_step");
+      UserFrame(&b);
       b.Py("utils/metrics.py", 88, "log_histograms");
       const double total = L * (0.1 + 0.9 * sev_);
       const int parts = 4 + static_cast<int>(U(0, 8));
@@ -326,7 +323,7 @@ class Injector {
       const bool per_param = c == "TTA012";
       const int64_t block_start = site_.End(s);
       CpuBlock b(t_, site_.cpu, block_start);
-      UserFrame(&b, "sync_gradients");
+      UserFrame(&b);
       const int calls = per_param ? 40 + static_cast<int>(240 * sev_ * U(0.7, 1.3))
                                   : 1 + static_cast<int>(U(0, 2));
       const uint32_t comm = CommTrack();
@@ -365,7 +362,7 @@ class Injector {
       Keep(b);
     } else if (c == "TTA013") {
       CpuBlock b(t_, site_.cpu, site_.At(s, U(0.2, 0.8)));
-      UserFrame(&b, "train_step");
+      UserFrame(&b);
       b.Py("torch/cuda/memory.py", 192, "empty_cache");
       const int n = 4 + static_cast<int>(30 * sev_ * U(0.7, 1.3));
       for (int i = 0; i < n; ++i) b.Runtime(amd ? "hipFree" : "cudaFree", Us(U(60, 400)));
@@ -379,7 +376,7 @@ class Injector {
       Keep(b);
     } else if (c == "TTA014") {
       CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
-      UserFrame(&b, "train_step");
+      UserFrame(&b);
       const int64_t bytes = static_cast<int64_t>(U(0.5, 8) * (0.3 + 1.5 * sev_) * 1048576.0);
       const int rounds = 1 + static_cast<int>(U(0, 2.99));
       for (int r = 0; r < rounds; ++r) {

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <random>
 
+#include "analysis/kineto_text.h"
+
 namespace ttap {
 
 namespace {
@@ -61,31 +63,6 @@ struct Ev {
   std::string args;
   char ph = 'X';
 };
-
-std::string Escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    unsigned char u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      o += '\\';
-      o += ch;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
-      o += buf;
-    } else {
-      o += ch;
-    }
-  }
-  return o;
-}
-
-std::string UsText(int64_t ns) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%lld.%03lld", static_cast<long long>(ns / 1000),
-                static_cast<long long>(ns % 1000));
-  return buf;
-}
 
 class Sim {
  public:
@@ -769,7 +746,7 @@ class Sim {
     s += "  \"traceEvents\": [\n";
     auto meta = [&](const char* what, int pid, int tid, const std::string& name) {
       s += "  {\"name\": \"" + std::string(what) +
-           "\", \"ph\": \"M\", \"ts\": " + UsText(ev_.empty() ? 0 : ev_[0].ts) +
+           "\", \"ph\": \"M\", \"ts\": " + MicrosText(ev_.empty() ? 0 : ev_[0].ts) +
            ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) +
            ", \"args\": {\"name\": \"" + name + "\"}},\n";
     };
@@ -785,11 +762,11 @@ class Sim {
       const Ev& e = ev_[i];
       s += "  {\"ph\": \"";
       s += e.ph;
-      s += "\", \"cat\": \"" + std::string(e.cat) + "\", \"name\": \"" + Escape(e.name) +
+      s += "\", \"cat\": \"" + std::string(e.cat) + "\", \"name\": \"" + JsonEscape(e.name) +
            "\", \"pid\": " + std::to_string(e.pid) + ", \"tid\": " + std::to_string(e.tid) +
-           ", \"ts\": " + UsText(e.ts);
+           ", \"ts\": " + MicrosText(e.ts);
       if (e.ph == 'X') {
-        s += ", \"dur\": " + UsText(e.dur);
+        s += ", \"dur\": " + MicrosText(e.dur);
         if (!e.args.empty()) s += ", \"args\": {" + e.args + "}";
       } else {
         s += ", \"id\": " + e.args;
@@ -797,7 +774,8 @@ class Sim {
       }
       s += i + 1 < ev_.size() ? "},\n" : "}\n";
     }
-    s += "  ],\n  \"traceName\": \"" + Escape(script_) + "\",\n  \"displayTimeUnit\": \"ms\"\n}\n";
+    s += "  ],\n  \"traceName\": \"" + JsonEscape(script_) +
+         "\",\n  \"displayTimeUnit\": \"ms\"\n}\n";
     return s;
   }
 
@@ -860,8 +838,8 @@ SimTrace SimulateTrace(const SimSpec& spec) { return Sim(spec).Run(); }
 std::string LabelsToJson(const SimSpec& spec, const SimTrace& trace) {
   std::string s = "{\n  \"trace_label\": \"";
   s += trace.labels.empty() ? "clean" : "anti-pattern";
-  s += "\",\n  \"task\": \"" + Escape(spec.task) + "\",\n  \"hardware\": \"" +
-       Escape(spec.hardware) + "\",\n  \"training\": " + (spec.training ? "true" : "false") +
+  s += "\",\n  \"task\": \"" + JsonEscape(spec.task) + "\",\n  \"hardware\": \"" +
+       JsonEscape(spec.hardware) + "\",\n  \"training\": " + (spec.training ? "true" : "false") +
        ",\n  \"seed\": " + std::to_string(spec.seed) + ",\n  \"severity\": ";
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.3f", spec.severity);
@@ -870,8 +848,8 @@ std::string LabelsToJson(const SimSpec& spec, const SimTrace& trace) {
   for (size_t i = 0; i < trace.labels.size(); ++i) {
     const SimLabel& l = trace.labels[i];
     s += (i ? ",\n    " : "\n    ");
-    s += "{\"code\": \"" + Escape(l.code) + "\", \"start_us\": " + std::to_string(l.start_us) +
-         ", \"end_us\": " + std::to_string(l.end_us) + ", \"file\": \"" + Escape(l.file) +
+    s += "{\"code\": \"" + JsonEscape(l.code) + "\", \"start_us\": " + std::to_string(l.start_us) +
+         ", \"end_us\": " + std::to_string(l.end_us) + ", \"file\": \"" + JsonEscape(l.file) +
          "\", \"line\": " + std::to_string(l.line) + "}";
   }
   s += trace.labels.empty() ? "]\n}\n" : "\n  ]\n}\n";

@@ -98,8 +98,8 @@ std::string GroupTokens(std::string n) {
   const size_t at = n.find('@');
   if (at != std::string::npos) n.resize(at);
   static const std::set<std::string> kDrop = {
-      "h100", "mi300", "mi210", "mi250", "a100", "v100", "pt",   "trace", "json", "gz",
-      "step", "rank", "worker", "input", "output", "base", "test", "tar", "before", "after"};
+      "h100", "mi300", "mi210",  "mi250", "a100",   "v100", "pt",   "trace", "json",   "gz",
+      "step", "rank",  "worker", "input", "output", "base", "test", "tar",   "before", "after"};
   std::string out, token;
   auto flush = [&] {
     bool numbered = false;  // worker0, rank7, 1016002
@@ -240,7 +240,8 @@ class Generator {
       }
       // Usable when at least one injector can work on it (it has a launching thread and steps
       // or ops to cut into).
-      EditableTrace probe = ToEditable(*trace);
+      const EditableTrace editable = ToEditable(*trace);
+      EditableTrace probe = editable;
       std::vector<InjectedInterval> iv;
       std::string why;
       InjectionSpec spec;
@@ -254,8 +255,7 @@ class Generator {
       b.name = StripTraceSuffix(BaseName(f));
       b.group = WorkloadGroupOf(f);
       b.hardware = HardwareOf(*trace);
-      const EditableTrace same = ToEditable(*trace);
-      const std::string json = WriteKineto(same);
+      const std::string json = WriteKineto(editable);
       auto back = LoadTraceFromMemory(json, b.name, o);
       if (!back.ok()) continue;
       b.report = ValidateTrace(*back.value(), json);
