@@ -104,19 +104,6 @@ bool MakeDirs(const std::string& path) {
   return mkdir(path.c_str(), 0755) == 0 || errno == EEXIST;
 }
 
-std::vector<std::string> ListLabelFiles(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (EndsWith(name, kLabelsSuffix)) out.push_back(name);
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Two recorded paths name the same file when one is a suffix of the other at a '/' boundary
 // ("train.py" and "/home/u/proj/train.py").
 bool SamePathSuffix(const std::string& a, const std::string& b) {
@@ -634,8 +621,12 @@ MethodMetrics Measure(const Section& s, const EvalMethod& method, size_t method_
   }
   m.trace_auc = BootstrapAucRoc(trace_scores, trace_labels, settings.bootstrap, settings.seed);
   m.window_auc = BootstrapAucRoc(window_scores, window_labels, settings.bootstrap, settings.seed);
-  if (m.has_categories) m.category = BootstrapProportion(m.category_correct, m.flagged_labelled, settings.bootstrap, settings.seed);
-  if (m.has_findings) m.source = BootstrapProportion(m.source_correct, m.source_n, settings.bootstrap, settings.seed + 1);
+  if (m.has_categories)
+    m.category = BootstrapProportion(m.category_correct, m.flagged_labelled, settings.bootstrap,
+                                     settings.seed);
+  if (m.has_findings)
+    m.source =
+        BootstrapProportion(m.source_correct, m.source_n, settings.bootstrap, settings.seed + 1);
   return m;
 }
 
@@ -859,6 +850,27 @@ StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string&
   return l;
 }
 
+std::vector<std::string> ListLabelFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (EndsWith(name, kLabelsSuffix)) out.push_back(name);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+StatusOr<EvalLabels> ReadEvalLabels(const std::string& label_dir, const std::string& file) {
+  std::ifstream in(label_dir + "/" + file, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  if (!in) return Status::Error("unreadable");
+  return ParseEvalLabels(buf.str(), file.substr(0, file.size() - std::strlen(kLabelsSuffix)));
+}
+
 StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(const std::string& name, uint64_t seed,
                                                      std::shared_ptr<const WindowModel> model) {
   if (name == "rules") return std::unique_ptr<EvalMethod>(new RulesMethod());
@@ -1005,12 +1017,7 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   std::vector<bool> is_train, is_val;
   std::set<std::string> refused_groups;
   for (const std::string& file : label_files) {
-    const std::string stem = file.substr(0, file.size() - std::strlen(kLabelsSuffix));
-    std::ifstream in(label_dir + "/" + file, std::ios::binary);
-    std::stringstream buf;
-    buf << in.rdbuf();
-    auto labels =
-        in ? ParseEvalLabels(buf.str(), stem) : StatusOr<EvalLabels>(Status::Error("unreadable"));
+    auto labels = ReadEvalLabels(label_dir, file);
     if (!labels.ok()) {
       ++info.unreadable_labels;
       info.failures.push_back({"labels/" + file, labels.status().message()});

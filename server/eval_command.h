@@ -41,6 +41,10 @@ struct EvalLabels {
 };
 // Parses the text of a labels file; an error names what is wrong.
 StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string& stem);
+// The names of the labels files (*.labels.json) in |label_dir|, sorted.
+std::vector<std::string> ListLabelFiles(const std::string& label_dir);
+// Reads and parses |label_dir|/|file| (a name from ListLabelFiles).
+StatusOr<EvalLabels> ReadEvalLabels(const std::string& label_dir, const std::string& file);
 
 // A finding as eval sees it: code, extent and the responsible user frame.
 struct EvalFinding {

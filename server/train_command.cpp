@@ -1,18 +1,12 @@
 // `ttap train` (train_command.h).
 #include "server/train_command.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "analysis/rules.h"
@@ -30,19 +24,6 @@ bool ParseNumber(const std::string& s, double* out) {
   char* end = nullptr;
   *out = std::strtod(s.c_str(), &end);
   return !s.empty() && *end == '\0';
-}
-
-std::vector<std::string> LabelFiles(const std::string& dir) {
-  std::vector<std::string> out;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string n = e->d_name;
-      if (n.size() > 12 && n.compare(n.size() - 12, 12, ".labels.json") == 0) out.push_back(n);
-    }
-    closedir(d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 }  // namespace
@@ -91,11 +72,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   std::vector<Item> items;
   std::set<std::string> groups;
   int skipped_pre_existing = 0;
-  for (const std::string& f : LabelFiles(data + "/labels")) {
-    std::ifstream in(data + "/labels/" + f, std::ios::binary);
-    std::stringstream buf;
-    buf << in.rdbuf();
-    auto l = ParseEvalLabels(buf.str(), f.substr(0, f.size() - 12));
+  for (const std::string& f : ListLabelFiles(data + "/labels")) {
+    auto l = ReadEvalLabels(data + "/labels", f);
     if (!l.ok() || (l->split != "train" && l->split != "val")) continue;
     if (!l->pre_existing.empty()) {
       ++skipped_pre_existing;

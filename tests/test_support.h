@@ -2,16 +2,19 @@
 // running the binary as a whole process.
 #pragma once
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace ttap_test {
 
@@ -19,6 +22,24 @@ inline bool PathExists(const std::string& p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0;
 }
+// The names in |dir| that end with |suffix| (files and folders, not . and ..), in byte order.
+inline std::vector<std::string> ListDir(const std::string& dir, const std::string& suffix = "") {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n == "." || n == ".." || n.size() < suffix.size() ||
+          n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        continue;
+      }
+      names.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 inline std::string SharedDir() { return TTAP_SHARED_DIR; }
 inline std::string RealTracesDir() { return SharedDir() + "/traces/real"; }
 inline bool HaveShared() { return PathExists(RealTracesDir() + "/INDEX.tsv"); }

@@ -31,24 +31,10 @@ const nlohmann::json* FindSection(const nlohmann::json& report, const std::strin
   return nullptr;
 }
 
-// The label files of a generated dataset, in name order.
-std::vector<std::string> LabelFiles(const std::string& dir) {
-  std::vector<std::string> files;
-  FILE* p = popen(("LC_ALL=C ls '" + dir + "/labels'").c_str(), "r");
-  if (!p) return files;
-  char line[512];
-  while (fgets(line, sizeof(line), p)) {
-    std::string s = line;
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    files.push_back(dir + "/labels/" + s);
-  }
-  pclose(p);
-  return files;
-}
-
 // Puts every trace of |dir| in split |split| (tests that need all traces reported).
 void SetSplit(const std::string& dir, const std::string& split) {
-  for (const std::string& path : LabelFiles(dir)) {
+  for (const std::string& name : ttap_test::ListDir(dir + "/labels")) {
+    const std::string path = dir + "/labels/" + name;
     auto j = nlohmann::json::parse(ReadFile(path));
     j["split"] = split;
     REQUIRE(ttap_test::WriteFile(path, j.dump()));
@@ -126,16 +112,10 @@ TEST_CASE("eval refuses the train and val splits and bad input", "[eval]") {
   CHECK(none.err.find("no label files") != std::string::npos);
   CHECK(RunTtap("eval").exit_code == 2);
   // An unreadable trace is reported and skipped; nothing usable at all is an error.
-  FILE* p = popen(("LC_ALL=C ls '" + dir + "'/*.pt.trace.json.gz").c_str(), "r");
-  REQUIRE(p);
   std::vector<std::string> traces;
-  char line[512];
-  while (fgets(line, sizeof(line), p)) {
-    std::string s = line;
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    traces.push_back(s);
+  for (const std::string& name : ttap_test::ListDir(dir, ".pt.trace.json.gz")) {
+    traces.push_back(dir + "/" + name);
   }
-  pclose(p);
   REQUIRE(traces.size() == 2);
   REQUIRE(ttap_test::WriteFile(traces[0], "not a trace"));
   auto one = RunTtap("eval '" + dir + "' --bootstrap 10 --methods rules,random");
@@ -190,16 +170,7 @@ TEST_CASE("eval fits baselines on the train split and excludes pre-existing trac
   REQUIRE(RunTtap("gen --out '" + dir + "' --seed 5 --count 16").exit_code == 0);
   // Rewrite the labels: the first 8 files are train, one test trace has a pre-existing label,
   // one is unseen.
-  std::vector<std::string> files;
-  FILE* p = popen(("LC_ALL=C ls '" + dir + "/labels'").c_str(), "r");
-  REQUIRE(p);
-  char line[512];
-  while (fgets(line, sizeof(line), p)) {
-    std::string s = line;
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    files.push_back(s);
-  }
-  pclose(p);
+  const std::vector<std::string> files = ttap_test::ListDir(dir + "/labels");
   REQUIRE(files.size() == 16);
   int pre_existing_clean = 0;
   for (size_t i = 0; i < files.size(); ++i) {

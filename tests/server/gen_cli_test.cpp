@@ -15,31 +15,13 @@ using ttap_test::PathExists;
 using ttap_test::ReadFile;
 using ttap_test::RunTtap;
 
-namespace {
-
-std::vector<std::string> List(const std::string& dir) {
-  std::vector<std::string> files;
-  FILE* p = popen(("LC_ALL=C ls '" + dir + "'").c_str(), "r");
-  if (!p) return files;
-  char line[512];
-  while (fgets(line, sizeof(line), p)) {
-    std::string s = line;
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    files.push_back(s);
-  }
-  pclose(p);
-  return files;
-}
-
-}  // namespace
-
 TEST_CASE("gen writes labelled traces split by workload group", "[gen]") {
   const std::string dir = MakeTempDir();
   const std::string bases = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
   auto gen = RunTtap("gen --out '" + dir + "/a' --seed 9 --count 48 --bases '" + bases + "'");
   INFO(gen.out + gen.err);
   REQUIRE(gen.exit_code == 0);
-  const std::vector<std::string> labels = List(dir + "/a/labels");
+  const std::vector<std::string> labels = ttap_test::ListDir(dir + "/a/labels");
   REQUIRE(labels.size() == 48);
   std::map<std::string, std::set<std::string>> splits_of_group;
   int injected = 0, simulated = 0, anti = 0, with_pre_existing = 0;
@@ -76,9 +58,10 @@ TEST_CASE("gen writes labelled traces split by workload group", "[gen]") {
   // The num_workers=0 base stalls on its DataLoader: recorded as pre-existing.
   CHECK(with_pre_existing > 0);
   // One seed, one dataset.
-  REQUIRE(RunTtap("gen --out '" + dir + "/b' --seed 9 --count 48 --bases '" + bases + "'")
-              .exit_code == 0);
-  for (const std::string& name : List(dir + "/a")) {
+  REQUIRE(
+      RunTtap("gen --out '" + dir + "/b' --seed 9 --count 48 --bases '" + bases + "'").exit_code ==
+      0);
+  for (const std::string& name : ttap_test::ListDir(dir + "/a")) {
     if (name == "labels" || name == "scripts") continue;
     INFO(name);
     CHECK(ReadFile(dir + "/a/" + name) == ReadFile(dir + "/b/" + name));

@@ -968,20 +968,15 @@ TEST_CASE("llm: ttap eval --llm reports the drafts' category accuracy beside the
   const std::string dir = ttap_test::MakeTempDir();
   REQUIRE(ttap_test::RunTtap("gen --out '" + dir + "/ds' --seed 4 --count 6").exit_code == 0);
   // Every trace in the held-out "test" split, so that all six are reported.
-  FILE* p = popen(("LC_ALL=C ls '" + dir + "/ds/labels'").c_str(), "r");
-  REQUIRE(p);
-  char line[512];
-  while (fgets(line, sizeof(line), p)) {
-    std::string name = line;
-    while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+  for (const std::string& name : ttap_test::ListDir(dir + "/ds/labels")) {
     const std::string path = dir + "/ds/labels/" + name;
     json j = json::parse(ttap_test::ReadFile(path));
     j["split"] = "test";
     WriteOrFail(path, j.dump());
   }
-  pclose(p);
   setenv("TTAP_LLM_CACHE_DIR", (dir + "/cache").c_str(), 1);
-  auto r = ttap_test::RunTtap("eval '" + dir + "/ds' --methods rules --split seen --bootstrap 10 "
+  auto r = ttap_test::RunTtap("eval '" + dir +
+                              "/ds' --methods rules --split seen --bootstrap 10 "
                               "--llm --llm-model test-model --llm-base-url " +
                               server.base_url());
   INFO(r.err);
