@@ -1,6 +1,8 @@
 // Window tensors for the learned scorer (window_tensors.h).
 #include "analysis/window_tensors.h"
 
+#include "analysis/window_features.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -115,6 +117,12 @@ WindowTensors BuildWindowTensors(const Trace& trace, const WindowTensorSpec& spe
       num[3] = static_cast<float>(
           std::clamp(static_cast<double>(ev.ts[row] - win.start_ns) / span, 0.0, 1.0));
     }
+  }
+  const std::vector<std::vector<double>> features = WindowFeatures(trace);
+  wt.features = kWindowFeatureCount;
+  wt.window_features.reserve(features.size() * static_cast<size_t>(kWindowFeatureCount));
+  for (const auto& row : features) {
+    for (double v : row) wt.window_features.push_back(static_cast<float>(v));
   }
   return wt;
 }

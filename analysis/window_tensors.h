@@ -1,6 +1,7 @@
 // The learned window scorer's input (models/, issue 7): every window of a Trace (Trace::windows)
 // as a fixed-size set of events, each with hashed name sub-tokens, its kind, launch delay,
-// duration, depth, relative time in the window and a lane (GPU stream or CPU thread). Flat arrays
+// duration, depth, relative time in the window and a lane (GPU stream or CPU thread), plus the
+// window's summary features (analysis/window_features.h). Flat arrays
 // that the models module turns into tensors without per-event work. Built by `ttap train`,
 // `ttap eval` and `ttap scan --model`; pure, no I/O.
 #pragma once
@@ -29,6 +30,8 @@ struct WindowTensors {
                                    // depth / 8, start within the window (0..1)
   std::vector<int32_t> lanes;      // windows x events
   std::vector<uint8_t> mask;       // windows x events: 1 = an event
+  int features = 0;                // per-window summary numbers (analysis/window_features.h)
+  std::vector<float> window_features;  // windows x features
 };
 
 // Splits a kernel/op name into lower-case sub-tokens on "::", "_", "<", ",", digits, spaces and

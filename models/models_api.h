@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define TTAP_MODELS_API_VERSION 2
+#define TTAP_MODELS_API_VERSION 3  // 3: window features in ttap_window_batch
 
 // Returns TTAP_MODELS_API_VERSION of the module.
 int ttap_models_api_version(void);
@@ -27,11 +27,13 @@ typedef struct ttap_window_batch {
   const float* numeric;      // windows x events x 4
   const int32_t* lanes;      // windows x events
   const uint8_t* mask;       // windows x events, 1 = event
+  int features;                  // per-window summary numbers (0 = none)
+  const float* window_features;  // windows x features
 } ttap_window_batch;
 
 typedef struct ttap_train_example {
   ttap_window_batch batch;
-  int trace_label;                 // 0 clean, 1 has anti-patterns
+  int trace_label;                 // 0 clean, 1 has anti-patterns, -1 unknown (windows only)
   const int32_t* window_category;  // per window: 0 none, k = k-th code, -1 unknown
 } ttap_train_example;
 

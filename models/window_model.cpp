@@ -38,13 +38,15 @@ constexpr char kMagic[8] = {'T', 'T', 'A', 'P', 'W', 'S', '0', '1'};
 
 struct Config {
   int64_t vocab = 4096, tokens = 6, kinds = 16, lanes = 16, d = 128, D = 256, heads = 4, codes = 0;
+  int64_t features = 0;  // per-window summary features added to the window embedding (0 = none)
   bool names = true, pos = true, relation = true, max_pool = false;
 
   std::string Text() const {
     std::ostringstream s;
     s << "vocab:" << vocab << " tokens:" << tokens << " kinds:" << kinds << " lanes:" << lanes
       << " d:" << d << " D:" << D << " heads:" << heads << " codes:" << codes << " names:" << names
-      << " pos:" << pos << " relation:" << relation << " max_pool:" << max_pool;
+      << " pos:" << pos << " relation:" << relation << " max_pool:" << max_pool
+      << " features:" << features;
     return s.str();
   }
   bool Parse(const std::string& text) {
@@ -58,7 +60,8 @@ struct Config {
       const long long v = std::atoll(item.c_str() + colon + 1);
       std::map<std::string, int64_t*> ints = {
           {"vocab", &vocab}, {"tokens", &tokens}, {"kinds", &kinds}, {"lanes", &lanes},
-          {"d", &d},         {"D", &D},           {"heads", &heads}, {"codes", &codes}};
+          {"d", &d},         {"D", &D},           {"heads", &heads}, {"codes", &codes},
+          {"features", &features}};
       std::map<std::string, bool*> flags = {
           {"names", &names}, {"pos", &pos}, {"relation", &relation}, {"max_pool", &max_pool}};
       if (ints.count(k)) {
@@ -70,7 +73,8 @@ struct Config {
       }
       ++seen;
     }
-    return seen == 12 && vocab > 1 && d % 4 == 0 && D % heads == 0 && d % heads == 0;
+    // Files written before window features had 12 items (features 0).
+    return (seen == 12 || seen == 13) && features >= 0 && vocab > 1 && d % 4 == 0 && D % heads == 0 && d % heads == 0;
   }
 };
 
@@ -78,7 +82,9 @@ struct ScorerImpl : nn::Module {
   Config c;
   nn::Embedding name_emb{nullptr}, kind_emb{nullptr}, lane_emb{nullptr};
   nn::Linear name_adapter{nullptr}, num_delay{nullptr}, num_dur{nullptr}, num_depth{nullptr},
-      fuse{nullptr}, time_proj{nullptr}, to_window{nullptr}, score{nullptr}, category{nullptr};
+      fuse{nullptr}, time_proj{nullptr}, to_window{nullptr}, score{nullptr}, category{nullptr},
+      feature_proj{nullptr};
+  Tensor feature_mean, feature_std;  // standardisation of the window features, set by training
   nn::LayerNorm ln_event{nullptr}, ln_rel1{nullptr}, ln_rel2{nullptr};
   nn::TransformerEncoderLayer encoder{nullptr};
   nn::Conv1d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
@@ -115,6 +121,11 @@ struct ScorerImpl : nn::Module {
     ln_rel2 = register_module("ln_rel2", nn::LayerNorm(nn::LayerNormOptions({c.D})));
     score = register_module("score", nn::Linear(c.D, 1));
     category = register_module("category", nn::Linear(c.D, c.codes + 1));
+    if (c.features > 0) {
+      feature_proj = register_module("feature_proj", nn::Linear(c.features, c.D));
+      feature_mean = register_parameter("feature_mean", torch::zeros({c.features}), false);
+      feature_std = register_parameter("feature_std", torch::ones({c.features}), false);
+    }
     // Frequencies of the sinusoidal time encoding: 1 .. 256 cycles over the window.
     time_freqs = register_buffer(
         "time_freqs", torch::exp(torch::linspace(0.0, std::log(256.0), c.d / 4)) * (2.0 * M_PI));
@@ -125,7 +136,7 @@ struct ScorerImpl : nn::Module {
   };
 
   Out forward(const Tensor& tokens, const Tensor& kinds, const Tensor& numeric, const Tensor& lanes,
-              const Tensor& mask) {
+              const Tensor& mask, const Tensor& features) {
     const int64_t W = tokens.size(0), E = tokens.size(1);
     Tensor name;
     if (c.names) {
@@ -158,6 +169,7 @@ struct ScorerImpl : nn::Module {
       pooled = (h * m).sum(1) / m.sum(1).clamp_min(1.0);
     }
     Tensor e = to_window(pooled);  // [W, D]
+    if (c.features > 0) e = e + feature_proj((features - feature_mean) / feature_std);
     if (c.relation) {
       Tensor seq = e.t().unsqueeze(0);  // [1, D, W]
       Tensor r = conv3(torch::gelu(conv2(torch::gelu(conv1(seq)))));
@@ -176,9 +188,9 @@ void SetError(char* err, size_t size, const std::string& message) {
 }
 
 struct Batch {
-  Tensor tokens, kinds, numeric, lanes, mask;
+  Tensor tokens, kinds, numeric, lanes, mask, features;  // features: [W, F], or [W, 0]
   Batch To(const torch::Device& d) const {
-    return {tokens.to(d), kinds.to(d), numeric.to(d), lanes.to(d), mask.to(d)};
+    return {tokens.to(d), kinds.to(d), numeric.to(d), lanes.to(d), mask.to(d), features.to(d)};
   }
 };
 
@@ -192,6 +204,11 @@ Batch ToTensors(const ttap_window_batch& b) {
   t.numeric = torch::from_blob(const_cast<float*>(b.numeric), {W, E, 4}, torch::kFloat).clone();
   t.lanes = torch::from_blob(const_cast<int32_t*>(b.lanes), {W, E}, i32).to(torch::kLong);
   t.mask = torch::from_blob(const_cast<uint8_t*>(b.mask), {W, E}, torch::kUInt8).to(torch::kBool);
+  t.features = b.features > 0 && b.window_features
+                   ? torch::from_blob(const_cast<float*>(b.window_features), {W, b.features},
+                                      torch::kFloat)
+                         .clone()
+                   : torch::zeros({W, 0});
   return t;
 }
 
@@ -206,6 +223,11 @@ bool ValidBatch(const ttap_window_batch& b, const Config& c, std::string* why) {
     *why = "window batch without data";
     return false;
   }
+  if (c.features > 0 && (b.features != c.features || !b.window_features)) {
+    *why = "window batch has " + std::to_string(b.features) + " window features, the model " +
+           std::to_string(c.features);
+    return false;
+  }
   return true;
 }
 
@@ -214,6 +236,33 @@ void ClampIds(Batch* b, const Config& c) {
   b->tokens.clamp_(0, c.vocab - 1);
   b->kinds.clamp_(0, c.kinds - 1);
   b->lanes.clamp_(0, c.lanes - 1);
+}
+
+// Training-time augmentation: the trace's launch delays and durations each rescaled by one random
+// factor (e^N(0, 0.4): another GPU or host speed), and 10% of the name sub-tokens dropped (names
+// a new workload would not share), so that the scorer leans on the structure of a window rather
+// than on one workload's names and speeds. `--ablation no-augment` turns it off.
+Batch Augment(const Batch& b, std::mt19937_64* rng) {
+  std::normal_distribution<double> log_scale(0.0, 0.4);
+  Batch a = b;
+  a.numeric = b.numeric.clone();
+  a.features = b.features.clone();
+  auto rescale = [](Tensor x, double factor) {
+    x.copy_(torch::log1p(torch::expm1(x).clamp_min(0) * factor));
+  };
+  // Event channels 0 log1p(delay us) and 1 log1p(duration us); the window features that are
+  // logs of the same (analysis/window_features.h: 5 launch delay; 3, 4 kernel durations).
+  const double delay = std::exp(log_scale(*rng)), duration = std::exp(log_scale(*rng));
+  rescale(a.numeric.select(2, 0), delay);
+  rescale(a.numeric.select(2, 1), duration);
+  if (a.features.size(1) >= 6) {
+    rescale(a.features.select(1, 5), delay);
+    rescale(a.features.select(1, 3), duration);
+    rescale(a.features.select(1, 4), duration);
+  }
+  Tensor keep = torch::rand(b.tokens.sizes(), torch::TensorOptions().device(b.tokens.device())) >= 0.1;
+  a.tokens = b.tokens * keep.to(torch::kLong);
+  return a;
 }
 
 torch::Device PickDevice(const std::string& want, std::string* why, bool* ok) {
@@ -267,7 +316,7 @@ struct Model {
   // Window scores: the MIL head, combined with the distance to the clean centroids
   // (noisy-OR), so windows unlike any clean window score high even for unseen families.
   void Score(const Batch& b, Tensor* scores, Tensor* categories, Tensor* conf) {
-    auto out = net->forward(b.tokens, b.kinds, b.numeric, b.lanes, b.mask);
+    auto out = net->forward(b.tokens, b.kinds, b.numeric, b.lanes, b.mask, b.features);
     Tensor p = torch::sigmoid(out.logits);
     Tensor a = Unusual(out.embedding);
     Tensor probs = torch::softmax(out.category_logits, -1);
@@ -449,6 +498,8 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
     model.codes = o->codes ? o->codes : "";
     model.trained_on = o->trained_on ? o->trained_on : "{}";
     model.config.tokens = train[0].batch.tokens;
+    model.config.features =
+        std::string(o->ablation ? o->ablation : "") == "no-features" ? 0 : train[0].batch.features;
     model.config.codes =
         model.codes.empty()
             ? 0
@@ -458,8 +509,10 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
     if (ablation == "no-pos") model.config.pos = false;
     if (ablation == "no-relation") model.config.relation = false;
     if (ablation == "max-pool") model.config.max_pool = true;
+    const bool augment = ablation != "no-augment";
     if (!ablation.empty() && ablation != "no-names" && ablation != "no-pos" &&
-        ablation != "no-relation" && ablation != "max-pool") {
+        ablation != "no-relation" && ablation != "max-pool" && ablation != "no-augment" &&
+        ablation != "no-features") {
       SetError(err, err_size, "unknown ablation '" + ablation + "'");
       return 1;
     }
@@ -472,7 +525,7 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
         e.batch = ToTensors(xs[i].batch);
         ClampIds(&e.batch, model.config);
         e.batch = e.batch.To(device);
-        e.label = xs[i].trace_label ? 1 : 0;
+        e.label = xs[i].trace_label < 0 ? -1 : xs[i].trace_label ? 1 : 0;
         std::vector<int64_t> cats(static_cast<size_t>(xs[i].batch.windows), -1);
         if (xs[i].window_category) {
           for (int w = 0; w < xs[i].batch.windows; ++w) {
@@ -490,7 +543,19 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
       SetError(err, err_size, why);
       return 1;
     }
-    torch::optim::Adam opt(model.net->parameters(),
+    if (model.config.features > 0) {  // standardise the window features over the train windows
+      std::vector<Tensor> rows;
+      for (const Example& e : train_set) rows.push_back(e.batch.features.to(torch::kCPU));
+      Tensor all = torch::cat(rows, 0);
+      torch::NoGradGuard no_grad;
+      model.net->feature_mean.copy_(all.mean(0));
+      model.net->feature_std.copy_(all.std(0).clamp_min(1e-3));
+    }
+    std::vector<Tensor> trainable;
+    for (const auto& p : model.net->parameters()) {
+      if (p.requires_grad()) trainable.push_back(p);
+    }
+    torch::optim::Adam opt(trainable,
                            torch::optim::AdamOptions(1e-3).weight_decay(1e-5));
     Tensor centre = torch::zeros({model.config.D}, torch::TensorOptions().device(device));
     bool centre_set = false;
@@ -514,12 +579,16 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
       opt.zero_grad();
       for (size_t i : order) {
         const Example& ex = train_set[i];
-        auto out = model.net->forward(ex.batch.tokens, ex.batch.kinds, ex.batch.numeric,
-                                      ex.batch.lanes, ex.batch.mask);
+        const Batch in = augment ? Augment(ex.batch, &rng) : ex.batch;
+        auto out =
+            model.net->forward(in.tokens, in.kinds, in.numeric, in.lanes, in.mask, in.features);
         Tensor s = torch::sigmoid(out.logits);
         Tensor trace_score = s.mean().clamp(1e-6, 1 - 1e-6);
-        Tensor y = torch::full({}, static_cast<float>(ex.label), s.options());
-        Tensor bce = torch::binary_cross_entropy(trace_score, y);
+        // Label -1: the trace's own label is unknown (its real base already had anti-patterns);
+        // only its labelled windows teach, through the category head.
+        Tensor y = torch::full({}, static_cast<float>(std::max(ex.label, 0)), s.options());
+        Tensor bce = ex.label < 0 ? torch::zeros({}, s.options())
+                                  : torch::binary_cross_entropy(trace_score, y);
         Tensor loss = bce;
         Tensor en = normalize(out.embedding);
         if (ex.label == 0) {
@@ -528,7 +597,7 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
           centre = centre_set ? 0.9 * centre + 0.1 * mean : mean;
           centre_set = true;
           loss = loss + 0.1 * (en - centre).pow(2).sum(-1).mean();
-        } else if (centre_set) {
+        } else if (ex.label == 1 && centre_set) {
           // Separation: the highest-scored windows of an anti-pattern trace keep a margin from it.
           const int64_t k = std::max<int64_t>(1, s.size(0) / 10);
           Tensor top = std::get<1>(s.topk(k));
@@ -552,7 +621,7 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
           for (auto& group : opt.param_groups()) {
             static_cast<torch::optim::AdamOptions&>(group.options()).lr(2e-3 * (1.0 - 0.9 * progress));
           }
-          torch::nn::utils::clip_grad_norm_(model.net->parameters(), 1.0);
+          torch::nn::utils::clip_grad_norm_(trainable, 1.0);
           opt.step();
           opt.zero_grad();
           accumulated = 0;
@@ -562,7 +631,7 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
         bce_sum += bce.item<double>();
       }
       if (accumulated > 0) {
-        torch::nn::utils::clip_grad_norm_(model.net->parameters(), 1.0);
+        torch::nn::utils::clip_grad_norm_(trainable, 1.0);
         opt.step();
         opt.zero_grad();
       }
@@ -574,12 +643,14 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
         torch::NoGradGuard no_grad;
         for (const Example& ex : val_set) {
           auto out = model.net->forward(ex.batch.tokens, ex.batch.kinds, ex.batch.numeric,
-                                        ex.batch.lanes, ex.batch.mask);
+                                        ex.batch.lanes, ex.batch.mask, ex.batch.features);
           // As Model::Score, without the unusual-window term (fitted after training).
           Tensor named = 1 - torch::softmax(out.category_logits, -1).select(-1, 0);
           Tensor s = (1 - (1 - torch::sigmoid(out.logits)) * (1 - named)).to(torch::kCPU);
-          ts.push_back(s.mean().item<float>());
-          tl.push_back(ex.label);
+          if (ex.label >= 0) {
+            ts.push_back(s.mean().item<float>());
+            tl.push_back(ex.label);
+          }
           Tensor cats = ex.categories.to(torch::kCPU);
           for (int64_t w = 0; w < s.size(0); ++w) {
             const int64_t k = cats[w].item<int64_t>();
@@ -607,8 +678,10 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
         best_state.clear();
         for (const auto& p : model.net->parameters()) best_state.push_back(p.detach().clone());
       }
-      if (o->max_seconds > 0 && secs > o->max_seconds) {
-        say("time limit reached after epoch " + std::to_string(epoch));
+      // Stop when another epoch (as long as the mean one so far) would pass the time limit.
+      if (o->max_seconds > 0 && epoch < epochs &&
+          secs + secs / static_cast<double>(epoch) > o->max_seconds) {
+        say("time limit: stopping after epoch " + std::to_string(epoch));
         break;
       }
     }
@@ -625,7 +698,7 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
       for (const Example& ex : train_set) {
         if (ex.label != 0) continue;
         auto out = model.net->forward(ex.batch.tokens, ex.batch.kinds, ex.batch.numeric,
-                                      ex.batch.lanes, ex.batch.mask);
+                                      ex.batch.lanes, ex.batch.mask, ex.batch.features);
         clean.push_back(normalize(out.embedding).to(torch::kCPU));
       }
       if (!clean.empty()) {

@@ -1,4 +1,5 @@
-// `ttap gen --out DIR --seed S [--count N] [--bases PATH...]` (gen_command.h): the labelled
+// `ttap gen --out DIR --seed S [--count N] [--bases PATH...] [--split-seed S2]
+// [--only-splits train,val]` (gen_command.h): the labelled
 // benchmark. Simulated CV traces (analysis/trace_sim.h) for every task, backbone variant and
 // hardware profile, plus, when bases are given, jittered copies of real traces with injected
 // anti-patterns (analysis/trace_inject.h). Assigns splits by workload group, validates every
@@ -206,7 +207,10 @@ std::map<std::string, std::string> SplitRealGroups(std::vector<std::string> grou
 
 class Generator {
  public:
-  Generator(std::string out, uint64_t seed) : out_(std::move(out)), seed_(seed) {}
+  // |split_seed| decides which workload group lands in which split, |seed| everything else, so
+  // that datasets of several seeds can share one split (more training traces of the same groups).
+  Generator(std::string out, uint64_t seed, uint64_t split_seed)
+      : out_(std::move(out)), seed_(seed), split_seed_(split_seed) {}
 
   bool AddBases(const std::vector<std::string>& paths, double max_mb) {
     std::vector<std::string> files;
@@ -276,11 +280,14 @@ class Generator {
     // Splits: simulated seen tasks by backbone variant, unseen tasks whole; real bases by group.
     std::set<std::string> real_groups;
     for (const Base& b : bases_) real_groups.insert(b.group);
-    real_split_ = SplitRealGroups({real_groups.begin(), real_groups.end()}, seed_);
+    real_split_ = SplitRealGroups({real_groups.begin(), real_groups.end()}, split_seed_);
     const std::set<std::string> unseen_tasks = {"pose", "depth", "generation"};
+    std::mt19937_64 split_rng(split_seed_);
     for (const std::string& task : SimTasks()) {
       std::vector<std::string> order = {"train", "train", "val", "test"};
-      std::shuffle(order.begin(), order.end(), rng);
+      std::vector<std::string> unused = order;  // keeps |rng|'s stream as when it drew the order
+      std::shuffle(unused.begin(), unused.end(), rng);
+      std::shuffle(order.begin(), order.end(), split_rng);
       for (size_t v = 0; v < SimVariants().size(); ++v) {
         sim_split_["sim/" + task + "/" + SimVariants()[v]] =
             unseen_tasks.count(task) ? "unseen" : order[v];
@@ -339,9 +346,12 @@ class Generator {
         p.split = real_split_[b.group];
         p.stem = "real_" + Slug(b.name) + "_" + std::to_string(i);
       }
-      plans_.push_back(p);
+      if (only_splits_.empty() || only_splits_.count(p.split)) plans_.push_back(p);
     }
   }
+  // Writes only the traces of these splits (all when empty); planning is unchanged, so the traces
+  // written are those a full run writes.
+  void KeepOnlySplits(std::set<std::string> splits) { only_splits_ = std::move(splits); }
 
   int Run(unsigned threads) {
     if (!MakeDir(out_) || !MakeDir(out_ + "/labels") || !MakeDir(out_ + "/scripts")) return 2;
@@ -587,7 +597,8 @@ class Generator {
   }
 
   std::string out_;
-  uint64_t seed_;
+  uint64_t seed_, split_seed_;
+  std::set<std::string> only_splits_;
   std::vector<Base> bases_;
   std::map<std::string, std::string> real_split_, sim_split_;
   std::vector<Plan> plans_;
@@ -598,8 +609,9 @@ class Generator {
 
 int RunGenCommand(const std::vector<std::string>& args) {
   std::string out;
-  long long seed = -1, count = 600, threads = 2;
+  long long seed = -1, split_seed = -1, count = 600, threads = 2;
   double max_base_mb = 40;
+  std::set<std::string> only_splits;
   std::vector<std::string> bases;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -608,6 +620,18 @@ int RunGenCommand(const std::vector<std::string>& args) {
       out = args[++i];
     } else if (a == "--seed" && has_value) {
       if (!ParseInt(args[++i], &seed) || seed < 0) return UsageError("--seed needs a number >= 0");
+    } else if (a == "--split-seed" && has_value) {
+      if (!ParseInt(args[++i], &split_seed) || split_seed < 0) {
+        return UsageError("--split-seed needs a number >= 0");
+      }
+    } else if (a == "--only-splits" && has_value) {
+      std::stringstream list(args[++i]);
+      for (std::string s; std::getline(list, s, ',');) {
+        if (s != "train" && s != "val" && s != "test" && s != "unseen") {
+          return UsageError("--only-splits takes train, val, test, unseen (comma-separated)");
+        }
+        only_splits.insert(s);
+      }
     } else if (a == "--count" && has_value) {
       if (!ParseInt(args[++i], &count) || count <= 0 || count > 100000) {
         return UsageError("--count needs a positive number");
@@ -629,7 +653,9 @@ int RunGenCommand(const std::vector<std::string>& args) {
   if (out.empty()) return UsageError("gen: missing --out DIR");
   if (seed < 0) return UsageError("gen: missing --seed S");
   const auto t0 = std::chrono::steady_clock::now();
-  Generator gen(out, static_cast<uint64_t>(seed));
+  Generator gen(out, static_cast<uint64_t>(seed),
+                static_cast<uint64_t>(split_seed >= 0 ? split_seed : seed));
+  gen.KeepOnlySplits(only_splits);
   if (!bases.empty() && !gen.AddBases(bases, max_base_mb)) return 2;
   gen.PlanTraces(count);
   if (int rc = gen.Run(static_cast<unsigned>(threads)); rc != 0) return rc;

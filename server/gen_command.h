@@ -8,7 +8,8 @@
 
 namespace ttap {
 
-// ttap gen --out DIR --seed S [--count N] [--bases PATH...]; returns the exit code.
+// ttap gen --out DIR --seed S [--count N] [--bases PATH...] [--split-seed S2]
+// [--only-splits LIST]; returns the exit code.
 int RunGenCommand(const std::vector<std::string>& args);
 
 }  // namespace ttap

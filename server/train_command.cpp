@@ -29,14 +29,17 @@ bool ParseNumber(const std::string& s, double* out) {
 }  // namespace
 
 int RunTrainCommand(const std::vector<std::string>& args) {
-  std::string data, out;
+  std::vector<std::string> datasets;
+  std::string out;
   TrainSettings settings;
+  bool pre_existing_windows = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has = i + 1 < args.size();
     double v = 0;
     if (a == "--data" && has) {
-      data = args[++i];
+      datasets.push_back(args[++i]);
+      while (datasets.back().size() > 1 && datasets.back().back() == '/') datasets.back().pop_back();
     } else if (a == "--out" && has) {
       out = args[++i];
     } else if (a == "--epochs" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
@@ -51,6 +54,9 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     } else if (a == "--minutes" && has && ParseNumber(args[i + 1], &v) && v > 0) {
       settings.max_seconds = v * 60;
       ++i;
+    } else if (a == "--pre-existing" && has &&
+               (args[i + 1] == "positive" || args[i + 1] == "windows")) {
+      pre_existing_windows = args[++i] == "windows";
     } else if (a == "--ablation" && has) {
       settings.ablation = args[++i];
     } else if (a == "--device" && has) {
@@ -59,34 +65,57 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       return UsageError("train: unknown or incomplete option '" + a + "'");
     }
   }
-  if (data.empty() || out.empty()) return UsageError("train: needs --data DIR and --out FILE");
-  while (data.size() > 1 && data.back() == '/') data.pop_back();
+  if (datasets.empty() || out.empty()) {
+    return UsageError("train: needs --data DIR and --out FILE");
+  }
   for (const RuleInfo& r : RuleCatalogue()) settings.codes.push_back(r.code);
 
   // The train and val splits. A trace whose real base already had anti-patterns (what the rules
-  // found there, `pre_existing`) counts as having anti-patterns, with those intervals labelled.
+  // found there, `pre_existing`) has those intervals labelled too, and counts as having
+  // anti-patterns (--pre-existing positive, the default) or teaches through its labelled windows
+  // only (--pre-existing windows: no trace-level label).
+  // Several datasets (`ttap gen` with other seeds and the same --split-seed) add traces of the
+  // same groups; a group may not be trained on in one and validated on in another.
   struct Item {
     EvalLabels labels;
+    std::string dir;
     bool val;
+    bool pre_existing;
   };
   std::vector<Item> items;
-  std::set<std::string> groups;
+  std::set<std::string> groups, train_groups, val_groups;
   int skipped_pre_existing = 0;
-  for (const std::string& f : ListLabelFiles(data + "/labels")) {
-    auto l = ReadEvalLabels(data + "/labels", f);
-    if (!l.ok() || (l->split != "train" && l->split != "val")) continue;
-    if (!l->pre_existing.empty()) {
-      ++skipped_pre_existing;
-      l->anti_pattern = true;
-      l->labels.insert(l->labels.end(), l->pre_existing.begin(), l->pre_existing.end());
+  std::string data;
+  for (const std::string& dir : datasets) {
+    data += (data.empty() ? "" : ",") + dir;
+    const size_t before = items.size();
+    for (const std::string& f : ListLabelFiles(dir + "/labels")) {
+      auto l = ReadEvalLabels(dir + "/labels", f);
+      if (!l.ok() || (l->split != "train" && l->split != "val")) continue;
+      const bool pre_existing = !l->pre_existing.empty();
+      if (pre_existing) {
+        ++skipped_pre_existing;
+        l->anti_pattern = true;
+        l->labels.insert(l->labels.end(), l->pre_existing.begin(), l->pre_existing.end());
+      }
+      groups.insert(l->workload_group);
+      const bool is_val = l->split == "val";
+      (is_val ? val_groups : train_groups).insert(l->workload_group);
+      items.push_back({std::move(l.value()), dir, is_val, pre_existing});
     }
-    groups.insert(l->workload_group);
-    const bool is_val = l->split == "val";
-    items.push_back({std::move(l.value()), is_val});
+    if (items.size() == before) {
+      std::fprintf(stderr, "ttap: error: train: no train/val traces in %s/labels\n", dir.c_str());
+      return 2;
+    }
   }
-  if (items.empty()) {
-    std::fprintf(stderr, "ttap: error: train: no train/val traces in %s/labels\n", data.c_str());
-    return 2;
+  for (const std::string& g : val_groups) {
+    if (train_groups.count(g)) {
+      std::fprintf(stderr,
+                   "ttap: error: train: group %s is in the train split of one dataset and the "
+                   "val split of another (generate them with the same --split-seed)\n",
+                   g.c_str());
+      return 2;
+    }
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<TrainExample> examples(items.size());
@@ -96,7 +125,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     for (size_t k; (k = next.fetch_add(1)) < items.size();) {
       LoadOptions lo;
       lo.threads = 1;
-      auto t = LoadTrace(data + "/" + items[k].labels.trace, lo);
+      auto t = LoadTrace(items[k].dir + "/" + items[k].labels.trace, lo);
       if (!t.ok()) {
         errors[k] = t.status().message();
         continue;
@@ -104,7 +133,9 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       const Trace& trace = **t;
       TrainExample& ex = examples[k];
       ex.tensors = BuildWindowTensors(trace);
-      ex.label = items[k].labels.anti_pattern ? 1 : 0;
+      ex.label = items[k].pre_existing && pre_existing_windows ? -1
+                 : items[k].labels.anti_pattern                 ? 1
+                                                                : 0;
       ex.categories.assign(trace.windows.size(), 0);
       for (size_t w = 0; w < trace.windows.size(); ++w) {
         int64_t best = 0;
@@ -136,9 +167,10 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
       "ttap train: %zu train and %zu val traces from %s (%d with pre-existing "
-      "anti-patterns, labelled as such), featurised in %.1f s; %d epochs, seed %llu, %d "
+      "anti-patterns, labelled %s), featurised in %.1f s; %d epochs, seed %llu, %d "
       "threads%s%s\n",
-      train.size(), val.size(), data.c_str(), skipped_pre_existing, load_s, settings.epochs,
+      train.size(), val.size(), data.c_str(), skipped_pre_existing,
+      pre_existing_windows ? "by window only" : "as such", load_s, settings.epochs,
       static_cast<unsigned long long>(settings.seed), settings.threads,
       settings.ablation.empty() ? "" : ", ablation ", settings.ablation.c_str());
   std::fflush(stdout);
@@ -151,6 +183,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   on["seed"] = settings.seed;
   on["epochs"] = settings.epochs;
   on["ablation"] = settings.ablation;
+  on["pre_existing"] = pre_existing_windows ? "windows" : "positive";
   settings.trained_on = on.dump();
   Status s = TrainWindowModel(train, val, settings, out, [](const std::string& line) {
     std::printf("ttap train: %s\n", line.c_str());

@@ -37,6 +37,8 @@ ttap_window_batch BatchOf(const WindowTensors& t) {
   b.numeric = t.numeric.data();
   b.lanes = t.lanes.data();
   b.mask = t.mask.data();
+  b.features = t.features;
+  b.window_features = t.window_features.empty() ? nullptr : t.window_features.data();
   return b;
 }
 

@@ -56,7 +56,7 @@ class WindowModel {
 // -1 unknown).
 struct TrainExample {
   WindowTensors tensors;
-  int label = 0;
+  int label = 0;  // 0 clean, 1 anti-patterns, -1 unknown (only the labelled windows teach)
   std::vector<int32_t> categories;
 };
 
@@ -65,7 +65,7 @@ struct TrainSettings {
   uint64_t seed = 1;
   int threads = 2;
   double max_seconds = 1800;
-  std::string ablation;  // "", no-names, no-pos, no-relation, max-pool
+  std::string ablation;  // "", no-names, no-pos, no-relation, max-pool, no-augment
   std::string device = "auto";
   std::vector<std::string> codes;
   std::string trained_on;  // one-line JSON recorded in the file

@@ -71,6 +71,47 @@ TEST_CASE("gen writes labelled traces split by workload group", "[gen]") {
   }
 }
 
+TEST_CASE("gen --split-seed and --only-splits: more traces of the same groups", "[gen]") {
+  const std::string dir = MakeTempDir();
+  const std::string bases = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
+  auto read_split_of_group = [&](const std::string& d) {
+    std::map<std::string, std::string> split_of;
+    for (const std::string& name : ttap_test::ListDir(d + "/labels")) {
+      auto j = nlohmann::json::parse(ReadFile(d + "/labels/" + name));
+      split_of[j["workload_group"]] = j["split"];
+    }
+    return split_of;
+  };
+  REQUIRE(RunTtap("gen --out '" + dir + "/s1' --seed 9 --count 48 --bases '" + bases + "'")
+              .exit_code == 0);
+  // The same seed with --only-splits writes exactly the full run's train and val traces.
+  REQUIRE(RunTtap("gen --out '" + dir + "/tv' --seed 9 --count 48 --only-splits train,val "
+                  "--bases '" + bases + "'")
+              .exit_code == 0);
+  const auto full = read_split_of_group(dir + "/s1");
+  int expected = 0;
+  for (const std::string& name : ttap_test::ListDir(dir + "/s1/labels")) {
+    auto j = nlohmann::json::parse(ReadFile(dir + "/s1/labels/" + name));
+    if (j["split"] != "train" && j["split"] != "val") continue;
+    ++expected;
+    CHECK(ReadFile(dir + "/tv/labels/" + name) == ReadFile(dir + "/s1/labels/" + name));
+  }
+  CHECK(ttap_test::ListDir(dir + "/tv/labels").size() == static_cast<size_t>(expected));
+  // Another seed with --split-seed 9: new traces, every group in the split seed 9 gave it.
+  REQUIRE(RunTtap("gen --out '" + dir + "/s2' --seed 2 --split-seed 9 --count 48 "
+                  "--only-splits train --bases '" + bases + "'")
+              .exit_code == 0);
+  const auto extra = read_split_of_group(dir + "/s2");
+  REQUIRE(!extra.empty());
+  for (const auto& [group, split] : extra) {
+    INFO(group);
+    CHECK(split == "train");
+    REQUIRE(full.count(group));
+    CHECK(full.at(group) == "train");
+  }
+  CHECK(RunTtap("gen --out '" + dir + "/x' --seed 1 --only-splits train,bogus").exit_code == 2);
+}
+
 TEST_CASE("gen refuses bad options and missing bases", "[gen]") {
   const std::string dir = MakeTempDir();
   CHECK(RunTtap("gen --out '" + dir + "'").exit_code == 2);

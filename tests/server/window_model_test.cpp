@@ -49,13 +49,14 @@ const std::string& TinyModel() {
   static std::string path;
   if (!path.empty()) return path;
   std::vector<ttap::TrainExample> train, val;
-  for (int i = 0; i < 4; ++i) {
+  // The fifth trace has no trace-level label (-1, as `train --pre-existing windows` gives).
+  for (int i = 0; i < 5; ++i) {
     auto t = Sim(100 + i, i % 2 ? std::vector<std::string>{"TTA001"} : std::vector<std::string>{});
     ttap::TrainExample ex;
     ex.tensors = ttap::BuildWindowTensors(*t);
-    ex.label = i % 2;
+    ex.label = i == 4 ? -1 : i % 2;
     ex.categories.assign(t->windows.size(), 0);
-    (i < 3 ? train : val).push_back(std::move(ex));
+    (i == 3 ? val : train).push_back(std::move(ex));
   }
   ttap::TrainSettings s;
   s.epochs = 1;
