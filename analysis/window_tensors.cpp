@@ -1,13 +1,13 @@
 // Window tensors for the learned scorer (window_tensors.h).
 #include "analysis/window_tensors.h"
 
-#include "analysis/window_features.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
 #include <unordered_map>
+
+#include "analysis/window_features.h"
 
 namespace ttap {
 

@@ -22,11 +22,11 @@ size_t ttap_models_describe(char* buf, size_t size);
 // One trace's windows as built by analysis/window_tensors.h (row-major, windows x events [x k]).
 typedef struct ttap_window_batch {
   int windows, events, tokens;
-  const int32_t* token_ids;  // windows x events x tokens, 0 = padding
-  const int32_t* kinds;      // windows x events, 0 = padding
-  const float* numeric;      // windows x events x 4
-  const int32_t* lanes;      // windows x events
-  const uint8_t* mask;       // windows x events, 1 = event
+  const int32_t* token_ids;      // windows x events x tokens, 0 = padding
+  const int32_t* kinds;          // windows x events, 0 = padding
+  const float* numeric;          // windows x events x 4
+  const int32_t* lanes;          // windows x events
+  const uint8_t* mask;           // windows x events, 1 = event
   int features;                  // per-window summary numbers (0 = none)
   const float* window_features;  // windows x features
 } ttap_window_batch;

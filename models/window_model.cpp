@@ -59,9 +59,9 @@ struct Config {
       const std::string k = item.substr(0, colon);
       const long long v = std::atoll(item.c_str() + colon + 1);
       std::map<std::string, int64_t*> ints = {
-          {"vocab", &vocab}, {"tokens", &tokens}, {"kinds", &kinds}, {"lanes", &lanes},
-          {"d", &d},         {"D", &D},           {"heads", &heads}, {"codes", &codes},
-          {"features", &features}};
+          {"vocab", &vocab}, {"tokens", &tokens}, {"kinds", &kinds},
+          {"lanes", &lanes}, {"d", &d},           {"D", &D},
+          {"heads", &heads}, {"codes", &codes},   {"features", &features}};
       std::map<std::string, bool*> flags = {
           {"names", &names}, {"pos", &pos}, {"relation", &relation}, {"max_pool", &max_pool}};
       if (ints.count(k)) {
@@ -74,7 +74,8 @@ struct Config {
       ++seen;
     }
     // Files written before window features had 12 items (features 0).
-    return (seen == 12 || seen == 13) && features >= 0 && vocab > 1 && d % 4 == 0 && D % heads == 0 && d % heads == 0;
+    return (seen == 12 || seen == 13) && features >= 0 && vocab > 1 && d % 4 == 0 &&
+           D % heads == 0 && d % heads == 0;
   }
 };
 
@@ -204,11 +205,11 @@ Batch ToTensors(const ttap_window_batch& b) {
   t.numeric = torch::from_blob(const_cast<float*>(b.numeric), {W, E, 4}, torch::kFloat).clone();
   t.lanes = torch::from_blob(const_cast<int32_t*>(b.lanes), {W, E}, i32).to(torch::kLong);
   t.mask = torch::from_blob(const_cast<uint8_t*>(b.mask), {W, E}, torch::kUInt8).to(torch::kBool);
-  t.features = b.features > 0 && b.window_features
-                   ? torch::from_blob(const_cast<float*>(b.window_features), {W, b.features},
-                                      torch::kFloat)
-                         .clone()
-                   : torch::zeros({W, 0});
+  t.features =
+      b.features > 0 && b.window_features
+          ? torch::from_blob(const_cast<float*>(b.window_features), {W, b.features}, torch::kFloat)
+                .clone()
+          : torch::zeros({W, 0});
   return t;
 }
 
@@ -260,7 +261,8 @@ Batch Augment(const Batch& b, std::mt19937_64* rng) {
     rescale(a.features.select(1, 3), duration);
     rescale(a.features.select(1, 4), duration);
   }
-  Tensor keep = torch::rand(b.tokens.sizes(), torch::TensorOptions().device(b.tokens.device())) >= 0.1;
+  Tensor keep =
+      torch::rand(b.tokens.sizes(), torch::TensorOptions().device(b.tokens.device())) >= 0.1;
   a.tokens = b.tokens * keep.to(torch::kLong);
   return a;
 }
@@ -320,7 +322,7 @@ struct Model {
     Tensor p = torch::sigmoid(out.logits);
     Tensor a = Unusual(out.embedding);
     Tensor probs = torch::softmax(out.category_logits, -1);
-    Tensor named = 1 - probs.select(-1, 0);  // the category head: some catalogue code
+    Tensor named = 1 - probs.select(-1, 0);               // the category head: some catalogue code
     const char* parts = std::getenv("TTAP_MODEL_PARTS");  // experiments: "mil", "mil+cat", ...
     const std::string use = parts ? parts : "mil+cat+unusual";
     Tensor keep = torch::ones_like(p);
@@ -555,8 +557,7 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
     for (const auto& p : model.net->parameters()) {
       if (p.requires_grad()) trainable.push_back(p);
     }
-    torch::optim::Adam opt(trainable,
-                           torch::optim::AdamOptions(1e-3).weight_decay(1e-5));
+    torch::optim::Adam opt(trainable, torch::optim::AdamOptions(1e-3).weight_decay(1e-5));
     Tensor centre = torch::zeros({model.config.D}, torch::TensorOptions().device(device));
     bool centre_set = false;
     std::mt19937_64 rng(o->seed);
@@ -616,10 +617,13 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
         // Gradients of 4 traces per step; the learning rate decays linearly to 10%.
         (loss / 4.0).backward();
         if (++accumulated == 4) {
-          const double progress = (static_cast<double>(epoch - 1) * static_cast<double>(order.size()) + static_cast<double>(step)) /
-                                  (static_cast<double>(epochs) * static_cast<double>(order.size()));
+          const double progress =
+              (static_cast<double>(epoch - 1) * static_cast<double>(order.size()) +
+               static_cast<double>(step)) /
+              (static_cast<double>(epochs) * static_cast<double>(order.size()));
           for (auto& group : opt.param_groups()) {
-            static_cast<torch::optim::AdamOptions&>(group.options()).lr(2e-3 * (1.0 - 0.9 * progress));
+            static_cast<torch::optim::AdamOptions&>(group.options())
+                .lr(2e-3 * (1.0 - 0.9 * progress));
           }
           torch::nn::utils::clip_grad_norm_(trainable, 1.0);
           opt.step();

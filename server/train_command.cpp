@@ -39,7 +39,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     double v = 0;
     if (a == "--data" && has) {
       datasets.push_back(args[++i]);
-      while (datasets.back().size() > 1 && datasets.back().back() == '/') datasets.back().pop_back();
+      while (datasets.back().size() > 1 && datasets.back().back() == '/')
+        datasets.back().pop_back();
     } else if (a == "--out" && has) {
       out = args[++i];
     } else if (a == "--epochs" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
@@ -134,8 +135,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       TrainExample& ex = examples[k];
       ex.tensors = BuildWindowTensors(trace);
       ex.label = items[k].pre_existing && pre_existing_windows ? -1
-                 : items[k].labels.anti_pattern                 ? 1
-                                                                : 0;
+                 : items[k].labels.anti_pattern                ? 1
+                                                               : 0;
       ex.categories.assign(trace.windows.size(), 0);
       for (size_t w = 0; w < trace.windows.size(); ++w) {
         int64_t best = 0;

@@ -37,18 +37,28 @@ int main(int argc, char** argv) {
   const int F = 13;  // analysis/window_features.h
   std::vector<float> features(W * F);
   for (auto& f : features) f = std::uniform_real_distribution<float>(0, 3)(rng);
-  ttap_window_batch b{W,           E,           T,      tokens.data(), kinds.data(), numeric.data(),
-                      lanes.data(), mask.data(), F,      features.data()};
+  ttap_window_batch b{W,
+                      E,
+                      T,
+                      tokens.data(),
+                      kinds.data(),
+                      numeric.data(),
+                      lanes.data(),
+                      mask.data(),
+                      F,
+                      features.data()};
   std::vector<float> scores(W), conf(W);
   std::vector<int32_t> cats(W);
   std::vector<double> ms;
   for (int i = 0; i < 23; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (ttap_models_score(model, &b, scores.data(), cats.data(), conf.data(), err, sizeof(err)) != 0) {
+    if (ttap_models_score(model, &b, scores.data(), cats.data(), conf.data(), err, sizeof(err)) !=
+        0) {
       std::fprintf(stderr, "ttap_score_bench: %s\n", err);
       return 2;
     }
-    const double d = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double d =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (i >= 3) ms.push_back(d);
   }
   std::sort(ms.begin(), ms.end());
@@ -58,9 +68,10 @@ int main(int argc, char** argv) {
   ttap_models_header(model, header, sizeof(header));
   const std::string h = header;
   const size_t dev = h.find("device=");
-  std::printf("%s; scored on %s: 100 windows x 64 events: median %.2f ms, min %.2f ms, max %.2f ms\n",
-              desc, dev == std::string::npos ? "?" : h.substr(dev + 7, h.find('\n', dev) - dev - 7).c_str(),
-              ms[ms.size() / 2], ms.front(), ms.back());
+  std::printf(
+      "%s; scored on %s: 100 windows x 64 events: median %.2f ms, min %.2f ms, max %.2f ms\n", desc,
+      dev == std::string::npos ? "?" : h.substr(dev + 7, h.find('\n', dev) - dev - 7).c_str(),
+      ms[ms.size() / 2], ms.front(), ms.back());
   ttap_models_close(model);
   return 0;
 }

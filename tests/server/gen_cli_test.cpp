@@ -82,11 +82,14 @@ TEST_CASE("gen --split-seed and --only-splits: more traces of the same groups", 
     }
     return split_of;
   };
-  REQUIRE(RunTtap("gen --out '" + dir + "/s1' --seed 9 --count 48 --bases '" + bases + "'")
-              .exit_code == 0);
+  REQUIRE(
+      RunTtap("gen --out '" + dir + "/s1' --seed 9 --count 48 --bases '" + bases + "'").exit_code ==
+      0);
   // The same seed with --only-splits writes exactly the full run's train and val traces.
-  REQUIRE(RunTtap("gen --out '" + dir + "/tv' --seed 9 --count 48 --only-splits train,val "
-                  "--bases '" + bases + "'")
+  REQUIRE(RunTtap("gen --out '" + dir +
+                  "/tv' --seed 9 --count 48 --only-splits train,val "
+                  "--bases '" +
+                  bases + "'")
               .exit_code == 0);
   const auto full = read_split_of_group(dir + "/s1");
   int expected = 0;
@@ -98,8 +101,10 @@ TEST_CASE("gen --split-seed and --only-splits: more traces of the same groups", 
   }
   CHECK(ttap_test::ListDir(dir + "/tv/labels").size() == static_cast<size_t>(expected));
   // Another seed with --split-seed 9: new traces, every group in the split seed 9 gave it.
-  REQUIRE(RunTtap("gen --out '" + dir + "/s2' --seed 2 --split-seed 9 --count 48 "
-                  "--only-splits train --bases '" + bases + "'")
+  REQUIRE(RunTtap("gen --out '" + dir +
+                  "/s2' --seed 2 --split-seed 9 --count 48 "
+                  "--only-splits train --bases '" +
+                  bases + "'")
               .exit_code == 0);
   const auto extra = read_split_of_group(dir + "/s2");
   REQUIRE(!extra.empty());

@@ -192,3 +192,32 @@ TEST_CASE("scan --model: a bad file leaves the rules working; a good one adds TT
   CHECK(good.out.find("TTA005") != std::string::npos);
   CHECK(good.err.find("rules only") == std::string::npos);
 }
+
+TEST_CASE("train CLI: several datasets of one split, and a split conflict refused", "[model]") {
+  if (!HaveModels()) return;
+  const std::string dir = ttap_test::MakeTempDir();
+  using ttap_test::RunTtap;
+  REQUIRE(RunTtap("gen --out '" + dir + "/a' --seed 5 --count 16").exit_code == 0);
+  REQUIRE(RunTtap("gen --out '" + dir +
+                  "/b' --seed 6 --split-seed 5 --count 16 --only-splits "
+                  "train")
+              .exit_code == 0);
+  auto ok = RunTtap("train --data '" + dir + "/a' --data '" + dir + "/b/' --out '" + dir +
+                    "/m.pt' --epochs 1 --threads 1 --device cpu --pre-existing windows");
+  INFO(ok.out + ok.err);
+  REQUIRE(ok.exit_code == 0);
+  CHECK(ok.out.find(dir + "/a," + dir + "/b") != std::string::npos);
+  auto m = ttap::WindowModel::Open(dir + "/m.pt", "cpu", 1);
+  REQUIRE(m.ok());
+  CHECK((*m)->trained_on().find("\"pre_existing\":\"windows\"") != std::string::npos);
+  // Splits drawn from another seed put some group in train here and val there.
+  REQUIRE(
+      RunTtap("gen --out '" + dir + "/c' --seed 7 --count 16 --only-splits train,val").exit_code ==
+      0);
+  auto clash = RunTtap("train --data '" + dir + "/a' --data '" + dir + "/c' --out '" + dir +
+                       "/n.pt' --epochs 1 --threads 1");
+  CHECK(clash.exit_code == 2);
+  CHECK(clash.err.find("--split-seed") != std::string::npos);
+  CHECK(RunTtap("train --data '" + dir + "/a' --out '" + dir + "/n.pt' --pre-existing maybe")
+            .exit_code == 2);
+}
