@@ -170,7 +170,11 @@ struct ScorerImpl : nn::Module {
       pooled = (h * m).sum(1) / m.sum(1).clamp_min(1.0);
     }
     Tensor e = to_window(pooled);  // [W, D]
-    if (c.features > 0) e = e + feature_proj((features - feature_mean) / feature_std);
+    // Standardised features are clipped to +-4 so that a workload far outside the training
+    // range (a real trace much larger than any seen) cannot push the scores by extrapolation.
+    if (c.features > 0) {
+      e = e + feature_proj(((features - feature_mean) / feature_std).clamp(-4.0, 4.0));
+    }
     if (c.relation) {
       Tensor seq = e.t().unsqueeze(0);  // [1, D, W]
       Tensor r = conv3(torch::gelu(conv2(torch::gelu(conv1(seq)))));
