@@ -44,7 +44,8 @@ typedef struct ttap_train_options {
   unsigned long long seed;
   int threads;             // intra-op threads (0 = libtorch's default)
   double max_seconds;      // stop after the epoch that crosses it (0 = no limit)
-  const char* ablation;    // "", "no-names", "no-pos", "no-relation", "max-pool"
+  const char* ablation;    // "", "no-names", "no-pos", "no-relation", "max-pool",
+                           // "no-features", "no-augment"
   const char* codes;       // comma-separated category codes, index 1..n
   const char* trained_on;  // one line (JSON) recorded in the weights file
   const char* device;      // "auto", "cpu", "cuda"

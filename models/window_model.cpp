@@ -504,24 +504,23 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
     model.codes = o->codes ? o->codes : "";
     model.trained_on = o->trained_on ? o->trained_on : "{}";
     model.config.tokens = train[0].batch.tokens;
-    model.config.features =
-        std::string(o->ablation ? o->ablation : "") == "no-features" ? 0 : train[0].batch.features;
     model.config.codes =
         model.codes.empty()
             ? 0
             : 1 + static_cast<int64_t>(std::count(model.codes.begin(), model.codes.end(), ','));
     const std::string ablation = o->ablation ? o->ablation : "";
-    if (ablation == "no-names") model.config.names = false;
-    if (ablation == "no-pos") model.config.pos = false;
-    if (ablation == "no-relation") model.config.relation = false;
-    if (ablation == "max-pool") model.config.max_pool = true;
-    const bool augment = ablation != "no-augment";
-    if (!ablation.empty() && ablation != "no-names" && ablation != "no-pos" &&
-        ablation != "no-relation" && ablation != "max-pool" && ablation != "no-augment" &&
-        ablation != "no-features") {
+    static const char* const kAblations[] = {"",         "no-names",    "no-pos",    "no-relation",
+                                             "max-pool", "no-features", "no-augment"};
+    if (std::find(std::begin(kAblations), std::end(kAblations), ablation) == std::end(kAblations)) {
       SetError(err, err_size, "unknown ablation '" + ablation + "'");
       return 1;
     }
+    model.config.names = ablation != "no-names";
+    model.config.pos = ablation != "no-pos";
+    model.config.relation = ablation != "no-relation";
+    model.config.max_pool = ablation == "max-pool";
+    model.config.features = ablation == "no-features" ? 0 : train[0].batch.features;
+    const bool augment = ablation != "no-augment";
     model.net = Scorer(model.config);
     model.net->to(device);
     auto load = [&](const ttap_train_example* xs, int n, std::vector<Example>* out) -> bool {

@@ -84,8 +84,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     bool pre_existing;
   };
   std::vector<Item> items;
-  std::set<std::string> groups, train_groups, val_groups;
-  int skipped_pre_existing = 0;
+  std::set<std::string> train_groups, val_groups;
+  int with_pre_existing = 0;
   std::string data;
   for (const std::string& dir : datasets) {
     data += (data.empty() ? "" : ",") + dir;
@@ -95,11 +95,10 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       if (!l.ok() || (l->split != "train" && l->split != "val")) continue;
       const bool pre_existing = !l->pre_existing.empty();
       if (pre_existing) {
-        ++skipped_pre_existing;
+        ++with_pre_existing;
         l->anti_pattern = true;
         l->labels.insert(l->labels.end(), l->pre_existing.begin(), l->pre_existing.end());
       }
-      groups.insert(l->workload_group);
       const bool is_val = l->split == "val";
       (is_val ? val_groups : train_groups).insert(l->workload_group);
       items.push_back({std::move(l.value()), dir, is_val, pre_existing});
@@ -170,7 +169,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       "ttap train: %zu train and %zu val traces from %s (%d with pre-existing "
       "anti-patterns, labelled %s), featurised in %.1f s; %d epochs, seed %llu, %d "
       "threads%s%s\n",
-      train.size(), val.size(), data.c_str(), skipped_pre_existing,
+      train.size(), val.size(), data.c_str(), with_pre_existing,
       pre_existing_windows ? "by window only" : "as such", load_s, settings.epochs,
       static_cast<unsigned long long>(settings.seed), settings.threads,
       settings.ablation.empty() ? "" : ", ablation ", settings.ablation.c_str());
@@ -178,6 +177,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   nlohmann::json on;
   on["dataset"] = data;
   on["splits"] = {"train", "val"};
+  std::set<std::string> groups = train_groups;
+  groups.insert(val_groups.begin(), val_groups.end());
   on["groups"] = groups;
   on["train_traces"] = train.size();
   on["val_traces"] = val.size();

@@ -74,6 +74,11 @@ TEST_CASE("gen writes labelled traces split by workload group", "[gen]") {
 TEST_CASE("gen --split-seed and --only-splits: more traces of the same groups", "[gen]") {
   const std::string dir = MakeTempDir();
   const std::string bases = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
+  auto gen = [&](const std::string& name, const std::string& options) {
+    return RunTtap("gen --out '" + dir + "/" + name + "' " + options + " --count 48 --bases '" +
+                   bases + "'")
+        .exit_code;
+  };
   auto read_split_of_group = [&](const std::string& d) {
     std::map<std::string, std::string> split_of;
     for (const std::string& name : ttap_test::ListDir(d + "/labels")) {
@@ -82,15 +87,9 @@ TEST_CASE("gen --split-seed and --only-splits: more traces of the same groups", 
     }
     return split_of;
   };
-  REQUIRE(
-      RunTtap("gen --out '" + dir + "/s1' --seed 9 --count 48 --bases '" + bases + "'").exit_code ==
-      0);
+  REQUIRE(gen("s1", "--seed 9") == 0);
   // The same seed with --only-splits writes exactly the full run's train and val traces.
-  REQUIRE(RunTtap("gen --out '" + dir +
-                  "/tv' --seed 9 --count 48 --only-splits train,val "
-                  "--bases '" +
-                  bases + "'")
-              .exit_code == 0);
+  REQUIRE(gen("tv", "--seed 9 --only-splits train,val") == 0);
   const auto full = read_split_of_group(dir + "/s1");
   int expected = 0;
   for (const std::string& name : ttap_test::ListDir(dir + "/s1/labels")) {
@@ -101,11 +100,7 @@ TEST_CASE("gen --split-seed and --only-splits: more traces of the same groups", 
   }
   CHECK(ttap_test::ListDir(dir + "/tv/labels").size() == static_cast<size_t>(expected));
   // Another seed with --split-seed 9: new traces, every group in the split seed 9 gave it.
-  REQUIRE(RunTtap("gen --out '" + dir +
-                  "/s2' --seed 2 --split-seed 9 --count 48 "
-                  "--only-splits train --bases '" +
-                  bases + "'")
-              .exit_code == 0);
+  REQUIRE(gen("s2", "--seed 2 --split-seed 9 --only-splits train") == 0);
   const auto extra = read_split_of_group(dir + "/s2");
   REQUIRE(!extra.empty());
   for (const auto& [group, split] : extra) {
