@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define TTAP_MODELS_API_VERSION 3  // 3: window features in ttap_window_batch
+#define TTAP_MODELS_API_VERSION 4  // 3: window features in ttap_window_batch; 4: score parts
 
 // Returns TTAP_MODELS_API_VERSION of the module.
 int ttap_models_api_version(void);
@@ -64,9 +64,18 @@ void* ttap_models_open(const char* path, const char* device, int threads, char* 
 // The file's header: "key=value" lines (format, config, codes, trained_on, device).
 size_t ttap_models_header(void* model, char* buf, size_t size);
 // Scores every window: |scores| (0..1), |categories| (0 none, k = k-th code) and their
-// probability |category_conf|, each |batch->windows| long. Returns 0 or nonzero with |err|.
+// probability |category_conf|, each |batch->windows| long; |parts| (may be NULL) gets the
+// window's TTAP_SCORE_PARTS score parts, windows x 3: the MIL head, P(category != none) and the
+// unusual-window term. |scores| combines the parts the file's `score_parts` header line names by
+// noisy-OR. Returns 0 or nonzero with |err|.
+#define TTAP_SCORE_PARTS 3
 int ttap_models_score(void* model, const ttap_window_batch* batch, float* scores,
-                      int32_t* categories, float* category_conf, char* err, size_t err_size);
+                      int32_t* categories, float* category_conf, float* parts, char* err,
+                      size_t err_size);
+// Writes the model to |out_path| with the window score made of |parts| ("mil", "cat", "unusual"
+// joined by '+'); the open model keeps scoring as before. Returns 0, or nonzero with |err|.
+int ttap_models_set_score_parts(void* model, const char* parts, const char* out_path, char* err,
+                                size_t err_size);
 void ttap_models_close(void* model);
 
 #ifdef __cplusplus

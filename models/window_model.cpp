@@ -317,26 +317,53 @@ struct Model {
   Tensor centroids;        // [k, D] of normalised clean window embeddings
   double threshold = 1.0;  // 99th percentile of clean distances
   std::string codes, trained_on;
+  std::string score_parts = "mil+cat+unusual";  // chosen on validation by training
   torch::Device device{torch::kCPU};
 
-  // Window scores: the MIL head, combined with the distance to the clean centroids
-  // (noisy-OR), so windows unlike any clean window score high even for unseen families.
-  void Score(const Batch& b, Tensor* scores, Tensor* categories, Tensor* conf) {
+  // Window scores: the noisy-OR of the parts |score_parts| names -- the MIL head, the category
+  // head's P(some catalogue code), and the distance to the clean centroids ("unusual", so that
+  // windows unlike any clean window score high even for unseen families). |parts| gets all three
+  // ([W, 3]) for callers that combine them otherwise.
+  void Score(const Batch& b, Tensor* scores, Tensor* categories, Tensor* conf,
+             Tensor* parts = nullptr) {
     auto out = net->forward(b.tokens, b.kinds, b.numeric, b.lanes, b.mask, b.features);
-    Tensor p = torch::sigmoid(out.logits);
-    Tensor a = Unusual(out.embedding);
     Tensor probs = torch::softmax(out.category_logits, -1);
-    Tensor named = 1 - probs.select(-1, 0);               // the category head: some catalogue code
-    const char* parts = std::getenv("TTAP_MODEL_PARTS");  // experiments: "mil", "mil+cat", ...
-    const std::string use = parts ? parts : "mil+cat+unusual";
-    Tensor keep = torch::ones_like(p);
-    if (use.find("mil") != std::string::npos) keep = keep * (1 - p);
-    if (use.find("cat") != std::string::npos) keep = keep * (1 - named);
-    if (use.find("unusual") != std::string::npos) keep = keep * (1 - a);
-    *scores = 1 - keep;
+    Tensor all = torch::stack(
+        {torch::sigmoid(out.logits), 1 - probs.select(-1, 0), Unusual(out.embedding)}, -1);
+    *scores = Combine(all, score_parts);
+    if (parts) *parts = all;
     auto [c, k] = probs.max(-1);
     *categories = k;
     *conf = c;
+  }
+  // Noisy-OR of the named parts of |all| ([W, 3]: mil, cat, unusual).
+  static Tensor Combine(const Tensor& all, const std::string& use) {
+    Tensor keep = torch::ones({all.size(0)}, all.options());
+    const char* names[] = {"mil", "cat", "unusual"};
+    for (int i = 0; i < 3; ++i) {
+      if (HasPart(use, names[i])) keep = keep * (1 - all.select(-1, i));
+    }
+    return 1 - keep;
+  }
+  static bool HasPart(const std::string& use, const std::string& part) {
+    size_t at = 0;
+    while (at <= use.size()) {
+      const size_t end = std::min(use.find('+', at), use.size());
+      if (use.compare(at, end - at, part) == 0) return true;
+      at = end + 1;
+    }
+    return false;
+  }
+  static bool ValidParts(const std::string& use) {
+    if (use.empty()) return false;
+    size_t at = 0;
+    while (at <= use.size()) {
+      const size_t end = std::min(use.find('+', at), use.size());
+      const std::string p = use.substr(at, end - at);
+      if (p != "mil" && p != "cat" && p != "unusual") return false;
+      at = end + 1;
+    }
+    return true;
   }
   Tensor Unusual(const Tensor& embedding) const {
     if (!centroids.defined() || centroids.size(0) == 0)
@@ -345,12 +372,17 @@ struct Model {
         embedding, torch::nn::functional::NormalizeFuncOptions().dim(-1));
     Tensor d = torch::cdist(e, centroids.to(e.device())).amin(-1);
     const double t = std::max(threshold, 1e-6);
-    return torch::sigmoid((d - t) / (0.1 * t));
+    // r / (1 + r) of the distance ratio r = d / t: 0.5 at the clean 99th percentile, and it never
+    // saturates, so windows of an unfamiliar workload (all far from the centroids) keep their
+    // order instead of tying at 1.0 in float.
+    const Tensor r = d / t;
+    return r / (1 + r);
   }
 
   std::string Header() const {
     return "format=1\nconfig=" + config.Text() + "\ncodes=" + codes +
-           "\nthreshold=" + std::to_string(threshold) + "\ntrained_on=" + trained_on + "\n";
+           "\nthreshold=" + std::to_string(threshold) + "\nscore_parts=" + score_parts +
+           "\ntrained_on=" + trained_on + "\n";
   }
 
   bool Save(const std::string& path, std::string* why) const {
@@ -422,6 +454,10 @@ struct Model {
       if (k == "codes") model->codes = v;
       if (k == "threshold") model->threshold = std::atof(v.c_str());
       if (k == "trained_on") model->trained_on = v;
+      if (k == "score_parts") {
+        if (!ValidParts(v)) return fail("score_parts line");
+        model->score_parts = v;
+      }
     }
     if (!have_config) return fail("config line");
     model->net = Scorer(model->config);
@@ -775,7 +811,8 @@ size_t ttap_models_header(void* handle, char* buf, size_t size) {
 }
 
 int ttap_models_score(void* handle, const ttap_window_batch* batch, float* scores,
-                      int32_t* categories, float* category_conf, char* err, size_t err_size) {
+                      int32_t* categories, float* category_conf, float* parts, char* err,
+                      size_t err_size) {
   try {
     if (!handle || !batch) {
       SetError(err, err_size, "no model or no batch");
@@ -791,18 +828,49 @@ int ttap_models_score(void* handle, const ttap_window_batch* batch, float* score
     Batch b = ToTensors(*batch);
     ClampIds(&b, m->config);
     b = b.To(m->device);
-    Tensor s, k, c;
-    m->Score(b, &s, &k, &c);
+    Tensor s, k, c, p;
+    m->Score(b, &s, &k, &c, &p);
     s = s.to(torch::kCPU).contiguous();
+    p = p.to(torch::kCPU).contiguous();
     k = k.to(torch::kCPU).to(torch::kInt).contiguous();
     c = c.to(torch::kCPU).contiguous();
     const size_t W = static_cast<size_t>(batch->windows);
     std::memcpy(scores, s.data_ptr<float>(), W * sizeof(float));
     if (categories) std::memcpy(categories, k.data_ptr<int32_t>(), W * sizeof(int32_t));
     if (category_conf) std::memcpy(category_conf, c.data_ptr<float>(), W * sizeof(float));
+    if (parts) std::memcpy(parts, p.data_ptr<float>(), W * TTAP_SCORE_PARTS * sizeof(float));
     return 0;
   } catch (const std::exception& e) {
     SetError(err, err_size, std::string("scoring failed: ") + e.what());
+    return 1;
+  }
+}
+
+int ttap_models_set_score_parts(void* handle, const char* parts, const char* out_path, char* err,
+                                size_t err_size) {
+  try {
+    if (!handle || !parts || !out_path) {
+      SetError(err, err_size, "no model, parts or output path");
+      return 1;
+    }
+    Model* m = static_cast<Model*>(handle);
+    if (!Model::ValidParts(parts)) {
+      SetError(err, err_size,
+               std::string("bad score parts '") + parts + "' (mil, cat, unusual joined by '+')");
+      return 1;
+    }
+    const std::string kept = m->score_parts;
+    m->score_parts = parts;
+    std::string why;
+    const bool saved = m->Save(out_path, &why);
+    m->score_parts = kept;
+    if (!saved) {
+      SetError(err, err_size, why);
+      return 1;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    SetError(err, err_size, std::string("cannot save the model: ") + e.what());
     return 1;
   }
 }

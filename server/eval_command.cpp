@@ -294,6 +294,7 @@ MethodTraceOutput ModelOutput(const WindowModel& model, const Trace& trace) {
   for (size_t w = 0; w < preds->size(); ++w) {
     const WindowPrediction& p = (*preds)[w];
     out.window_scores.push_back(p.score);
+    out.model_parts.push_back({p.mil, p.named, p.unusual});
     const bool flagged = p.score >= 0.5;
     out.window_categories.push_back(flagged ? (p.category.empty() ? "TTA900" : p.category) : "");
     if (!flagged) continue;
@@ -328,14 +329,15 @@ class ModelMethod : public EvalMethod {
   std::shared_ptr<const WindowModel> model_;
 };
 
-// Rules and model together. Window score: one of three combinations of the rule score r and the
-// model score m -- noisy-OR 1-(1-r)(1-m), mean (r+m)/2, max -- the one with the best trace + window
-// AUC on the validation split (measured per run, reported as the method's note). Categories: the
-// rule's where a rule fired, else the model's. Findings: every rule finding, plus the model's
-// flagged windows that no rule finding overlaps (TTA900 or the category head's code).
+// Rules and model together. Window score: one of the combinations of the rule score r and the
+// model score m -- noisy-OR 1-(1-r)(1-m), mean (r+m)/2, max, and noisy-OR with the model's weight
+// halved or quartered 1-(1-r)(1-m/2), 1-(1-r)(1-m/4) -- the one with the best trace + window AUC on
+// the validation split, the earlier on ties (measured per run, reported as the method's note).
+// Categories: the rule's where a rule fired, else the model's. Findings: every rule finding, plus
+// the model's flagged windows that no rule finding overlaps (TTA900 or the category head's code).
 class FusedMethod : public EvalMethod {
  public:
-  enum class Combine { kNoisyOr, kMean, kMax };
+  enum class Combine { kNoisyOr, kMean, kMax, kNoisyOrHalf, kNoisyOrQuarter };
   explicit FusedMethod(std::shared_ptr<const WindowModel> model) : model_(std::move(model)) {}
   std::string Name() const override { return "fused"; }
   bool ProducesFindings() const override { return true; }
@@ -347,6 +349,7 @@ class FusedMethod : public EvalMethod {
     MethodTraceOutput m = ModelOutput(*model_, trace);
     out.aux_scores = std::move(m.window_scores);
     out.aux_categories = std::move(m.window_categories);
+    out.model_parts = std::move(m.model_parts);
     // Model findings where no rule finding overlaps.
     for (const EvalFinding& f : m.findings) {
       bool explained = false;
@@ -360,7 +363,8 @@ class FusedMethod : public EvalMethod {
   Status Tune(const std::vector<const EvalTrace*>& val, size_t index) override {
     double best = -1;
     std::string report;
-    for (Combine c : {Combine::kNoisyOr, Combine::kMean, Combine::kMax}) {
+    for (Combine c : {Combine::kNoisyOr, Combine::kMean, Combine::kMax, Combine::kNoisyOrHalf,
+                      Combine::kNoisyOrQuarter}) {
       std::vector<double> ts, ws;
       std::vector<int> tl, wl;
       for (const EvalTrace* t : val) {
@@ -378,7 +382,7 @@ class FusedMethod : public EvalMethod {
       const double q = (std::isfinite(ta) ? ta : 0) + (std::isfinite(wa) ? wa : 0);
       report +=
           std::string(report.empty() ? "" : ", ") + Name(c) + " " + Fixed(ta) + "/" + Fixed(wa);
-      if (q > best) {
+      if (q > best + 1e-9) {
         best = q;
         combine_ = c;
       }
@@ -401,7 +405,19 @@ class FusedMethod : public EvalMethod {
 
  private:
   static const char* Name(Combine c) {
-    return c == Combine::kNoisyOr ? "noisy-OR" : c == Combine::kMean ? "mean" : "max";
+    switch (c) {
+      case Combine::kNoisyOr:
+        return "noisy-OR";
+      case Combine::kMean:
+        return "mean";
+      case Combine::kMax:
+        return "max";
+      case Combine::kNoisyOrHalf:
+        return "noisy-OR m/2";
+      case Combine::kNoisyOrQuarter:
+        return "noisy-OR m/4";
+    }
+    return "?";
   }
   static std::vector<double> Combined(const MethodTraceOutput& o, Combine c) {
     std::vector<double> out(o.window_scores.size(), 0);
@@ -409,9 +425,23 @@ class FusedMethod : public EvalMethod {
       const double r = std::isfinite(o.window_scores[w]) ? o.window_scores[w] : 0;
       const double m =
           w < o.aux_scores.size() && std::isfinite(o.aux_scores[w]) ? o.aux_scores[w] : 0;
-      out[w] = c == Combine::kNoisyOr ? 1 - (1 - r) * (1 - m)
-               : c == Combine::kMean  ? (r + m) / 2
-                                      : std::max(r, m);
+      switch (c) {
+        case Combine::kNoisyOr:
+          out[w] = 1 - (1 - r) * (1 - m);
+          break;
+        case Combine::kMean:
+          out[w] = (r + m) / 2;
+          break;
+        case Combine::kMax:
+          out[w] = std::max(r, m);
+          break;
+        case Combine::kNoisyOrHalf:
+          out[w] = 1 - (1 - r) * (1 - m / 2);
+          break;
+        case Combine::kNoisyOrQuarter:
+          out[w] = 1 - (1 - r) * (1 - m / 4);
+          break;
+      }
     }
     return out;
   }
@@ -824,6 +854,65 @@ bool ParseUint(const std::string& s, uint64_t* out) {
   return true;
 }
 
+// `--windows-tsv`: one row per window of the validation and evaluated traces -- trace, split,
+// trace label, window, window label, each method's window score (NaN where it did not run) and
+// the learned scorer's parts (mil, cat, unusual) and the rules' score inside the fused method --
+// for analysis outside ttap (e.g. choosing a fusion on the validation rows).
+bool WriteWindowsTsv(const std::string& path,
+                     const std::vector<std::unique_ptr<EvalMethod>>& methods,
+                     const std::vector<const EvalTrace*>& traces) {
+  std::ofstream f(path, std::ios::binary);
+  f << "trace\tsplit\ttrace_label\twindow\twindow_label";
+  for (const auto& m : methods) f << "\t" << m->Name();
+  f << "\tmil\tcat\tunusual\trules_in_fused";
+  for (const std::string& name : WindowFeatureNames()) f << "\tf." << name;
+  f << "\n";
+  for (const EvalTrace* t : traces) {
+    std::vector<LabeledInterval> li;
+    for (const EvalLabel& l : t->labels.labels) li.push_back({l.code, l.start_ns, l.end_ns});
+    const std::vector<int> labels = WindowLabels(t->windows, li);
+    std::vector<std::vector<double>> scores(methods.size());
+    const std::vector<std::array<double, 3>>* parts = nullptr;
+    const std::vector<double>* rules_in_fused = nullptr;
+    for (size_t m = 0; m < methods.size(); ++m) {
+      const bool ran = !methods[m]->ReadsTraces() ||
+                       (m < t->trace_outputs.size() && !t->trace_outputs[m].window_scores.empty());
+      if (!ran) continue;
+      scores[m] = methods[m]->Score(*t, m).window_scores;
+      if (m < t->trace_outputs.size() && !t->trace_outputs[m].model_parts.empty()) {
+        parts = &t->trace_outputs[m].model_parts;
+        if (methods[m]->Name() == "fused") rules_in_fused = &t->trace_outputs[m].window_scores;
+      }
+    }
+    for (size_t w = 0; w < t->windows.size(); ++w) {
+      f << t->labels.stem << "\t" << t->labels.split << "\t" << (t->labels.anti_pattern ? 1 : 0)
+        << "\t" << w << "\t" << (w < labels.size() ? labels[w] : 0);
+      auto num = [&](const std::vector<double>* v, size_t i) {
+        if (v && i < v->size() && std::isfinite((*v)[i])) {
+          f << "\t" << (*v)[i];
+        } else {
+          f << "\tnan";
+        }
+      };
+      for (size_t m = 0; m < methods.size(); ++m) num(&scores[m], w);
+      for (int k = 0; k < 3; ++k) {
+        if (parts && w < parts->size()) {
+          f << "\t" << (*parts)[w][static_cast<size_t>(k)];
+        } else {
+          f << "\tnan";
+        }
+      }
+      num(rules_in_fused, w);
+      for (size_t k = 0; k < WindowFeatureNames().size(); ++k) {
+        const bool have = w < t->features.size() && k < t->features[w].size();
+        f << "\t" << (have ? t->features[w][k] : kNaN);
+      }
+      f << "\n";
+    }
+  }
+  return static_cast<bool>(f);
+}
+
 }  // namespace
 
 StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string& stem) {
@@ -892,7 +981,8 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   info.split = "all";
   std::string methods_arg = "rules,clustering,zscore,random";
   EvalModelOptions model_options;
-  bool use_llm = false;  // `--llm`: adds the "llm" method (rules with LLM-drafted categories)
+  bool use_llm = false;      // `--llm`: adds the "llm" method (rules with LLM-drafted categories)
+  bool windows_tsv = false;  // `--windows-tsv`: every window's scores into OUT/windows.tsv
   llm::LlmOverrides llm_flags;
   info.command_line = "ttap eval";
   for (const auto& a : args) info.command_line += " " + a;
@@ -906,6 +996,8 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       info.split = args[++i];
     } else if (a == "--out" && has_value) {
       info.out_dir = args[++i];
+    } else if (a == "--windows-tsv") {
+      windows_tsv = true;
     } else if (a == "--bootstrap" && has_value) {
       if (!ParseUint(args[++i], &v) || v > 100000) {
         return UsageError("--bootstrap needs a number of resamples (0..100000)");
@@ -1223,6 +1315,15 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "ttap: error: eval: cannot write %s/eval.md or eval.json\n",
                  info.out_dir.c_str());
     return 2;
+  }
+  if (windows_tsv) {
+    const std::string path = info.out_dir + "/windows.tsv";
+    std::vector<const EvalTrace*> all = val;
+    all.insert(all.end(), evaluated.begin(), evaluated.end());
+    if (!WriteWindowsTsv(path, methods, all)) {
+      std::fprintf(stderr, "ttap: error: eval: cannot write %s\n", path.c_str());
+      return 2;
+    }
   }
   std::fprintf(stderr, "ttap eval: wrote %s/eval.md and %s/eval.json (%.1f s)\n",
                info.out_dir.c_str(), info.out_dir.c_str(), info.seconds);

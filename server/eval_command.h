@@ -8,6 +8,7 @@
 // plug in.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -65,6 +66,9 @@ struct MethodTraceOutput {
   // categories beside the rules' ones).
   std::vector<double> aux_scores;
   std::vector<std::string> aux_categories;
+  // The learned scorer's score parts per window (MIL head, P(category != none), unusual), where
+  // the method ran it.
+  std::vector<std::array<double, 3>> model_parts;
 };
 
 // What eval keeps of a loaded trace (the Trace itself is dropped after loading).

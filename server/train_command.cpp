@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -26,6 +27,25 @@ bool ParseNumber(const std::string& s, double* out) {
   return !s.empty() && *end == '\0';
 }
 
+// Chooses the window score's parts on the validation traces and rewrites |out| with them.
+int ChooseAndWriteScoreParts(const WindowModel& model, const std::vector<TrainExample>& val,
+                             const std::string& out) {
+  std::string report;
+  auto parts = ChooseScoreParts(model, val, &report);
+  if (!parts.ok()) {
+    std::fprintf(stderr, "ttap: error: train: %s\n", parts.status().message().c_str());
+    return 2;
+  }
+  Status saved = model.SaveWithScoreParts(parts.value(), out);
+  if (!saved.ok()) {
+    std::fprintf(stderr, "ttap: error: train: %s\n", saved.message().c_str());
+    return 2;
+  }
+  std::printf("ttap train: score parts chosen on %zu val traces (trace/window AUC): %s -> %s\n",
+              val.size(), report.c_str(), parts.value().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int RunTrainCommand(const std::vector<std::string>& args) {
@@ -33,6 +53,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   std::string out;
   TrainSettings settings;
   bool pre_existing_windows = false;
+  bool retune = false;  // --retune: only choose the score parts of the existing --out file
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has = i + 1 < args.size();
@@ -62,6 +83,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       settings.ablation = args[++i];
     } else if (a == "--device" && has) {
       settings.device = args[++i];
+    } else if (a == "--retune") {
+      retune = true;
     } else {
       return UsageError("train: unknown or incomplete option '" + a + "'");
     }
@@ -70,6 +93,19 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     return UsageError("train: needs --data DIR and --out FILE");
   }
   for (const RuleInfo& r : RuleCatalogue()) settings.codes.push_back(r.code);
+  std::unique_ptr<WindowModel> retuned;
+  if (retune) {
+    // The weights stay; the validation labels follow how the file was trained.
+    auto m = WindowModel::Open(out, settings.device, settings.threads);
+    if (!m.ok()) {
+      std::fprintf(stderr, "ttap: error: train: %s\n", m.status().message().c_str());
+      return 2;
+    }
+    retuned = std::move(m.value());
+    const auto on = nlohmann::json::parse(retuned->trained_on(), nullptr, false);
+    pre_existing_windows = on.is_object() && on.value("pre_existing", "") == "windows";
+    settings.codes = retuned->codes();
+  }
 
   // The train and val splits. A trace whose real base already had anti-patterns (what the rules
   // found there, `pre_existing`) has those intervals labelled too, and counts as having
@@ -93,6 +129,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     for (const std::string& f : ListLabelFiles(dir + "/labels")) {
       auto l = ReadEvalLabels(dir + "/labels", f);
       if (!l.ok() || (l->split != "train" && l->split != "val")) continue;
+      if (retune && l->split != "val") continue;
       const bool pre_existing = !l->pre_existing.empty();
       if (pre_existing) {
         ++with_pre_existing;
@@ -104,7 +141,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       items.push_back({std::move(l.value()), dir, is_val, pre_existing});
     }
     if (items.size() == before) {
-      std::fprintf(stderr, "ttap: error: train: no train/val traces in %s/labels\n", dir.c_str());
+      std::fprintf(stderr, "ttap: error: train: no %s traces in %s/labels\n",
+                   retune ? "val" : "train/val", dir.c_str());
       return 2;
     }
   }
@@ -165,6 +203,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   }
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (retune) return ChooseAndWriteScoreParts(*retuned, val, out);
   std::printf(
       "ttap train: %zu train and %zu val traces from %s (%d with pre-existing "
       "anti-patterns, labelled %s), featurised in %.1f s; %d epochs, seed %llu, %d "
@@ -194,6 +233,14 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   if (!s.ok()) {
     std::fprintf(stderr, "ttap: error: train: %s\n", s.message().c_str());
     return 2;
+  }
+  if (!val.empty()) {
+    auto trained = WindowModel::Open(out, settings.device, settings.threads);
+    if (!trained.ok()) {
+      std::fprintf(stderr, "ttap: error: train: %s\n", trained.status().message().c_str());
+      return 2;
+    }
+    if (const int rc = ChooseAndWriteScoreParts(**trained, val, out); rc != 0) return rc;
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("ttap train: done in %.0f s\n", total);

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
+#include "analysis/eval_metrics.h"
 #include "models/models_api.h"
 #include "server/models_loader.h"
 
@@ -94,6 +96,7 @@ StatusOr<std::unique_ptr<WindowModel>> WindowModel::Open(const std::string& path
     if (k == "codes") m->codes_ = SplitCodes(v);
     if (k == "device") m->device_ = v;
     if (k == "config") m->config_ = v;
+    if (k == "score_parts") m->score_parts_ = v;
   }
   return m;
 }
@@ -103,17 +106,23 @@ WindowModel::~WindowModel() {
 }
 
 StatusOr<std::vector<WindowPrediction>> WindowModel::Score(const Trace& trace) const {
-  std::vector<WindowPrediction> out(trace.windows.size());
-  if (trace.windows.empty()) return out;
-  WindowTensors t = BuildWindowTensors(trace);
+  if (trace.windows.empty()) return std::vector<WindowPrediction>{};
+  return Score(BuildWindowTensors(trace));
+}
+
+StatusOr<std::vector<WindowPrediction>> WindowModel::Score(const WindowTensors& t) const {
+  std::vector<WindowPrediction> out(static_cast<size_t>(std::max(t.windows, 0)));
+  if (out.empty()) return out;
   ttap_window_batch b = BatchOf(t);
   std::vector<float> scores(out.size());
   std::vector<int32_t> cats(out.size());
   std::vector<float> conf(out.size());
+  std::vector<float> parts(out.size() * TTAP_SCORE_PARTS);
   char err[1024] = {};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (lib_->score(handle_, &b, scores.data(), cats.data(), conf.data(), err, sizeof(err)) != 0) {
+    if (lib_->score(handle_, &b, scores.data(), cats.data(), conf.data(), parts.data(), err,
+                    sizeof(err)) != 0) {
       return Status::Error(err[0] ? err : "scoring failed");
     }
   }
@@ -122,8 +131,73 @@ StatusOr<std::vector<WindowPrediction>> WindowModel::Score(const Trace& trace) c
     const int32_t k = cats[w];
     if (k > 0 && static_cast<size_t>(k) <= codes_.size()) out[w].category = codes_[k - 1];
     out[w].confidence = conf[w];
+    out[w].mil = parts[w * TTAP_SCORE_PARTS];
+    out[w].named = parts[w * TTAP_SCORE_PARTS + 1];
+    out[w].unusual = parts[w * TTAP_SCORE_PARTS + 2];
   }
   return out;
+}
+
+Status WindowModel::SaveWithScoreParts(const std::string& parts,
+                                       const std::string& out_path) const {
+  char err[1024] = {};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lib_->set_score_parts(handle_, parts.c_str(), out_path.c_str(), err, sizeof(err)) != 0) {
+    return Status::Error(err[0] ? err : "cannot save the model");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> ChooseScoreParts(const WindowModel& model,
+                                       const std::vector<TrainExample>& val, std::string* report) {
+  struct Scored {
+    int label;
+    const std::vector<int32_t>* categories;
+    std::vector<WindowPrediction> preds;
+  };
+  std::vector<Scored> scored;
+  for (const TrainExample& ex : val) {
+    auto p = model.Score(ex.tensors);
+    if (!p.ok()) return p.status();
+    scored.push_back({ex.label, &ex.categories, std::move(p.value())});
+  }
+  if (scored.empty()) return Status::Error("no validation traces to choose the score parts on");
+  std::string best_parts;
+  double best = -1;
+  for (const char* parts : kScoreParts) {
+    const std::string use = parts;
+    auto has = [&](const char* p) {
+      return ("+" + use + "+").find(std::string("+") + p + "+") != std::string::npos;
+    };
+    std::vector<double> ts, ws;
+    std::vector<int> tl, wl;
+    for (const Scored& s : scored) {
+      double sum = 0;
+      for (size_t w = 0; w < s.preds.size(); ++w) {
+        const WindowPrediction& p = s.preds[w];
+        const double v = 1 - (has("mil") ? 1 - p.mil : 1) * (has("cat") ? 1 - p.named : 1) *
+                                 (has("unusual") ? 1 - p.unusual : 1);
+        sum += v;
+        const int32_t k = w < s.categories->size() ? (*s.categories)[w] : -1;
+        if (k < 0) continue;
+        ws.push_back(v);
+        wl.push_back(k > 0 ? 1 : 0);
+      }
+      if (s.label < 0 || s.preds.empty()) continue;
+      ts.push_back(sum / static_cast<double>(s.preds.size()));
+      tl.push_back(s.label);
+    }
+    const double ta = AucRoc(ts, tl), wa = AucRoc(ws, wl);
+    const double q = (std::isfinite(ta) ? ta : 0) + (std::isfinite(wa) ? wa : 0);
+    char line[128];
+    std::snprintf(line, sizeof(line), "%s%s %.3f/%.3f", report->empty() ? "" : ", ", parts, ta, wa);
+    *report += line;
+    if (q > best + 1e-9) {  // ties keep the earlier entry of kScoreParts
+      best = q;
+      best_parts = use;
+    }
+  }
+  return best_parts;
 }
 
 Status TrainWindowModel(const std::vector<TrainExample>& train,

@@ -19,9 +19,11 @@ namespace ttap {
 class ModelsLibrary;
 
 struct WindowPrediction {
-  double score = 0;      // 0..1
+  double score = 0;      // 0..1: the noisy-OR of the parts the file's score_parts names
   std::string category;  // the category head's code, "" for none
   double confidence = 0;
+  // The score's parts: the MIL head, P(category != none), the unusual-window term.
+  double mil = 0, named = 0, unusual = 0;
 };
 
 class WindowModel {
@@ -33,11 +35,17 @@ class WindowModel {
   ~WindowModel();
   // One prediction per Trace::windows entry. Thread-safe (scoring is serialised).
   StatusOr<std::vector<WindowPrediction>> Score(const Trace& trace) const;
+  // The same from a trace's tensors (analysis/window_tensors.h), one prediction per window.
+  StatusOr<std::vector<WindowPrediction>> Score(const WindowTensors& tensors) const;
   const std::string& path() const { return path_; }
   const std::string& trained_on() const { return trained_on_; }  // JSON text
   const std::vector<std::string>& codes() const { return codes_; }
   const std::string& device() const { return device_; }
   const std::string& config() const { return config_; }
+  const std::string& score_parts() const { return score_parts_; }  // e.g. "mil+cat+unusual"
+  // Writes this model to |out_path| with the window score made of |parts| ("mil", "cat",
+  // "unusual" joined by '+'); the weights are unchanged.
+  Status SaveWithScoreParts(const std::string& parts, const std::string& out_path) const;
   // The weights file `ttap` uses when none is named: $TTAP_MODEL, else
   // models/ttap-window-scorer.pt beside the executable's parent (the source tree), else
   // ../share/ttap/ttap-window-scorer.pt; "" when none exists.
@@ -47,7 +55,7 @@ class WindowModel {
   WindowModel() = default;
   const ModelsLibrary* lib_ = nullptr;
   void* handle_ = nullptr;
-  std::string path_, trained_on_, device_, config_;
+  std::string path_, trained_on_, device_, config_, score_parts_ = "mil+cat+unusual";
   std::vector<std::string> codes_;
   mutable std::mutex mu_;
 };
@@ -70,6 +78,17 @@ struct TrainSettings {
   std::vector<std::string> codes;
   std::string trained_on;  // one-line JSON recorded in the file
 };
+
+// The window-score compositions training chooses from, in order of preference on ties.
+inline constexpr const char* kScoreParts[] = {"mil+cat+unusual", "mil+cat", "mil+unusual", "mil",
+                                              "cat+unusual",     "cat",     "unusual"};
+
+// The entry of kScoreParts with the best validation trace AUC (mean window score, traces with a
+// label) + window AUC (windows with a known category: some code = positive) on |val|; |report|
+// gets every entry's two numbers. `ttap train` calls it on the trained model and writes the
+// choice into the file (score_parts).
+StatusOr<std::string> ChooseScoreParts(const WindowModel& model,
+                                       const std::vector<TrainExample>& val, std::string* report);
 
 Status TrainWindowModel(const std::vector<TrainExample>& train,
                         const std::vector<TrainExample>& val, const TrainSettings& settings,

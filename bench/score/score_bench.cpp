@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
   std::vector<double> ms;
   for (int i = 0; i < 23; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (ttap_models_score(model, &b, scores.data(), cats.data(), conf.data(), err, sizeof(err)) !=
-        0) {
+    if (ttap_models_score(model, &b, scores.data(), cats.data(), conf.data(), nullptr, err,
+                          sizeof(err)) != 0) {
       std::fprintf(stderr, "ttap_score_bench: %s\n", err);
       return 2;
     }

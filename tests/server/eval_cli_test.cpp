@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -84,10 +85,32 @@ TEST_CASE("gen then eval end to end: simulated and injected traces, every method
   CHECK((*rules)["per_code"].is_array());
   CHECK((*rules)["source_top1"]["n"].get<int>() > 0);
   // Deterministic: a second run gives the same numbers.
-  auto again = RunTtap("eval '" + dir + "' --split all --bootstrap 50 --out '" + dir + "/again'");
+  auto again = RunTtap("eval '" + dir + "' --split all --bootstrap 50 --out '" + dir +
+                       "/again' --windows-tsv");
   REQUIRE(again.exit_code == 0);
   auto report2 = nlohmann::json::parse(ReadFile(dir + "/again/eval.json"));
   CHECK(report2["sections"] == report["sections"]);
+  // --windows-tsv: one row per evaluated window with every method's score and the features.
+  std::istringstream tsv(ReadFile(dir + "/again/windows.tsv"));
+  std::string header, row;
+  REQUIRE(std::getline(tsv, header));
+  CHECK(header.rfind("trace\tsplit\ttrace_label\twindow\twindow_label\trules\tclustering\tzscore\t"
+                     "random\tmil\tcat\tunusual\trules_in_fused\tf.log_events",
+                     0) == 0);
+  int rows = 0, labelled = 0;
+  while (std::getline(tsv, row)) {
+    ++rows;
+    std::vector<std::string> cells;
+    std::istringstream cs(row);
+    for (std::string c; std::getline(cs, c, '\t');) cells.push_back(c);
+    REQUIRE(cells.size() == 13 + 13);
+    CHECK((cells[1] == "test" || cells[1] == "unseen"));
+    CHECK(cells[5] != "nan");  // the rules scored it
+    CHECK(cells[9] == "nan");  // no model ran
+    labelled += cells[4] == "1" ? 1 : 0;
+  }
+  CHECK(rows == (*overall)["n_windows"].get<int>());
+  CHECK(labelled == (*overall)["n_positive_windows"].get<int>());
 }
 
 TEST_CASE("eval refuses the train and val splits and bad input", "[eval]") {

@@ -1,8 +1,10 @@
 // The learned window scorer through its C ABI (server/window_model.h -> models/window_model.cpp):
 // window tensors; a tiny model trains, saves, loads and scores deterministically; empty and
-// one-event windows score finite; missing, corrupt and truncated weights files give clear
-// messages; `ttap scan --model` with a bad file still runs the rules, and with a good one adds
-// TTA900 only where no rule explains a window. Skipped when libtorch was not found at build time.
+// one-event windows score finite; the score is the noisy-OR of the parts the file names (chosen
+// on validation by `ttap train`, again by `--retune`); missing, corrupt and truncated weights files
+// give clear messages; `ttap scan --model` with a bad file still runs the rules, and with a good
+// one adds TTA900 only where no rule explains a window. Skipped when libtorch was not found at
+// build time.
 #include "server/window_model.h"
 
 #include <catch2/catch.hpp>
@@ -132,6 +134,51 @@ TEST_CASE("a trained model loads and scores deterministically", "[model]") {
   for (size_t w = 0; w < a->size(); ++w) CHECK((*a)[w].score == (*c)[w].score);
 }
 
+TEST_CASE("the window score is the noisy-OR of the parts the file names", "[model]") {
+  if (!HaveModels()) return;
+  auto m = ttap::WindowModel::Open(TinyModel(), "cpu", 1);
+  REQUIRE(m.ok());
+  CHECK((*m)->score_parts() == "mil+cat+unusual");  // not chosen: TrainWindowModel alone
+  auto t = Sim(78, {"TTA001"});
+  auto all = (*m)->Score(*t);
+  REQUIRE(all.ok());
+  for (const auto& p : *all) {
+    for (double v : {p.mil, p.named, p.unusual}) {
+      CHECK(v >= 0.0);
+      CHECK(v <= 1.0);
+    }
+    CHECK(p.score == Approx(1 - (1 - p.mil) * (1 - p.named) * (1 - p.unusual)).margin(1e-5));
+  }
+  // Rewritten with other parts: same weights and parts, another score; the open model unchanged.
+  const std::string dir = ttap_test::MakeTempDir();
+  REQUIRE((*m)->SaveWithScoreParts("cat+unusual", dir + "/cu.pt").ok());
+  auto again = (*m)->Score(*t);
+  REQUIRE(again.ok());
+  CHECK((*again)[0].score == (*all)[0].score);
+  auto cu = ttap::WindowModel::Open(dir + "/cu.pt", "cpu", 1);
+  REQUIRE(cu.ok());
+  CHECK((*cu)->score_parts() == "cat+unusual");
+  auto some = (*cu)->Score(*t);
+  REQUIRE(some.ok());
+  for (size_t w = 0; w < some->size(); ++w) {
+    const auto& p = (*some)[w];
+    CHECK(p.mil == Approx((*all)[w].mil).margin(1e-6));
+    CHECK(p.score == Approx(1 - (1 - p.named) * (1 - p.unusual)).margin(1e-5));
+  }
+  // Bad parts are refused; a file whose score_parts line is bad does not load.
+  auto bad = (*m)->SaveWithScoreParts("mil+magic", dir + "/bad.pt");
+  REQUIRE(!bad.ok());
+  CHECK(bad.message().find("bad score parts 'mil+magic'") != std::string::npos);
+  std::string bytes = ttap_test::ReadFile(dir + "/cu.pt");
+  const size_t at = bytes.find("score_parts=cat+unusual");
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, 23, "score_parts=cat+unusua!");
+  REQUIRE(ttap_test::WriteFile(dir + "/broken.pt", bytes));
+  auto broken = ttap::WindowModel::Open(dir + "/broken.pt", "cpu", 1);
+  REQUIRE(!broken.ok());
+  CHECK(broken.status().message().find("score_parts line") != std::string::npos);
+}
+
 TEST_CASE("empty and one-event windows score finite", "[model]") {
   if (!HaveModels()) return;
   auto m = ttap::WindowModel::Open(TinyModel(), "cpu", 1);
@@ -207,9 +254,23 @@ TEST_CASE("train CLI: several datasets of one split, and a split conflict refuse
   INFO(ok.out + ok.err);
   REQUIRE(ok.exit_code == 0);
   CHECK(ok.out.find(dir + "/a," + dir + "/b") != std::string::npos);
+  // Training ends by choosing the score parts on the val split.
+  CHECK(ok.out.find("score parts chosen on") != std::string::npos);
   auto m = ttap::WindowModel::Open(dir + "/m.pt", "cpu", 1);
   REQUIRE(m.ok());
   CHECK((*m)->trained_on().find("\"pre_existing\":\"windows\"") != std::string::npos);
+  const std::string chosen = (*m)->score_parts();
+  CHECK(ok.out.find("-> " + chosen) != std::string::npos);
+  // --retune chooses again on the val split only and keeps the weights: same choice.
+  auto retune =
+      RunTtap("train --data '" + dir + "/a' --out '" + dir + "/m.pt' --retune --threads 1");
+  INFO(retune.out + retune.err);
+  REQUIRE(retune.exit_code == 0);
+  CHECK(retune.out.find("-> " + chosen) != std::string::npos);
+  CHECK(retune.out.find("epoch") == std::string::npos);
+  CHECK(RunTtap("train --data '" + dir + "/b' --out '" + dir + "/m.pt' --retune").exit_code == 2);
+  CHECK(RunTtap("train --data '" + dir + "/a' --out '" + dir + "/none.pt' --retune").exit_code ==
+        2);
   // Splits drawn from another seed put some group in train here and val there.
   REQUIRE(
       RunTtap("gen --out '" + dir + "/c' --seed 7 --count 16 --only-splits train,val").exit_code ==
