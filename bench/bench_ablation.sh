@@ -4,7 +4,8 @@
 # instead of mean pooling; no window features; no training augmentation). Each is trained with
 # the same budget (ABLATION_EPOCHS, default 2, capped at ABLATION_MINUTES) and the shipped
 # model's recipe (--pre-existing windows) on the benchmark of bench/bench_eval.sh plus the extra
-# train set of seed 2 (bench/train_model.sh writes it), then scored alone ("model") on the
+# train set of seed 2 (bench/train_model.sh writes it), then scored alone ("model", with the
+# score parts training chose on the validation split) on the
 # held-out splits. Prints one Markdown row per variant with trace and window AUC-ROC.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -167,6 +167,9 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
       f.end_ns = win.end_ns;
       f.window_indices.push_back(static_cast<int>(w));
       f.evidence["score"].number = std::max(f.evidence["score"].number, p.score);
+      f.evidence["mil"].number = std::max(f.evidence["mil"].number, p.mil);
+      f.evidence["named"].number = std::max(f.evidence["named"].number, p.named);
+      f.evidence["unusual"].number = std::max(f.evidence["unusual"].number, p.unusual);
       continue;
     }
     Finding f;
@@ -181,6 +184,10 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
     f.evidence["category"] = {false, 0, p.category};
     f.evidence["category_confidence"] = {true, p.confidence, ""};
     f.evidence["model"] = {false, 0, model.path()};
+    // The parts of the score (the model's score_parts name those that count).
+    f.evidence["mil"] = {true, p.mil, ""};
+    f.evidence["named"] = {true, p.named, ""};
+    f.evidence["unusual"] = {true, p.unusual, ""};
     int64_t longest = -1;
     for (uint32_t i = win.begin; i < win.end; ++i) {
       if (ev.kind[i] == EventKind::kCpuOp && ev.frame[i] >= 0 && ev.dur[i] > longest) {
@@ -198,7 +205,24 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
     const RuleInfo* guess = cat.empty() ? nullptr : FindRule(cat);
     char score[32];
     std::snprintf(score, sizeof(score), "%.2f", f.evidence["score"].number);
-    f.message = std::string("unusual window: the window scorer gives it ") + score +
+    // Which parts of the score made it: those the model combines, strongest first.
+    std::vector<std::pair<double, std::string>> parts;
+    const std::string use = "+" + model.score_parts() + "+";
+    if (use.find("+mil+") != std::string::npos)
+      parts.push_back({f.evidence["mil"].number, "anti-pattern head"});
+    if (use.find("+cat+") != std::string::npos)
+      parts.push_back({f.evidence["named"].number, "some catalogue category"});
+    if (use.find("+unusual+") != std::string::npos)
+      parts.push_back({f.evidence["unusual"].number, "unlike clean training windows"});
+    std::sort(parts.rbegin(), parts.rend());
+    std::string why;
+    for (const auto& [v, what] : parts) {
+      char num[16];
+      std::snprintf(num, sizeof(num), "%.2f", v);
+      why += (why.empty() ? " (" : ", ") + what + " " + num;
+    }
+    if (!why.empty()) why += ")";
+    f.message = std::string("unusual window: the window scorer gives it ") + score + why +
                 " and no rule explains it" +
                 (guess ? "; closest category " + cat + " " + guess->name + " (" +
                              FormatPercent(f.evidence["category_confidence"].number) + ")"

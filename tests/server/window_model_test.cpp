@@ -14,6 +14,7 @@
 #include "analysis/trace_loader.h"
 #include "analysis/trace_sim.h"
 #include "analysis/window_tensors.h"
+#include "server/scan.h"
 #include "test_support.h"
 
 namespace {
@@ -238,6 +239,28 @@ TEST_CASE("scan --model: a bad file leaves the rules working; a good one adds TT
   CHECK(good.exit_code == 1);
   CHECK(good.out.find("TTA005") != std::string::npos);
   CHECK(good.err.find("rules only") == std::string::npos);
+}
+
+TEST_CASE("TTA900 says which parts of the window score flagged it", "[model]") {
+  if (!HaveModels()) return;
+  auto m = ttap::WindowModel::Open(TinyModel(), "cpu", 1);
+  REQUIRE(m.ok());
+  ttap::ScanOptions o;
+  o.model = m->get();
+  o.model_threshold = 0;  // every window no rule explains
+  ttap::ScanResult r = ttap::ScanTrace(Sim(79, {}), o);
+  int unusual = 0;
+  for (const ttap::Finding& f : r.rules.findings) {
+    if (f.code != "TTA900") continue;
+    ++unusual;
+    INFO(f.message);
+    CHECK(f.message.find("anti-pattern head") != std::string::npos);
+    CHECK(f.message.find("some catalogue category") != std::string::npos);
+    CHECK(f.message.find("unlike clean training windows") != std::string::npos);
+    CHECK(f.evidence.at("unusual").number > 0);
+    CHECK(f.evidence.at("unusual").number < 1);
+  }
+  CHECK(unusual > 0);
 }
 
 TEST_CASE("train CLI: several datasets of one split, and a split conflict refused", "[model]") {
