@@ -61,7 +61,8 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
 // Opens a weights file on |device| ("auto", "cpu", "cuda"); NULL with a message on failure.
 void* ttap_models_open(const char* path, const char* device, int threads, char* err,
                        size_t err_size);
-// The file's header: "key=value" lines (format, config, codes, trained_on, device).
+// The file's header: "key=value" lines (format, config, codes, threshold, score_parts,
+// trained_on, device).
 size_t ttap_models_header(void* model, char* buf, size_t size);
 // Scores every window: |scores| (0..1), |categories| (0 none, k = k-th code) and their
 // probability |category_conf|, each |batch->windows| long; |parts| (may be NULL) gets the

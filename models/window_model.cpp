@@ -379,19 +379,38 @@ struct Model {
     return r / (1 + r);
   }
 
-  std::string Header() const {
+  std::string Header(const std::string& parts) const {
     return "format=1\nconfig=" + config.Text() + "\ncodes=" + codes +
-           "\nthreshold=" + std::to_string(threshold) + "\nscore_parts=" + score_parts +
+           "\nthreshold=" + std::to_string(threshold) + "\nscore_parts=" + parts +
            "\ntrained_on=" + trained_on + "\n";
   }
+  std::string Header() const { return Header(score_parts); }
 
+  // Writes the file with the window score made of |parts| (this model's own by default) to a
+  // temporary beside |path|, then renames it over |path|: a failed write leaves the old file.
   bool Save(const std::string& path, std::string* why) const {
-    std::ofstream f(path, std::ios::binary);
-    if (!f) {
-      *why = "cannot write " + path;
+    return Save(path, score_parts, why);
+  }
+  bool Save(const std::string& path, const std::string& parts, std::string* why) const {
+    const std::string tmp = path + ".tmp";
+    if (!WriteFile(tmp, parts, why)) {
+      std::remove(tmp.c_str());
       return false;
     }
-    const std::string header = Header();
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      *why = "cannot write " + path + ": " + std::strerror(errno);
+      std::remove(tmp.c_str());
+      return false;
+    }
+    return true;
+  }
+  bool WriteFile(const std::string& path, const std::string& parts, std::string* why) const {
+    std::ofstream f(path, std::ios::binary);
+    if (!f) {
+      *why = "cannot write " + path + ": " + std::strerror(errno);
+      return false;
+    }
+    const std::string header = Header(parts);
     f.write(kMagic, 8);
     uint32_t n = static_cast<uint32_t>(header.size());
     f.write(reinterpret_cast<const char*>(&n), 4);
@@ -413,8 +432,9 @@ struct Model {
       f.write(reinterpret_cast<const char*>(t.data_ptr<float>()),
               static_cast<std::streamsize>(t.numel() * 4));
     }
+    f.close();
     if (!f) {
-      *why = "cannot write " + path;
+      *why = "cannot write " + path + ": " + std::strerror(errno);
       return false;
     }
     return true;
@@ -687,7 +707,8 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
         for (const Example& ex : val_set) {
           auto out = model.net->forward(ex.batch.tokens, ex.batch.kinds, ex.batch.numeric,
                                         ex.batch.lanes, ex.batch.mask, ex.batch.features);
-          // As Model::Score, without the unusual-window term (fitted after training).
+          // MIL head + category head (the unusual-window term is fitted after training, and
+          // the score's parts are chosen after it, by the caller).
           Tensor named = 1 - torch::softmax(out.category_logits, -1).select(-1, 0);
           Tensor s = (1 - (1 - torch::sigmoid(out.logits)) * (1 - named)).to(torch::kCPU);
           if (ex.label >= 0) {
@@ -859,12 +880,8 @@ int ttap_models_set_score_parts(void* handle, const char* parts, const char* out
                std::string("bad score parts '") + parts + "' (mil, cat, unusual joined by '+')");
       return 1;
     }
-    const std::string kept = m->score_parts;
-    m->score_parts = parts;
     std::string why;
-    const bool saved = m->Save(out_path, &why);
-    m->score_parts = kept;
-    if (!saved) {
+    if (!m->Save(out_path, parts, &why)) {
       SetError(err, err_size, why);
       return 1;
     }

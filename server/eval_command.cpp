@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -294,7 +295,7 @@ MethodTraceOutput ModelOutput(const WindowModel& model, const Trace& trace) {
   for (size_t w = 0; w < preds->size(); ++w) {
     const WindowPrediction& p = (*preds)[w];
     out.window_scores.push_back(p.score);
-    out.model_parts.push_back({p.mil, p.named, p.unusual});
+    out.model_parts.push_back({p.mil, p.cat, p.unusual});
     const bool flagged = p.score >= 0.5;
     out.window_categories.push_back(flagged ? (p.category.empty() ? "TTA900" : p.category) : "");
     if (!flagged) continue;
@@ -855,13 +856,15 @@ bool ParseUint(const std::string& s, uint64_t* out) {
 }
 
 // `--windows-tsv`: one row per window of the validation and evaluated traces -- trace, split,
-// trace label, window, window label, each method's window score (NaN where it did not run) and
-// the learned scorer's parts (mil, cat, unusual) and the rules' score inside the fused method --
-// for analysis outside ttap (e.g. choosing a fusion on the validation rows).
+// trace label, window, window label (as the metrics count them), each method's window score (NaN
+// where it did not run) and the learned scorer's parts (mil, cat, unusual) and the rules' score
+// inside the fused method -- for analysis outside ttap (e.g. choosing a fusion on the validation
+// rows).
 bool WriteWindowsTsv(const std::string& path,
                      const std::vector<std::unique_ptr<EvalMethod>>& methods,
-                     const std::vector<const EvalTrace*>& traces) {
+                     const std::vector<const EvalTrace*>& traces, bool with_pre_existing) {
   std::ofstream f(path, std::ios::binary);
+  f << std::setprecision(9);
   f << "trace\tsplit\ttrace_label\twindow\twindow_label";
   for (const auto& m : methods) f << "\t" << m->Name();
   f << "\tmil\tcat\tunusual\trules_in_fused";
@@ -869,7 +872,9 @@ bool WriteWindowsTsv(const std::string& path,
   f << "\n";
   for (const EvalTrace* t : traces) {
     std::vector<LabeledInterval> li;
-    for (const EvalLabel& l : t->labels.labels) li.push_back({l.code, l.start_ns, l.end_ns});
+    for (const EvalLabel* l : TruthOf(*t, with_pre_existing)) {
+      li.push_back({l->code, l->start_ns, l->end_ns});
+    }
     const std::vector<int> labels = WindowLabels(t->windows, li);
     std::vector<std::vector<double>> scores(methods.size());
     const std::vector<std::array<double, 3>>* parts = nullptr;
@@ -885,8 +890,9 @@ bool WriteWindowsTsv(const std::string& path,
       }
     }
     for (size_t w = 0; w < t->windows.size(); ++w) {
-      f << t->labels.stem << "\t" << t->labels.split << "\t" << (t->labels.anti_pattern ? 1 : 0)
-        << "\t" << w << "\t" << (w < labels.size() ? labels[w] : 0);
+      f << t->labels.stem << "\t" << t->labels.split << "\t"
+        << (PositiveTrace(*t, with_pre_existing) ? 1 : 0) << "\t" << w << "\t"
+        << (w < labels.size() ? labels[w] : 0);
       auto num = [&](const std::vector<double>* v, size_t i) {
         if (v && i < v->size() && std::isfinite((*v)[i])) {
           f << "\t" << (*v)[i];
@@ -910,6 +916,7 @@ bool WriteWindowsTsv(const std::string& path,
       f << "\n";
     }
   }
+  f.close();
   return static_cast<bool>(f);
 }
 
@@ -1320,7 +1327,7 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     const std::string path = info.out_dir + "/windows.tsv";
     std::vector<const EvalTrace*> all = val;
     all.insert(all.end(), evaluated.begin(), evaluated.end());
-    if (!WriteWindowsTsv(path, methods, all)) {
+    if (!WriteWindowsTsv(path, methods, all, info.settings.with_pre_existing)) {
       std::fprintf(stderr, "ttap: error: eval: cannot write %s\n", path.c_str());
       return 2;
     }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -166,10 +167,12 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
       Finding& f = added.back();
       f.end_ns = win.end_ns;
       f.window_indices.push_back(static_cast<int>(w));
-      f.evidence["score"].number = std::max(f.evidence["score"].number, p.score);
-      f.evidence["mil"].number = std::max(f.evidence["mil"].number, p.mil);
-      f.evidence["named"].number = std::max(f.evidence["named"].number, p.named);
-      f.evidence["unusual"].number = std::max(f.evidence["unusual"].number, p.unusual);
+      if (p.score > f.evidence["score"].number) {  // the parts of the highest-scored window
+        f.evidence["score"].number = p.score;
+        f.evidence["mil"].number = p.mil;
+        f.evidence["cat"].number = p.cat;
+        f.evidence["unusual"].number = p.unusual;
+      }
       continue;
     }
     Finding f;
@@ -184,9 +187,10 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
     f.evidence["category"] = {false, 0, p.category};
     f.evidence["category_confidence"] = {true, p.confidence, ""};
     f.evidence["model"] = {false, 0, model.path()};
-    // The parts of the score (the model's score_parts name those that count).
+    // The parts of the score (the model's score_parts name those that count), of the
+    // highest-scored window when windows merge.
     f.evidence["mil"] = {true, p.mil, ""};
-    f.evidence["named"] = {true, p.named, ""};
+    f.evidence["cat"] = {true, p.cat, ""};
     f.evidence["unusual"] = {true, p.unusual, ""};
     int64_t longest = -1;
     for (uint32_t i = win.begin; i < win.end; ++i) {
@@ -207,13 +211,10 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
     std::snprintf(score, sizeof(score), "%.2f", f.evidence["score"].number);
     // Which parts of the score made it: those the model combines, strongest first.
     std::vector<std::pair<double, std::string>> parts;
-    const std::string use = "+" + model.score_parts() + "+";
-    if (use.find("+mil+") != std::string::npos)
-      parts.push_back({f.evidence["mil"].number, "anti-pattern head"});
-    if (use.find("+cat+") != std::string::npos)
-      parts.push_back({f.evidence["named"].number, "some catalogue category"});
-    if (use.find("+unusual+") != std::string::npos)
-      parts.push_back({f.evidence["unusual"].number, "unlike clean training windows"});
+    const std::array<bool, 3> use = ScorePartsMask(model.score_parts());
+    if (use[0]) parts.push_back({f.evidence["mil"].number, "anti-pattern head"});
+    if (use[1]) parts.push_back({f.evidence["cat"].number, "some catalogue category"});
+    if (use[2]) parts.push_back({f.evidence["unusual"].number, "unlike clean training windows"});
     std::sort(parts.rbegin(), parts.rend());
     std::string why;
     for (const auto& [v, what] : parts) {

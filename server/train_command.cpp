@@ -53,7 +53,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   std::string out;
   TrainSettings settings;
   bool pre_existing_windows = false;
-  bool retune = false;  // --retune: only choose the score parts of the existing --out file
+  bool retune = false;        // --retune: only choose the score parts of the existing --out file
+  std::string training_flag;  // the first option that only training uses (refused with --retune)
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has = i + 1 < args.size();
@@ -65,21 +66,26 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     } else if (a == "--out" && has) {
       out = args[++i];
     } else if (a == "--epochs" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
+      training_flag = training_flag.empty() ? a : training_flag;
       settings.epochs = static_cast<int>(v);
       ++i;
     } else if (a == "--seed" && has && ParseNumber(args[i + 1], &v) && v >= 0) {
+      training_flag = training_flag.empty() ? a : training_flag;
       settings.seed = static_cast<uint64_t>(v);
       ++i;
     } else if (a == "--threads" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
       settings.threads = static_cast<int>(v);
       ++i;
     } else if (a == "--minutes" && has && ParseNumber(args[i + 1], &v) && v > 0) {
+      training_flag = training_flag.empty() ? a : training_flag;
       settings.max_seconds = v * 60;
       ++i;
     } else if (a == "--pre-existing" && has &&
                (args[i + 1] == "positive" || args[i + 1] == "windows")) {
+      training_flag = training_flag.empty() ? a : training_flag;
       pre_existing_windows = args[++i] == "windows";
     } else if (a == "--ablation" && has) {
+      training_flag = training_flag.empty() ? a : training_flag;
       settings.ablation = args[++i];
     } else if (a == "--device" && has) {
       settings.device = args[++i];
@@ -94,6 +100,12 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   }
   for (const RuleInfo& r : RuleCatalogue()) settings.codes.push_back(r.code);
   std::unique_ptr<WindowModel> retuned;
+  std::set<std::string> trained_groups;  // --retune: groups the file was trained on, if recorded
+  if (retune && !training_flag.empty()) {
+    return UsageError("train: " + training_flag +
+                      " only applies to training; --retune keeps the weights (and the labelling "
+                      "of pre-existing traces) the file was trained with");
+  }
   if (retune) {
     // The weights stay; the validation labels follow how the file was trained.
     auto m = WindowModel::Open(out, settings.device, settings.threads);
@@ -104,6 +116,11 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     retuned = std::move(m.value());
     const auto on = nlohmann::json::parse(retuned->trained_on(), nullptr, false);
     pre_existing_windows = on.is_object() && on.value("pre_existing", "") == "windows";
+    if (on.is_object() && on.contains("train_groups") && on["train_groups"].is_array()) {
+      for (const auto& g : on["train_groups"]) {
+        if (g.is_string()) trained_groups.insert(g.get<std::string>());
+      }
+    }
     settings.codes = retuned->codes();
   }
 
@@ -130,6 +147,13 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       auto l = ReadEvalLabels(dir + "/labels", f);
       if (!l.ok() || (l->split != "train" && l->split != "val")) continue;
       if (retune && l->split != "val") continue;
+      if (retune && trained_groups.count(l->workload_group)) {
+        std::fprintf(stderr,
+                     "ttap: error: train: --retune: %s/labels/%s is of group %s, which the model "
+                     "was trained on; use the dataset (or --split-seed) it was trained with\n",
+                     dir.c_str(), f.c_str(), l->workload_group.c_str());
+        return 2;
+      }
       const bool pre_existing = !l->pre_existing.empty();
       if (pre_existing) {
         ++with_pre_existing;
@@ -219,6 +243,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   std::set<std::string> groups = train_groups;
   groups.insert(val_groups.begin(), val_groups.end());
   on["groups"] = groups;
+  on["train_groups"] = train_groups;
   on["train_traces"] = train.size();
   on["val_traces"] = val.size();
   on["seed"] = settings.seed;
@@ -234,7 +259,9 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "ttap: error: train: %s\n", s.message().c_str());
     return 2;
   }
-  if (!val.empty()) {
+  if (val.empty()) {
+    std::printf("ttap train: no val traces: the window score keeps all three parts\n");
+  } else {
     auto trained = WindowModel::Open(out, settings.device, settings.threads);
     if (!trained.ok()) {
       std::fprintf(stderr, "ttap: error: train: %s\n", trained.status().message().c_str());

@@ -132,7 +132,7 @@ StatusOr<std::vector<WindowPrediction>> WindowModel::Score(const WindowTensors& 
     if (k > 0 && static_cast<size_t>(k) <= codes_.size()) out[w].category = codes_[k - 1];
     out[w].confidence = conf[w];
     out[w].mil = parts[w * TTAP_SCORE_PARTS];
-    out[w].named = parts[w * TTAP_SCORE_PARTS + 1];
+    out[w].cat = parts[w * TTAP_SCORE_PARTS + 1];
     out[w].unusual = parts[w * TTAP_SCORE_PARTS + 2];
   }
   return out;
@@ -146,6 +146,22 @@ Status WindowModel::SaveWithScoreParts(const std::string& parts,
     return Status::Error(err[0] ? err : "cannot save the model");
   }
   return Status::Ok();
+}
+
+std::array<bool, 3> ScorePartsMask(const std::string& parts) {
+  std::array<bool, 3> mask = {false, false, false};
+  const char* names[] = {"mil", "cat", "unusual"};
+  size_t at = 0;
+  while (at <= parts.size()) {
+    const size_t end = std::min(parts.find('+', at), parts.size());
+    for (size_t k = 0; k < 3; ++k) mask[k] = mask[k] || parts.compare(at, end - at, names[k]) == 0;
+    at = end + 1;
+  }
+  return mask;
+}
+
+double CombineScoreParts(const WindowPrediction& p, const std::array<bool, 3>& mask) {
+  return 1 - (mask[0] ? 1 - p.mil : 1) * (mask[1] ? 1 - p.cat : 1) * (mask[2] ? 1 - p.unusual : 1);
 }
 
 StatusOr<std::string> ChooseScoreParts(const WindowModel& model,
@@ -165,18 +181,14 @@ StatusOr<std::string> ChooseScoreParts(const WindowModel& model,
   std::string best_parts;
   double best = -1;
   for (const char* parts : kScoreParts) {
-    const std::string use = parts;
-    auto has = [&](const char* p) {
-      return ("+" + use + "+").find(std::string("+") + p + "+") != std::string::npos;
-    };
+    const std::array<bool, 3> mask = ScorePartsMask(parts);
     std::vector<double> ts, ws;
     std::vector<int> tl, wl;
     for (const Scored& s : scored) {
       double sum = 0;
       for (size_t w = 0; w < s.preds.size(); ++w) {
         const WindowPrediction& p = s.preds[w];
-        const double v = 1 - (has("mil") ? 1 - p.mil : 1) * (has("cat") ? 1 - p.named : 1) *
-                                 (has("unusual") ? 1 - p.unusual : 1);
+        const double v = CombineScoreParts(p, mask);
         sum += v;
         const int32_t k = w < s.categories->size() ? (*s.categories)[w] : -1;
         if (k < 0) continue;
@@ -194,7 +206,7 @@ StatusOr<std::string> ChooseScoreParts(const WindowModel& model,
     *report += line;
     if (q > best + 1e-9) {  // ties keep the earlier entry of kScoreParts
       best = q;
-      best_parts = use;
+      best_parts = parts;
     }
   }
   return best_parts;

@@ -4,6 +4,7 @@
 // featurisation is analysis/window_tensors.h; nothing here includes libtorch.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -23,8 +24,15 @@ struct WindowPrediction {
   std::string category;  // the category head's code, "" for none
   double confidence = 0;
   // The score's parts: the MIL head, P(category != none), the unusual-window term.
-  double mil = 0, named = 0, unusual = 0;
+  double mil = 0, cat = 0, unusual = 0;
 };
+
+// Which parts a score_parts text ("mil", "cat", "unusual" joined by '+') names: mil, cat,
+// unusual.
+std::array<bool, 3> ScorePartsMask(const std::string& parts);
+// The noisy-OR of the parts of |p| that |mask| names (what WindowModel::Score returns as score
+// for the model's own parts).
+double CombineScoreParts(const WindowPrediction& p, const std::array<bool, 3>& mask);
 
 class WindowModel {
  public:
@@ -85,8 +93,9 @@ inline constexpr const char* kScoreParts[] = {"mil+cat+unusual", "mil+cat", "mil
 
 // The entry of kScoreParts with the best validation trace AUC (mean window score, traces with a
 // label) + window AUC (windows with a known category: some code = positive) on |val|; |report|
-// gets every entry's two numbers. `ttap train` calls it on the trained model and writes the
-// choice into the file (score_parts).
+// gets every entry's two numbers (|report| must not be null). When no entry has a finite AUC
+// (no labelled windows or traces), the first entry is returned. `ttap train` calls it on the
+// trained model and writes the choice into the file (score_parts).
 StatusOr<std::string> ChooseScoreParts(const WindowModel& model,
                                        const std::vector<TrainExample>& val, std::string* report);
 

@@ -142,7 +142,7 @@ TEST_CASE("TTA009: fp32 SIMT GEMMs on a V100 suggest fp16 autocast", "[rules][TT
   CHECK(f[0].top_events[0].name == "volta_sgemm_128x64_nt");
 }
 
-TEST_CASE("TTA009: fp32 convolutions on an A100 suggest TF32; the speedup is configurable",
+TEST_CASE("TTA009: fp32 convolutions on an A100 suggest TF32, the speedup is configurable",
           "[rules][TTA009]") {
   auto trace =
       MatrixSteps("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false>(int)",

@@ -110,7 +110,7 @@ TEST_CASE("TTA008: CPU work between kernels idles the GPU", "[rules][TTA008]") {
   CHECK(f[0].share_of_step > 0.3);
 }
 
-TEST_CASE("TTA008: a busy GPU gives no idle finding; data loading is left to TTA001",
+TEST_CASE("TTA008: a busy GPU gives no idle finding, data loading is left to TTA001",
           "[rules][TTA008]") {
   auto busy = TrainingLoop(0).Load();
   CHECK(FindingsWithCode(*busy, "TTA008").empty());

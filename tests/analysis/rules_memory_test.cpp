@@ -153,7 +153,7 @@ TEST_CASE("TTA004: without args.bytes, short copies count as small", "[rules][TT
   CHECK(FindingsWithCode(*slow, "TTA004").empty());
 }
 
-TEST_CASE("TTA004: few or large copies are not reported; the count is configurable",
+TEST_CASE("TTA004: few or large copies are not reported, the count is configurable",
           "[rules][TTA004]") {
   CHECK(FindingsWithCode(*SmallCopies(10, 256).Load(), "TTA004").empty());
   CHECK(FindingsWithCode(*SmallCopies(32, 1 << 20).Load(), "TTA004").empty());

@@ -198,7 +198,7 @@ ttap::llm::SourceProvider FileSources() {
 
 }  // namespace
 
-TEST_CASE("llm: a normal reply becomes a validated draft; the request asks for JSON", "[llm]") {
+TEST_CASE("llm: a normal reply becomes a validated draft, the request asks for JSON", "[llm]") {
   HttpTestServer server([](const HttpRequest&) { return Ok(); });
   LlmClient client(SettingsFor(server));
   LlmReply r = client.Complete({"You are...", "Classify this window."});
@@ -325,7 +325,7 @@ TEST_CASE("llm: a slow reply past the timeout gives up cleanly", "[llm]") {
   CheckStillWorks(client);
 }
 
-TEST_CASE("llm: 429 and 5xx are retried with backoff; a long Retry-After gives up", "[llm]") {
+TEST_CASE("llm: 429 and 5xx are retried with backoff, a long Retry-After gives up", "[llm]") {
   int calls = 0;
   HttpTestServer server([&](const HttpRequest&) {
     ++calls;
@@ -419,7 +419,7 @@ TEST_CASE("llm: connection refused fails fast and cleanly", "[llm]") {
   CheckStillWorks(client2);
 }
 
-TEST_CASE("llm: a request can be cancelled in flight or while queued; callers never block",
+TEST_CASE("llm: a request can be cancelled in flight or while queued, callers never block",
           "[llm]") {
   HttpTestServer server([](const HttpRequest& req) {
     HttpResponse r = Ok();
@@ -751,7 +751,7 @@ TEST_CASE("llm: settings come from flags, then TTAP_LLM_* variables, then the co
   CHECK_FALSE(ttap::LoadConfigFile(dir + "/pyproject.toml").ok());
 }
 
-TEST_CASE("llm: ttap scan --llm --format json adds drafts; nothing is sent without --llm",
+TEST_CASE("llm: ttap scan --llm --format json adds drafts, nothing is sent without --llm",
           "[llm][cli]") {
   std::vector<std::string> prompts;
   std::mutex mu;

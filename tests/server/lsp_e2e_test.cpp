@@ -201,7 +201,7 @@ TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick f
   CHECK(c.WaitExit() == 0);
 }
 
-TEST_CASE("lsp: --listen serves sessions over TCP; exit ends one session, not the server",
+TEST_CASE("lsp: --listen serves sessions over TCP, exit ends one session, not the server",
           "[lsp][e2e][tcp]") {
   int port = 20000 + (getpid() % 20000);
   LspClient server(ttap_test::Binary(), {"--listen", "127.0.0.1:" + std::to_string(port)});

@@ -110,7 +110,7 @@ TEST_CASE("scan: SARIF 2.1.0 with rule ids and code-point columns", "[scan][cli]
   WriteOrFail(dir + "/out.sarif", r.out);
 }
 
-TEST_CASE("scan: a directory is scanned in parallel with one summary; bad files give exit 2",
+TEST_CASE("scan: a directory is scanned in parallel with one summary, bad files give exit 2",
           "[scan][cli]") {
   std::string dir = ttap_test::MakeTempDir();
   WriteOrFail(dir + "/a.pt.trace.json", StallTrace());

@@ -144,27 +144,31 @@ TEST_CASE("the window score is the noisy-OR of the parts the file names", "[mode
   auto all = (*m)->Score(*t);
   REQUIRE(all.ok());
   for (const auto& p : *all) {
-    for (double v : {p.mil, p.named, p.unusual}) {
+    for (double v : {p.mil, p.cat, p.unusual}) {
       CHECK(v >= 0.0);
       CHECK(v <= 1.0);
     }
-    CHECK(p.score == Approx(1 - (1 - p.mil) * (1 - p.named) * (1 - p.unusual)).margin(1e-5));
+    CHECK(p.score == Approx(1 - (1 - p.mil) * (1 - p.cat) * (1 - p.unusual)).margin(1e-5));
   }
   // Rewritten with other parts: same weights and parts, another score; the open model unchanged.
   const std::string dir = ttap_test::MakeTempDir();
   REQUIRE((*m)->SaveWithScoreParts("cat+unusual", dir + "/cu.pt").ok());
   auto again = (*m)->Score(*t);
   REQUIRE(again.ok());
-  CHECK((*again)[0].score == (*all)[0].score);
+  REQUIRE(again->size() == all->size());
+  for (size_t w = 0; w < all->size(); ++w) CHECK((*again)[w].score == (*all)[w].score);
   auto cu = ttap::WindowModel::Open(dir + "/cu.pt", "cpu", 1);
   REQUIRE(cu.ok());
   CHECK((*cu)->score_parts() == "cat+unusual");
   auto some = (*cu)->Score(*t);
   REQUIRE(some.ok());
+  REQUIRE(some->size() == all->size());
   for (size_t w = 0; w < some->size(); ++w) {
     const auto& p = (*some)[w];
     CHECK(p.mil == Approx((*all)[w].mil).margin(1e-6));
-    CHECK(p.score == Approx(1 - (1 - p.named) * (1 - p.unusual)).margin(1e-5));
+    CHECK(p.cat == Approx((*all)[w].cat).margin(1e-6));
+    CHECK(p.unusual == Approx((*all)[w].unusual).margin(1e-6));
+    CHECK(p.score == Approx(1 - (1 - p.cat) * (1 - p.unusual)).margin(1e-5));
   }
   // Bad parts are refused; a file whose score_parts line is bad does not load.
   auto bad = (*m)->SaveWithScoreParts("mil+magic", dir + "/bad.pt");
@@ -219,7 +223,7 @@ TEST_CASE("missing, corrupt and truncated model files give clear messages", "[mo
   CHECK(bad_device.status().message().find("unknown device") != std::string::npos);
 }
 
-TEST_CASE("scan --model: a bad file leaves the rules working; a good one adds TTA900", "[model]") {
+TEST_CASE("scan --model: a bad file leaves the rules working, a good one adds TTA900", "[model]") {
   if (!HaveModels()) return;
   const std::string dir = ttap_test::MakeTempDir();
   ttap::SimSpec s;
@@ -284,14 +288,31 @@ TEST_CASE("train CLI: several datasets of one split, and a split conflict refuse
   CHECK((*m)->trained_on().find("\"pre_existing\":\"windows\"") != std::string::npos);
   const std::string chosen = (*m)->score_parts();
   CHECK(ok.out.find("-> " + chosen) != std::string::npos);
+  CHECK((*m)->trained_on().find("\"train_groups\":[") != std::string::npos);
+  auto t = Sim(80, {"TTA001"});
+  auto before = (*m)->Score(*t);
+  REQUIRE(before.ok());
   // --retune chooses again on the val split only and keeps the weights: same choice.
-  auto retune =
-      RunTtap("train --data '" + dir + "/a' --out '" + dir + "/m.pt' --retune --threads 1");
+  auto retune = RunTtap("train --data '" + dir + "/a' --out '" + dir +
+                        "/m.pt' --retune --threads 1 --device cpu");
   INFO(retune.out + retune.err);
   REQUIRE(retune.exit_code == 0);
   CHECK(retune.out.find("-> " + chosen) != std::string::npos);
   CHECK(retune.out.find("epoch") == std::string::npos);
-  CHECK(RunTtap("train --data '" + dir + "/b' --out '" + dir + "/m.pt' --retune").exit_code == 2);
+  auto reopened = ttap::WindowModel::Open(dir + "/m.pt", "cpu", 1);
+  REQUIRE(reopened.ok());
+  auto after = (*reopened)->Score(*t);
+  REQUIRE(after.ok());
+  REQUIRE(after->size() == before->size());
+  for (size_t w = 0; w < after->size(); ++w) CHECK((*after)[w].mil == (*before)[w].mil);
+  // Refused: a dataset without val traces, training-only options, a missing file, and (below)
+  // val traces of groups the model was trained on.
+  auto no_val = RunTtap("train --data '" + dir + "/b' --out '" + dir + "/m.pt' --retune");
+  CHECK(no_val.exit_code == 2);
+  CHECK(no_val.err.find("no val traces") != std::string::npos);
+  auto flag = RunTtap("train --data '" + dir + "/a' --out '" + dir + "/m.pt' --retune --epochs 3");
+  CHECK(flag.exit_code == 2);
+  CHECK(flag.err.find("--epochs only applies to training") != std::string::npos);
   CHECK(RunTtap("train --data '" + dir + "/a' --out '" + dir + "/none.pt' --retune").exit_code ==
         2);
   // Splits drawn from another seed put some group in train here and val there.
@@ -302,6 +323,9 @@ TEST_CASE("train CLI: several datasets of one split, and a split conflict refuse
                        "/n.pt' --epochs 1 --threads 1");
   CHECK(clash.exit_code == 2);
   CHECK(clash.err.find("--split-seed") != std::string::npos);
+  auto leak = RunTtap("train --data '" + dir + "/c' --out '" + dir + "/m.pt' --retune");
+  CHECK(leak.exit_code == 2);
+  CHECK(leak.err.find("which the model was trained on") != std::string::npos);
   CHECK(RunTtap("train --data '" + dir + "/a' --out '" + dir + "/n.pt' --pre-existing maybe")
             .exit_code == 2);
 }
