@@ -1062,7 +1062,8 @@ int RunEvalCommand(const std::vector<std::string>& args) {
           return 2;
         }
         model = std::shared_ptr<const WindowModel>(std::move(opened.value()));
-        info.model = model->path() + " (" + model->device() + ")";
+        info.model = model->path() + " (" + model->device() + ", score parts " +
+                     model->score_parts() + ")";
         try {
           const auto on = nlohmann::json::parse(model->trained_on());
           for (const auto& g : on.value("groups", nlohmann::json::array())) {
