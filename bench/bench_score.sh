@@ -10,10 +10,10 @@ OUT=${BENCH_OUT:-bench/out}
 MODEL=${BENCH_MODEL:-models/ttap-window-scorer.pt}
 BASE=${BENCH_SCORE_BASE:-../shared/traces/real/tracelens--mi300__ddp_resnet18_no_pool__train_resnet18.json.gz}
 mkdir -p "$OUT"
-if [ ! -x build-score/ttap_score_bench ]; then
+# Configured once; rebuilt every run, so that it never times an older models/window_model.cpp.
+[ -f build-score/build.ninja ] ||
   cmake -S bench/score -B build-score -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  ninja -C build-score >/dev/null
-fi
+ninja -C build-score >/dev/null
 for threads in 1 2; do build-score/ttap_score_bench "$MODEL" cpu "$threads"; done
 build-score/ttap_score_bench "$MODEL" cuda 2>/dev/null || echo "cuda: not available in this libtorch/machine"
 TRACE="$OUT/ddp100.json"
