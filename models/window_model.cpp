@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -336,34 +337,35 @@ struct Model {
     *categories = k;
     *conf = c;
   }
-  // Noisy-OR of the named parts of |all| ([W, 3]: mil, cat, unusual).
+  // Noisy-OR of the parts of |all| ([W, 3]: mil, cat, unusual) that |use| names.
   static Tensor Combine(const Tensor& all, const std::string& use) {
+    std::array<bool, 3> mask;
+    ParseParts(use, &mask);
     Tensor keep = torch::ones({all.size(0)}, all.options());
-    const char* names[] = {"mil", "cat", "unusual"};
     for (int i = 0; i < 3; ++i) {
-      if (HasPart(use, names[i])) keep = keep * (1 - all.select(-1, i));
+      if (mask[static_cast<size_t>(i)]) keep = keep * (1 - all.select(-1, i));
     }
     return 1 - keep;
   }
-  static bool HasPart(const std::string& use, const std::string& part) {
-    size_t at = 0;
-    while (at <= use.size()) {
-      const size_t end = std::min(use.find('+', at), use.size());
-      if (use.compare(at, end - at, part) == 0) return true;
-      at = end + 1;
-    }
-    return false;
-  }
-  static bool ValidParts(const std::string& use) {
+  // The parts |use| names ("mil", "cat", "unusual" joined by '+') as a mask over [mil, cat,
+  // unusual]; false when it is empty or names anything else.
+  static bool ParseParts(const std::string& use, std::array<bool, 3>* mask) {
+    static const std::string kNames[] = {"mil", "cat", "unusual"};
+    *mask = {false, false, false};
     if (use.empty()) return false;
     size_t at = 0;
     while (at <= use.size()) {
       const size_t end = std::min(use.find('+', at), use.size());
-      const std::string p = use.substr(at, end - at);
-      if (p != "mil" && p != "cat" && p != "unusual") return false;
+      const auto it = std::find(std::begin(kNames), std::end(kNames), use.substr(at, end - at));
+      if (it == std::end(kNames)) return false;
+      (*mask)[static_cast<size_t>(it - std::begin(kNames))] = true;
       at = end + 1;
     }
     return true;
+  }
+  static bool ValidParts(const std::string& use) {
+    std::array<bool, 3> mask;
+    return ParseParts(use, &mask);
   }
   Tensor Unusual(const Tensor& embedding) const {
     if (!centroids.defined() || centroids.size(0) == 0)

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -338,7 +339,6 @@ class ModelMethod : public EvalMethod {
 // the model's flagged windows that no rule finding overlaps (TTA900 or the category head's code).
 class FusedMethod : public EvalMethod {
  public:
-  enum class Combine { kNoisyOr, kMean, kMax, kNoisyOrHalf, kNoisyOrQuarter };
   explicit FusedMethod(std::shared_ptr<const WindowModel> model) : model_(std::move(model)) {}
   std::string Name() const override { return "fused"; }
   bool ProducesFindings() const override { return true; }
@@ -362,34 +362,38 @@ class FusedMethod : public EvalMethod {
     return out;
   }
   Status Tune(const std::vector<const EvalTrace*>& val, size_t index) override {
+    // The traces' labels once; each candidate then only recombines the window scores.
+    std::vector<const MethodTraceOutput*> outputs;
+    std::vector<int> tl, wl;
+    for (const EvalTrace* t : val) {
+      if (index >= t->trace_outputs.size()) continue;
+      outputs.push_back(&t->trace_outputs[index]);
+      tl.push_back(t->labels.anti_pattern ? 1 : 0);
+      std::vector<LabeledInterval> li;
+      for (const EvalLabel& l : t->labels.labels) li.push_back({l.code, l.start_ns, l.end_ns});
+      const std::vector<int> labels = WindowLabels(t->windows, li);
+      wl.insert(wl.end(), labels.begin(), labels.end());
+    }
     double best = -1;
     std::string report;
-    for (Combine c : {Combine::kNoisyOr, Combine::kMean, Combine::kMax, Combine::kNoisyOrHalf,
-                      Combine::kNoisyOrQuarter}) {
+    for (size_t c = 0; c < std::size(kCombinations); ++c) {
       std::vector<double> ts, ws;
-      std::vector<int> tl, wl;
-      for (const EvalTrace* t : val) {
-        if (index >= t->trace_outputs.size()) continue;
-        const std::vector<double> w = Combined(t->trace_outputs[index], c);
+      for (const MethodTraceOutput* o : outputs) {
+        const std::vector<double> w = Combined(*o, c);
         ts.push_back(MeanScore(w));
-        tl.push_back(t->labels.anti_pattern ? 1 : 0);
-        std::vector<LabeledInterval> li;
-        for (const EvalLabel& l : t->labels.labels) li.push_back({l.code, l.start_ns, l.end_ns});
-        const std::vector<int> labels = WindowLabels(t->windows, li);
         ws.insert(ws.end(), w.begin(), w.end());
-        wl.insert(wl.end(), labels.begin(), labels.end());
       }
       const double ta = AucRoc(ts, tl), wa = AucRoc(ws, wl);
       const double q = (std::isfinite(ta) ? ta : 0) + (std::isfinite(wa) ? wa : 0);
-      report +=
-          std::string(report.empty() ? "" : ", ") + Name(c) + " " + Fixed(ta) + "/" + Fixed(wa);
+      report += std::string(report.empty() ? "" : ", ") + kCombinations[c].name + " " + Fixed(ta) +
+                "/" + Fixed(wa);
       if (q > best + 1e-9) {
         best = q;
         combine_ = c;
       }
     }
     note_ = "fusion chosen on the validation split (" + std::to_string(val.size()) +
-            " traces; trace/window AUC): " + report + " -> " + Name(combine_);
+            " traces; trace/window AUC): " + report + " -> " + kCombinations[combine_].name;
     return Status::Ok();
   }
   std::string Note() const override { return note_; }
@@ -405,50 +409,31 @@ class FusedMethod : public EvalMethod {
   }
 
  private:
-  static const char* Name(Combine c) {
-    switch (c) {
-      case Combine::kNoisyOr:
-        return "noisy-OR";
-      case Combine::kMean:
-        return "mean";
-      case Combine::kMax:
-        return "max";
-      case Combine::kNoisyOrHalf:
-        return "noisy-OR m/2";
-      case Combine::kNoisyOrQuarter:
-        return "noisy-OR m/4";
-    }
-    return "?";
-  }
-  static std::vector<double> Combined(const MethodTraceOutput& o, Combine c) {
+  // The candidates, in order of preference on ties: rule score r, model score m.
+  struct Combination {
+    const char* name;
+    double (*combine)(double r, double m);
+  };
+  static constexpr Combination kCombinations[] = {
+      {"noisy-OR", [](double r, double m) { return 1 - (1 - r) * (1 - m); }},
+      {"mean", [](double r, double m) { return (r + m) / 2; }},
+      {"max", [](double r, double m) { return std::max(r, m); }},
+      {"noisy-OR m/2", [](double r, double m) { return 1 - (1 - r) * (1 - m / 2); }},
+      {"noisy-OR m/4", [](double r, double m) { return 1 - (1 - r) * (1 - m / 4); }},
+  };
+  static std::vector<double> Combined(const MethodTraceOutput& o, size_t c) {
     std::vector<double> out(o.window_scores.size(), 0);
     for (size_t w = 0; w < out.size(); ++w) {
       const double r = std::isfinite(o.window_scores[w]) ? o.window_scores[w] : 0;
       const double m =
           w < o.aux_scores.size() && std::isfinite(o.aux_scores[w]) ? o.aux_scores[w] : 0;
-      switch (c) {
-        case Combine::kNoisyOr:
-          out[w] = 1 - (1 - r) * (1 - m);
-          break;
-        case Combine::kMean:
-          out[w] = (r + m) / 2;
-          break;
-        case Combine::kMax:
-          out[w] = std::max(r, m);
-          break;
-        case Combine::kNoisyOrHalf:
-          out[w] = 1 - (1 - r) * (1 - m / 2);
-          break;
-        case Combine::kNoisyOrQuarter:
-          out[w] = 1 - (1 - r) * (1 - m / 4);
-          break;
-      }
+      out[w] = kCombinations[c].combine(r, m);
     }
     return out;
   }
   std::shared_ptr<const WindowModel> model_;
   RulesMethod rules_;
-  Combine combine_ = Combine::kNoisyOr;
+  size_t combine_ = 0;  // index into kCombinations
   std::string note_;
 };
 
@@ -1062,8 +1047,8 @@ int RunEvalCommand(const std::vector<std::string>& args) {
           return 2;
         }
         model = std::shared_ptr<const WindowModel>(std::move(opened.value()));
-        info.model = model->path() + " (" + model->device() + ", score parts " +
-                     model->score_parts() + ")";
+        info.model =
+            model->path() + " (" + model->device() + ", score parts " + model->score_parts() + ")";
         try {
           const auto on = nlohmann::json::parse(model->trained_on());
           for (const auto& g : on.value("groups", nlohmann::json::array())) {

@@ -53,8 +53,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   std::string out;
   TrainSettings settings;
   bool pre_existing_windows = false;
-  bool retune = false;        // --retune: only choose the score parts of the existing --out file
-  std::string training_flag;  // the first option that only training uses (refused with --retune)
+  bool retune = false;  // --retune: only choose the score parts of the existing --out file
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has = i + 1 < args.size();
@@ -66,26 +65,21 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     } else if (a == "--out" && has) {
       out = args[++i];
     } else if (a == "--epochs" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
-      training_flag = training_flag.empty() ? a : training_flag;
       settings.epochs = static_cast<int>(v);
       ++i;
     } else if (a == "--seed" && has && ParseNumber(args[i + 1], &v) && v >= 0) {
-      training_flag = training_flag.empty() ? a : training_flag;
       settings.seed = static_cast<uint64_t>(v);
       ++i;
     } else if (a == "--threads" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
       settings.threads = static_cast<int>(v);
       ++i;
     } else if (a == "--minutes" && has && ParseNumber(args[i + 1], &v) && v > 0) {
-      training_flag = training_flag.empty() ? a : training_flag;
       settings.max_seconds = v * 60;
       ++i;
     } else if (a == "--pre-existing" && has &&
                (args[i + 1] == "positive" || args[i + 1] == "windows")) {
-      training_flag = training_flag.empty() ? a : training_flag;
       pre_existing_windows = args[++i] == "windows";
     } else if (a == "--ablation" && has) {
-      training_flag = training_flag.empty() ? a : training_flag;
       settings.ablation = args[++i];
     } else if (a == "--device" && has) {
       settings.device = args[++i];
@@ -101,10 +95,14 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   for (const RuleInfo& r : RuleCatalogue()) settings.codes.push_back(r.code);
   std::unique_ptr<WindowModel> retuned;
   std::set<std::string> trained_groups;  // --retune: groups the file was trained on, if recorded
-  if (retune && !training_flag.empty()) {
-    return UsageError("train: " + training_flag +
-                      " only applies to training; --retune keeps the weights (and the labelling "
-                      "of pre-existing traces) the file was trained with");
+  for (const std::string& a : args) {
+    static const std::set<std::string> kTrainingOnly = {"--epochs", "--seed", "--minutes",
+                                                        "--pre-existing", "--ablation"};
+    if (retune && kTrainingOnly.count(a)) {
+      return UsageError("train: " + a +
+                        " only applies to training; --retune keeps the weights (and the labelling "
+                        "of pre-existing traces) the file was trained with");
+    }
   }
   if (retune) {
     // The weights stay; the validation labels follow how the file was trained.
