@@ -297,12 +297,12 @@ class Generator {
     const long long simulated = count - injected;
     const auto& tasks = SimTasks();
     const auto& hws = SimHardware();
+    std::vector<Plan> all;
     for (long long i = 0; i < count; ++i) {
       Plan p;
       p.index = i;
       p.seed = rng();
       p.severity = std::uniform_real_distribution<double>(0.05, 1.0)(rng);
-      p.anti = i % 2 == 1;
       if (i < simulated) {
         p.simulated = true;
         SimSpec& s = p.sim;
@@ -317,27 +317,6 @@ class Generator {
         p.split = sim_split_[p.group];
         p.stem =
             s.task + "_" + SimVariants()[s.variant] + "_" + s.hardware + "_" + std::to_string(i);
-        if (p.anti) {
-          std::vector<std::string> ok;
-          for (const std::string c : {"TTA001", "TTA002", "TTA005", "TTA006", "TTA009"}) {
-            if (SimCanInject(s, c)) ok.push_back(c);
-          }
-          std::shuffle(ok.begin(), ok.end(), rng);
-          ok.resize(std::min<size_t>(ok.size(), std::uniform_int_distribution<size_t>(1, 2)(rng)));
-          // Families no rule covers appear only where nothing is trained or tuned.
-          if (p.split == "test" || p.split == "unseen") {
-            const double r = std::uniform_real_distribution<double>(0, 1)(rng);
-            const std::string fam = SimUnseenFamilies()[std::uniform_int_distribution<size_t>(
-                0, SimUnseenFamilies().size() - 1)(rng)];
-            if (r < 0.4) {
-              ok = {fam};
-            } else if (r < 0.6) {
-              ok.resize(1);
-              ok.push_back(fam);
-            }
-          }
-          s.anti_patterns = ok;
-        }
       } else {
         p.simulated = false;
         p.base = static_cast<size_t>((i - simulated) % static_cast<long long>(bases_.size()));
@@ -346,8 +325,60 @@ class Generator {
         p.split = real_split_[b.group];
         p.stem = "real_" + Slug(b.name) + "_" + std::to_string(i);
       }
+      all.push_back(p);
+    }
+    AssignTraceLabels(&all, &rng);
+    for (Plan& p : all) {
+      if (p.simulated && p.anti) ChooseSimulatedAntiPatterns(&p, &rng);
       if (only_splits_.empty() || only_splits_.count(p.split)) plans_.push_back(p);
     }
+  }
+
+  // Which traces get anti-patterns: half of every workload group, balanced within each hardware
+  // profile (simulated) or base trace (real), so that neither the workload, the hardware nor the
+  // base says whether a trace is clean. (The label used to follow the plan index's parity, which
+  // made whole groups clean or anti-pattern: a detector could score the workload and win.)
+  static void AssignTraceLabels(std::vector<Plan>* plans, std::mt19937_64* rng) {
+    std::map<std::string, std::map<std::string, std::vector<size_t>>> strata;
+    for (size_t k = 0; k < plans->size(); ++k) {
+      const Plan& p = (*plans)[k];
+      strata[p.group][p.simulated ? p.sim.hardware : std::to_string(p.base)].push_back(k);
+    }
+    for (auto& [group, by_stratum] : strata) {
+      bool anti = ((*rng)() & 1) != 0;
+      for (auto& [stratum, members] : by_stratum) {
+        std::shuffle(members.begin(), members.end(), *rng);
+        for (size_t k : members) {
+          (*plans)[k].anti = anti;
+          anti = !anti;
+        }
+      }
+    }
+  }
+
+  // One or two catalogue anti-patterns the simulator can inject into this task; in held-out
+  // splits, sometimes a family no rule covers instead or besides.
+  static void ChooseSimulatedAntiPatterns(Plan* p, std::mt19937_64* rng) {
+    SimSpec& s = p->sim;
+    std::vector<std::string> ok;
+    for (const std::string c : {"TTA001", "TTA002", "TTA005", "TTA006", "TTA009"}) {
+      if (SimCanInject(s, c)) ok.push_back(c);
+    }
+    std::shuffle(ok.begin(), ok.end(), *rng);
+    ok.resize(std::min<size_t>(ok.size(), std::uniform_int_distribution<size_t>(1, 2)(*rng)));
+    // Families no rule covers appear only where nothing is trained or tuned.
+    if (p->split == "test" || p->split == "unseen") {
+      const double r = std::uniform_real_distribution<double>(0, 1)(*rng);
+      const std::string fam = SimUnseenFamilies()[std::uniform_int_distribution<size_t>(
+          0, SimUnseenFamilies().size() - 1)(*rng)];
+      if (r < 0.4) {
+        ok = {fam};
+      } else if (r < 0.6) {
+        ok.resize(1);
+        ok.push_back(fam);
+      }
+    }
+    s.anti_patterns = ok;
   }
   // Writes only the traces of these splits (all when empty); planning is unchanged, so the traces
   // written are those a full run writes.
