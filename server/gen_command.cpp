@@ -1,10 +1,10 @@
 // `ttap gen --out DIR --seed S [--count N] [--bases PATH...] [--split-seed S2]
-// [--only-splits train,val]` (gen_command.h): the labelled
-// benchmark. Simulated CV traces (analysis/trace_sim.h) for every task, backbone variant and
-// hardware profile, plus, when bases are given, jittered copies of real traces with injected
-// anti-patterns (analysis/trace_inject.h). Assigns splits by workload group, validates every
-// trace it writes, records what real bases already show ("pre-existing"), and prints the
-// simulator's realism against the real bases. Called by cli.cpp.
+// [--only-splits train,val]` (gen_command.h): the labelled benchmark. Simulated CV traces
+// (analysis/trace_sim.h) for every task, backbone variant and hardware profile, plus, when bases
+// are given, jittered copies of real traces with injected anti-patterns (analysis/trace_inject.h).
+// Assigns splits by workload group and labels balanced within each group, validates every trace
+// it writes, records what real bases already show ("pre-existing"), and prints the simulator's
+// realism against the real bases. Called by cli.cpp.
 #include "server/gen_command.h"
 
 #include <sys/stat.h>
