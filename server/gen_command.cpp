@@ -330,7 +330,7 @@ class Generator {
     AssignTraceLabels(&all, &rng);
     for (Plan& p : all) {
       if (p.simulated && p.anti) ChooseSimulatedAntiPatterns(&p, &rng);
-      if (only_splits_.empty() || only_splits_.count(p.split)) plans_.push_back(p);
+      if (only_splits_.empty() || only_splits_.count(p.split)) plans_.push_back(std::move(p));
     }
   }
 
