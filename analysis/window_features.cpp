@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -53,7 +54,7 @@ const std::vector<std::string>& WindowFeatureNames() {
       "log_events",        "gpu_busy_share",      "log_kernels",        "mean_log_kernel_us",
       "max_log_kernel_us", "log_launch_delay_us", "runtime_share",      "log_memcpys",
       "log_memcpy_bytes",  "sync_share",          "log_distinct_names", "python_share",
-      "log_cpu_ops"};
+      "log_cpu_ops",       "gpu_overlap_share"};
   return kNames;
 }
 
@@ -61,6 +62,7 @@ std::vector<std::vector<double>> WindowFeatures(const Trace& trace) {
   const EventTable& ev = trace.events;
   // Unions over the whole trace, built once (rows are sorted by ts).
   Intervals gpu, runtime, sync, python;
+  std::unordered_map<uint32_t, Intervals> gpu_by_track;     // per GPU stream (one track each)
   std::vector<int8_t> sync_name(trace.strings.size(), -1);  // per name id: -1 unknown, 0, 1
   for (size_t i = 0; i < ev.size(); ++i) {
     const EventKind k = ev.kind[i];
@@ -68,6 +70,7 @@ std::vector<std::vector<double>> WindowFeatures(const Trace& trace) {
     const int64_t e = ev.end(i);
     if (k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset) {
       AddSorted(&gpu, s, e);
+      AddSorted(&gpu_by_track[ev.track[i]], s, e);
     } else if (IsLaunchKind(k)) {
       AddSorted(&runtime, s, e);
       const StringId id = ev.name[i];
@@ -132,6 +135,17 @@ std::vector<std::vector<double>> WindowFeatures(const Trace& trace) {
     f[10] = std::log1p(static_cast<double>(names.size()));
     f[11] = Share(python, w);
     f[12] = std::log1p(cpu_ops);
+    // Concurrency: the busy time of the streams one by one beyond that of their union (with
+    // two streams, the time both are busy).
+    if (gpu_by_track.size() > 1 && w.end_ns > w.start_ns) {
+      int64_t per_stream = 0;
+      for (const auto& [track, busy] : gpu_by_track) {
+        per_stream += ClippedLength(busy, w.start_ns, w.end_ns);
+      }
+      const int64_t excess = per_stream - ClippedLength(gpu, w.start_ns, w.end_ns);
+      f[13] = std::clamp(static_cast<double>(excess) / static_cast<double>(w.end_ns - w.start_ns),
+                         0.0, 1.0);
+    }
     for (double& v : f) {
       if (!std::isfinite(v)) v = 0;
     }

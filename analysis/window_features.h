@@ -21,6 +21,8 @@
 //  10 log_distinct_names    log1p(number of distinct event names)
 //  11 python_share          share of python_function events
 //  12 log_cpu_ops           log1p(number of cpu_op events)
+//  13 gpu_overlap_share     sum over GPU streams of each one's busy share, minus gpu_busy_share
+//                           (0..1: with two streams, the share of the window both are busy)
 #pragma once
 
 #include <string>
@@ -30,7 +32,7 @@
 
 namespace ttap {
 
-constexpr int kWindowFeatureCount = 13;
+constexpr int kWindowFeatureCount = 14;
 
 // The names of the features, in the order WindowFeatures returns them.
 const std::vector<std::string>& WindowFeatureNames();

@@ -18,8 +18,8 @@ EXTRA=${ABLATION_EXTRA:-$OUT/train_s2}
 [ -d "$EXTRA/labels" ] || "$TTAP" gen --out "$EXTRA" --seed 2 --split-seed 1 --only-splits train \
   --bases "${BENCH_BASES:-../shared/traces/real}" >/dev/null 2>&1
 mkdir -p "$OUT/ablation"
-echo "| variant | seen trace AUC | seen window AUC | unseen trace AUC | unseen window AUC | no-rule families trace AUC |"
-echo "|---|---|---|---|---|---|"
+echo "| variant | seen trace AUC | seen window AUC | unseen trace AUC | unseen window AUC | no-rule families trace AUC | zero-shot families trace AUC |"
+echo "|---|---|---|---|---|---|---|"
 for variant in ${ABLATION_VARIANTS:-full no-names no-pos no-relation max-pool no-features no-augment}; do
   model="$OUT/ablation/$variant.pt"
   flag=""
@@ -44,6 +44,6 @@ def cell(section, key):
     return "n/a"
 print(f'| {variant} | {cell("seen","trace_auc")} | {cell("seen","window_auc")} | '
       f'{cell("unseen","trace_auc")} | {cell("unseen","window_auc")} | '
-      f'{cell("no-rule families","trace_auc")} |')
+      f'{cell("no-rule families","trace_auc")} | {cell("zero-shot families","trace_auc")} |')
 PY
 done

@@ -646,11 +646,23 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
             model.net->forward(in.tokens, in.kinds, in.numeric, in.lanes, in.mask, in.features);
         Tensor s = torch::sigmoid(out.logits);
         Tensor trace_score = s.mean().clamp(1e-6, 1 - 1e-6);
-        // Label -1: the trace's own label is unknown (its real base already had anti-patterns);
-        // only its labelled windows teach, through the category head.
+        // Label -1: the trace's own label is unknown (its real base already had anti-patterns:
+        // what the rules found there is labelled, window by window). Its labelled windows teach
+        // through the category head, and the windows no labelled interval touches form a clean
+        // bag: the mean of their scores is pushed to 0 as a clean trace's would be. (Without the
+        // bag the MIL head never saw a real workload's clean windows and scored every window of
+        // an unfamiliar real trace near 1.)
         Tensor y = torch::full({}, static_cast<float>(std::max(ex.label, 0)), s.options());
-        Tensor bce = ex.label < 0 ? torch::zeros({}, s.options())
-                                  : torch::binary_cross_entropy(trace_score, y);
+        Tensor bce = torch::zeros({}, s.options());
+        if (ex.label >= 0) {
+          bce = torch::binary_cross_entropy(trace_score, y);
+        } else {
+          Tensor clean = ex.categories == 0;
+          if (clean.any().item<bool>()) {
+            Tensor bag = s.masked_select(clean).mean().clamp(1e-6, 1 - 1e-6);
+            bce = torch::binary_cross_entropy(bag, torch::zeros({}, s.options()));
+          }
+        }
         Tensor loss = bce;
         Tensor en = normalize(out.embedding);
         if (ex.label == 0) {

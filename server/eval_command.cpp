@@ -1255,24 +1255,34 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   if (info.split != "unseen") add_section("seen", "split \"test\"", true, false);
   if (info.split != "seen") add_section("unseen", "split \"unseen\"", false, true);
   if (info.split == "all") add_section("overall", "seen and unseen", true, true);
-  {
-    // Where rules cannot help: the clean traces and those whose only anti-patterns are families
-    // no rule covers (reported when the evaluated splits hold any).
+  // Where rules cannot help: the clean traces and those whose only anti-patterns are families
+  // no rule covers ("no-rule", which training may see with trace labels only, and "unseen",
+  // which appear only in held-out splits), then those of the zero-shot families alone. Each is
+  // reported when the evaluated splits hold any such trace.
+  auto add_family_section = [&](const char* name, const char* description, bool zero_shot_only) {
     Section s;
-    s.name = "no-rule families";
-    s.description = "clean traces and traces with only families no rule covers";
+    s.name = name;
+    s.description = description;
     int with_family = 0;
     for (const EvalTrace* t : evaluated) {
-      bool only_unseen = !t->labels.labels.empty();
-      for (const EvalLabel& l : t->labels.labels) only_unseen = only_unseen && l.family == "unseen";
-      if (!t->labels.anti_pattern || only_unseen) s.traces.push_back(t);
-      with_family += only_unseen ? 1 : 0;
+      bool only = !t->labels.labels.empty();
+      for (const EvalLabel& l : t->labels.labels) {
+        only = only && (zero_shot_only ? l.family == "unseen" : l.family != "catalogue");
+      }
+      if (!t->labels.anti_pattern || only) s.traces.push_back(t);
+      with_family += only ? 1 : 0;
     }
     if (with_family > 0) {
       PrepareSection(&s, info.settings.with_pre_existing);
       sections.push_back(std::move(s));
     }
-  }
+  };
+  add_family_section("no-rule families",
+                     "clean traces and traces with only families no rule covers", false);
+  add_family_section("zero-shot families",
+                     "clean traces and traces with only families no rule covers that appear "
+                     "in no train or val group",
+                     true);
 
   // Metrics: (section, method) pairs on two threads (the window bootstrap dominates).
   std::vector<std::pair<size_t, size_t>> jobs;

@@ -1,10 +1,11 @@
 // `ttap gen --out DIR --seed S [--count N] [--bases PATH...] [--split-seed S2]
-// [--only-splits train,val]` (gen_command.h): the labelled benchmark. Simulated CV traces
-// (analysis/trace_sim.h) for every task, backbone variant and hardware profile, plus, when bases
-// are given, jittered copies of real traces with injected anti-patterns (analysis/trace_inject.h).
-// Assigns splits by workload group and labels balanced within each group, validates every trace
-// it writes, records what real bases already show ("pre-existing"), and prints the simulator's
-// realism against the real bases. Called by cli.cpp.
+// [--only-splits train,val] [--weak-families LIST]` (gen_command.h): the labelled benchmark.
+// Simulated CV traces (analysis/trace_sim.h) for every task, backbone variant and hardware
+// profile, plus, when bases are given, jittered copies of real traces with injected anti-patterns
+// (analysis/trace_inject.h). Assigns splits by workload group and labels balanced within each
+// group, keeps the families no rule covers that are not weak out of the train and val groups,
+// validates every trace it writes, records what real bases already show ("pre-existing"), and
+// prints the simulator's realism against the real bases. Called by cli.cpp.
 #include "server/gen_command.h"
 
 #include <sys/stat.h>
@@ -180,8 +181,12 @@ nlohmann::json Interval(const std::string& code, int64_t start_ns, int64_t end_n
           {"end_us", static_cast<long long>(std::ceil(static_cast<double>(end_ns) / 1000.0))}};
 }
 
-std::string Family(const std::string& code) {
-  return code.rfind("TTX", 0) == 0 ? "unseen" : "catalogue";
+// A label's family: "catalogue" (a rule covers it), "no-rule" (no rule covers it; it also
+// appears in the train and val groups, where training sees only the trace label) or "unseen"
+// (no rule covers it and it appears only in the held-out splits: zero-shot).
+std::string Family(const std::string& code, const std::set<std::string>& weak_families) {
+  if (code.rfind("TTX", 0) != 0) return "catalogue";
+  return weak_families.count(code) ? "no-rule" : "unseen";
 }
 
 // Splits of a list of groups: a quarter unseen (never trained or tuned on), then train 50%,
@@ -356,9 +361,10 @@ class Generator {
     }
   }
 
-  // One or two catalogue anti-patterns the simulator can inject into this task; in held-out
-  // splits, sometimes a family no rule covers instead or besides.
-  static void ChooseSimulatedAntiPatterns(Plan* p, std::mt19937_64* rng) {
+  // One or two catalogue anti-patterns the simulator can inject into this task; sometimes a
+  // family no rule covers instead or besides: in the held-out splits any of them, in the train
+  // and val groups only the weak families (--weak-families), so that the others stay zero-shot.
+  void ChooseSimulatedAntiPatterns(Plan* p, std::mt19937_64* rng) const {
     SimSpec& s = p->sim;
     std::vector<std::string> ok;
     for (const std::string c : {"TTA001", "TTA002", "TTA005", "TTA006", "TTA009"}) {
@@ -366,20 +372,30 @@ class Generator {
     }
     std::shuffle(ok.begin(), ok.end(), *rng);
     ok.resize(std::min<size_t>(ok.size(), std::uniform_int_distribution<size_t>(1, 2)(*rng)));
-    // Families no rule covers appear only where nothing is trained or tuned.
-    if (p->split == "test" || p->split == "unseen") {
-      const double r = std::uniform_real_distribution<double>(0, 1)(*rng);
-      const std::string fam = SimUnseenFamilies()[std::uniform_int_distribution<size_t>(
-          0, SimUnseenFamilies().size() - 1)(*rng)];
-      if (r < 0.4) {
-        ok = {fam};
-      } else if (r < 0.6) {
-        ok.resize(1);
-        ok.push_back(fam);
+    std::vector<std::string> families;
+    for (const std::string& f : SimUnseenFamilies()) {
+      if (p->split == "test" || p->split == "unseen" || weak_families_.count(f)) {
+        families.push_back(f);
       }
+    }
+    if (families.empty()) {
+      s.anti_patterns = ok;
+      return;
+    }
+    const double r = std::uniform_real_distribution<double>(0, 1)(*rng);
+    const std::string fam =
+        families[std::uniform_int_distribution<size_t>(0, families.size() - 1)(*rng)];
+    if (r < 0.4) {
+      ok = {fam};
+    } else if (r < 0.6) {
+      ok.resize(1);
+      ok.push_back(fam);
     }
     s.anti_patterns = ok;
   }
+  // Families no rule covers that also appear in the train and val groups (trace labels teach
+  // them; `ttap train` does not use where they are). The rest appear only in held-out splits.
+  void SetWeakFamilies(std::set<std::string> families) { weak_families_ = std::move(families); }
   // Writes only the traces of these splits (all when empty); planning is unchanged, so the traces
   // written are those a full run writes.
   void KeepOnlySplits(std::set<std::string> splits) { only_splits_ = std::move(splits); }
@@ -458,7 +474,7 @@ class Generator {
       json = std::move(sim.json);
       for (const SimLabel& l : sim.labels) {
         labels.push_back({{"code", l.code},
-                          {"family", Family(l.code)},
+                          {"family", Family(l.code, weak_families_)},
                           {"start_us", l.start_us},
                           {"end_us", l.end_us},
                           {"file", l.file},
@@ -630,6 +646,7 @@ class Generator {
   std::string out_;
   uint64_t seed_, split_seed_;
   std::set<std::string> only_splits_;
+  std::set<std::string> weak_families_;
   std::vector<Base> bases_;
   std::map<std::string, std::string> real_split_, sim_split_;
   std::vector<Plan> plans_;
@@ -643,6 +660,7 @@ int RunGenCommand(const std::vector<std::string>& args) {
   long long seed = -1, split_seed = -1, count = 600, threads = 2;
   double max_base_mb = 40;
   std::set<std::string> only_splits;
+  std::set<std::string> weak_families = {"TTX101", "TTX103"};
   std::vector<std::string> bases;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -662,6 +680,17 @@ int RunGenCommand(const std::vector<std::string>& args) {
           return UsageError("--only-splits takes train, val, test, unseen (comma-separated)");
         }
         only_splits.insert(s);
+      }
+    } else if (a == "--weak-families" && has_value) {
+      weak_families.clear();
+      std::stringstream list(args[++i]);
+      for (std::string f; std::getline(list, f, ',');) {
+        if (f == "none") continue;
+        if (std::find(SimUnseenFamilies().begin(), SimUnseenFamilies().end(), f) ==
+            SimUnseenFamilies().end()) {
+          return UsageError("--weak-families takes none or families of TTX101, TTX102, TTX103");
+        }
+        weak_families.insert(f);
       }
     } else if (a == "--count" && has_value) {
       if (!ParseInt(args[++i], &count) || count <= 0 || count > 100000) {
@@ -687,6 +716,7 @@ int RunGenCommand(const std::vector<std::string>& args) {
   Generator gen(out, static_cast<uint64_t>(seed),
                 static_cast<uint64_t>(split_seed >= 0 ? split_seed : seed));
   gen.KeepOnlySplits(only_splits);
+  gen.SetWeakFamilies(weak_families);
   if (!bases.empty() && !gen.AddBases(bases, max_base_mb)) return 2;
   gen.PlanTraces(count);
   if (int rc = gen.Run(static_cast<unsigned>(threads)); rc != 0) return rc;

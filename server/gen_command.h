@@ -9,7 +9,7 @@
 namespace ttap {
 
 // ttap gen --out DIR --seed S [--count N] [--bases PATH...] [--split-seed S2]
-// [--only-splits LIST]; returns the exit code.
+// [--only-splits LIST] [--weak-families LIST|none]; returns the exit code.
 int RunGenCommand(const std::vector<std::string>& args);
 
 }  // namespace ttap

@@ -179,6 +179,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<TrainExample> examples(items.size());
+  std::atomic<int> weakly_labelled{0};
   std::vector<std::string> errors(items.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -196,15 +197,24 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       ex.label = items[k].pre_existing && pre_existing_windows ? -1
                  : items[k].labels.anti_pattern                ? 1
                                                                : 0;
-      ex.categories.assign(trace.windows.size(), 0);
+      // A label of a family no rule covers teaches through the trace label only (weak
+      // supervision): where it lies is not used, so the windows of such a trace that no
+      // catalogue label covers are unknown (-1) rather than clean.
+      bool weak = false;
+      for (const EvalLabel& l : items[k].labels.labels) {
+        weak = weak || std::find(settings.codes.begin(), settings.codes.end(), l.code) ==
+                           settings.codes.end();
+      }
+      ex.categories.assign(trace.windows.size(), weak ? -1 : 0);
+      if (weak) ++weakly_labelled;
       for (size_t w = 0; w < trace.windows.size(); ++w) {
         int64_t best = 0;
         for (const EvalLabel& l : items[k].labels.labels) {
           const int64_t ov = std::min(l.end_ns, trace.windows[w].end_ns) -
                              std::max(l.start_ns, trace.windows[w].start_ns);
-          if (ov <= best) continue;
-          best = ov;
           auto it = std::find(settings.codes.begin(), settings.codes.end(), l.code);
+          if (ov <= best || (weak && it == settings.codes.end())) continue;
+          best = ov;
           ex.categories[w] = it == settings.codes.end()
                                  ? -1
                                  : static_cast<int32_t>(it - settings.codes.begin()) + 1;
@@ -228,11 +238,11 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   if (retune) return ChooseAndWriteScoreParts(*retuned, val, out);
   std::printf(
       "ttap train: %zu train and %zu val traces from %s (%d with pre-existing "
-      "anti-patterns, labelled %s), featurised in %.1f s; %d epochs, seed %llu, %d "
-      "threads%s%s\n",
+      "anti-patterns, labelled %s; %d with families no rule covers, by trace label only), "
+      "featurised in %.1f s; %d epochs, seed %llu, %d threads%s%s\n",
       train.size(), val.size(), data.c_str(), with_pre_existing,
-      pre_existing_windows ? "by window only" : "as such", load_s, settings.epochs,
-      static_cast<unsigned long long>(settings.seed), settings.threads,
+      pre_existing_windows ? "by window only" : "as such", weakly_labelled.load(), load_s,
+      settings.epochs, static_cast<unsigned long long>(settings.seed), settings.threads,
       settings.ablation.empty() ? "" : ", ablation ", settings.ablation.c_str());
   std::fflush(stdout);
   nlohmann::json on;

@@ -80,3 +80,27 @@ TEST_CASE("WindowFeatures: hand-computed values", "[eval]") {
   // The python frame spans the whole step.
   for (const auto& r : rows) CHECK(r[python] == Approx(1.0));
 }
+
+TEST_CASE("WindowFeatures: overlap of GPU streams", "[eval]") {
+  // Stream 7 busy 0..300 us, stream 13 busy 150..250 and 600..700: the streams overlap in window
+  // 1 for 50 us and in window 2 for 50 us; window 6 has stream 13 alone.
+  TinyTrace t;
+  auto trace = t.Device(0, "NVIDIA A100", 8, 0)
+                   .Step(1, 0, 1000)
+                   .Kernel("gemm", 0, 2, 0, 300, 7)
+                   .Kernel("augment", 100, 2, 150, 100, 13)
+                   .Kernel("augment", 550, 2, 600, 100, 13)
+                   .Load(10);
+  REQUIRE(trace->windows.size() == 10);
+  auto rows = ttap::WindowFeatures(*trace);
+  const size_t overlap = Index("gpu_overlap_share"), busy = Index("gpu_busy_share");
+  CHECK(rows[0][overlap] == Approx(0.0));
+  CHECK(rows[1][overlap] == Approx(0.5));
+  CHECK(rows[2][overlap] == Approx(0.5));
+  CHECK(rows[3][overlap] == Approx(0.0));
+  CHECK(rows[6][overlap] == Approx(0.0));
+  CHECK(rows[6][busy] == Approx(1.0));
+  // One stream alone never overlaps.
+  auto single = SmallTrace();
+  for (const auto& r : ttap::WindowFeatures(*single)) CHECK(r[overlap] == 0.0);
+}

@@ -1,7 +1,7 @@
 // `ttap gen` as a whole process: the labels format, splits by workload group (a group never
-// spans two splits, half of every group's traces with anti-patterns, families no rule covers only
-// in held-out splits), validation of every trace, pre-existing findings of real bases, and
-// byte-identical output for one seed.
+// spans two splits, half of every group's traces with anti-patterns, families no rule covers in
+// the train groups only when weak, --weak-families), validation of every trace, pre-existing
+// findings of real bases, and byte-identical output for one seed.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <map>
@@ -28,6 +28,7 @@ TEST_CASE("gen writes labelled traces split by workload group", "[gen]") {
   std::map<std::string, std::set<std::string>> splits_of_group;
   std::map<std::string, int> anti_minus_clean;  // per workload group
   int injected = 0, simulated = 0, anti = 0, with_pre_existing = 0;
+  std::map<std::string, std::set<std::string>> no_rule_splits;  // per family: where it appears
   for (const std::string& name : labels) {
     INFO(name);
     auto j = nlohmann::json::parse(ReadFile(dir + "/a/labels/" + name));
@@ -43,8 +44,13 @@ TEST_CASE("gen writes labelled traces split by workload group", "[gen]") {
     with_pre_existing += j["pre_existing"].empty() ? 0 : 1;
     for (const auto& l : j["labels"]) {
       CHECK(l["start_us"].get<long long>() < l["end_us"].get<long long>());
-      CHECK((l["family"] == "catalogue" || l["family"] == "unseen"));
-      if (l["family"] == "unseen") CHECK((split == "test" || split == "unseen"));
+      const std::string code = l["code"], family = l["family"];
+      // The default weak families (TTX101, TTX103) may appear anywhere; TTX102 is zero-shot.
+      CHECK(family == (code.rfind("TTX", 0) != 0 ? "catalogue"
+                       : code == "TTX102"        ? "unseen"
+                                                 : "no-rule"));
+      if (family == "unseen") CHECK((split == "test" || split == "unseen"));
+      if (family != "catalogue") no_rule_splits[code].insert(split);
       if (l["line"].get<int>() > 0) CHECK(!l["file"].get<std::string>().empty());
     }
     if (j["source"] == "injected") {
@@ -61,6 +67,8 @@ TEST_CASE("gen writes labelled traces split by workload group", "[gen]") {
     INFO(group);
     CHECK(std::abs(balance) <= 1);
   }
+  // The weak families reach the train groups (with trace labels, for the model to learn from).
+  CHECK((no_rule_splits["TTX101"].count("train") + no_rule_splits["TTX103"].count("train")) > 0);
   CHECK(injected == 19);
   CHECK(simulated == 29);
   CHECK(anti == 25);
@@ -119,6 +127,25 @@ TEST_CASE("gen --split-seed and --only-splits: more traces of the same groups", 
     CHECK(full.at(group) == "train");
   }
   CHECK(RunTtap("gen --out '" + dir + "/x' --seed 1 --only-splits train,bogus").exit_code == 2);
+}
+
+TEST_CASE("gen --weak-families none: every family no rule covers stays held out", "[gen]") {
+  const std::string dir = MakeTempDir();
+  REQUIRE(RunTtap("gen --out '" + dir + "/a' --seed 9 --count 60 --weak-families none").exit_code ==
+          0);
+  int families = 0;
+  for (const std::string& name : ttap_test::ListDir(dir + "/a/labels")) {
+    auto j = nlohmann::json::parse(ReadFile(dir + "/a/labels/" + name));
+    for (const auto& l : j["labels"]) {
+      if (l["code"].get<std::string>().rfind("TTX", 0) != 0) continue;
+      INFO(name);
+      ++families;
+      CHECK(l["family"] == "unseen");
+      CHECK((j["split"] == "test" || j["split"] == "unseen"));
+    }
+  }
+  CHECK(families > 0);
+  CHECK(RunTtap("gen --out '" + dir + "/b' --seed 9 --weak-families TTX999").exit_code == 2);
 }
 
 TEST_CASE("gen refuses bad options and missing bases", "[gen]") {
