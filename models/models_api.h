@@ -10,7 +10,9 @@
 extern "C" {
 #endif
 
-#define TTAP_MODELS_API_VERSION 4  // 3: window features in ttap_window_batch; 4: score parts
+#define TTAP_MODELS_API_VERSION \
+  5  // 3: window features in ttap_window_batch; 4: score parts;
+     // 5: flag threshold (ttap_models_set_tuning)
 
 // Returns TTAP_MODELS_API_VERSION of the module.
 int ttap_models_api_version(void);
@@ -62,7 +64,7 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
 void* ttap_models_open(const char* path, const char* device, int threads, char* err,
                        size_t err_size);
 // The file's header: "key=value" lines (format, config, codes, threshold, score_parts,
-// trained_on, device).
+// flag_threshold, trained_on, device).
 size_t ttap_models_header(void* model, char* buf, size_t size);
 // Scores every window: |scores| (0..1), |categories| (0 none, k = k-th code) and their
 // probability |category_conf|, each |batch->windows| long; |parts| (may be NULL) gets the
@@ -74,9 +76,11 @@ int ttap_models_score(void* model, const ttap_window_batch* batch, float* scores
                       int32_t* categories, float* category_conf, float* parts, char* err,
                       size_t err_size);
 // Writes the model to |out_path| with the window score made of |parts| ("mil", "cat", "unusual"
-// joined by '+'); the open model keeps scoring as before. Returns 0, or nonzero with |err|.
-int ttap_models_set_score_parts(void* model, const char* parts, const char* out_path, char* err,
-                                size_t err_size);
+// joined by '+') and |flag_threshold| (0..1], the score at which `ttap scan` reports a window no
+// rule explains (TTA900); the open model keeps scoring as before. Returns 0, or nonzero with
+// |err|.
+int ttap_models_set_tuning(void* model, const char* parts, double flag_threshold,
+                           const char* out_path, char* err, size_t err_size);
 void ttap_models_close(void* model);
 
 #ifdef __cplusplus

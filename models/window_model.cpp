@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -319,6 +320,7 @@ struct Model {
   double threshold = 1.0;  // 99th percentile of clean distances
   std::string codes, trained_on;
   std::string score_parts = "mil+cat+unusual";  // chosen on validation by training
+  double flag_threshold = 0.8;  // window score for TTA900; chosen on validation by training
   torch::Device device{torch::kCPU};
 
   // Window scores: the noisy-OR of the parts |score_parts| names -- the MIL head, the category
@@ -381,21 +383,22 @@ struct Model {
     return r / (1 + r);
   }
 
-  std::string Header(const std::string& parts) const {
+  std::string Header(const std::string& parts, double flag) const {
     return "format=1\nconfig=" + config.Text() + "\ncodes=" + codes +
            "\nthreshold=" + std::to_string(threshold) + "\nscore_parts=" + parts +
-           "\ntrained_on=" + trained_on + "\n";
+           "\nflag_threshold=" + std::to_string(flag) + "\ntrained_on=" + trained_on + "\n";
   }
-  std::string Header() const { return Header(score_parts); }
+  std::string Header() const { return Header(score_parts, flag_threshold); }
 
   // Writes the file with the window score made of |parts| (this model's own by default) to a
   // temporary beside |path|, then renames it over |path|: a failed write leaves the old file.
   bool Save(const std::string& path, std::string* why) const {
-    return Save(path, score_parts, why);
+    return Save(path, score_parts, flag_threshold, why);
   }
-  bool Save(const std::string& path, const std::string& parts, std::string* why) const {
+  bool Save(const std::string& path, const std::string& parts, double flag,
+            std::string* why) const {
     const std::string tmp = path + ".tmp";
-    if (!WriteFile(tmp, parts, why)) {
+    if (!WriteFile(tmp, parts, flag, why)) {
       std::remove(tmp.c_str());
       return false;
     }
@@ -406,13 +409,14 @@ struct Model {
     }
     return true;
   }
-  bool WriteFile(const std::string& path, const std::string& parts, std::string* why) const {
+  bool WriteFile(const std::string& path, const std::string& parts, double flag,
+                 std::string* why) const {
     std::ofstream f(path, std::ios::binary);
     if (!f) {
       *why = "cannot write " + path + ": " + std::strerror(errno);
       return false;
     }
-    const std::string header = Header(parts);
+    const std::string header = Header(parts, flag);
     f.write(kMagic, 8);
     uint32_t n = static_cast<uint32_t>(header.size());
     f.write(reinterpret_cast<const char*>(&n), 4);
@@ -479,6 +483,12 @@ struct Model {
       if (k == "score_parts") {
         if (!ValidParts(v)) return fail("score_parts line");
         model->score_parts = v;
+      }
+      if (k == "flag_threshold") {
+        char* end = nullptr;
+        const double t = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end != '\0' || !(t > 0 && t <= 1)) return fail("flag_threshold line");
+        model->flag_threshold = t;
       }
     }
     if (!have_config) return fail("config line");
@@ -881,8 +891,8 @@ int ttap_models_score(void* handle, const ttap_window_batch* batch, float* score
   }
 }
 
-int ttap_models_set_score_parts(void* handle, const char* parts, const char* out_path, char* err,
-                                size_t err_size) {
+int ttap_models_set_tuning(void* handle, const char* parts, double flag_threshold,
+                           const char* out_path, char* err, size_t err_size) {
   try {
     if (!handle || !parts || !out_path) {
       SetError(err, err_size, "no model, parts or output path");
@@ -894,8 +904,13 @@ int ttap_models_set_score_parts(void* handle, const char* parts, const char* out
                std::string("bad score parts '") + parts + "' (mil, cat, unusual joined by '+')");
       return 1;
     }
+    if (!(flag_threshold > 0 && flag_threshold <= 1)) {
+      SetError(err, err_size,
+               "flag threshold " + std::to_string(flag_threshold) + " not in (0, 1]");
+      return 1;
+    }
     std::string why;
-    if (!m->Save(out_path, parts, &why)) {
+    if (!m->Save(out_path, parts, flag_threshold, &why)) {
       SetError(err, err_size, why);
       return 1;
     }

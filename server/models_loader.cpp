@@ -55,11 +55,11 @@ StatusOr<const ModelsLibrary*> ModelsLibrary::Get() {
       lib->open = reinterpret_cast<decltype(lib->open)>(dlsym(handle, "ttap_models_open"));
       lib->header = reinterpret_cast<decltype(lib->header)>(dlsym(handle, "ttap_models_header"));
       lib->score = reinterpret_cast<decltype(lib->score)>(dlsym(handle, "ttap_models_score"));
-      lib->set_score_parts = reinterpret_cast<decltype(lib->set_score_parts)>(
-          dlsym(handle, "ttap_models_set_score_parts"));
+      lib->set_tuning =
+          reinterpret_cast<decltype(lib->set_tuning)>(dlsym(handle, "ttap_models_set_tuning"));
       lib->close = reinterpret_cast<decltype(lib->close)>(dlsym(handle, "ttap_models_close"));
       if (!lib->api_version_ || !lib->describe_ || lib->api_version_() != TTAP_MODELS_API_VERSION ||
-          !lib->train || !lib->open || !lib->header || !lib->score || !lib->set_score_parts ||
+          !lib->train || !lib->open || !lib->header || !lib->score || !lib->set_tuning ||
           !lib->close) {
         tried += "\n  " + path + ": not a compatible ttap models module";
         delete lib;

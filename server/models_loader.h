@@ -24,7 +24,7 @@ class ModelsLibrary {
   decltype(&ttap_models_open) open = nullptr;
   decltype(&ttap_models_header) header = nullptr;
   decltype(&ttap_models_score) score = nullptr;
-  decltype(&ttap_models_set_score_parts) set_score_parts = nullptr;
+  decltype(&ttap_models_set_tuning) set_tuning = nullptr;
   decltype(&ttap_models_close) close = nullptr;
 
  private:

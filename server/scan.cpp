@@ -141,10 +141,12 @@ std::string RuleDocsUrl(const std::string& code, const std::string& name) {
   return std::string(kDocsBase) + anchor;
 }
 
-// TTA900: windows the learned scorer flags (score >= |threshold|) that no rule finding overlaps,
-// adjacent ones merged, anchored at the longest CPU op of the window so the frames locate it.
+// TTA900: windows the learned scorer flags (score >= |threshold|, or the file's flag threshold
+// when |threshold| < 0) that no rule finding overlaps, adjacent ones merged, anchored at the
+// longest CPU op of the window so the frames locate it.
 void AddUnusualWindows(const Trace& trace, const WindowModel& model, double threshold,
                        RuleResult* rules) {
+  if (threshold < 0) threshold = model.flag_threshold();
   auto preds = model.Score(trace);
   if (!preds.ok()) {
     std::fprintf(stderr, "ttap: warning: model: %s; rules only\n",

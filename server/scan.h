@@ -51,7 +51,7 @@ struct ScanOptions {
   SourceCache* sources = nullptr;  // parsed workspace files; a process-wide cache when null
   const FrameFilter* frame_filter = nullptr;  // user-frame include/exclude globs
   const WindowModel* model = nullptr;         // adds TTA900 unusual windows when set
-  double model_threshold = 0.8;               // window score that flags a window
+  double model_threshold = -1;  // window score that flags a window; < 0: the file's own
 };
 
 // Runs the rules on a loaded trace and locates the findings.

@@ -27,22 +27,27 @@ bool ParseNumber(const std::string& s, double* out) {
   return !s.empty() && *end == '\0';
 }
 
-// Chooses the window score's parts on the validation traces and rewrites |out| with them.
-int ChooseAndWriteScoreParts(const WindowModel& model, const std::vector<TrainExample>& val,
-                             const std::string& out) {
+// Chooses the window score's parts and flag threshold on the validation traces and rewrites |out|
+// with them.
+int ChooseAndWriteScoreTuning(const WindowModel& model, const std::vector<TrainExample>& val,
+                              const std::string& out) {
   std::string report;
-  auto parts = ChooseScoreParts(model, val, &report);
-  if (!parts.ok()) {
-    std::fprintf(stderr, "ttap: error: train: %s\n", parts.status().message().c_str());
+  auto tuning = ChooseScoreTuning(model, val, &report);
+  if (!tuning.ok()) {
+    std::fprintf(stderr, "ttap: error: train: %s\n", tuning.status().message().c_str());
     return 2;
   }
-  Status saved = model.SaveWithScoreParts(parts.value(), out);
+  Status saved = model.SaveTuned(tuning.value(), out);
   if (!saved.ok()) {
     std::fprintf(stderr, "ttap: error: train: %s\n", saved.message().c_str());
     return 2;
   }
-  std::printf("ttap train: score parts chosen on %zu val traces (trace/window AUC): %s -> %s\n",
-              val.size(), report.c_str(), parts.value().c_str());
+  const size_t flag_at = report.find('\n');
+  std::printf(
+      "ttap train: score parts chosen on %zu val traces (trace/window AUC): %s -> %s\n"
+      "ttap train: %s\n",
+      val.size(), report.substr(0, flag_at).c_str(), tuning.value().parts.c_str(),
+      flag_at == std::string::npos ? "" : report.substr(flag_at + 1).c_str());
   return 0;
 }
 
@@ -235,7 +240,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   }
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (retune) return ChooseAndWriteScoreParts(*retuned, val, out);
+  if (retune) return ChooseAndWriteScoreTuning(*retuned, val, out);
   std::printf(
       "ttap train: %zu train and %zu val traces from %s (%d with pre-existing "
       "anti-patterns, labelled %s; %d with families no rule covers, by trace label only), "
@@ -275,7 +280,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "ttap: error: train: %s\n", trained.status().message().c_str());
       return 2;
     }
-    if (const int rc = ChooseAndWriteScoreParts(**trained, val, out); rc != 0) return rc;
+    if (const int rc = ChooseAndWriteScoreTuning(**trained, val, out); rc != 0) return rc;
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("ttap train: done in %.0f s\n", total);

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -97,6 +99,7 @@ StatusOr<std::unique_ptr<WindowModel>> WindowModel::Open(const std::string& path
     if (k == "device") m->device_ = v;
     if (k == "config") m->config_ = v;
     if (k == "score_parts") m->score_parts_ = v;
+    if (k == "flag_threshold") m->flag_threshold_ = std::strtod(v.c_str(), nullptr);
   }
   return m;
 }
@@ -138,11 +141,11 @@ StatusOr<std::vector<WindowPrediction>> WindowModel::Score(const WindowTensors& 
   return out;
 }
 
-Status WindowModel::SaveWithScoreParts(const std::string& parts,
-                                       const std::string& out_path) const {
+Status WindowModel::SaveTuned(const ScoreTuning& tuning, const std::string& out_path) const {
   char err[1024] = {};
   std::lock_guard<std::mutex> lock(mu_);
-  if (lib_->set_score_parts(handle_, parts.c_str(), out_path.c_str(), err, sizeof(err)) != 0) {
+  if (lib_->set_tuning(handle_, tuning.parts.c_str(), tuning.flag_threshold, out_path.c_str(), err,
+                       sizeof(err)) != 0) {
     return Status::Error(err[0] ? err : "cannot save the model");
   }
   return Status::Ok();
@@ -164,8 +167,8 @@ double CombineScoreParts(const WindowPrediction& p, const std::array<bool, 3>& m
   return 1 - (mask[0] ? 1 - p.mil : 1) * (mask[1] ? 1 - p.cat : 1) * (mask[2] ? 1 - p.unusual : 1);
 }
 
-StatusOr<std::string> ChooseScoreParts(const WindowModel& model,
-                                       const std::vector<TrainExample>& val, std::string* report) {
+StatusOr<ScoreTuning> ChooseScoreTuning(const WindowModel& model,
+                                        const std::vector<TrainExample>& val, std::string* report) {
   struct Scored {
     int label;
     const std::vector<int32_t>* categories;
@@ -209,7 +212,42 @@ StatusOr<std::string> ChooseScoreParts(const WindowModel& model,
       best_parts = parts;
     }
   }
-  return best_parts;
+  ScoreTuning tuning;
+  tuning.parts = best_parts;
+  // The flag threshold: few windows known to hold nothing may reach it.
+  const std::array<bool, 3> mask = ScorePartsMask(best_parts);
+  std::vector<double> none_scores;
+  size_t labelled = 0, labelled_flagged = 0;
+  std::vector<double> labelled_scores;
+  for (const Scored& s : scored) {
+    for (size_t w = 0; w < s.preds.size() && w < s.categories->size(); ++w) {
+      const int32_t k = (*s.categories)[w];
+      const double v = CombineScoreParts(s.preds[w], mask);
+      if (k == 0) none_scores.push_back(v);
+      if (k > 0) labelled_scores.push_back(v);
+    }
+  }
+  double flag = kMinFlagThreshold;
+  if (!none_scores.empty()) {
+    std::sort(none_scores.begin(), none_scores.end());
+    const size_t at = std::min(none_scores.size() - 1,
+                               static_cast<size_t>(std::ceil(kFlagQuantile * none_scores.size())));
+    flag = std::clamp(none_scores[at], kMinFlagThreshold, kMaxFlagThreshold);
+  }
+  tuning.flag_threshold = flag;
+  size_t none_flagged = 0;
+  for (double v : none_scores) none_flagged += v >= flag;
+  for (double v : labelled_scores) {
+    ++labelled;
+    labelled_flagged += v >= flag;
+  }
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "\nflag threshold %.3f: flags %zu of %zu windows known to hold nothing, %zu of %zu "
+                "labelled ones",
+                flag, none_flagged, none_scores.size(), labelled_flagged, labelled);
+  *report += line;
+  return tuning;
 }
 
 Status TrainWindowModel(const std::vector<TrainExample>& train,

@@ -34,6 +34,13 @@ std::array<bool, 3> ScorePartsMask(const std::string& parts);
 // for the model's own parts).
 double CombineScoreParts(const WindowPrediction& p, const std::array<bool, 3>& mask);
 
+// What `ttap train` chooses on the validation split after training: the window score's parts
+// ("mil", "cat", "unusual" joined by '+') and the score that flags a window (TTA900).
+struct ScoreTuning {
+  std::string parts = "mil+cat+unusual";
+  double flag_threshold = 0.8;
+};
+
 class WindowModel {
  public:
   // |device|: auto, cpu or cuda. Errors name the file and what is wrong with it.
@@ -51,9 +58,12 @@ class WindowModel {
   const std::string& device() const { return device_; }
   const std::string& config() const { return config_; }
   const std::string& score_parts() const { return score_parts_; }  // e.g. "mil+cat+unusual"
-  // Writes this model to |out_path| with the window score made of |parts| ("mil", "cat",
-  // "unusual" joined by '+'); the weights are unchanged.
-  Status SaveWithScoreParts(const std::string& parts, const std::string& out_path) const;
+  // The window score at which `ttap scan` reports a window no rule explains (TTA900): the
+  // file's flag_threshold, chosen on validation by `ttap train`; 0.8 for files made before it.
+  double flag_threshold() const { return flag_threshold_; }
+  // Writes this model to |out_path| with |tuning|'s score parts and flag threshold; the weights
+  // are unchanged.
+  Status SaveTuned(const ScoreTuning& tuning, const std::string& out_path) const;
   // The weights file `ttap` uses when none is named: $TTAP_MODEL, else
   // models/ttap-window-scorer.pt beside the executable's parent (the source tree), else
   // ../share/ttap/ttap-window-scorer.pt; "" when none exists.
@@ -64,6 +74,7 @@ class WindowModel {
   const ModelsLibrary* lib_ = nullptr;
   void* handle_ = nullptr;
   std::string path_, trained_on_, device_, config_, score_parts_ = "mil+cat+unusual";
+  double flag_threshold_ = 0.8;
   std::vector<std::string> codes_;
   mutable std::mutex mu_;
 };
@@ -94,10 +105,14 @@ inline constexpr const char* kScoreParts[] = {"mil+cat+unusual", "mil+cat", "mil
 // The entry of kScoreParts with the best validation trace AUC (mean window score, traces with a
 // label) + window AUC (windows with a known category: some code = positive) on |val|; |report|
 // gets every entry's two numbers (|report| must not be null). When no entry has a finite AUC
-// (no labelled windows or traces), the first entry is returned. `ttap train` calls it on the
-// trained model and writes the choice into the file (score_parts).
-StatusOr<std::string> ChooseScoreParts(const WindowModel& model,
-                                       const std::vector<TrainExample>& val, std::string* report);
+// (no labelled windows or traces), the first entry is returned. Then the flag threshold: the
+// kFlagQuantile quantile of the chosen score over |val|'s windows known to hold nothing
+// (category 0, clean and real-base traces alike), kept within [kMinFlagThreshold,
+// kMaxFlagThreshold]; |report| gets a second line with it and the windows it flags.
+// `ttap train` calls it on the trained model and writes the choice into the file.
+inline constexpr double kFlagQuantile = 0.99, kMinFlagThreshold = 0.8, kMaxFlagThreshold = 0.995;
+StatusOr<ScoreTuning> ChooseScoreTuning(const WindowModel& model,
+                                        const std::vector<TrainExample>& val, std::string* report);
 
 Status TrainWindowModel(const std::vector<TrainExample>& train,
                         const std::vector<TrainExample>& val, const TrainSettings& settings,

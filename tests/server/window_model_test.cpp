@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "analysis/trace_loader.h"
@@ -150,9 +151,10 @@ TEST_CASE("the window score is the noisy-OR of the parts the file names", "[mode
     }
     CHECK(p.score == Approx(1 - (1 - p.mil) * (1 - p.cat) * (1 - p.unusual)).margin(1e-5));
   }
+  CHECK((*m)->flag_threshold() == Approx(0.8));  // the default until training chooses one
   // Rewritten with other parts: same weights and parts, another score; the open model unchanged.
   const std::string dir = ttap_test::MakeTempDir();
-  REQUIRE((*m)->SaveWithScoreParts("cat+unusual", dir + "/cu.pt").ok());
+  REQUIRE((*m)->SaveTuned({"cat+unusual", 0.93}, dir + "/cu.pt").ok());
   auto again = (*m)->Score(*t);
   REQUIRE(again.ok());
   REQUIRE(again->size() == all->size());
@@ -160,6 +162,7 @@ TEST_CASE("the window score is the noisy-OR of the parts the file names", "[mode
   auto cu = ttap::WindowModel::Open(dir + "/cu.pt", "cpu", 1);
   REQUIRE(cu.ok());
   CHECK((*cu)->score_parts() == "cat+unusual");
+  CHECK((*cu)->flag_threshold() == Approx(0.93));
   auto some = (*cu)->Score(*t);
   REQUIRE(some.ok());
   REQUIRE(some->size() == all->size());
@@ -171,9 +174,12 @@ TEST_CASE("the window score is the noisy-OR of the parts the file names", "[mode
     CHECK(p.score == Approx(1 - (1 - p.cat) * (1 - p.unusual)).margin(1e-5));
   }
   // Bad parts are refused; a file whose score_parts line is bad does not load.
-  auto bad = (*m)->SaveWithScoreParts("mil+magic", dir + "/bad.pt");
+  auto bad = (*m)->SaveTuned({"mil+magic", 0.9}, dir + "/bad.pt");
   REQUIRE(!bad.ok());
   CHECK(bad.message().find("bad score parts 'mil+magic'") != std::string::npos);
+  auto bad_flag = (*m)->SaveTuned({"cat", 1.5}, dir + "/bad.pt");
+  REQUIRE(!bad_flag.ok());
+  CHECK(bad_flag.message().find("flag threshold") != std::string::npos);
   std::string bytes = ttap_test::ReadFile(dir + "/cu.pt");
   const size_t at = bytes.find("score_parts=cat+unusual");
   REQUIRE(at != std::string::npos);
@@ -182,6 +188,14 @@ TEST_CASE("the window score is the noisy-OR of the parts the file names", "[mode
   auto broken = ttap::WindowModel::Open(dir + "/broken.pt", "cpu", 1);
   REQUIRE(!broken.ok());
   CHECK(broken.status().message().find("score_parts line") != std::string::npos);
+  std::string flagged = ttap_test::ReadFile(dir + "/cu.pt");
+  const size_t fat = flagged.find("flag_threshold=0.93");
+  REQUIRE(fat != std::string::npos);
+  flagged.replace(fat, 19, "flag_threshold=9.93");
+  REQUIRE(ttap_test::WriteFile(dir + "/broken_flag.pt", flagged));
+  auto broken_flag = ttap::WindowModel::Open(dir + "/broken_flag.pt", "cpu", 1);
+  REQUIRE(!broken_flag.ok());
+  CHECK(broken_flag.status().message().find("flag_threshold line") != std::string::npos);
 }
 
 TEST_CASE("empty and one-event windows score finite", "[model]") {
@@ -265,6 +279,23 @@ TEST_CASE("TTA900 says which parts of the window score flagged it", "[model]") {
     CHECK(f.evidence.at("unusual").number < 1);
   }
   CHECK(unusual > 0);
+  // Without a threshold of its own, scan takes the file's flag threshold.
+  const std::string dir = ttap_test::MakeTempDir();
+  REQUIRE((*m)->SaveTuned({(*m)->score_parts(), 1e-6}, dir + "/low.pt").ok());
+  REQUIRE((*m)->SaveTuned({(*m)->score_parts(), 1.0}, dir + "/high.pt").ok());
+  auto count_unusual = [&](const std::string& path) {
+    auto model = ttap::WindowModel::Open(path, "cpu", 1);
+    REQUIRE(model.ok());
+    ttap::ScanOptions file_threshold;
+    file_threshold.model = model->get();
+    int n = 0;
+    for (const ttap::Finding& f : ttap::ScanTrace(Sim(79, {}), file_threshold).rules.findings) {
+      n += f.code == "TTA900";
+    }
+    return n;
+  };
+  CHECK(count_unusual(dir + "/low.pt") == unusual);
+  CHECK(count_unusual(dir + "/high.pt") == 0);
 }
 
 TEST_CASE("train CLI: several datasets of one split, and a split conflict refused", "[model]") {
@@ -288,6 +319,12 @@ TEST_CASE("train CLI: several datasets of one split, and a split conflict refuse
   CHECK((*m)->trained_on().find("\"pre_existing\":\"windows\"") != std::string::npos);
   const std::string chosen = (*m)->score_parts();
   CHECK(ok.out.find("-> " + chosen) != std::string::npos);
+  // ... and the flag threshold, within its documented range and printed with what it flags.
+  CHECK((*m)->flag_threshold() >= ttap::kMinFlagThreshold);
+  CHECK((*m)->flag_threshold() <= ttap::kMaxFlagThreshold);
+  char flag_text[32];
+  std::snprintf(flag_text, sizeof(flag_text), "flag threshold %.3f: flags", (*m)->flag_threshold());
+  CHECK(ok.out.find(flag_text) != std::string::npos);
   CHECK((*m)->trained_on().find("\"train_groups\":[") != std::string::npos);
   auto t = Sim(80, {"TTA001"});
   auto before = (*m)->Score(*t);
