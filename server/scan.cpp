@@ -189,6 +189,7 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
     f.evidence["category"] = {false, 0, p.category};
     f.evidence["category_confidence"] = {true, p.confidence, ""};
     f.evidence["model"] = {false, 0, model.path()};
+    f.evidence["flag_threshold"] = {true, threshold, ""};
     // The parts of the score (the model's score_parts name those that count), of the
     // highest-scored window when windows merge.
     f.evidence["mil"] = {true, p.mil, ""};
@@ -209,8 +210,9 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
   for (Finding& f : added) {
     const std::string& cat = f.evidence["category"].text;
     const RuleInfo* guess = cat.empty() ? nullptr : FindRule(cat);
-    char score[32];
-    std::snprintf(score, sizeof(score), "%.2f", f.evidence["score"].number);
+    char score[64];  // three decimals: flag thresholds sit near 1
+    std::snprintf(score, sizeof(score), "%.3f (flag threshold %.3f", f.evidence["score"].number,
+                  f.evidence["flag_threshold"].number);
     // Which parts of the score made it: those the model combines, strongest first.
     std::vector<std::pair<double, std::string>> parts;
     const std::array<bool, 3> use = ScorePartsMask(model.score_parts());
@@ -222,9 +224,9 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
     for (const auto& [v, what] : parts) {
       char num[16];
       std::snprintf(num, sizeof(num), "%.2f", v);
-      why += (why.empty() ? " (" : ", ") + what + " " + num;
+      why += (why.empty() ? "; " : ", ") + what + " " + num;
     }
-    if (!why.empty()) why += ")";
+    why += ")";
     f.message = std::string("unusual window: the window scorer gives it ") + score + why +
                 " and no rule explains it" +
                 (guess ? "; closest category " + cat + " " + guess->name + " (" +
