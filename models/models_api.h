@@ -10,9 +10,9 @@
 extern "C" {
 #endif
 
-#define TTAP_MODELS_API_VERSION \
-  5  // 3: window features in ttap_window_batch; 4: score parts;
-     // 5: flag threshold (ttap_models_set_tuning)
+// 3: window features in ttap_window_batch; 4: score parts; 5: flag threshold
+// (ttap_models_set_tuning).
+#define TTAP_MODELS_API_VERSION 5
 
 // Returns TTAP_MODELS_API_VERSION of the module.
 int ttap_models_api_version(void);

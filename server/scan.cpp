@@ -211,7 +211,9 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
     const std::string& cat = f.evidence["category"].text;
     const RuleInfo* guess = cat.empty() ? nullptr : FindRule(cat);
     char score[64];  // three decimals: flag thresholds sit near 1
-    std::snprintf(score, sizeof(score), "%.3f (flag threshold %.3f", f.evidence["score"].number,
+    std::snprintf(score, sizeof(score), "%.3f", f.evidence["score"].number);
+    char threshold_text[32];
+    std::snprintf(threshold_text, sizeof(threshold_text), "flag threshold %.3f",
                   f.evidence["flag_threshold"].number);
     // Which parts of the score made it: those the model combines, strongest first.
     std::vector<std::pair<double, std::string>> parts;
@@ -220,11 +222,11 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
     if (use[1]) parts.push_back({f.evidence["cat"].number, "some catalogue category"});
     if (use[2]) parts.push_back({f.evidence["unusual"].number, "unlike clean training windows"});
     std::sort(parts.rbegin(), parts.rend());
-    std::string why;
-    for (const auto& [v, what] : parts) {
+    std::string why = std::string(" (") + threshold_text;
+    for (size_t i = 0; i < parts.size(); ++i) {
       char num[16];
-      std::snprintf(num, sizeof(num), "%.2f", v);
-      why += (why.empty() ? "; " : ", ") + what + " " + num;
+      std::snprintf(num, sizeof(num), "%.2f", parts[i].first);
+      why += (i == 0 ? "; " : ", ") + parts[i].second + " " + num;
     }
     why += ")";
     f.message = std::string("unusual window: the window scorer gives it ") + score + why +

@@ -31,8 +31,8 @@ bool ParseNumber(const std::string& s, double* out) {
 // with them.
 int ChooseAndWriteScoreTuning(const WindowModel& model, const std::vector<TrainExample>& val,
                               const std::string& out) {
-  std::string report;
-  auto tuning = ChooseScoreTuning(model, val, &report);
+  std::string report, flag_report;
+  auto tuning = ChooseScoreTuning(model, val, &report, &flag_report);
   if (!tuning.ok()) {
     std::fprintf(stderr, "ttap: error: train: %s\n", tuning.status().message().c_str());
     return 2;
@@ -42,12 +42,10 @@ int ChooseAndWriteScoreTuning(const WindowModel& model, const std::vector<TrainE
     std::fprintf(stderr, "ttap: error: train: %s\n", saved.message().c_str());
     return 2;
   }
-  const size_t flag_at = report.find('\n');
   std::printf(
       "ttap train: score parts chosen on %zu val traces (trace/window AUC): %s -> %s\n"
       "ttap train: %s\n",
-      val.size(), report.substr(0, flag_at).c_str(), tuning.value().parts.c_str(),
-      flag_at == std::string::npos ? "" : report.substr(flag_at + 1).c_str());
+      val.size(), report.c_str(), tuning.value().parts.c_str(), flag_report.c_str());
   return 0;
 }
 
@@ -218,11 +216,9 @@ int RunTrainCommand(const std::vector<std::string>& args) {
           const int64_t ov = std::min(l.end_ns, trace.windows[w].end_ns) -
                              std::max(l.start_ns, trace.windows[w].start_ns);
           auto it = std::find(settings.codes.begin(), settings.codes.end(), l.code);
-          if (ov <= best || (weak && it == settings.codes.end())) continue;
+          if (ov <= best || it == settings.codes.end()) continue;  // weak labels: trace only
           best = ov;
-          ex.categories[w] = it == settings.codes.end()
-                                 ? -1
-                                 : static_cast<int32_t>(it - settings.codes.begin()) + 1;
+          ex.categories[w] = static_cast<int32_t>(it - settings.codes.begin()) + 1;
         }
       }
     }

@@ -168,7 +168,8 @@ double CombineScoreParts(const WindowPrediction& p, const std::array<bool, 3>& m
 }
 
 StatusOr<ScoreTuning> ChooseScoreTuning(const WindowModel& model,
-                                        const std::vector<TrainExample>& val, std::string* report) {
+                                        const std::vector<TrainExample>& val, std::string* report,
+                                        std::string* flag_report) {
   struct Scored {
     int label;
     const std::vector<int32_t>* categories;
@@ -216,9 +217,7 @@ StatusOr<ScoreTuning> ChooseScoreTuning(const WindowModel& model,
   tuning.parts = best_parts;
   // The flag threshold: few windows known to hold nothing may reach it.
   const std::array<bool, 3> mask = ScorePartsMask(best_parts);
-  std::vector<double> none_scores;
-  size_t labelled = 0, labelled_flagged = 0;
-  std::vector<double> labelled_scores;
+  std::vector<double> none_scores, labelled_scores;
   for (const Scored& s : scored) {
     for (size_t w = 0; w < s.preds.size() && w < s.categories->size(); ++w) {
       const int32_t k = (*s.categories)[w];
@@ -235,18 +234,15 @@ StatusOr<ScoreTuning> ChooseScoreTuning(const WindowModel& model,
     flag = std::clamp(none_scores[at], kMinFlagThreshold, kMaxFlagThreshold);
   }
   tuning.flag_threshold = flag;
-  size_t none_flagged = 0;
+  size_t none_flagged = 0, labelled_flagged = 0;
   for (double v : none_scores) none_flagged += v >= flag;
-  for (double v : labelled_scores) {
-    ++labelled;
-    labelled_flagged += v >= flag;
-  }
+  for (double v : labelled_scores) labelled_flagged += v >= flag;
   char line[256];
   std::snprintf(line, sizeof(line),
-                "\nflag threshold %.3f: flags %zu of %zu windows known to hold nothing, %zu of %zu "
+                "flag threshold %.3f: flags %zu of %zu windows known to hold nothing, %zu of %zu "
                 "labelled ones",
-                flag, none_flagged, none_scores.size(), labelled_flagged, labelled);
-  *report += line;
+                flag, none_flagged, none_scores.size(), labelled_flagged, labelled_scores.size());
+  *flag_report = line;
   return tuning;
 }
 

@@ -173,29 +173,28 @@ TEST_CASE("the window score is the noisy-OR of the parts the file names", "[mode
     CHECK(p.unusual == Approx((*all)[w].unusual).margin(1e-6));
     CHECK(p.score == Approx(1 - (1 - p.cat) * (1 - p.unusual)).margin(1e-5));
   }
-  // Bad parts are refused; a file whose score_parts line is bad does not load.
+  // Bad parts and flag thresholds are refused.
   auto bad = (*m)->SaveTuned({"mil+magic", 0.9}, dir + "/bad.pt");
   REQUIRE(!bad.ok());
   CHECK(bad.message().find("bad score parts 'mil+magic'") != std::string::npos);
   auto bad_flag = (*m)->SaveTuned({"cat", 1.5}, dir + "/bad.pt");
   REQUIRE(!bad_flag.ok());
   CHECK(bad_flag.message().find("flag threshold") != std::string::npos);
-  std::string bytes = ttap_test::ReadFile(dir + "/cu.pt");
-  const size_t at = bytes.find("score_parts=cat+unusual");
-  REQUIRE(at != std::string::npos);
-  bytes.replace(at, 23, "score_parts=cat+unusua!");
-  REQUIRE(ttap_test::WriteFile(dir + "/broken.pt", bytes));
-  auto broken = ttap::WindowModel::Open(dir + "/broken.pt", "cpu", 1);
-  REQUIRE(!broken.ok());
-  CHECK(broken.status().message().find("score_parts line") != std::string::npos);
-  std::string flagged = ttap_test::ReadFile(dir + "/cu.pt");
-  const size_t fat = flagged.find("flag_threshold=0.93");
-  REQUIRE(fat != std::string::npos);
-  flagged.replace(fat, 19, "flag_threshold=9.93");
-  REQUIRE(ttap_test::WriteFile(dir + "/broken_flag.pt", flagged));
-  auto broken_flag = ttap::WindowModel::Open(dir + "/broken_flag.pt", "cpu", 1);
-  REQUIRE(!broken_flag.ok());
-  CHECK(broken_flag.status().message().find("flag_threshold line") != std::string::npos);
+  // A file with one header line made bad does not load, and the message names the line.
+  auto open_with = [&](const std::string& line, const std::string& bad_line) {
+    std::string bytes = ttap_test::ReadFile(dir + "/cu.pt");
+    const size_t at = bytes.find(line);
+    REQUIRE(at != std::string::npos);
+    bytes.replace(at, line.size(), bad_line);
+    REQUIRE(ttap_test::WriteFile(dir + "/broken.pt", bytes));
+    auto broken = ttap::WindowModel::Open(dir + "/broken.pt", "cpu", 1);
+    REQUIRE(!broken.ok());
+    return broken.status().message();
+  };
+  CHECK(open_with("score_parts=cat+unusual", "score_parts=cat+unusua!").find("score_parts line") !=
+        std::string::npos);
+  CHECK(open_with("flag_threshold=0.93", "flag_threshold=9.93").find("flag_threshold line") !=
+        std::string::npos);
 }
 
 TEST_CASE("empty and one-event windows score finite", "[model]") {
