@@ -43,6 +43,10 @@ struct Finding {
   std::string message;   // one line, with the numbers
   int64_t start_ns = 0;  // extent in the trace's clock
   int64_t end_ns = 0;
+  // Detectors: the [start, end) of each occurrence the raw finding stands for (e.g. each sync of
+  // one call site in a step); RunRules marks only the windows these touch, not every window of
+  // the extent between them. Empty means the extent is one occurrence.
+  std::vector<std::pair<int64_t, int64_t>> occurrences;
   double time_lost_us_per_step = 0;  // mean over the steps where it occurs... see rules.cpp
   double share_of_step = 0;          // 0..1
   std::vector<int64_t> step_ids;     // ProfilerStep numbers

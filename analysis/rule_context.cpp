@@ -95,12 +95,20 @@ int32_t RuleContext::TopOp(int32_t row) const {
 }
 
 std::vector<int> RuleContext::WindowsOf(int64_t lo, int64_t hi) const {
+  // Windows are equal, sorted and back to back (analysis/trace.h): start at the first one that
+  // ends after |lo|.
   std::vector<int> out;
   const auto& w = trace_.windows;
-  for (size_t i = 0; i < w.size(); ++i) {
-    bool touches = lo == hi ? (w[i].start_ns <= lo && lo < w[i].end_ns)
-                            : (w[i].start_ns < hi && lo < w[i].end_ns);
-    if (touches) out.push_back(static_cast<int>(i));
+  auto it = std::upper_bound(w.begin(), w.end(), lo,
+                             [](int64_t t, const Window& x) { return t < x.end_ns; });
+  for (size_t i = static_cast<size_t>(it - w.begin()); i < w.size(); ++i) {
+    const bool touches = lo == hi ? (w[i].start_ns <= lo && lo < w[i].end_ns)
+                                  : (w[i].start_ns < hi && lo < w[i].end_ns);
+    if (touches) {
+      out.push_back(static_cast<int>(i));
+    } else if (w[i].start_ns >= std::max(lo, hi)) {
+      break;
+    }
   }
   return out;
 }

@@ -41,7 +41,7 @@ inline Finding MakeRawFinding(const RuleContext& ctx, const char* code, int step
 }
 
 // The raw finding of |key| in |by_cause| (one step's findings by cause), created on first use,
-// its extent widened to cover [a, b).
+// its extent widened to cover [a, b) and [a, b) added to its occurrences.
 inline Finding& CauseFinding(std::map<std::string, Finding>* by_cause, const RuleContext& ctx,
                              const char* code, int step, int64_t a, int64_t b, int32_t anchor,
                              const std::string& key) {
@@ -52,6 +52,7 @@ inline Finding& CauseFinding(std::map<std::string, Finding>* by_cause, const Rul
   Finding& f = it->second;
   f.start_ns = std::min(f.start_ns, a);
   f.end_ns = std::max(f.end_ns, b);
+  f.occurrences.emplace_back(a, b);
   return f;
 }
 

@@ -124,6 +124,7 @@ Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
   out.per_step.clear();
   out.step_ids.clear();
   out.window_indices.clear();
+  out.occurrences.clear();
   out.top_events.clear();
   std::map<std::string, EvidenceValue> evidence;
   std::map<std::string, EvidenceEvent> events;
@@ -148,7 +149,12 @@ Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
       m.count += e.count;
       m.total_us += e.total_us;
     }
-    for (int w : ctx.WindowsOf(f.start_ns, f.end_ns)) windows.insert(w);
+    if (f.occurrences.empty()) {
+      for (int w : ctx.WindowsOf(f.start_ns, f.end_ns)) windows.insert(w);
+    }
+    for (const auto& [a, b] : f.occurrences) {
+      for (int w : ctx.WindowsOf(a, b)) windows.insert(w);
+    }
   }
   for (auto& [step, lost] : per_step) {
     out.per_step.emplace_back(step, lost);

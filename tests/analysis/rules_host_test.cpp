@@ -1,5 +1,6 @@
 // Rule tests for TTA001 dataloader-stall, TTA002 host-sync, TTA008 gpu-idle (tiny inline traces,
 // one positive and one negative each), plus RunRules' merging and window scores.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "analysis/tiny_trace.h"
@@ -132,6 +133,59 @@ TEST_CASE("RunRules: window scores, categories and trace score", "[rules]") {
   CHECK(r.trace_score > 0);
   auto clean = TrainingLoop(0).Load(30);
   CHECK(ttap::RunRules(*clean, {}).trace_score == 0);
+}
+
+TEST_CASE("RunRules: a cause's windows are those of its occurrences, not the span between",
+          "[rules][TTA002]") {
+  // One step of ~10 ms: the same .item() call site syncs near its start and near its end; the
+  // 8.8 ms of kernels between the two syncs hold no finding.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1005, gpu = 1015;
+  auto sync = [&]() {
+    t.Cpu("aten::item", cpu, gpu - cpu + 20);
+    t.Cpu("aten::_local_scalar_dense", cpu + 1, gpu - cpu + 18);
+    t.Runtime("cudaStreamSynchronize", cpu + 2, gpu - cpu + 15);
+    cpu = gpu + 25;
+    t.Cpu("aten::add", cpu, 400);  // CPU work while the GPU has nothing queued
+    cpu += 400;
+    gpu = cpu + 10;
+  };
+  auto kernels = [&](int n) {  // launched no faster than they run: each sync waits briefly
+    for (int k = 0; k < n; ++k) {
+      gpu = std::max(gpu, cpu + 10);
+      t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 100);
+      cpu += 110;
+      gpu += 100;
+    }
+  };
+  kernels(2);
+  sync();
+  kernels(80);
+  sync();
+  kernels(2);
+  t.Step(0, 1000, gpu + 50 - 1000);
+  t.Python("train.py", 40, "<module>", 1001, gpu + 50 - 1002);
+  auto trace = t.Load(20);
+  auto f = FindingsWithCode(*trace, "TTA002");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("syncs").number == 2);
+  // The extent still spans both syncs; the windows are only those around each.
+  const auto& w = trace->windows;
+  REQUIRE(w.size() == 20);
+  CHECK(f[0].start_ns < w[3].start_ns);
+  CHECK(f[0].end_ns > w[16].end_ns);
+  REQUIRE_FALSE(f[0].window_indices.empty());
+  CHECK(f[0].window_indices.size() <= 6);
+  CHECK(f[0].window_indices.front() <= 2);
+  CHECK(f[0].window_indices.back() >= 17);
+  auto r = ttap::RunRules(*trace, {});
+  for (int middle = 5; middle < 15; ++middle) {
+    INFO("window " << middle);
+    CHECK(r.windows[middle].score == 0);
+    CHECK(r.windows[middle].category.empty());
+  }
+  CHECK(r.windows[f[0].window_indices.front()].score > 0);  // TTA002 or the drain's TTA008
 }
 
 TEST_CASE("Rules on a trace without GPU events give CPU-side findings only", "[rules]") {
