@@ -119,10 +119,23 @@ WindowTensors BuildWindowTensors(const Trace& trace, const WindowTensorSpec& spe
     }
   }
   const std::vector<std::vector<double>> features = WindowFeatures(trace);
-  wt.features = kWindowFeatureCount;
-  wt.window_features.reserve(features.size() * static_cast<size_t>(kWindowFeatureCount));
+  static_assert(kWindowTensorFeatures == 2 * kWindowFeatureCount, "absolute + relative");
+  const size_t F = static_cast<size_t>(kWindowFeatureCount);
+  std::vector<double> median(F, 0.0);
+  for (size_t j = 0; j < F && !features.empty(); ++j) {
+    std::vector<double> column;
+    column.reserve(features.size());
+    for (const auto& row : features) column.push_back(row[j]);
+    const size_t mid = column.size() / 2;
+    std::nth_element(column.begin(), column.begin() + static_cast<long>(mid), column.end());
+    median[j] = column[mid];
+  }
+  wt.features = kWindowTensorFeatures;
+  wt.window_features.reserve(features.size() * static_cast<size_t>(kWindowTensorFeatures));
   for (const auto& row : features) {
     for (double v : row) wt.window_features.push_back(static_cast<float>(v));
+    for (size_t j = 0; j < F; ++j)
+      wt.window_features.push_back(static_cast<float>(row[j] - median[j]));
   }
   return wt;
 }

@@ -24,15 +24,21 @@ struct WindowTensorSpec {
 
 struct WindowTensors {
   int windows = 0, events = 0, tokens = 0;
-  std::vector<int32_t> token_ids;      // windows x events x tokens
-  std::vector<int32_t> kinds;          // windows x events: EventKind + 1, 0 = padding
-  std::vector<float> numeric;          // windows x events x 4: log1p(delay us), log1p(dur us),
-                                       // depth / 8, start within the window (0..1)
-  std::vector<int32_t> lanes;          // windows x events
-  std::vector<uint8_t> mask;           // windows x events: 1 = an event
-  int features = 0;                    // per-window summary numbers (analysis/window_features.h)
+  std::vector<int32_t> token_ids;  // windows x events x tokens
+  std::vector<int32_t> kinds;      // windows x events: EventKind + 1, 0 = padding
+  std::vector<float> numeric;      // windows x events x 4: log1p(delay us), log1p(dur us),
+                                   // depth / 8, start within the window (0..1)
+  std::vector<int32_t> lanes;      // windows x events
+  std::vector<uint8_t> mask;       // windows x events: 1 = an event
+  // Per-window summary numbers: the kWindowFeatureCount features of analysis/window_features.h,
+  // then the same minus their median over the trace's windows (how the window differs from the
+  // trace's typical window; a model trained with fewer features reads the leading ones).
+  int features = 0;
   std::vector<float> window_features;  // windows x features
 };
+
+// Columns of WindowTensors::window_features: absolute features, then trace-relative ones.
+constexpr int kWindowTensorFeatures = 2 * 14;
 
 // Splits a kernel/op name into lower-case sub-tokens on "::", "_", "<", ",", digits, spaces and
 // punctuation ("void at::native::vectorized_elementwise_kernel<4, ...>" -> void, at, native,

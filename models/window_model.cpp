@@ -230,7 +230,8 @@ bool ValidBatch(const ttap_window_batch& b, const Config& c, std::string* why) {
     *why = "window batch without data";
     return false;
   }
-  if (c.features > 0 && (b.features != c.features || !b.window_features)) {
+  // More features than the model reads is fine (newer inputs, older weights: the leading ones).
+  if (c.features > 0 && (b.features < c.features || !b.window_features)) {
     *why = "window batch has " + std::to_string(b.features) + " window features, the model " +
            std::to_string(c.features);
     return false;
@@ -238,11 +239,15 @@ bool ValidBatch(const ttap_window_batch& b, const Config& c, std::string* why) {
   return true;
 }
 
-// Clamps ids into the embedding ranges (inputs built for another vocabulary stay in range).
-void ClampIds(Batch* b, const Config& c) {
+// Fits a batch to the model: clamps ids into the embedding ranges (inputs built for another
+// vocabulary stay in range) and keeps the leading window features the model was trained on.
+void FitToConfig(Batch* b, const Config& c) {
   b->tokens.clamp_(0, c.vocab - 1);
   b->kinds.clamp_(0, c.kinds - 1);
   b->lanes.clamp_(0, c.lanes - 1);
+  if (c.features > 0 && b->features.size(1) > c.features) {
+    b->features = b->features.narrow(1, 0, c.features).contiguous();
+  }
 }
 
 // Training-time augmentation: the trace's launch delays and durations each rescaled by one random
@@ -266,6 +271,16 @@ Batch Augment(const Batch& b, std::mt19937_64* rng) {
     rescale(a.features.select(1, 5), delay);
     rescale(a.features.select(1, 3), duration);
     rescale(a.features.select(1, 4), duration);
+  }
+  // Their trace-relative copies (columns 14 + j: the feature minus its median over the trace's
+  // windows, analysis/window_tensors.h) follow the rescaled values.
+  constexpr int64_t kRelative = 14;
+  if (a.features.size(1) == 2 * kRelative && a.features.size(0) > 0) {
+    const int64_t mid = a.features.size(0) / 2 + 1;  // the upper median, as window_tensors.cpp
+    for (int64_t j : {3, 4, 5}) {
+      Tensor column = a.features.select(1, j);
+      a.features.select(1, kRelative + j).copy_(column - std::get<0>(column.kthvalue(mid)));
+    }
   }
   Tensor keep =
       torch::rand(b.tokens.sizes(), torch::TensorOptions().device(b.tokens.device())) >= 0.1;
@@ -596,7 +611,7 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
         if (!ValidBatch(xs[i].batch, model.config, &why)) return false;
         Example e;
         e.batch = ToTensors(xs[i].batch);
-        ClampIds(&e.batch, model.config);
+        FitToConfig(&e.batch, model.config);
         e.batch = e.batch.To(device);
         e.label = xs[i].trace_label < 0 ? -1 : xs[i].trace_label ? 1 : 0;
         std::vector<int64_t> cats(static_cast<size_t>(xs[i].batch.windows), -1);
@@ -778,16 +793,24 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
       auto params = model.net->parameters();
       for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best_state[i]);
     }
-    // Unusual-window statistics: k-means (k = 8) of clean training window embeddings.
+    // Unusual-window statistics: k-means (k = 8) of the training windows known to hold nothing:
+    // every window of a clean trace, and the windows of an unlabelled real-base trace that no
+    // labelled interval touches (the clean bag), so that a real workload's ordinary windows are
+    // not "unusual" merely for being unlike the simulated ones.
     model.net->eval();
     {
       torch::NoGradGuard no_grad;
       std::vector<Tensor> clean;
       for (const Example& ex : train_set) {
-        if (ex.label != 0) continue;
+        if (ex.label != 0 && ex.label != -1) continue;
         auto out = model.net->forward(ex.batch.tokens, ex.batch.kinds, ex.batch.numeric,
                                       ex.batch.lanes, ex.batch.mask, ex.batch.features);
-        clean.push_back(normalize(out.embedding).to(torch::kCPU));
+        Tensor e = normalize(out.embedding);
+        if (ex.label == -1) {
+          e = e.index({ex.categories == 0});
+          if (e.size(0) == 0) continue;
+        }
+        clean.push_back(e.to(torch::kCPU));
       }
       if (!clean.empty()) {
         Tensor x = torch::cat(clean, 0);
@@ -871,7 +894,7 @@ int ttap_models_score(void* handle, const ttap_window_batch* batch, float* score
     }
     c10::InferenceMode guard;
     Batch b = ToTensors(*batch);
-    ClampIds(&b, m->config);
+    FitToConfig(&b, m->config);
     b = b.To(m->device);
     Tensor s, k, c, p;
     m->Score(b, &s, &k, &c, &p);

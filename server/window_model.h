@@ -110,7 +110,7 @@ inline constexpr const char* kScoreParts[] = {"mil+cat+unusual", "mil+cat", "mil
 // (category 0, clean and real-base traces alike), kept within [kMinFlagThreshold,
 // kMaxFlagThreshold]; |flag_report| gets it and the windows it flags.
 // `ttap train` calls it on the trained model and writes the choice into the file.
-inline constexpr double kFlagQuantile = 0.99, kMinFlagThreshold = 0.8, kMaxFlagThreshold = 0.995;
+inline constexpr double kFlagQuantile = 0.99, kMinFlagThreshold = 0.5, kMaxFlagThreshold = 0.995;
 StatusOr<ScoreTuning> ChooseScoreTuning(const WindowModel& model,
                                         const std::vector<TrainExample>& val, std::string* report,
                                         std::string* flag_report);

@@ -7,6 +7,7 @@
 // build time.
 #include "server/window_model.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -102,6 +103,66 @@ TEST_CASE("window tensors: sub-tokens, caps, lanes and masks", "[model]") {
   }
   CHECK(real > 0);
   for (float v : wt.numeric) CHECK(std::isfinite(v));
+  // Window features: the absolute ones, then each minus its median over the trace's windows.
+  REQUIRE(wt.features == ttap::kWindowTensorFeatures);
+  REQUIRE(wt.window_features.size() ==
+          static_cast<size_t>(wt.windows) * static_cast<size_t>(wt.features));
+  const int half = wt.features / 2;
+  for (int j = 0; j < half; ++j) {
+    std::vector<float> column;
+    for (int w = 0; w < wt.windows; ++w) column.push_back(wt.window_features[w * wt.features + j]);
+    std::vector<float> sorted = column;
+    std::sort(sorted.begin(), sorted.end());
+    const float median = sorted[sorted.size() / 2];
+    for (int w = 0; w < wt.windows; ++w) {
+      CHECK(wt.window_features[w * wt.features + half + j] ==
+            Approx(column[w] - median).margin(1e-5));
+    }
+  }
+}
+
+TEST_CASE("a model trained on fewer window features reads the leading ones", "[model]") {
+  if (!HaveModels()) return;
+  auto leading = [](ttap::WindowTensors wt, int keep) {
+    std::vector<float> cut;
+    for (int w = 0; w < wt.windows; ++w) {
+      for (int j = 0; j < keep; ++j) cut.push_back(wt.window_features[w * wt.features + j]);
+    }
+    wt.features = keep;
+    wt.window_features = std::move(cut);
+    return wt;
+  };
+  std::vector<ttap::TrainExample> train, val;
+  for (int i = 0; i < 3; ++i) {
+    auto t = Sim(300 + i, i % 2 ? std::vector<std::string>{"TTA001"} : std::vector<std::string>{});
+    ttap::TrainExample ex;
+    ex.tensors = leading(ttap::BuildWindowTensors(*t), 14);  // as weights made before issue 7's
+    ex.label = i % 2;                                        // relative features
+    ex.categories.assign(t->windows.size(), 0);
+    (i == 2 ? val : train).push_back(std::move(ex));
+  }
+  ttap::TrainSettings s;
+  s.epochs = 1;
+  s.threads = 1;
+  s.device = "cpu";
+  s.codes = {"TTA001"};
+  const std::string path = ttap_test::MakeTempDir() + "/f14.pt";
+  REQUIRE(ttap::TrainWindowModel(train, val, s, path, [](const std::string&) {}).ok());
+  auto m = ttap::WindowModel::Open(path, "cpu", 1);
+  REQUIRE(m.ok());
+  CHECK((*m)->config().find("features:14") != std::string::npos);
+  auto t = Sim(310, {"TTA001"});
+  const ttap::WindowTensors full = ttap::BuildWindowTensors(*t);
+  auto a = (*m)->Score(full);
+  auto b = (*m)->Score(leading(full, 14));
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a->size() == b->size());
+  for (size_t w = 0; w < a->size(); ++w) CHECK((*a)[w].score == (*b)[w].score);
+  // Fewer features than the model reads is refused with a message.
+  auto c = (*m)->Score(leading(full, 10));
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().message().find("10 window features") != std::string::npos);
 }
 
 TEST_CASE("a trained model loads and scores deterministically", "[model]") {
