@@ -12,8 +12,10 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -570,19 +572,29 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   opts.workspace = &workspace;
   FrameFilter filter{config.user_frames_include, config.user_frames_exclude};
   opts.frame_filter = &filter;
+  // The weights open (libtorch alone takes ~0.5 s to load) on their own thread while the traces
+  // load; the first trace ready to be scanned waits for them. A model that cannot be used is a
+  // warning: the rules still run. One intra-op thread: measured faster here than two
+  // (bench/bench_score.sh), the windows being small matrices.
   std::unique_ptr<WindowModel> model;
+  std::future<StatusOr<std::unique_ptr<WindowModel>>> opening;
   if (!model_path.empty()) {
-    // A model that cannot be used is a warning: the rules still run.
-    // One intra-op thread: measured faster here than two (bench/bench_score.sh: 76 vs 174 ms
-    // for 100 windows), the windows being small matrices.
-    auto opened = WindowModel::Open(model_path, model_device, 1);
-    if (opened.ok()) {
-      model = std::move(opened.value());
-      opts.model = model.get();
-    } else {
-      std::fprintf(stderr, "ttap: warning: %s; rules only\n", opened.status().message().c_str());
-    }
+    opening = std::async(std::launch::async,
+                         [&] { return WindowModel::Open(model_path, model_device, 1); });
   }
+  std::once_flag model_settled;
+  auto await_model = [&] {
+    std::call_once(model_settled, [&] {
+      if (!opening.valid()) return;
+      auto opened = opening.get();
+      if (opened.ok()) {
+        model = std::move(opened.value());
+        opts.model = model.get();
+      } else {
+        std::fprintf(stderr, "ttap: warning: %s; rules only\n", opened.status().message().c_str());
+      }
+    });
+  };
 
   // Traces of a directory are scanned in parallel, one loader thread each.
   std::vector<ScanResult> results(files.size());
@@ -606,6 +618,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       double load_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
               .count();
+      await_model();
       results[k] = ScanTrace(std::move(t.value()), opts);
       if (timing) {
         std::fprintf(stderr, "%s: load %.1f ms; rules %.1f ms; mapping %.1f ms (%zu findings)\n",
@@ -618,6 +631,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
   work();
   for (auto& th : pool) th.join();
+  await_model();  // says why a model is unusable even when no trace loaded
 
   // LLM drafts (`--llm`): the best-scoring findings of each trace, through the draft cache.
   std::vector<FindingDrafts> drafts(files.size());
