@@ -119,7 +119,6 @@ WindowTensors BuildWindowTensors(const Trace& trace, const WindowTensorSpec& spe
     }
   }
   const std::vector<std::vector<double>> features = WindowFeatures(trace);
-  static_assert(kWindowTensorFeatures == 2 * kWindowFeatureCount, "absolute + relative");
   const size_t F = static_cast<size_t>(kWindowFeatureCount);
   std::vector<double> median(F, 0.0);
   for (size_t j = 0; j < F && !features.empty(); ++j) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/trace.h"
+#include "analysis/window_features.h"
 
 namespace ttap {
 
@@ -38,7 +39,7 @@ struct WindowTensors {
 };
 
 // Columns of WindowTensors::window_features: absolute features, then trace-relative ones.
-constexpr int kWindowTensorFeatures = 2 * 14;
+constexpr int kWindowTensorFeatures = 2 * kWindowFeatureCount;
 
 // Splits a kernel/op name into lower-case sub-tokens on "::", "_", "<", ",", digits, spaces and
 // punctuation ("void at::native::vectorized_elementwise_kernel<4, ...>" -> void, at, native,

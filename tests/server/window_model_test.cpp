@@ -49,6 +49,27 @@ std::unique_ptr<ttap::Trace> Sim(uint64_t seed, std::vector<std::string> codes) 
   return Load(ttap::SimulateTrace(s).json);
 }
 
+// A simulated trace as a training example: TTA001 in the odd seeds' traces; every window counts
+// as clean for the category head; |label| is the trace label.
+ttap::TrainExample SimExample(uint64_t seed, int label) {
+  auto t = Sim(seed, seed % 2 ? std::vector<std::string>{"TTA001"} : std::vector<std::string>{});
+  ttap::TrainExample ex;
+  ex.tensors = ttap::BuildWindowTensors(*t);
+  ex.label = label;
+  ex.categories.assign(t->windows.size(), 0);
+  return ex;
+}
+
+// What the tiny models of this file train with: one epoch on one CPU thread.
+ttap::TrainSettings OneCpuEpoch(std::vector<std::string> codes) {
+  ttap::TrainSettings s;
+  s.epochs = 1;
+  s.threads = 1;
+  s.device = "cpu";
+  s.codes = std::move(codes);
+  return s;
+}
+
 // A tiny model trained once for the tests of this file.
 const std::string& TinyModel() {
   static std::string path;
@@ -56,18 +77,9 @@ const std::string& TinyModel() {
   std::vector<ttap::TrainExample> train, val;
   // The fifth trace has no trace-level label (-1, as `train --pre-existing windows` gives).
   for (int i = 0; i < 5; ++i) {
-    auto t = Sim(100 + i, i % 2 ? std::vector<std::string>{"TTA001"} : std::vector<std::string>{});
-    ttap::TrainExample ex;
-    ex.tensors = ttap::BuildWindowTensors(*t);
-    ex.label = i == 4 ? -1 : i % 2;
-    ex.categories.assign(t->windows.size(), 0);
-    (i == 3 ? val : train).push_back(std::move(ex));
+    (i == 3 ? val : train).push_back(SimExample(100 + i, i == 4 ? -1 : i % 2));
   }
-  ttap::TrainSettings s;
-  s.epochs = 1;
-  s.threads = 1;
-  s.device = "cpu";
-  s.codes = {"TTA001", "TTA002"};
+  ttap::TrainSettings s = OneCpuEpoch({"TTA001", "TTA002"});
   s.trained_on = R"({"groups": ["sim/classification/resnet"], "splits": ["train", "val"]})";
   path = ttap_test::MakeTempDir() + "/tiny.pt";
   std::vector<std::string> lines;
@@ -134,20 +146,13 @@ TEST_CASE("a model trained on fewer window features reads the leading ones", "[m
   };
   std::vector<ttap::TrainExample> train, val;
   for (int i = 0; i < 3; ++i) {
-    auto t = Sim(300 + i, i % 2 ? std::vector<std::string>{"TTA001"} : std::vector<std::string>{});
-    ttap::TrainExample ex;
-    ex.tensors = leading(ttap::BuildWindowTensors(*t), 14);  // as weights made before issue 7's
-    ex.label = i % 2;                                        // relative features
-    ex.categories.assign(t->windows.size(), 0);
+    ttap::TrainExample ex = SimExample(300 + i, i % 2);
+    ex.tensors = leading(ex.tensors, 14);  // as weights made before the relative features
     (i == 2 ? val : train).push_back(std::move(ex));
   }
-  ttap::TrainSettings s;
-  s.epochs = 1;
-  s.threads = 1;
-  s.device = "cpu";
-  s.codes = {"TTA001"};
   const std::string path = ttap_test::MakeTempDir() + "/f14.pt";
-  REQUIRE(ttap::TrainWindowModel(train, val, s, path, [](const std::string&) {}).ok());
+  REQUIRE(ttap::TrainWindowModel(train, val, OneCpuEpoch({"TTA001"}), path, [](const std::string&) {
+          }).ok());
   auto m = ttap::WindowModel::Open(path, "cpu", 1);
   REQUIRE(m.ok());
   CHECK((*m)->config().find("features:14") != std::string::npos);
