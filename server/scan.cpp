@@ -145,7 +145,7 @@ std::string RuleDocsUrl(const std::string& code, const std::string& name) {
 
 // TTA900: windows the learned scorer flags (score >= |threshold|, or the file's flag threshold
 // when |threshold| < 0) that no rule finding overlaps, adjacent ones merged, anchored at the
-// longest CPU op of the window so the frames locate it.
+// longest CPU op of the window (else its longest event) with frames, so the frames locate it.
 void AddUnusualWindows(const Trace& trace, const WindowModel& model, double threshold,
                        RuleResult* rules) {
   if (threshold < 0) threshold = model.flag_threshold();
@@ -197,12 +197,17 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
     f.evidence["mil"] = {true, p.mil, ""};
     f.evidence["cat"] = {true, p.cat, ""};
     f.evidence["unusual"] = {true, p.unusual, ""};
-    int64_t longest = -1;
-    for (uint32_t i = win.begin; i < win.end; ++i) {
-      if (ev.kind[i] == EventKind::kCpuOp && ev.frame[i] >= 0 && ev.dur[i] > longest) {
-        longest = ev.dur[i];
-        f.anchor_row = static_cast<int32_t>(i);
+    // The longest CPU op with frames; else (a trace without CPU ops) the longest event with them.
+    for (const bool cpu_ops_only : {true, false}) {
+      int64_t longest = -1;
+      for (uint32_t i = win.begin; i < win.end; ++i) {
+        if ((!cpu_ops_only || ev.kind[i] == EventKind::kCpuOp) && ev.frame[i] >= 0 &&
+            ev.dur[i] > longest) {
+          longest = ev.dur[i];
+          f.anchor_row = static_cast<int32_t>(i);
+        }
       }
+      if (f.anchor_row >= 0) break;
     }
     for (const Step& st : trace.steps) {
       if (st.start() < win.end_ns && win.start_ns < st.end()) f.step_ids.push_back(st.number);
@@ -508,6 +513,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   int windows = config.windows;
   bool use_llm = false;                           // `--llm`: the only thing that turns drafting on
   std::string model_path, model_device = "auto";  // `--model`: adds TTA900 unusual windows
+  double model_threshold = -1;                    // `--model-threshold`; < 0: the file's
   llm::LlmOverrides llm_flags;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -533,6 +539,13 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       if (!next(&model_path)) return UsageError("--model needs a weights file");
     } else if (a == "--device") {
       if (!next(&model_device)) return UsageError("--device is auto, cpu or cuda");
+    } else if (a == "--model-threshold") {
+      char* end = nullptr;
+      if (!next(&v)) return UsageError("--model-threshold needs a score in [0, 1]");
+      model_threshold = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(model_threshold >= 0 && model_threshold <= 1)) {
+        return UsageError("--model-threshold needs a score in [0, 1]");
+      }
     } else if (a == "--llm-base-url" || a == "--llm-model" || a == "--llm-api-key-env") {
       if (!next(&v)) return UsageError(a + " needs a value");
       (a == "--llm-base-url" ? llm_flags.base_url
@@ -590,6 +603,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       if (opened.ok()) {
         model = std::move(opened.value());
         opts.model = model.get();
+        opts.model_threshold = model_threshold;
       } else {
         std::fprintf(stderr, "ttap: warning: %s; rules only\n", opened.status().message().c_str());
       }

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,7 @@
 #include "server/llm/llm_config.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/scan.h"
+#include "server/window_model.h"
 
 namespace ttap::lsp {
 
@@ -205,6 +207,9 @@ class Session {
   void WatchLoop();
   std::string NewestTrace(int64_t* mtime, int64_t* size);
   void Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel);
+  // The window scorer the settings name, opened once per (path, device) on a helper thread that
+  // runs while the trace loads; null when it is off or unusable (the rules run alone).
+  std::shared_future<std::shared_ptr<const WindowModel>> WindowScorer();
   // LLM drafts for |snap|'s findings when the editor turned drafting on (worker thread).
   void DraftFindingsOf(const std::shared_ptr<Snapshot>& snap);
   std::shared_ptr<const llm::FindingDraft> DraftOf(const Snapshot& snap, size_t finding);
@@ -269,9 +274,19 @@ class Session {
   // editor's values win over TTAP_LLM_* variables, which win over [tool.ttap.llm].
   bool llm_enabled_ = false;
   llm::LlmOverrides llm_editor_;
+  // The window scorer (`model` settings): on by default with the shipped weights
+  // (WindowModel::DefaultPath); threshold < 0 keeps the file's flag threshold.
+  bool model_enabled_ = true;
+  std::string model_path_, model_device_ = "auto";
+  double model_threshold_ = -1;
   // The worker's client (recreated when the settings change) and cache.
   std::unique_ptr<llm::LlmClient> llm_client_;
   std::string llm_client_key_;
+  // The open window scorer (worker thread) and what it is: "path (device)", or why there is none.
+  std::string model_key_;
+  std::shared_future<std::shared_ptr<const WindowModel>> model_;
+  std::mutex model_mu_;
+  std::string model_state_ = "off";
 
   // Documents (reader thread only) and the parse cache (shared).
   std::mutex docs_mu_;  // docs_ is written by the reader thread, read by the worker too
@@ -573,6 +588,19 @@ void Session::ApplySettings(const json& s) {
                        ? l["enabled"].get<bool>()
                        : llm_editor_.base_url.has_value();
   }
+  if (s.contains("model") && s["model"].is_object()) {
+    const json& m = s["model"];
+    if (m.contains("enabled") && m["enabled"].is_boolean()) model_enabled_ = m["enabled"];
+    if (m.contains("path") && m["path"].is_string()) model_path_ = m["path"];
+    if (m.contains("device") && m["device"].is_string()) {
+      const std::string d = m["device"];
+      model_device_ = d == "cpu" || d == "cuda" ? d : "auto";
+    }
+    if (m.contains("threshold")) {  // null (or out of [0, 1]): the file's own
+      const double t = m["threshold"].is_number() ? m["threshold"].get<double>() : -1;
+      model_threshold_ = t >= 0 && t <= 1 ? t : -1;
+    }
+  }
   for (const char* key : {"userFramesInclude", "userFramesExclude"}) {
     if (!s.contains(key) || !s[key].is_array()) continue;
     auto& dst = std::string(key) == "userFramesInclude" ? config_.user_frames_include
@@ -794,6 +822,8 @@ void Session::WatchLoop() {
 }
 
 void Session::WorkerLoop() {
+  // The window scorer starts opening now, so the first trace waits for it as little as possible.
+  WindowScorer();
   while (true) {
     bool force;
     {
@@ -847,6 +877,10 @@ void Session::Status(const std::string& state, const std::string& detail) {
     p["findings"] = snapshot_->scan ? snapshot_->scan->findings.size() : 0;
   }
   if (!detail.empty()) p["detail"] = detail;
+  {
+    std::lock_guard<std::mutex> lock(model_mu_);
+    p["model"] = model_state_;
+  }
   out_.Notify("ttap/status", p);
 }
 
@@ -872,6 +906,13 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
     config = config_;
     roots = roots_;
   }
+  double model_threshold;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    model_threshold = model_threshold_;
+  }
+  // The scorer opens (libtorch alone takes ~0.5 s to map, once per session) while the trace loads.
+  std::shared_future<std::shared_ptr<const WindowModel>> scorer = WindowScorer();
   LoadOptions lo;
   lo.window_count = config.windows;
   lo.cancel = cancel;
@@ -889,7 +930,10 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
     out_.Notify(
         "$/progress",
         {{"token", token},
-         {"value", {{"kind", "report"}, {"message", "running rules"}, {"percentage", 60}}}});
+         {"value",
+          {{"kind", "report"},
+           {"message", scorer.valid() ? "running rules and the window scorer" : "running rules"},
+           {"percentage", 60}}}});
   Status("analyzing", trace);
   std::vector<PathMap> maps;
   for (const auto& [from, to] : config.path_maps) maps.push_back({from, to});
@@ -923,6 +967,9 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   so.min_severity = Severity::kHint;
   so.workspace = &index;
   so.frame_filter = &filter;
+  std::shared_ptr<const WindowModel> model = scorer.valid() ? scorer.get() : nullptr;
+  so.model = model.get();
+  so.model_threshold = model_threshold;
   auto snap = std::make_shared<Snapshot>();
   snap->trace_path = trace;
   snap->trace_mtime = mtime;
@@ -965,6 +1012,43 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
             " ms, mapping " + std::to_string(static_cast<int>(snap->scan->mapping_ms)) + " ms)");
   Status("ready");
   DraftFindingsOf(snap);
+}
+
+std::shared_future<std::shared_ptr<const WindowModel>> Session::WindowScorer() {
+  std::string path, device;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    if (model_enabled_) {
+      path = model_path_.empty() ? WindowModel::DefaultPath() : model_path_;
+      device = model_device_;
+    }
+  }
+  const std::string key = path.empty() ? "" : path + " (" + device + ")";
+  if (key == model_key_ && model_.valid()) return model_;
+  model_key_ = key;
+  if (key.empty()) {
+    model_ = {};
+    std::lock_guard<std::mutex> lock(model_mu_);
+    model_state_ = "off";
+    return model_;
+  }
+  // One intra-op thread, as `ttap scan` (the windows are small matrices).
+  model_ = std::async(std::launch::async, [this, path, device, key]() {
+             auto opened = WindowModel::Open(path, device, 1);
+             std::shared_ptr<const WindowModel> m;
+             std::string state;
+             if (opened.ok()) {
+               m = std::move(opened.value());
+               state = m->path() + " (" + m->device() + ")";
+             } else {
+               state = "unavailable: " + opened.status().message();
+               ClientLog("window scorer " + state + "; rules only");
+             }
+             std::lock_guard<std::mutex> lock(model_mu_);
+             model_state_ = state;
+             return m;
+           }).share();
+  return model_;
 }
 
 void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap) {

@@ -1,5 +1,6 @@
 // LspServer: the language server session. The reader thread (Run) decodes and dispatches every
-// message and never blocks: trace loading and rule analysis run on a worker thread and publish
+// message and never blocks: trace loading, rule analysis and the learned window scorer (opened
+// once per session on a helper thread) run off the reader thread and publish
 // immutable snapshots; hovers, code actions and diagnostics read the latest snapshot. Every
 // request gets exactly one reply (ReplyOnce). stdout (or the socket) carries only protocol;
 // logs go to stderr and window/logMessage. Called by `ttap lsp` (lsp_main.cpp) per connection.

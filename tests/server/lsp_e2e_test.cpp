@@ -3,6 +3,7 @@
 // actions and edits that move the squiggle, and the no-trace message.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <random>
@@ -199,6 +200,78 @@ TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick f
   c.Call("shutdown", nullptr);
   c.Notify("exit", nullptr);
   CHECK(c.WaitExit() == 0);
+}
+
+// One session with |model| settings: "CODE@LINE" (0-based) of every diagnostic train.py gets,
+// and the `ttap/status` "ready" notification.
+std::pair<std::vector<std::string>, json> ScorerSession(const json& model) {
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  mkdir((root + "/log").c_str(), 0755);
+  // The three stalled steps, then a fourth without a stall: 10 ms of matmul under
+  // `loss = model(batch)` (line 13) that no rule explains.
+  std::string trace = ttap_test::StallTrace();
+  trace.insert(
+      trace.rfind("\n]}"),
+      ",\n"
+      R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#3","pid":1,"tid":1,"ts":31000,"dur":10000},)"
+      "\n"
+      R"({"ph":"X","cat":"python_function","name":"train.py(13): <module>","pid":1,"tid":1,"ts":31001,"dur":9990},)"
+      "\n"
+      R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":31100,"dur":9000},)"
+      "\n"
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":31200,"dur":5,"args":{"correlation":1000}},)"
+      "\n"
+      R"({"ph":"X","cat":"kernel","name":"volta_h884gemm_128x64_nn","pid":0,"tid":7,"ts":31210,"dur":9700,"args":{"correlation":1000,"stream":7,"device":0}})");
+  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json", trace);
+  LspClient c(ttap_test::Binary(), {"--stdio"});
+  json init = InitParams(root);
+  init["initializationOptions"]["model"] = model;
+  c.Call("initialize", init);
+  c.Notify("initialized", json::object());
+  auto status = c.WaitFor([](const json& m) {
+    return m.value("method", "") == "ttap/status" && m["params"]["state"] == "ready";
+  });
+  std::vector<std::string> codes;
+  const std::string uri = "file://" + root + "/train.py";
+  auto diags = c.Call("textDocument/diagnostic", {{"textDocument", {{"uri", uri}}}});
+  if (diags["result"].contains("items")) {
+    for (const auto& d : diags["result"]["items"]) {
+      codes.push_back(d.value("code", "") + "@" +
+                      std::to_string(d["range"]["start"]["line"].get<int>()));
+    }
+  }
+  c.Call("shutdown", nullptr);
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+  return {codes, status};
+}
+
+TEST_CASE("lsp: the window scorer adds TTA900 diagnostics where no rule explains a window",
+          "[lsp][e2e][model]") {
+  const std::string bin = ttap_test::Binary();
+  if (!ttap_test::PathExists(bin.substr(0, bin.find_last_of('/')) + "/libttap_models.so")) return;
+  const std::string weights = ttap_test::SourceDir() + "/models/ttap-window-scorer.pt";
+  // Threshold 0 flags every window the scorer sees, so TTA900 must appear beside the rule's.
+  auto [on, on_status] = ScorerSession({{"path", weights}, {"device", "cpu"}, {"threshold", 0}});
+  INFO(on_status.dump());
+  CAPTURE(on);
+  CHECK(std::count(on.begin(), on.end(), "TTA001@11") == 1);  // `for batch in loader:`
+  CHECK(std::count_if(on.begin(), on.end(),
+                      [](const std::string& c) { return c.rfind("TTA900@", 0) == 0; }) >= 1);
+  CHECK(on_status["params"]["model"].get<std::string>().find("ttap-window-scorer.pt (cpu)") !=
+        std::string::npos);
+  // Turned off, the same settings give the rules' diagnostics alone.
+  auto [off, off_status] = ScorerSession({{"enabled", false}, {"path", weights}, {"threshold", 0}});
+  CHECK(off == std::vector<std::string>{"TTA001@11"});
+  CHECK(off_status["params"]["model"] == "off");
+  // A weights file that is not one: the rules still run, and the status says why.
+  const std::string bad = ttap_test::MakeTempDir() + "/bad.pt";
+  WriteOrFail(bad, "junk");
+  auto [broken, broken_status] = ScorerSession({{"path", bad}, {"threshold", 0}});
+  CHECK(broken == std::vector<std::string>{"TTA001@11"});
+  CHECK(broken_status["params"]["model"].get<std::string>().find("unavailable") !=
+        std::string::npos);
 }
 
 TEST_CASE("lsp: --listen serves sessions over TCP, exit ends one session, not the server",

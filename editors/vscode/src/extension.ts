@@ -26,6 +26,12 @@ function settings(): object {
     userFramesInclude: c.get("userFramesInclude"),
     userFramesExclude: c.get("userFramesExclude"),
     llm: { baseUrl: c.get("llm.baseUrl"), model: c.get("llm.model"), apiKeyEnv: c.get("llm.apiKeyEnv") },
+    model: {
+      enabled: c.get("model.enabled"),
+      path: c.get("model.path"),
+      device: c.get("model.device"),
+      threshold: c.get("model.threshold"),
+    },
   };
 }
 
