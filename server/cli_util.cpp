@@ -14,6 +14,12 @@ int UsageError(const std::string& message) {
   return 2;
 }
 
+bool ParseNumber(const std::string& s, double* out) {
+  char* end = nullptr;
+  *out = std::strtod(s.c_str(), &end);
+  return !s.empty() && *end == '\0';
+}
+
 StatusOr<TraceTarget> ExpandTraceTarget(const std::string& target) {
   TraceTarget t;
   struct stat st;

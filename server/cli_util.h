@@ -1,5 +1,5 @@
-// Small pieces shared by the CLI commands (cli.cpp, scan.cpp): usage errors and expanding a
-// TRACE_OR_DIR argument into trace files.
+// Small pieces shared by the CLI commands (cli.cpp, scan.cpp, train_command.cpp): usage errors,
+// number arguments, and expanding a TRACE_OR_DIR argument into trace files.
 #pragma once
 
 #include <string>
@@ -11,6 +11,9 @@ namespace ttap {
 
 // Prints "ttap: MSG" and the --help hint to stderr; returns exit code 2.
 int UsageError(const std::string& message);
+
+// The whole of |s| as a number (strtod syntax); false when empty or anything follows it.
+bool ParseNumber(const std::string& s, double* out);
 
 struct TraceTarget {
   std::vector<std::string> files;

@@ -540,10 +540,8 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
     } else if (a == "--device") {
       if (!next(&model_device)) return UsageError("--device is auto, cpu or cuda");
     } else if (a == "--model-threshold") {
-      char* end = nullptr;
-      if (!next(&v)) return UsageError("--model-threshold needs a score in [0, 1]");
-      model_threshold = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(model_threshold >= 0 && model_threshold <= 1)) {
+      if (!next(&v) || !ParseNumber(v, &model_threshold) ||
+          !(model_threshold >= 0 && model_threshold <= 1)) {
         return UsageError("--model-threshold needs a score in [0, 1]");
       }
     } else if (a == "--llm-base-url" || a == "--llm-model" || a == "--llm-api-key-env") {

@@ -21,12 +21,6 @@ namespace ttap {
 
 namespace {
 
-bool ParseNumber(const std::string& s, double* out) {
-  char* end = nullptr;
-  *out = std::strtod(s.c_str(), &end);
-  return !s.empty() && *end == '\0';
-}
-
 // Chooses the window score's parts and flag threshold on the validation traces and rewrites |out|
 // with them.
 int ChooseAndWriteScoreTuning(const WindowModel& model, const std::vector<TrainExample>& val,

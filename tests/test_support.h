@@ -45,6 +45,11 @@ inline std::string RealTracesDir() { return SharedDir() + "/traces/real"; }
 inline bool HaveShared() { return PathExists(RealTracesDir() + "/INDEX.tsv"); }
 inline std::string SourceDir() { return TTAP_SOURCE_DIR; }
 inline std::string Binary() { return TTAP_BINARY; }
+// The models module beside the binary (absent when libtorch was not found at build time).
+inline std::string ModelsLib() {
+  const std::string bin = Binary();
+  return bin.substr(0, bin.find_last_of('/')) + "/libttap_models.so";
+}
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

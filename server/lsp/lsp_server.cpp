@@ -901,14 +901,11 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   Status("loading", trace);
   Config config;
   std::vector<std::string> roots;
+  double model_threshold;
   {
     std::lock_guard<std::mutex> lock(settings_mu_);
     config = config_;
     roots = roots_;
-  }
-  double model_threshold;
-  {
-    std::lock_guard<std::mutex> lock(settings_mu_);
     model_threshold = model_threshold_;
   }
   // The scorer opens (libtorch alone takes ~0.5 s to map, once per session) while the trace loads.

@@ -249,8 +249,7 @@ std::pair<std::vector<std::string>, json> ScorerSession(const json& model) {
 
 TEST_CASE("lsp: the window scorer adds TTA900 diagnostics where no rule explains a window",
           "[lsp][e2e][model]") {
-  const std::string bin = ttap_test::Binary();
-  if (!ttap_test::PathExists(bin.substr(0, bin.find_last_of('/')) + "/libttap_models.so")) return;
+  if (!ttap_test::PathExists(ttap_test::ModelsLib())) return;
   const std::string weights = ttap_test::SourceDir() + "/models/ttap-window-scorer.pt";
   // Threshold 0 flags every window the scorer sees, so TTA900 must appear beside the rule's.
   auto [on, on_status] = ScorerSession({{"path", weights}, {"device", "cpu"}, {"threshold", 0}});

@@ -21,14 +21,9 @@
 
 namespace {
 
-std::string ModelsLib() {
-  const std::string bin = ttap_test::Binary();
-  return bin.substr(0, bin.find_last_of('/')) + "/libttap_models.so";
-}
-
 bool HaveModels() {
-  if (!ttap_test::PathExists(ModelsLib())) return false;
-  setenv("TTAP_MODELS_LIB", ModelsLib().c_str(), 0);
+  if (!ttap_test::PathExists(ttap_test::ModelsLib())) return false;
+  setenv("TTAP_MODELS_LIB", ttap_test::ModelsLib().c_str(), 0);
   return true;
 }
 
