@@ -42,13 +42,14 @@ struct Config {
   int64_t vocab = 4096, tokens = 6, kinds = 16, lanes = 16, d = 128, D = 256, heads = 4, codes = 0;
   int64_t features = 0;  // per-window summary features added to the window embedding (0 = none)
   bool names = true, pos = true, relation = true, max_pool = false;
+  bool absolute = true;  // the window features' absolute half (false: trace-relative half only)
 
   std::string Text() const {
     std::ostringstream s;
     s << "vocab:" << vocab << " tokens:" << tokens << " kinds:" << kinds << " lanes:" << lanes
       << " d:" << d << " D:" << D << " heads:" << heads << " codes:" << codes << " names:" << names
       << " pos:" << pos << " relation:" << relation << " max_pool:" << max_pool
-      << " features:" << features;
+      << " features:" << features << " absolute:" << absolute;
     return s.str();
   }
   bool Parse(const std::string& text) {
@@ -64,8 +65,11 @@ struct Config {
           {"vocab", &vocab}, {"tokens", &tokens}, {"kinds", &kinds},
           {"lanes", &lanes}, {"d", &d},           {"D", &D},
           {"heads", &heads}, {"codes", &codes},   {"features", &features}};
-      std::map<std::string, bool*> flags = {
-          {"names", &names}, {"pos", &pos}, {"relation", &relation}, {"max_pool", &max_pool}};
+      std::map<std::string, bool*> flags = {{"names", &names},
+                                            {"pos", &pos},
+                                            {"relation", &relation},
+                                            {"max_pool", &max_pool},
+                                            {"absolute", &absolute}};
       if (ints.count(k)) {
         *ints[k] = v;
       } else if (flags.count(k)) {
@@ -75,8 +79,8 @@ struct Config {
       }
       ++seen;
     }
-    // Files written before window features had 12 items (features 0).
-    return (seen == 12 || seen == 13) && features >= 0 && vocab > 1 && d % 4 == 0 &&
+    // Files written before window features had 12 items (features 0), before `absolute` 13.
+    return (seen >= 12 && seen <= 14) && features >= 0 && vocab > 1 && d % 4 == 0 &&
            D % heads == 0 && d % heads == 0;
   }
 };
@@ -175,7 +179,14 @@ struct ScorerImpl : nn::Module {
     // Standardised features are clipped to +-4 so that a workload far outside the training
     // range (a real trace much larger than any seen) cannot push the scores by extrapolation.
     if (c.features > 0) {
-      e = e + feature_proj(((features - feature_mean) / feature_std).clamp(-4.0, 4.0));
+      Tensor z = ((features - feature_mean) / feature_std).clamp(-4.0, 4.0);
+      // `--ablation no-absolute`: only the trace-relative half (each feature minus its trace
+      // median) speaks; the absolute levels, which differ from workload to workload, are zero.
+      if (!c.absolute && z.size(1) % 2 == 0) {
+        const int64_t half = z.size(1) / 2;
+        z = torch::cat({torch::zeros_like(z.narrow(1, 0, half)), z.narrow(1, half, half)}, 1);
+      }
+      e = e + feature_proj(z);
     }
     if (c.relation) {
       Tensor seq = e.t().unsqueeze(0);  // [1, D, W]
@@ -592,8 +603,9 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
             ? 0
             : 1 + static_cast<int64_t>(std::count(model.codes.begin(), model.codes.end(), ','));
     const std::string ablation = o->ablation ? o->ablation : "";
-    static const char* const kAblations[] = {"",         "no-names",    "no-pos",    "no-relation",
-                                             "max-pool", "no-features", "no-augment"};
+    static const char* const kAblations[] = {
+        "",         "no-names",    "no-pos",     "no-relation",
+        "max-pool", "no-features", "no-augment", "no-absolute"};
     if (std::find(std::begin(kAblations), std::end(kAblations), ablation) == std::end(kAblations)) {
       SetError(err, err_size, "unknown ablation '" + ablation + "'");
       return 1;
@@ -602,6 +614,7 @@ int ttap_models_train(const ttap_train_example* train, int n_train, const ttap_t
     model.config.pos = ablation != "no-pos";
     model.config.relation = ablation != "no-relation";
     model.config.max_pool = ablation == "max-pool";
+    model.config.absolute = ablation != "no-absolute";
     model.config.features = ablation == "no-features" ? 0 : train[0].batch.features;
     const bool augment = ablation != "no-augment";
     model.net = Scorer(model.config);

@@ -61,7 +61,7 @@ constexpr const char* kUsage =
     "        train/val groups (trace labels only); the others appear only in held-out splits\n"
     "  train --data DIR [--data DIR2...] --out FILE [--epochs N] [--seed S] [--threads T]\n"
     "        [--minutes M] [--pre-existing positive|windows] [--device auto|cpu|cuda] [--retune]\n"
-    "        [--ablation no-names|no-pos|no-relation|max-pool|no-features|no-augment]\n"
+    "        [--ablation no-names|no-pos|no-relation|max-pool|no-features|no-augment|no-absolute]\n"
     "        train the window-scoring model on the train split of `ttap gen` datasets;\n"
     "        --retune keeps the weights of --out and only re-chooses its score parts and\n"
     "        flag threshold on val\n"
@@ -86,14 +86,6 @@ constexpr const char* kUsage =
     "\n"
     "exit codes: 0 ok, 1 findings (scan), 2 unusable input or bad usage\n";
 
-bool ParseIntArg(const char* s, int* out) {
-  char* end = nullptr;
-  long v = std::strtol(s, &end, 10);
-  if (!s[0] || *end || v < -1 || v > 1000000) return false;
-  *out = static_cast<int>(v);
-  return true;
-}
-
 int RunStats(const std::vector<std::string>& args, Config config) {
   std::string target;
   bool json = false;
@@ -101,7 +93,11 @@ int RunStats(const std::vector<std::string>& args, Config config) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](int* out) {
-      if (i + 1 >= args.size() || !ParseIntArg(args[i + 1].c_str(), out)) return false;
+      long long v = 0;
+      if (i + 1 >= args.size() || !ParseInteger(args[i + 1], &v) || v < -1 || v > 1000000) {
+        return false;
+      }
+      *out = static_cast<int>(v);
       ++i;
       return true;
     };

@@ -3,7 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include "analysis/trace_loader.h"
 
@@ -18,6 +20,15 @@ bool ParseNumber(const std::string& s, double* out) {
   char* end = nullptr;
   *out = std::strtod(s.c_str(), &end);
   return !s.empty() && *end == '\0';
+}
+
+bool ParseInteger(const std::string& s, long long* out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0) return false;
+  *out = v;
+  return true;
 }
 
 StatusOr<TraceTarget> ExpandTraceTarget(const std::string& target) {

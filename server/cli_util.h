@@ -1,5 +1,5 @@
-// Small pieces shared by the CLI commands (cli.cpp, scan.cpp, train_command.cpp): usage errors,
-// number arguments, and expanding a TRACE_OR_DIR argument into trace files.
+// Small pieces shared by the CLI commands (cli.cpp, scan.cpp, gen/train/eval_command.cpp): usage
+// errors, number arguments, and expanding a TRACE_OR_DIR argument into trace files.
 #pragma once
 
 #include <string>
@@ -14,6 +14,8 @@ int UsageError(const std::string& message);
 
 // The whole of |s| as a number (strtod syntax); false when empty or anything follows it.
 bool ParseNumber(const std::string& s, double* out);
+// The whole of |s| as a base-10 integer; false when empty, out of range or anything follows it.
+bool ParseInteger(const std::string& s, long long* out);
 
 struct TraceTarget {
   std::vector<std::string> files;

@@ -830,16 +830,6 @@ nlohmann::json Json(const RunInfo& info, const std::vector<Section>& sections) {
   return j;
 }
 
-bool ParseUint(const std::string& s, uint64_t* out) {
-  if (s.empty() || s[0] == '-') return false;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (*end != '\0' || errno != 0) return false;
-  *out = v;
-  return true;
-}
-
 // `--windows-tsv`: one row per window of the validation and evaluated traces -- trace, split,
 // trace label, window, window label (as the metrics count them), each method's window score (NaN
 // where it did not run) and the learned scorer's parts (mil, cat, unusual) and the rules' score
@@ -981,7 +971,7 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
-    uint64_t v = 0;
+    long long v = 0;
     if (a == "--methods" && has_value) {
       methods_arg = args[++i];
     } else if (a == "--split" && has_value) {
@@ -991,13 +981,13 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     } else if (a == "--windows-tsv") {
       windows_tsv = true;
     } else if (a == "--bootstrap" && has_value) {
-      if (!ParseUint(args[++i], &v) || v > 100000) {
+      if (!ParseInteger(args[++i], &v) || v < 0 || v > 100000) {
         return UsageError("--bootstrap needs a number of resamples (0..100000)");
       }
       info.settings.bootstrap = static_cast<int>(v);
     } else if (a == "--seed" && has_value) {
-      if (!ParseUint(args[++i], &v)) return UsageError("--seed needs a number >= 0");
-      info.settings.seed = v;
+      if (!ParseInteger(args[++i], &v) || v < 0) return UsageError("--seed needs a number >= 0");
+      info.settings.seed = static_cast<uint64_t>(v);
     } else if (a == "--with-pre-existing") {
       info.settings.with_pre_existing = true;
     } else if (a == "--model" && has_value) {

@@ -59,15 +59,6 @@ bool WriteText(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
-bool ParseInt(const std::string& s, long long* out) {
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || errno != 0) return false;
-  *out = v;
-  return true;
-}
-
 bool MakeDir(const std::string& path) {
   if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
     std::fprintf(stderr, "ttap: error: cannot create %s: %s\n", path.c_str(), std::strerror(errno));
@@ -668,9 +659,10 @@ int RunGenCommand(const std::vector<std::string>& args) {
     if (a == "--out" && has_value) {
       out = args[++i];
     } else if (a == "--seed" && has_value) {
-      if (!ParseInt(args[++i], &seed) || seed < 0) return UsageError("--seed needs a number >= 0");
+      if (!ParseInteger(args[++i], &seed) || seed < 0)
+        return UsageError("--seed needs a number >= 0");
     } else if (a == "--split-seed" && has_value) {
-      if (!ParseInt(args[++i], &split_seed) || split_seed < 0) {
+      if (!ParseInteger(args[++i], &split_seed) || split_seed < 0) {
         return UsageError("--split-seed needs a number >= 0");
       }
     } else if (a == "--only-splits" && has_value) {
@@ -693,16 +685,17 @@ int RunGenCommand(const std::vector<std::string>& args) {
         weak_families.insert(f);
       }
     } else if (a == "--count" && has_value) {
-      if (!ParseInt(args[++i], &count) || count <= 0 || count > 100000) {
+      if (!ParseInteger(args[++i], &count) || count <= 0 || count > 100000) {
         return UsageError("--count needs a positive number");
       }
     } else if (a == "--threads" && has_value) {
-      if (!ParseInt(args[++i], &threads) || threads <= 0 || threads > 64) {
+      if (!ParseInteger(args[++i], &threads) || threads <= 0 || threads > 64) {
         return UsageError("--threads needs a number in 1..64");
       }
     } else if (a == "--max-base-mb" && has_value) {
       long long mb = 0;
-      if (!ParseInt(args[++i], &mb) || mb <= 0) return UsageError("--max-base-mb needs a number");
+      if (!ParseInteger(args[++i], &mb) || mb <= 0)
+        return UsageError("--max-base-mb needs a number");
       max_base_mb = static_cast<double>(mb);
     } else if (a == "--bases" && has_value) {
       while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) bases.push_back(args[++i]);

@@ -55,20 +55,21 @@ int RunTrainCommand(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     const bool has = i + 1 < args.size();
     double v = 0;
+    long long n = 0;
     if (a == "--data" && has) {
       datasets.push_back(args[++i]);
       while (datasets.back().size() > 1 && datasets.back().back() == '/')
         datasets.back().pop_back();
     } else if (a == "--out" && has) {
       out = args[++i];
-    } else if (a == "--epochs" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
-      settings.epochs = static_cast<int>(v);
+    } else if (a == "--epochs" && has && ParseInteger(args[i + 1], &n) && n >= 1 && n <= 10000) {
+      settings.epochs = static_cast<int>(n);
       ++i;
-    } else if (a == "--seed" && has && ParseNumber(args[i + 1], &v) && v >= 0) {
-      settings.seed = static_cast<uint64_t>(v);
+    } else if (a == "--seed" && has && ParseInteger(args[i + 1], &n) && n >= 0) {
+      settings.seed = static_cast<uint64_t>(n);
       ++i;
-    } else if (a == "--threads" && has && ParseNumber(args[i + 1], &v) && v >= 1) {
-      settings.threads = static_cast<int>(v);
+    } else if (a == "--threads" && has && ParseInteger(args[i + 1], &n) && n >= 1 && n <= 256) {
+      settings.threads = static_cast<int>(n);
       ++i;
     } else if (a == "--minutes" && has && ParseNumber(args[i + 1], &v) && v > 0) {
       settings.max_seconds = v * 60;

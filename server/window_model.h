@@ -92,7 +92,8 @@ struct TrainSettings {
   uint64_t seed = 1;
   int threads = 2;
   double max_seconds = 1800;
-  std::string ablation;  // "", no-names, no-pos, no-relation, max-pool, no-features, no-augment
+  std::string ablation;  // "", no-names, no-pos, no-relation, max-pool, no-features, no-augment,
+                         // no-absolute
   std::string device = "auto";
   std::vector<std::string> codes;
   std::string trained_on;  // one-line JSON recorded in the file
