@@ -20,6 +20,20 @@ bool IsSyncCall(std::string_view n) {
          n == "cuCtxSynchronize" || n == "cuEventSynchronize";
 }
 
+// True when |row| runs inside torch.profiler's own code (`profile.step()` starting or stopping
+// a recording synchronises the device): measurement overhead the user's code did not ask for and
+// cannot remove, so TTA002 does not report it. Python frames are named "path/file.py(line): fn",
+// the path relative or absolute.
+bool IssuedByProfiler(const RuleContext& ctx, uint32_t row) {
+  const EventTable& ev = ctx.ev();
+  for (int32_t p = ev.parent[row], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
+    if (ev.kind[p] != EventKind::kPythonFunction) continue;
+    std::string_view n = ctx.Name(p);
+    if (Contains(n, "torch/profiler/") || Contains(n, "torch/autograd/profiler.py(")) return true;
+  }
+  return false;
+}
+
 bool IsPageableD2H(std::string_view n) {
   return StartsWith(n, "Memcpy DtoH") && Contains(n, "Pageable");
 }
@@ -91,6 +105,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       if (!IsLaunchKind(ev.kind[i])) continue;
       std::string_view name = ctx.Name(i);
       if (!IsSyncCall(name) && !pageable_launch[i]) continue;
+      if (IssuedByProfiler(ctx, i)) continue;
       const int64_t sync_end = ev.end(i);
       const int64_t resume = ctx.NextGpuStart(sync_end, step.end_ns);
       // The drain: GPU idle from the moment the CPU started waiting until new work arrives.

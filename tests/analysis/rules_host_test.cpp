@@ -98,6 +98,51 @@ TEST_CASE("TTA002: .item() in the loop drains the GPU", "[rules][TTA002]") {
   CHECK(f[0].fix == "defer-host-sync");
 }
 
+TEST_CASE("TTA002: the profiler's own synchronisation in step() is not the user's",
+          "[rules][TTA002]") {
+  // Each step, torch.profiler's step() synchronises the device while kernels are queued (as
+  // `profile.__enter__` does when a recording starts): the GPU drains, but no user code asked.
+  auto loop = [](const std::string& outer, const std::string& inner) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+    double base = 1000;
+    for (int s = 0; s < 3; ++s) {
+      double cpu = base + 5, gpu = cpu + 10;
+      for (int k = 0; k < 20; ++k) {
+        t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 100);
+        cpu += 10;
+        gpu += 100;
+      }
+      const double wait = gpu - cpu + 15;
+      t.Python(outer, 821, "step", cpu, wait + 30);
+      t.Python(inner, 751, "__enter__", cpu + 5, wait + 20);
+      t.Runtime("cudaDeviceSynchronize", cpu + 10, wait);
+      cpu += wait + 40 + 1500;  // then 1.5 ms of host work before the next launch
+      gpu = cpu + 10;
+      for (int k = 0; k < 10; ++k) {
+        t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 100);
+        cpu += 10;
+        gpu += 100;
+      }
+      const double end = gpu + 50;
+      t.Step(s, base, end - base);
+      t.Python("train.py", 40, "<module>", base + 1, end - base - 2);
+      base = end;
+    }
+    return t.Load();
+  };
+  // Relative and absolute frame paths alike.
+  CHECK(
+      FindingsWithCode(*loop("torch/profiler/profiler.py", "torch/autograd/profiler.py"), "TTA002")
+          .empty());
+  CHECK(FindingsWithCode(*loop("/opt/conda/lib/python3.11/site-packages/torch/profiler/profiler.py",
+                               "/opt/conda/lib/python3.11/site-packages/torch/cuda/__init__.py"),
+                         "TTA002")
+            .empty());
+  // The same synchronisation from the user's own helper is reported.
+  CHECK(FindingsWithCode(*loop("train.py", "utils/timing.py"), "TTA002").size() == 1);
+}
+
 TEST_CASE("TTA002: no synchronisation, no finding", "[rules][TTA002]") {
   auto trace = TrainingLoop(0).Load();
   CHECK(FindingsWithCode(*trace, "TTA002").empty());
