@@ -659,8 +659,9 @@ int RunGenCommand(const std::vector<std::string>& args) {
     if (a == "--out" && has_value) {
       out = args[++i];
     } else if (a == "--seed" && has_value) {
-      if (!ParseInteger(args[++i], &seed) || seed < 0)
+      if (!ParseInteger(args[++i], &seed) || seed < 0) {
         return UsageError("--seed needs a number >= 0");
+      }
     } else if (a == "--split-seed" && has_value) {
       if (!ParseInteger(args[++i], &split_seed) || split_seed < 0) {
         return UsageError("--split-seed needs a number >= 0");
