@@ -37,6 +37,9 @@ namespace nn = torch::nn;
 using torch::Tensor;
 
 constexpr char kMagic[8] = {'T', 'T', 'A', 'P', 'W', 'S', '0', '1'};
+// The window features come in two halves (analysis/window_tensors.h, which this module cannot
+// include): the 14 of analysis/window_features.h, then each minus its median over the trace.
+constexpr int64_t kFeatureHalf = 14;
 
 struct Config {
   int64_t vocab = 4096, tokens = 6, kinds = 16, lanes = 16, d = 128, D = 256, heads = 4, codes = 0;
@@ -182,9 +185,10 @@ struct ScorerImpl : nn::Module {
       Tensor z = ((features - feature_mean) / feature_std).clamp(-4.0, 4.0);
       // `--ablation no-absolute`: only the trace-relative half (each feature minus its trace
       // median) speaks; the absolute levels, which differ from workload to workload, are zero.
-      if (!c.absolute && z.size(1) % 2 == 0) {
-        const int64_t half = z.size(1) / 2;
-        z = torch::cat({torch::zeros_like(z.narrow(1, 0, half)), z.narrow(1, half, half)}, 1);
+      if (!c.absolute && z.size(1) == 2 * kFeatureHalf) {
+        z = torch::cat({torch::zeros_like(z.narrow(1, 0, kFeatureHalf)),
+                        z.narrow(1, kFeatureHalf, kFeatureHalf)},
+                       1);
       }
       e = e + feature_proj(z);
     }
@@ -283,14 +287,13 @@ Batch Augment(const Batch& b, std::mt19937_64* rng) {
     rescale(a.features.select(1, 3), duration);
     rescale(a.features.select(1, 4), duration);
   }
-  // Their trace-relative copies (columns 14 + j: the feature minus its median over the trace's
-  // windows, analysis/window_tensors.h) follow the rescaled values.
-  constexpr int64_t kRelative = 14;
-  if (a.features.size(1) == 2 * kRelative && a.features.size(0) > 0) {
+  // Their trace-relative copies (columns kFeatureHalf + j: the feature minus its median over the
+  // trace's windows) follow the rescaled values.
+  if (a.features.size(1) == 2 * kFeatureHalf && a.features.size(0) > 0) {
     const int64_t mid = a.features.size(0) / 2 + 1;  // the upper median, as window_tensors.cpp
     for (int64_t j : {3, 4, 5}) {
       Tensor column = a.features.select(1, j);
-      a.features.select(1, kRelative + j).copy_(column - std::get<0>(column.kthvalue(mid)));
+      a.features.select(1, kFeatureHalf + j).copy_(column - std::get<0>(column.kthvalue(mid)));
     }
   }
   Tensor keep =

@@ -2,6 +2,7 @@
 // one positive and one negative each), plus RunRules' merging and window scores.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <utility>
 
 #include "analysis/tiny_trace.h"
 
@@ -11,8 +12,12 @@ using ttap_test::TinyTrace;
 namespace {
 
 // Three steps; in each, data loading for |load_us| at the start, then 30 kernels of 100 us
-// launched back to back; the step ends 50 us after its last kernel.
-TinyTrace TrainingLoop(double load_us, bool sync_after_forward = false, double cpu_gap_us = 0) {
+// launched back to back; the step ends 50 us after its last kernel. |sync_after_forward|: after
+// the 20th kernel the CPU waits for the GPU (`.item()`), then logs for 1.5 ms. |sync_frames|
+// (outer, inner): that wait is instead a bare cudaDeviceSynchronize inside these two Python
+// frames, named "FILE(line): fn" as Kineto names them.
+TinyTrace TrainingLoop(double load_us, bool sync_after_forward = false, double cpu_gap_us = 0,
+                       const std::pair<std::string, std::string>& sync_frames = {}) {
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
   double base = 1000;
@@ -28,9 +33,15 @@ TinyTrace TrainingLoop(double load_us, bool sync_after_forward = false, double c
       gpu += 100;
     }
     if (sync_after_forward) {
-      t.Cpu("aten::item", cpu, gpu - cpu + 20);
-      t.Cpu("aten::_local_scalar_dense", cpu + 1, gpu - cpu + 18);
-      t.Runtime("cudaStreamSynchronize", cpu + 2, gpu - cpu + 15);
+      if (sync_frames.first.empty()) {
+        t.Cpu("aten::item", cpu, gpu - cpu + 20);
+        t.Cpu("aten::_local_scalar_dense", cpu + 1, gpu - cpu + 18);
+        t.Runtime("cudaStreamSynchronize", cpu + 2, gpu - cpu + 15);
+      } else {
+        t.Python(sync_frames.first, 821, "step", cpu, gpu - cpu + 20);
+        t.Python(sync_frames.second, 751, "__enter__", cpu + 1, gpu - cpu + 18);
+        t.Runtime("cudaDeviceSynchronize", cpu + 2, gpu - cpu + 15);
+      }
       cpu = gpu + 25;
       t.Cpu("aten::add", cpu, 1500);  // the CPU logs for 1.5 ms before launching more work
       cpu += 1500;
@@ -103,33 +114,7 @@ TEST_CASE("TTA002: the profiler's own synchronisation in step() is not the user'
   // Each step, torch.profiler's step() synchronises the device while kernels are queued (as
   // `profile.__enter__` does when a recording starts): the GPU drains, but no user code asked.
   auto loop = [](const std::string& outer, const std::string& inner) {
-    TinyTrace t;
-    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
-    double base = 1000;
-    for (int s = 0; s < 3; ++s) {
-      double cpu = base + 5, gpu = cpu + 10;
-      for (int k = 0; k < 20; ++k) {
-        t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 100);
-        cpu += 10;
-        gpu += 100;
-      }
-      const double wait = gpu - cpu + 15;
-      t.Python(outer, 821, "step", cpu, wait + 30);
-      t.Python(inner, 751, "__enter__", cpu + 5, wait + 20);
-      t.Runtime("cudaDeviceSynchronize", cpu + 10, wait);
-      cpu += wait + 40 + 1500;  // then 1.5 ms of host work before the next launch
-      gpu = cpu + 10;
-      for (int k = 0; k < 10; ++k) {
-        t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 100);
-        cpu += 10;
-        gpu += 100;
-      }
-      const double end = gpu + 50;
-      t.Step(s, base, end - base);
-      t.Python("train.py", 40, "<module>", base + 1, end - base - 2);
-      base = end;
-    }
-    return t.Load();
+    return TrainingLoop(0, /*sync_after_forward=*/true, 0, {outer, inner}).Load();
   };
   // Relative and absolute frame paths alike.
   CHECK(
