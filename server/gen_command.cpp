@@ -180,27 +180,6 @@ std::string Family(const std::string& code, const std::set<std::string>& weak_fa
   return weak_families.count(code) ? "no-rule" : "unseen";
 }
 
-// Splits of a list of groups: a quarter unseen (never trained or tuned on), then train 50%,
-// val 20%, test 30% of the rest, deterministic from the seed.
-std::map<std::string, std::string> SplitRealGroups(std::vector<std::string> groups, uint64_t seed) {
-  std::sort(groups.begin(), groups.end());
-  std::mt19937_64 rng(seed ^ 0x5851F42D4C957F2Dull);
-  std::shuffle(groups.begin(), groups.end(), rng);
-  std::map<std::string, std::string> split;
-  const size_t n = groups.size();
-  const size_t unseen = (n + 3) / 4;
-  const size_t rest = n - unseen;
-  const size_t test = std::max<size_t>(rest >= 3 ? 1 : 0, (rest * 3 + 5) / 10);
-  const size_t val = rest >= 4 ? std::max<size_t>(1, rest / 5) : 0;
-  for (size_t i = 0; i < n; ++i) {
-    split[groups[i]] = i < unseen                ? "unseen"
-                       : i < unseen + test       ? "test"
-                       : i < unseen + test + val ? "val"
-                                                 : "train";
-  }
-  return split;
-}
-
 class Generator {
  public:
   // |split_seed| decides which workload group lands in which split, |seed| everything else, so
@@ -274,9 +253,13 @@ class Generator {
   void PlanTraces(long long count) {
     std::mt19937_64 rng(seed_);
     // Splits: simulated seen tasks by backbone variant, unseen tasks whole; real bases by group.
-    std::set<std::string> real_groups;
-    for (const Base& b : bases_) real_groups.insert(b.group);
-    real_split_ = SplitRealGroups({real_groups.begin(), real_groups.end()}, split_seed_);
+    std::set<std::string> real_groups, clean_groups;
+    for (const Base& b : bases_) {
+      real_groups.insert(b.group);
+      if (b.pre_existing.empty()) clean_groups.insert(b.group);
+    }
+    real_split_ =
+        SplitRealGroups({real_groups.begin(), real_groups.end()}, clean_groups, split_seed_);
     const std::set<std::string> unseen_tasks = {"pose", "depth", "generation"};
     std::mt19937_64 split_rng(split_seed_);
     for (const std::string& task : SimTasks()) {
@@ -645,6 +628,49 @@ class Generator {
 };
 
 }  // namespace
+
+std::map<std::string, std::string> SplitRealGroups(std::vector<std::string> groups,
+                                                   const std::set<std::string>& clean_groups,
+                                                   uint64_t seed) {
+  std::sort(groups.begin(), groups.end());
+  std::mt19937_64 rng(seed ^ 0x5851F42D4C957F2Dull);
+  std::shuffle(groups.begin(), groups.end(), rng);
+  std::map<std::string, std::string> split;
+  const size_t n = groups.size();
+  const size_t unseen = (n + 3) / 4;
+  const size_t rest = n - unseen;
+  const size_t test = std::max<size_t>(rest >= 3 ? 1 : 0, (rest * 3 + 5) / 10);
+  const size_t val = rest >= 4 ? std::max<size_t>(1, rest / 5) : 0;
+  for (size_t i = 0; i < n; ++i) {
+    split[groups[i]] = i < unseen                ? "unseen"
+                       : i < unseen + test       ? "test"
+                       : i < unseen + test + val ? "val"
+                                                 : "train";
+  }
+  // Stratify the groups with a clean base: validation gets one, from train or test, whichever
+  // keeps one of its own, trading places with the last val group in the seeded order.
+  auto clean_in = [&](const char* s) {
+    std::vector<const std::string*> found;
+    for (const std::string& g : groups) {
+      if (split[g] == s && clean_groups.count(g)) found.push_back(&g);
+    }
+    return found;
+  };
+  if (val > 0 && clean_in("val").empty()) {
+    const std::string* last_val = nullptr;
+    for (const std::string& g : groups) {
+      if (split[g] == "val") last_val = &g;
+    }
+    for (const char* donor : {"train", "test"}) {
+      const auto found = clean_in(donor);
+      if (found.size() < 2) continue;
+      split[*last_val] = donor;
+      split[*found.front()] = "val";
+      break;
+    }
+  }
+  return split;
+}
 
 int RunGenCommand(const std::vector<std::string>& args) {
   std::string out;

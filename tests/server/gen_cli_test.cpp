@@ -1,7 +1,8 @@
 // `ttap gen` as a whole process: the labels format, splits by workload group (a group never
 // spans two splits, half of every group's traces with anti-patterns, families no rule covers in
 // the train groups only when weak, --weak-families), validation of every trace, pre-existing
-// findings of real bases, and byte-identical output for one seed.
+// findings of real bases, byte-identical output for one seed, and the real groups' split
+// (SplitRealGroups: validation holds a clean-base group whenever test does).
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <map>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "server/gen_command.h"
 #include "test_support.h"
 
 using ttap_test::MakeTempDir;
@@ -156,4 +158,51 @@ TEST_CASE("gen refuses bad options and missing bases", "[gen]") {
   auto missing = RunTtap("gen --out '" + dir + "' --seed 1 --bases '" + dir + "/nope'");
   CHECK(missing.exit_code == 2);
   CHECK(missing.err.find("nope") != std::string::npos);
+}
+
+TEST_CASE("real groups with a clean base are stratified into validation", "[gen]") {
+  std::vector<std::string> groups;
+  for (int i = 0; i < 22; ++i) groups.push_back("real/g" + std::to_string(i));
+  const auto plain = ttap::SplitRealGroups(groups, {}, 1);
+  std::map<std::string, int> sizes;
+  std::map<std::string, std::vector<std::string>> in;
+  for (const auto& [g, s] : plain) {
+    sizes[s]++;
+    in[s].push_back(g);
+  }
+  CHECK(sizes["unseen"] == 6);
+  CHECK(sizes["test"] == 5);
+  CHECK(sizes["val"] == 3);
+  CHECK(sizes["train"] == 8);
+  auto count_in = [](const std::map<std::string, std::string>& split,
+                     const std::set<std::string>& clean, const std::string& s) {
+    int n = 0;
+    for (const std::string& g : clean) n += split.at(g) == s;
+    return n;
+  };
+  // Exactly one clean group moves to val, from |donor|, and one val group takes its place;
+  // unseen and the split sizes never change.
+  auto check_moved = [&](const std::set<std::string>& clean, const std::string& donor) {
+    const auto split = ttap::SplitRealGroups(groups, clean, 1);
+    CHECK(count_in(split, clean, "val") == 1);
+    CHECK(count_in(split, clean, donor) == count_in(plain, clean, donor) - 1);
+    int moved = 0;
+    std::map<std::string, int> new_sizes;
+    for (const auto& [g, s] : split) {
+      new_sizes[s]++;
+      if (s == plain.at(g)) continue;
+      ++moved;
+      CHECK(((s == "val" && plain.at(g) == donor) || (s == donor && plain.at(g) == "val")));
+    }
+    CHECK(moved == 2);
+    CHECK(new_sizes == sizes);
+  };
+  // From train when train keeps one, else from test when test keeps one.
+  check_moved({in["test"][0], in["train"][0], in["train"][1]}, "train");
+  check_moved({in["test"][0], in["test"][1], in["train"][0]}, "test");
+  check_moved({in["unseen"][0], in["test"][0], in["test"][1]}, "test");
+  // Nothing moves when val already holds one, or when no split could spare one.
+  CHECK(ttap::SplitRealGroups(groups, {in["test"][0], in["val"][0], in["train"][0]}, 1) == plain);
+  CHECK(ttap::SplitRealGroups(groups, {in["test"][0], in["train"][0]}, 1) == plain);
+  CHECK(ttap::SplitRealGroups(groups, {in["unseen"][0], in["unseen"][1]}, 1) == plain);
 }
