@@ -15,7 +15,8 @@ DS="$OUT/eval600"
 data=(--data "$DS")
 for seed in 2 3 4; do
   extra="$OUT/train_s$seed"
-  [ -d "$extra/labels" ] || "$TTAP" gen --out "$extra" --seed "$seed" --split-seed 1 \
+  rm -rf "$extra"  # always remade (seconds): labels follow today's rules and split
+  "$TTAP" gen --out "$extra" --seed "$seed" --split-seed 1 \
     --only-splits train --bases "$BASES" 2> >(grep -v ' skipped: ' >&2) >/dev/null
   data+=(--data "$extra")
 done
