@@ -721,8 +721,9 @@ int RunGenCommand(const std::vector<std::string>& args) {
       }
     } else if (a == "--max-base-mb" && has_value) {
       long long mb = 0;
-      if (!ParseInteger(args[++i], &mb) || mb <= 0)
+      if (!ParseInteger(args[++i], &mb) || mb <= 0) {
         return UsageError("--max-base-mb needs a number");
+      }
       max_base_mb = static_cast<double>(mb);
     } else if (a == "--bases" && has_value) {
       while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) bases.push_back(args[++i]);
