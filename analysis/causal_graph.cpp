@@ -1,0 +1,684 @@
+// BuildCausalGraph, RunReplay, AttributeSteps; see causal_graph.h and docs/causal_model.md.
+#include "analysis/causal_graph.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace ttap {
+
+namespace {
+
+constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
+// A gap on a stream up to this long is the GPU's own spacing between queued activities; a longer
+// one means the stream waited (for a launch, or a dependency the trace does not record).
+constexpr int64_t kQueuedGapNs = 3000;
+// What a synchronisation call costs when the awaited work has already finished.
+constexpr int64_t kSyncCostNs = 5000;
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool Contains(std::string_view s, std::string_view p) {
+  return s.find(p) != std::string_view::npos;
+}
+
+bool IsSyncName(std::string_view n) {
+  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" ||
+         n == "cudaEventSynchronize" || n == "hipStreamSynchronize" ||
+         n == "hipDeviceSynchronize" || n == "hipEventSynchronize" || n == "cuStreamSynchronize" ||
+         n == "cuCtxSynchronize" || n == "cuEventSynchronize" || n == "cudaMemcpy" ||
+         n == "hipMemcpy" || n == "hipMemcpyWithStream" || n == "cudaMemcpy2D" ||
+         n == "hipMemcpy2D";
+}
+bool IsAllocatorName(std::string_view n) {
+  return n == "cudaMalloc" || n == "cudaFree" || n == "hipMalloc" || n == "hipFree" ||
+         n == "cudaMallocAsync" || n == "cudaFreeAsync" || n == "cuMemAlloc_v2" ||
+         n == "cuMemFree_v2" || n == "cudaHostAlloc" || n == "cudaFreeHost" ||
+         n == "hipHostMalloc" || n == "hipHostFree" || n == "hipExtMallocWithFlags";
+}
+// cudaFree / hipFree wait for the device before they release memory.
+bool IsImplicitSync(std::string_view n) { return n == "cudaFree" || n == "hipFree"; }
+bool IsColdStartName(std::string_view n) {
+  return Contains(n, "ModuleLoad") || Contains(n, "LibraryLoad") ||
+         Contains(n, "FuncGetAttributes") || n == "cuModuleGetFunction" ||
+         n == "cudaGetFuncBySymbol" || n == "cuLibraryGetKernel" || n == "hipModuleGetFunction";
+}
+bool IsDataLoaderName(std::string_view name) {
+  return StartsWith(name, "enumerate(DataLoader)#") || StartsWith(name, "enumerate(DataPipe)#") ||
+         (Contains(name, "DataLoader") && Contains(name, "__next__"));
+}
+
+Cause GpuCause(EventKind k, std::string_view n) {
+  if (k == EventKind::kMemcpy) return Cause::kMemcpy;
+  if (k == EventKind::kMemset) return Cause::kMemset;
+  if (Contains(n, "nccl") || Contains(n, "rccl") || Contains(n, "Nccl")) {
+    return Cause::kCommunication;
+  }
+  if (Contains(n, "gemm") || Contains(n, "GEMM") || Contains(n, "Gemm") || Contains(n, "matmul") ||
+      Contains(n, "conv") || Contains(n, "Conv") || Contains(n, "cutlass") || Contains(n, "xmma") ||
+      Contains(n, "cudnn") || Contains(n, "fprop") || Contains(n, "dgrad") ||
+      Contains(n, "wgrad") || StartsWith(n, "Cijk_") || Contains(n, "_mma") ||
+      Contains(n, "sm90_") || Contains(n, "sm80_") || Contains(n, "nvjet")) {
+    return Cause::kGpuMatmul;
+  }
+  return Cause::kGpuKernel;
+}
+
+bool IsCpuKind(EventKind k) {
+  return k == EventKind::kCpuOp || k == EventKind::kPythonFunction ||
+         k == EventKind::kUserAnnotation || k == EventKind::kRuntime || k == EventKind::kDriver;
+}
+
+int64_t Median(std::vector<int64_t> v, int64_t fallback) {
+  if (v.empty()) return fallback;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Index of the last node in |nodes| (sorted by observed start) starting at or before |t|.
+int32_t NodeAt(const CausalGraph& g, const std::vector<int32_t>& nodes, int64_t t) {
+  auto it = std::upper_bound(nodes.begin(), nodes.end(), t,
+                             [&](int64_t x, int32_t n) { return x < g.obs_start[n]; });
+  if (it == nodes.begin()) return -1;
+  return *(it - 1);
+}
+
+}  // namespace
+
+const char* CauseName(Cause c) {
+  static const char* kNames[] = {
+      "gpu-matmul", "gpu-kernel",   "communication", "memcpy",   "memset",     "gpu-gap", "launch",
+      "host-sync",  "data-loading", "allocator",     "cpu-work", "cold-start", "untraced"};
+  return kNames[static_cast<int>(c)];
+}
+
+const char* CauseDescription(Cause c) {
+  static const char* kText[] = {"GPU compute (matmul/conv)",
+                                "GPU compute (other kernels)",
+                                "exposed communication",
+                                "memcpy",
+                                "memset",
+                                "GPU gaps between queued work",
+                                "CPU launch overhead",
+                                "host synchronisation",
+                                "data loading",
+                                "allocator calls",
+                                "CPU work",
+                                "cold start (lazy loading)",
+                                "untraced time"};
+  return kText[static_cast<int>(c)];
+}
+
+int32_t CausalGraph::AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c) {
+  obs_start.push_back(s);
+  obs_end.push_back(e);
+  dur.push_back(e - s);
+  row.push_back(r);
+  lane.push_back(l);
+  role.push_back(ro);
+  cause.push_back(c);
+  lane_prev.push_back(-1);
+  lane_gap.push_back(0);
+  cross.push_back(-1);
+  cross_gap.push_back(0);
+  sync_tail.push_back(0);
+  return static_cast<int32_t>(obs_start.size() - 1);
+}
+
+void WhatIf::Append(const WhatIf& o) {
+  dur.insert(dur.end(), o.dur.begin(), o.dur.end());
+  no_wait.insert(no_wait.end(), o.no_wait.begin(), o.no_wait.end());
+  cross_gap.insert(cross_gap.end(), o.cross_gap.begin(), o.cross_gap.end());
+  lane_gap.insert(lane_gap.end(), o.lane_gap.begin(), o.lane_gap.end());
+}
+
+std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
+  std::vector<StepSpan> out;
+  for (const Step& s : trace.steps) out.push_back({s.number, s.start(), s.end(), s.cpu_end});
+  if (out.empty() && trace.events.size() > 0) {
+    out.push_back({-1, trace.span_start(), trace.span_end(), trace.span_end()});
+  }
+  return out;
+}
+
+CausalGraph BuildCausalGraph(const Trace& trace) {
+  CausalGraph g;
+  const EventTable& ev = trace.events;
+  const size_t n_rows = ev.size();
+  g.node_of_row.assign(n_rows, -1);
+  if (n_rows == 0) return g;
+
+  // Rows per track, in table order (ts, longer first).
+  std::vector<std::vector<uint32_t>> rows_of(trace.tracks.size());
+  std::vector<int64_t> launch_durs;
+  for (size_t i = 0; i < n_rows; ++i) {
+    const EventKind k = ev.kind[i];
+    const bool gpu_track = trace.tracks[ev.track[i]].gpu;
+    if (IsGpuKind(k) ? (k != EventKind::kGpuSync) : (IsCpuKind(k) && !gpu_track)) {
+      rows_of[ev.track[i]].push_back(static_cast<uint32_t>(i));
+    }
+    if (IsLaunchKind(k) && ev.link[i] >= 0 && launch_durs.size() < 200000) {
+      launch_durs.push_back(ev.dur[i]);
+    }
+  }
+  // A launch call this much slower than the median loads its module lazily (cold start).
+  const int64_t cold_launch_ns = std::max<int64_t>(1000000, 50 * Median(launch_durs, 5000));
+
+  // The main thread: the one that runs the ProfilerStep annotations, else the busiest CPU one.
+  int64_t main_track = -1;
+  if (!trace.steps.empty() && trace.steps.front().event >= 0) {
+    main_track = ev.track[trace.steps.front().event];
+  } else {
+    size_t most = 0;
+    for (size_t t = 0; t < rows_of.size(); ++t) {
+      if (!trace.tracks[t].gpu && rows_of[t].size() > most) {
+        most = rows_of[t].size();
+        main_track = static_cast<int64_t>(t);
+      }
+    }
+  }
+  std::vector<uint32_t> cpu_tracks;
+  if (main_track >= 0) cpu_tracks.push_back(static_cast<uint32_t>(main_track));
+  for (size_t t = 0; t < rows_of.size(); ++t) {
+    if (!trace.tracks[t].gpu && static_cast<int64_t>(t) != main_track && !rows_of[t].empty()) {
+      cpu_tracks.push_back(static_cast<uint32_t>(t));
+    }
+  }
+
+  // 1. CPU lanes: slices between consecutive event boundaries, each owned by its innermost
+  // event; a runtime call (with whatever it encloses) is one slice.
+  std::vector<int32_t> main_nodes;
+  std::vector<int32_t> pending_syncs;  // sync nodes whose awaited work is resolved in step 3
+  for (uint32_t track : cpu_tracks) {
+    const auto& rows = rows_of[track];
+    if (rows.empty()) continue;
+    const bool is_main = static_cast<int64_t>(track) == main_track;
+    const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
+    g.lanes.push_back({track, false, is_main});
+    int32_t prev = -1;
+    bool after_gap = false;
+    struct Open {
+      uint32_t row;
+      int64_t end;
+      bool data_loading;
+    };
+    std::vector<Open> stack;
+    int64_t cur = ev.ts[rows.front()];
+    auto emit = [&](int64_t a, int64_t b, bool force) {
+      if (b <= a && !force) return;
+      int32_t r = stack.empty() ? -1 : static_cast<int32_t>(stack.back().row);
+      NodeRole role = NodeRole::kCpuWork;
+      Cause cause = Cause::kUntraced;
+      if (r >= 0) {
+        std::string_view name = trace.Name(r);
+        if (IsLaunchKind(ev.kind[r])) {
+          role = NodeRole::kLaunch;
+          cause = Cause::kLaunch;
+          if (IsAllocatorName(name)) cause = Cause::kAllocator;
+          if (IsColdStartName(name) || (ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
+            cause = Cause::kColdStart;
+            ++g.stats.cold_calls;
+          }
+          if (IsSyncName(name) || IsImplicitSync(name)) role = NodeRole::kSync;
+        } else {
+          cause = stack.back().data_loading ? Cause::kDataLoading : Cause::kCpuWork;
+        }
+      }
+      int32_t node = g.AddNode(a, std::max(a, b), r, lane, role, cause);
+      if (r >= 0 && IsLaunchKind(ev.kind[r])) g.node_of_row[r] = node;
+      if (role == NodeRole::kSync) pending_syncs.push_back(node);
+      g.lane_prev[node] = prev;
+      g.lane_gap[node] = prev >= 0 ? a - g.obs_end[prev] : 0;
+      if (after_gap && !is_main && !main_nodes.empty()) {
+        // A secondary thread resuming after a gap waited for the main thread (autograd's
+        // backward thread, a helper thread): it follows the main thread's progress.
+        int32_t m = NodeAt(g, main_nodes, a);
+        if (m >= 0 && a < g.obs_end[main_nodes.back()]) {
+          g.cross[node] = m;
+          g.cross_gap[node] = a - g.obs_start[m];
+          g.lane_gap[node] = std::min<int64_t>(0, g.lane_gap[node]);
+        }
+      }
+      after_gap = false;
+      if (is_main) main_nodes.push_back(node);
+      prev = node;
+    };
+    for (uint32_t r : rows) {
+      const int64_t ts = ev.ts[r];
+      while (!stack.empty() && stack.back().end <= ts) {
+        const bool runtime = IsLaunchKind(ev.kind[stack.back().row]);
+        emit(cur, stack.back().end, runtime);
+        cur = std::max(cur, stack.back().end);
+        stack.pop_back();
+      }
+      if (!stack.empty() && IsLaunchKind(ev.kind[stack.back().row])) continue;  // inside a call
+      if (ts > cur) {
+        if (stack.empty()) {
+          if (is_main) {
+            emit(cur, ts, false);  // untraced time on the main thread
+          } else {
+            after_gap = true;
+          }
+        } else {
+          emit(cur, ts, false);
+        }
+        cur = ts;
+      }
+      if (!stack.empty() && ts < cur) continue;  // overlaps an emitted slice: malformed nesting
+      int64_t end = ev.end(r);
+      if (!stack.empty()) end = std::min(end, stack.back().end);
+      const bool dl = (!stack.empty() && stack.back().data_loading) ||
+                      (!IsLaunchKind(ev.kind[r]) && IsDataLoaderName(trace.Name(r)));
+      stack.push_back({r, end, dl});
+    }
+    while (!stack.empty()) {
+      const bool runtime = IsLaunchKind(ev.kind[stack.back().row]);
+      emit(cur, stack.back().end, runtime);
+      cur = std::max(cur, stack.back().end);
+      stack.pop_back();
+    }
+  }
+
+  // 2. GPU lanes: one per stream track, activities in order.
+  std::vector<int64_t> lat_free;  // launch latency of activities that found their stream idle
+  std::vector<int64_t> natural_gaps;
+  for (size_t t = 0; t < rows_of.size(); ++t) {
+    if (!trace.tracks[t].gpu) continue;
+    const auto& rows = rows_of[t];
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const uint32_t r = rows[k];
+      const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
+      const int64_t gap = k > 0 ? ev.ts[r] - ev.end(rows[k - 1]) : kNoTime;
+      if (gap != kNoTime && gap >= 0 && gap <= kQueuedGapNs && natural_gaps.size() < 200000) {
+        natural_gaps.push_back(gap);
+      }
+      if (launch >= 0 && (gap == kNoTime || gap > 10 * kQueuedGapNs) && lat_free.size() < 200000) {
+        const int64_t lat = ev.ts[r] - g.obs_start[launch];
+        if (lat >= 0) lat_free.push_back(lat);
+      }
+    }
+  }
+  const int64_t typical_latency = Median(lat_free, 5000);
+  const int64_t natural_gap = Median(natural_gaps, 1000);
+  for (size_t t = 0; t < rows_of.size(); ++t) {
+    if (!trace.tracks[t].gpu || rows_of[t].empty()) continue;
+    const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
+    g.lanes.push_back({static_cast<uint32_t>(t), true, false});
+    int32_t prev = -1;
+    for (uint32_t r : rows_of[t]) {
+      int32_t node = g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), lane, NodeRole::kGpu,
+                               GpuCause(ev.kind[r], trace.Name(r)));
+      g.lane_prev[node] = prev;
+      const int64_t gap = prev >= 0 ? ev.ts[r] - g.obs_end[prev] : kNoTime;
+      const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
+      if (launch < 0) {
+        ++g.stats.gpu_without_launch;
+        g.lane_gap[node] = prev >= 0 ? gap : 0;
+      } else {
+        const int64_t lat = ev.ts[r] - g.obs_start[launch];
+        g.cross[node] = launch;
+        if (lat < 0) {
+          ++g.stats.negative_latency;
+          g.cross_gap[node] = lat;
+          g.lane_gap[node] = prev >= 0 ? gap : 0;
+        } else if (prev < 0 || gap > kQueuedGapNs) {
+          // The stream was idle: the activity waited for its launch.
+          g.cross_gap[node] = lat;
+          g.lane_gap[node] = prev >= 0 ? std::min(gap, natural_gap) : 0;
+        } else {
+          // Queued behind the previous activity.
+          g.cross_gap[node] = std::min(lat, typical_latency);
+          g.lane_gap[node] = gap;
+        }
+      }
+      prev = node;
+    }
+  }
+
+  // 3. What each synchronising call waits for: the last activity of every stream launched
+  // before the call started (and ended before the call did), or its own blocking copy.
+  struct LaunchedOn {
+    std::vector<std::pair<int64_t, int32_t>> by_launch;  // (launch ts, GPU node), sorted
+  };
+  std::vector<LaunchedOn> launched(g.lanes.size());
+  for (size_t n = 0; n < g.size(); ++n) {
+    if (g.role[n] != NodeRole::kGpu) continue;
+    const int32_t c = g.cross[n];
+    const int64_t lts = c >= 0 ? g.obs_start[c] : g.obs_start[n];
+    launched[g.lane[n]].by_launch.emplace_back(lts, static_cast<int32_t>(n));
+  }
+  for (auto& l : launched) std::sort(l.by_launch.begin(), l.by_launch.end());
+  // Blocking copies: async copy calls whose copy is pageable, or finished before the call.
+  for (size_t n = 0; n < g.size(); ++n) {
+    if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0 || ev.kind[g.row[n]] != EventKind::kMemcpy) {
+      continue;
+    }
+    const int32_t call = g.cross[n];
+    if (g.role[call] != NodeRole::kLaunch) continue;
+    std::string_view cname = trace.Name(g.row[n]);
+    const bool pageable = Contains(cname, "Pageable");
+    const bool dtoh = Contains(cname, "DtoH") || Contains(cname, "D2H");
+    if (pageable || (dtoh && g.obs_end[n] <= g.obs_end[call])) {
+      g.role[call] = NodeRole::kSync;
+      pending_syncs.push_back(call);
+    }
+  }
+  std::sort(pending_syncs.begin(), pending_syncs.end());
+  pending_syncs.erase(std::unique(pending_syncs.begin(), pending_syncs.end()), pending_syncs.end());
+  std::vector<std::pair<int32_t, int32_t>> wait_pairs;
+  for (int32_t s : pending_syncs) {
+    ++g.stats.syncs;
+    const int64_t a = g.obs_start[s], b = g.obs_end[s];
+    std::vector<int32_t> deps;
+    const std::string_view name = trace.Name(g.row[s]);
+    const int32_t own = ev.link[g.row[s]];
+    if (own >= 0 && !IsSyncName(name) && !IsImplicitSync(name)) {
+      // An async copy that blocks: it waits for its own copy (stream order covers the rest).
+      for (size_t l = 0; l < launched.size() && deps.empty(); ++l) {
+        for (auto& [lts, node] : launched[l].by_launch) {
+          if (g.row[node] == own) {
+            deps.push_back(node);
+            break;
+          }
+        }
+      }
+    } else {
+      for (const auto& l : launched) {
+        auto it = std::lower_bound(l.by_launch.begin(), l.by_launch.end(),
+                                   std::make_pair(a, std::numeric_limits<int32_t>::min()));
+        if (it == l.by_launch.begin()) continue;
+        const int32_t node = (it - 1)->second;
+        if (g.obs_end[node] <= b + 2000) deps.push_back(node);
+      }
+    }
+    int64_t wait_end = kNoTime;
+    for (int32_t d : deps) {
+      wait_end = std::max(wait_end, g.obs_end[d]);
+      wait_pairs.emplace_back(s, d);
+    }
+    if (wait_end != kNoTime && wait_end > a) {
+      g.sync_tail[s] = b - wait_end;
+      g.dur[s] = std::min(b - a, kSyncCostNs);
+    } else {
+      g.dur[s] = b - a;
+      g.sync_tail[s] = 0;
+    }
+  }
+  std::sort(wait_pairs.begin(), wait_pairs.end());
+  g.wait_begin.assign(g.size() + 1, 0);
+  for (auto& [s, d] : wait_pairs) g.wait_begin[s + 1]++;
+  for (size_t i = 0; i < g.size(); ++i) g.wait_begin[i + 1] += g.wait_begin[i];
+  g.waits.resize(wait_pairs.size());
+  for (size_t i = 0; i < wait_pairs.size(); ++i) g.waits[i] = wait_pairs[i].second;
+
+  // 4. A topological order (iterative DFS over predecessors); an edge that would close a cycle
+  // (possible only with inconsistent timestamps) is dropped and counted.
+  const size_t n_nodes = g.size();
+  std::vector<uint8_t> state(n_nodes, 0);  // 0 new, 1 on the stack, 2 done
+  g.order.reserve(n_nodes);
+  std::vector<std::pair<int32_t, uint32_t>> stack;  // (node, next predecessor to look at)
+  auto pred = [&](int32_t n, uint32_t k, int32_t* out) -> bool {
+    // Predecessor number k of n: 0 lane, 1 cross, 2.. waits.
+    if (k == 0) {
+      *out = g.lane_prev[n];
+      return true;
+    }
+    if (k == 1) {
+      *out = g.cross[n];
+      return true;
+    }
+    const uint32_t w = g.wait_begin[n] + (k - 2);
+    if (w >= g.wait_begin[n + 1]) return false;
+    *out = g.waits[w];
+    return true;
+  };
+  for (size_t root = 0; root < n_nodes; ++root) {
+    if (state[root]) continue;
+    stack.emplace_back(static_cast<int32_t>(root), 0);
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [n, k] = stack.back();
+      int32_t p = -1;
+      if (!pred(n, k, &p)) {
+        state[n] = 2;
+        g.order.push_back(n);
+        stack.pop_back();
+        continue;
+      }
+      const uint32_t which = k++;
+      if (p < 0 || state[p] == 2) continue;
+      if (state[p] == 1) {
+        ++g.stats.cycles_broken;
+        if (which == 0) {
+          g.lane_prev[n] = -1;
+        } else if (which == 1) {
+          g.cross[n] = -1;
+        } else {
+          g.waits[g.wait_begin[n] + which - 2] = n;  // a self-wait is ignored by the replay
+        }
+        continue;
+      }
+      state[p] = 1;
+      stack.emplace_back(p, 0);
+    }
+  }
+
+  // 5. The nodes that bound each analysed step.
+  const std::vector<StepSpan> spans = AnalysedSteps(trace);
+  g.steps.resize(spans.size());
+  if (!trace.steps.empty() && !main_nodes.empty()) {
+    for (size_t k = 0; k < spans.size(); ++k) {
+      CausalGraph::StepNodes& sn = g.steps[k];
+      sn.start_node = NodeAt(g, main_nodes, spans[k].start_ns);
+      if (sn.start_node >= 0) sn.start_offset = spans[k].start_ns - g.obs_start[sn.start_node];
+      sn.end_node = NodeAt(g, main_nodes, spans[k].cpu_end_ns - 1);
+      if (sn.end_node >= 0) sn.end_offset = spans[k].cpu_end_ns - g.obs_end[sn.end_node];
+    }
+    for (size_t n = 0; n < n_nodes; ++n) {
+      if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0) continue;
+      const int64_t lts = ev.ts[ev.link[g.row[n]]];
+      auto it = std::upper_bound(spans.begin(), spans.end(), lts,
+                                 [](int64_t x, const StepSpan& s) { return x < s.start_ns; });
+      if (it == spans.begin()) continue;
+      --it;
+      if (lts < it->cpu_end_ns) g.steps[it - spans.begin()].gpu.push_back(static_cast<int32_t>(n));
+    }
+  }
+  return g;
+}
+
+int64_t Replay::total_step_ns() const {
+  int64_t t = 0;
+  for (size_t k = 0; k < step_start.size(); ++k) t += step_end[k] - step_start[k];
+  return t;
+}
+
+Replay RunReplay(const CausalGraph& g, const WhatIf* what_if) {
+  const size_t n = g.size();
+  Replay r;
+  r.start.assign(n, 0);
+  r.end.assign(n, 0);
+  std::vector<int64_t> dur_over, cross_over, lane_over;
+  std::vector<uint8_t> no_wait;
+  const int64_t* dur = g.dur.data();
+  const int64_t* cross_gap = g.cross_gap.data();
+  const int64_t* lane_gap = g.lane_gap.data();
+  if (what_if && !what_if->empty()) {
+    if (!what_if->dur.empty()) {
+      dur_over = g.dur;
+      for (auto& [node, d] : what_if->dur) dur_over[node] = std::max<int64_t>(0, d);
+      dur = dur_over.data();
+    }
+    if (!what_if->cross_gap.empty()) {
+      cross_over = g.cross_gap;
+      for (auto& [node, w] : what_if->cross_gap) cross_over[node] = w;
+      cross_gap = cross_over.data();
+    }
+    if (!what_if->lane_gap.empty()) {
+      lane_over = g.lane_gap;
+      for (auto& [node, w] : what_if->lane_gap) lane_over[node] = w;
+      lane_gap = lane_over.data();
+    }
+    if (!what_if->no_wait.empty()) {
+      no_wait.assign(n, 0);
+      for (int32_t node : what_if->no_wait) no_wait[node] = 1;
+    }
+  }
+  for (int32_t v : g.order) {
+    int64_t s = kNoTime;
+    if (g.lane_prev[v] >= 0) s = r.end[g.lane_prev[v]] + lane_gap[v];
+    if (g.cross[v] >= 0) s = std::max(s, r.start[g.cross[v]] + cross_gap[v]);
+    if (s == kNoTime) s = g.obs_start[v];
+    int64_t e = s + dur[v];
+    if (g.role[v] == NodeRole::kSync && (no_wait.empty() || !no_wait[v])) {
+      for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
+        const int32_t d = g.waits[w];
+        if (d != v) e = std::max(e, r.end[d] + g.sync_tail[v]);
+      }
+    }
+    r.start[v] = s;
+    r.end[v] = e;
+  }
+  // Steps, as the trace builder defines them: from the step's CPU start to the later of its CPU
+  // end and the end of the GPU work it launched (clipped at the next step's start).
+  const size_t k_steps = g.steps.size();
+  r.step_start.assign(k_steps, 0);
+  r.step_end.assign(k_steps, 0);
+  std::vector<int64_t> cpu_end(k_steps), gpu_end(k_steps);
+  for (size_t k = 0; k < k_steps; ++k) {
+    const auto& sn = g.steps[k];
+    if (sn.start_node < 0 || sn.end_node < 0) {
+      // The whole span of a trace without steps.
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = kNoTime;
+      for (size_t v = 0; v < n; ++v) {
+        lo = std::min(lo, r.start[v]);
+        hi = std::max(hi, r.end[v]);
+      }
+      r.step_start[k] = n ? lo : 0;
+      r.step_end[k] = n ? hi : 0;
+      cpu_end[k] = gpu_end[k] = r.step_end[k];
+      continue;
+    }
+    r.step_start[k] = std::min(r.start[sn.start_node] + sn.start_offset, r.end[sn.start_node]);
+    cpu_end[k] = std::max(r.start[sn.end_node], r.end[sn.end_node] + sn.end_offset);
+    gpu_end[k] = cpu_end[k];
+    for (int32_t v : sn.gpu) gpu_end[k] = std::max(gpu_end[k], r.end[v]);
+  }
+  for (size_t k = 0; k < k_steps; ++k) {
+    int64_t ge = gpu_end[k];
+    if (k + 1 < k_steps && g.steps[k].start_node >= 0) {
+      ge = std::min(ge, std::max(cpu_end[k], r.step_start[k + 1]));
+    }
+    r.step_end[k] = std::max(cpu_end[k], ge);
+  }
+  return r;
+}
+
+int64_t StepAttribution::total() const {
+  int64_t t = 0;
+  for (int64_t v : ns) t += v;
+  return t;
+}
+
+std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGraph& g,
+                                            const Replay& r) {
+  const EventTable& ev = trace.events;
+  std::vector<StepAttribution> out(g.steps.size());
+  const bool whole_span = !g.steps.empty() && g.steps[0].start_node < 0;
+  // The node whose end is latest in each step (the end of its critical path).
+  for (size_t k = 0; k < g.steps.size(); ++k) {
+    StepAttribution& at = out[k];
+    const int64_t S = r.step_start[k];
+    int64_t t = r.step_end[k];
+    int32_t n = -1;
+    if (whole_span) {
+      for (size_t v = 0; v < g.size(); ++v) {
+        if (n < 0 || r.end[v] > r.end[n]) n = static_cast<int32_t>(v);
+      }
+    } else {
+      const auto& sn = g.steps[k];
+      n = sn.end_node;
+      for (int32_t v : sn.gpu) {
+        if (r.end[v] > r.end[n] && r.start[v] < t) n = v;
+      }
+      // The step ends at the next step's start while its GPU work continues: the main thread
+      // is what runs at that moment when no GPU node does.
+      if (r.end[n] < t && n == sn.end_node && k + 1 < g.steps.size()) {
+        n = g.steps[k + 1].start_node;
+      }
+    }
+    std::map<StringId, int64_t> ops;
+    auto add = [&](Cause c, int64_t a, int64_t b, int32_t node) {
+      if (b <= a) return;
+      at.ns[static_cast<int>(c)] += b - a;
+      if (c == Cause::kCpuWork && node >= 0 && g.row[node] >= 0) {
+        // Attribute CPU work to the outermost op under the step (aten::..., Optimizer.step...).
+        int32_t best = g.row[node];
+        for (int32_t p = g.row[node], guard = 0; p >= 0 && guard < 256; ++guard) {
+          EventKind kind = ev.kind[p];
+          if ((kind == EventKind::kCpuOp || kind == EventKind::kUserAnnotation) &&
+              !StartsWith(trace.Name(p), "ProfilerStep#")) {
+            best = p;
+          }
+          p = ev.parent[p];
+        }
+        ops[ev.name[best]] += b - a;
+      }
+    };
+    size_t guard = 4 * g.size() + 16;
+    while (n >= 0 && t > S && guard-- > 0) {
+      if (t > r.end[n]) {
+        add(Cause::kUntraced, r.end[n], t, -1);
+        t = std::max(S, r.end[n]);
+        if (t <= S) break;
+      }
+      // A synchronisation that ended because the awaited work did.
+      if (g.role[n] == NodeRole::kSync && r.end[n] > r.start[n] + g.dur[n]) {
+        int32_t dep = -1;
+        for (uint32_t w = g.wait_begin[n]; w < g.wait_begin[n + 1]; ++w) {
+          const int32_t d = g.waits[w];
+          if (d != n && (dep < 0 || r.end[d] > r.end[dep])) dep = d;
+        }
+        if (dep >= 0) {
+          const int64_t a = std::max(S, std::min(t, r.end[dep]));
+          add(Cause::kHostSync, a, t, n);
+          t = a;
+          n = dep;
+          continue;
+        }
+      }
+      const int64_t a = std::max(S, std::min(t, r.start[n]));
+      add(g.cause[n], a, t, n);
+      t = a;
+      if (t <= S) break;
+      const int32_t lp = g.lane_prev[n], cp = g.cross[n];
+      const int64_t lane_term = lp >= 0 ? r.end[lp] + g.lane_gap[n] : kNoTime;
+      const int64_t cross_term = cp >= 0 ? r.start[cp] + g.cross_gap[n] : kNoTime;
+      const bool gpu = g.role[n] == NodeRole::kGpu;
+      const bool use_cross =
+          cp >= 0 && (cross_term > lane_term || (!gpu && cross_term == lane_term));
+      if (use_cross) {
+        if (gpu) {
+          const int64_t b = std::max(S, std::min(t, r.start[cp]));
+          add(g.cause[cp] == Cause::kColdStart ? Cause::kColdStart : Cause::kLaunch, b, t, cp);
+          t = b;
+        }
+        n = cp;  // a secondary thread: the main thread was running |cp| at time t
+      } else if (lp >= 0) {
+        const int64_t b = std::max(S, std::min(t, r.end[lp]));
+        add(gpu ? Cause::kGpuGap : Cause::kUntraced, b, t, -1);
+        t = b;
+        n = lp;
+      } else {
+        add(Cause::kUntraced, S, t, -1);
+        t = S;
+      }
+    }
+    if (t > S) add(Cause::kUntraced, S, t, -1);
+    for (auto& [name, ns] : ops) at.cpu_ops.emplace_back(name, ns);
+    std::sort(at.cpu_ops.begin(), at.cpu_ops.end(),
+              [](const auto& a, const auto& b) { return a.second > b.second; });
+  }
+  return out;
+}
+
+}  // namespace ttap

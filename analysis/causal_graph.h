@@ -1,0 +1,143 @@
+// The causal model of one rank's run: a dependency graph built from the trace (CPU threads as
+// chains of segments, GPU streams as chains of activities, launch edges with their observed
+// latency, synchronisation edges), a replay that recomputes every start and end from the
+// dependencies (with nothing changed it reproduces the trace), and the attribution of each step's
+// wall time to one cause per microsecond along the critical path. What-ifs (analysis/what_if.h)
+// replay the same graph with some durations or waits changed. Built by RunRules and `ttap stats`;
+// pure data plus functions, any thread. Model, assumptions and limits: docs/causal_model.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analysis/trace.h"
+
+namespace ttap {
+
+// Where a microsecond of a step went: the cause a critical-path interval is attributed to.
+enum class Cause : uint8_t {
+  kGpuMatmul,      // GEMM / convolution kernels
+  kGpuKernel,      // other kernels
+  kCommunication,  // collective kernels (nccl, rccl)
+  kMemcpy,
+  kMemset,
+  kGpuGap,       // between back-to-back activities on one stream
+  kLaunch,       // CPU launch calls and the launch-to-start latency while the GPU waits
+  kHostSync,     // synchronisation calls after the awaited GPU work ended
+  kDataLoading,  // CPU work under a DataLoader __next__
+  kAllocator,    // cudaMalloc / cudaFree / hipMalloc / hipFree
+  kCpuWork,      // other CPU (Python / framework) work under a traced op
+  kColdStart,    // lazy module loading, first-call launches of milliseconds
+  kUntraced,     // time no traced event covers
+  kCount
+};
+constexpr int kCauseCount = static_cast<int>(Cause::kCount);
+const char* CauseName(Cause c);         // "gpu-matmul", "launch", ...
+const char* CauseDescription(Cause c);  // "GPU compute (matmul/conv)", ...
+
+// Role of a node in the graph.
+enum class NodeRole : uint8_t {
+  kCpuWork,  // a slice of a CPU thread between event boundaries
+  kLaunch,   // a runtime call that starts GPU work (or any other runtime call)
+  kSync,     // a runtime call that waits for GPU work (synchronize, blocking copy, cudaFree)
+  kGpu,      // a kernel / memcpy / memset
+};
+
+// The graph, columnar. A node's replayed start is the latest of: its lane predecessor's end plus
+// |lane_gap|, and its |cross| predecessor's start plus |cross_gap| (GPU: the launch call; CPU: the
+// main thread's segment running when a secondary thread resumed). A node with neither starts at
+// its observed time. A sync node ends at the later of start + |dur| and its awaited GPU nodes'
+// latest end plus |sync_tail|; every other node ends at start + |dur|.
+struct CausalGraph {
+  // Nodes.
+  std::vector<int64_t> obs_start;  // ns, as recorded
+  std::vector<int64_t> obs_end;
+  std::vector<int64_t> dur;    // own duration (sync: the call's cost when nothing is awaited)
+  std::vector<int32_t> row;    // the trace row (innermost event of a CPU slice), -1 for none
+  std::vector<uint32_t> lane;  // index into lanes
+  std::vector<NodeRole> role;
+  std::vector<Cause> cause;        // what the node's own time is
+  std::vector<int32_t> lane_prev;  // -1
+  std::vector<int64_t> lane_gap;
+  std::vector<int32_t> cross;  // -1
+  std::vector<int64_t> cross_gap;
+  std::vector<int64_t> sync_tail;    // sync nodes: end minus the awaited work's end
+  std::vector<uint32_t> wait_begin;  // sync nodes: awaited GPU nodes in waits[wait_begin, +1)
+  std::vector<int32_t> waits;
+  std::vector<int32_t> order;  // a topological order of all nodes
+
+  struct Lane {
+    uint32_t track = 0;
+    bool gpu = false;
+    bool main = false;  // the thread that runs the steps
+  };
+  std::vector<Lane> lanes;
+  // Trace row -> first node of that CPU runtime call (launch / sync), -1.
+  std::vector<int32_t> node_of_row;
+
+  struct StepNodes {
+    int32_t start_node = -1;                   // main-thread node starting at the step's CPU start
+    int32_t end_node = -1;                     // main-thread node ending at the step's CPU end
+    int64_t start_offset = 0, end_offset = 0;  // step times minus those nodes' start / end
+    std::vector<int32_t> gpu;                  // GPU nodes launched inside the step
+  };
+  std::vector<StepNodes> steps;  // one per AnalysedSteps() entry
+
+  // Import-stats style counters of what the model could not represent.
+  struct Stats {
+    uint64_t gpu_without_launch = 0;  // GPU activity anchored at its recorded start
+    uint64_t negative_latency = 0;    // GPU activity recorded before its launch call started
+    uint64_t cycles_broken = 0;       // dependencies dropped to keep the graph acyclic
+    uint64_t syncs = 0;
+    uint64_t cold_calls = 0;
+  } stats;
+
+  size_t size() const { return obs_start.size(); }
+  int32_t AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c);
+};
+
+// The analysed steps of a trace: its ProfilerStep# steps, or one span for a trace without them
+// (the same list RuleContext uses).
+struct StepSpan {
+  int64_t number = -1;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t cpu_end_ns = 0;
+};
+std::vector<StepSpan> AnalysedSteps(const Trace& trace);
+
+CausalGraph BuildCausalGraph(const Trace& trace);
+
+// Changes to replay: new own durations, sync nodes that no longer wait, new launch latencies.
+struct WhatIf {
+  std::vector<std::pair<int32_t, int64_t>> dur;
+  std::vector<int32_t> no_wait;
+  std::vector<std::pair<int32_t, int64_t>> cross_gap;
+  std::vector<std::pair<int32_t, int64_t>> lane_gap;
+  bool empty() const {
+    return dur.empty() && no_wait.empty() && cross_gap.empty() && lane_gap.empty();
+  }
+  void Append(const WhatIf& other);
+};
+
+struct Replay {
+  std::vector<int64_t> start, end;            // per node, ns
+  std::vector<int64_t> step_start, step_end;  // per step
+  int64_t total_step_ns() const;              // sum of the steps' durations
+};
+Replay RunReplay(const CausalGraph& g, const WhatIf* what_if = nullptr);
+
+// Where one step's wall time went: ns per cause, and the CPU work split by its top-level op.
+struct StepAttribution {
+  std::array<int64_t, kCauseCount> ns{};
+  std::vector<std::pair<StringId, int64_t>> cpu_ops;  // (name of the step-level op, ns), most first
+  int64_t total() const;
+};
+// Walks the critical path of each step of |replay| back from the step's end.
+std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGraph& g,
+                                            const Replay& replay);
+
+}  // namespace ttap

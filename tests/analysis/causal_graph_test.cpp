@@ -1,0 +1,158 @@
+// The causal model (analysis/causal_graph.h): the unchanged replay reproduces the trace's own
+// step times, the attribution adds up to each step's wall time, and its largest cause is the
+// one a person reading the trace would name (tiny inline traces), then the same invariants on
+// every shared real trace. Real traces skip when ../shared is absent.
+#include "analysis/causal_graph.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "analysis/tiny_trace.h"
+
+using namespace ttap;
+using ttap_test::TinyTrace;
+
+namespace {
+
+Cause Largest(const StepAttribution& a) {
+  int best = 0;
+  for (int c = 1; c < kCauseCount; ++c) {
+    if (a.ns[c] > a.ns[best]) best = c;
+  }
+  return static_cast<Cause>(best);
+}
+
+void RequireReplayMatches(const Trace& t, const CausalGraph& g, const Replay& r) {
+  auto spans = AnalysedSteps(t);
+  REQUIRE(r.step_start.size() == spans.size());
+  for (size_t k = 0; k < spans.size(); ++k) {
+    if (!t.steps.empty()) {
+      CHECK(r.step_start[k] == spans[k].start_ns);
+      CHECK(r.step_end[k] == spans[k].end_ns);
+    }
+  }
+  for (size_t v = 0; v < g.size(); ++v) {
+    INFO("node " << v << " row " << g.row[v]);
+    CHECK(r.start[v] == g.obs_start[v]);
+    CHECK(r.end[v] == g.obs_end[v]);
+  }
+}
+
+// Three steps of |kernels| kernels of |kernel_us| each, each launched by a 10 us call after
+// |cpu_us| of CPU work inside an aten op; |sync|: each step ends waiting for the GPU.
+TinyTrace Loop(int kernels, double kernel_us, double cpu_us, bool sync = false) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1000, gpu = 0;
+  for (int s = 0; s < 3; ++s) {
+    const double step_start = cpu;
+    cpu += 2;
+    for (int k = 0; k < kernels; ++k) {
+      t.Cpu("aten::add", cpu, cpu_us + 10);
+      cpu += cpu_us;
+      const double g_start = std::max(gpu + 1, cpu + 5);
+      t.Kernel("elementwise_kernel", cpu, 10, g_start, kernel_us);
+      gpu = g_start + kernel_us;
+      cpu += 10;
+    }
+    if (sync && gpu > cpu) {
+      t.Runtime("cudaDeviceSynchronize", cpu, gpu + 3 - cpu);
+      cpu = gpu + 3;
+    }
+    t.Step(s + 1, step_start, cpu + 2 - step_start);
+    cpu += 4;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("launch-bound loop: replay is exact and launch overhead is the largest cause",
+          "[causal]") {
+  auto trace = Loop(40, 4, 6).Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  Replay r = RunReplay(g);
+  RequireReplayMatches(*trace, g, r);
+  auto at = AttributeSteps(*trace, g, r);
+  REQUIRE(at.size() == 3);
+  for (size_t k = 0; k < at.size(); ++k) {
+    CHECK(at[k].total() == r.step_end[k] - r.step_start[k]);
+    CHECK((Largest(at[k]) == Cause::kLaunch || Largest(at[k]) == Cause::kCpuWork));
+    CHECK(at[k].ns[static_cast<int>(Cause::kGpuKernel)] < at[k].total() / 4);
+  }
+}
+
+TEST_CASE("GPU-bound loop: GPU compute is the largest cause", "[causal]") {
+  auto trace = Loop(20, 400, 6, /*sync=*/true).Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  Replay r = RunReplay(g);
+  RequireReplayMatches(*trace, g, r);
+  auto at = AttributeSteps(*trace, g, r);
+  for (size_t k = 0; k < at.size(); ++k) {
+    CHECK(at[k].total() == r.step_end[k] - r.step_start[k]);
+    CHECK(Largest(at[k]) == Cause::kGpuKernel);
+  }
+}
+
+TEST_CASE("a sync waits for the GPU: the replay waits too, and shorter GPU work shortens it",
+          "[causal]") {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("volta_sgemm_128x64_nn", 1010, 5, 1020, 1000);  // 1020..2020
+  t.Runtime("cudaStreamSynchronize", 1020, 1005);          // waits until 2020, returns 2025
+  t.Cpu("aten::add", 2030, 50);
+  t.Step(1, 1000, 1100);
+  t.Step(2, 2100, 100);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  CHECK(g.stats.syncs == 1);
+  Replay base = RunReplay(g);
+  RequireReplayMatches(*trace, g, base);
+  // The kernel made 10x faster: the sync returns 900 us earlier.
+  WhatIf w;
+  for (size_t v = 0; v < g.size(); ++v) {
+    if (g.role[v] == NodeRole::kGpu) w.dur.emplace_back(static_cast<int32_t>(v), 100000);
+  }
+  Replay faster = RunReplay(g, &w);
+  CHECK(base.total_step_ns() - faster.total_step_ns() == 900000);
+  auto at = AttributeSteps(*trace, g, base);
+  CHECK(at[0].total() == 1100000);
+  CHECK(Largest(at[0]) == Cause::kGpuMatmul);
+  CHECK(at[0].ns[static_cast<int>(Cause::kHostSync)] == 5000);
+}
+
+TEST_CASE("every shared real trace: replay reproduces its steps and attribution adds up",
+          "[causal][real]") {
+  if (!ttap_test::HaveShared()) {
+    WARN("../shared/traces/real not present: skipped");
+    return;
+  }
+  std::vector<double> errors;
+  for (const auto& path : ttap::ListTraceFiles(ttap_test::RealTracesDir())) {
+    INFO(path);
+    auto loaded = LoadTrace(path);
+    REQUIRE(loaded.ok());
+    const Trace& t = **loaded;
+    CausalGraph g = BuildCausalGraph(t);
+    Replay r = RunReplay(g);
+    auto spans = AnalysedSteps(t);
+    auto at = AttributeSteps(t, g, r);
+    REQUIRE(at.size() == spans.size());
+    for (size_t k = 0; k < spans.size(); ++k) {
+      const int64_t wall = r.step_end[k] - r.step_start[k];
+      CHECK(at[k].total() == wall);
+      if (!t.steps.empty()) {
+        const int64_t obs = spans[k].end_ns - spans[k].start_ns;
+        if (obs > 0) errors.push_back(std::abs(static_cast<double>(wall - obs)) / obs);
+      }
+    }
+  }
+  REQUIRE(!errors.empty());
+  std::sort(errors.begin(), errors.end());
+  const double median = errors[errors.size() / 2];
+  const double p95 = errors[std::min(errors.size() - 1, errors.size() * 95 / 100)];
+  INFO("steps " << errors.size() << " median error " << median << " p95 " << p95);
+  CHECK(median <= 0.02);
+  CHECK(p95 <= 0.05);
+}
