@@ -2,6 +2,8 @@
 #include "analysis/causal_graph.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 
@@ -120,6 +122,7 @@ int32_t CausalGraph::AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRo
   lane_gap.push_back(0);
   cross.push_back(-1);
   cross_gap.push_back(0);
+  cross_from_end.push_back(0);
   sync_tail.push_back(0);
   return static_cast<int32_t>(obs_start.size() - 1);
 }
@@ -308,6 +311,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       int32_t node = g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), lane, NodeRole::kGpu,
                                GpuCause(ev.kind[r], trace.Name(r)));
       g.lane_prev[node] = prev;
+      g.node_of_row[r] = node;
       const int64_t gap = prev >= 0 ? ev.ts[r] - g.obs_end[prev] : kNoTime;
       const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
       if (launch < 0) {
@@ -373,14 +377,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
     const int32_t own = ev.link[g.row[s]];
     if (own >= 0 && !IsSyncName(name) && !IsImplicitSync(name)) {
       // An async copy that blocks: it waits for its own copy (stream order covers the rest).
-      for (size_t l = 0; l < launched.size() && deps.empty(); ++l) {
-        for (auto& [lts, node] : launched[l].by_launch) {
-          if (g.row[node] == own) {
-            deps.push_back(node);
-            break;
-          }
-        }
-      }
+      if (g.node_of_row[own] >= 0) deps.push_back(g.node_of_row[own]);
     } else {
       for (const auto& l : launched) {
         auto it = std::lower_bound(l.by_launch.begin(), l.by_launch.end(),
@@ -402,6 +399,57 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       g.dur[s] = b - a;
       g.sync_tail[s] = 0;
     }
+  }
+  // 3b. Joins: a main-thread slice of at least 20 us during which a secondary thread was busy
+  // (80% or more) and which ended within 50 us of that thread's work ending: the main thread
+  // waited for it (autograd's backward thread, a helper thread).
+  {
+    std::vector<int32_t> secondary;
+    for (size_t v = 0; v < g.size(); ++v) {
+      const auto& l = g.lanes[g.lane[v]];
+      if (!l.gpu && !l.main) secondary.push_back(static_cast<int32_t>(v));
+    }
+    std::sort(secondary.begin(), secondary.end(),
+              [&](int32_t x, int32_t y) { return g.obs_end[x] < g.obs_end[y]; });
+    for (int32_t m : main_nodes) {
+      if (g.role[m] != NodeRole::kCpuWork) continue;
+      const int64_t a = g.obs_start[m], b = g.obs_end[m];
+      if (b - a < 20000) continue;
+      auto it = std::upper_bound(secondary.begin(), secondary.end(), b,
+                                 [&](int64_t x, int32_t v) { return x < g.obs_end[v]; });
+      if (it == secondary.begin()) continue;
+      const int32_t d = *(it - 1);
+      if (g.obs_end[d] <= a || b - g.obs_end[d] > 50000) continue;
+      int64_t covered = 0;
+      for (int32_t v = d; v >= 0 && g.obs_end[v] > a; v = g.lane_prev[v]) {
+        if (g.cause[v] != Cause::kUntraced) {
+          covered += std::min(b, g.obs_end[v]) - std::max(a, g.obs_start[v]);
+        }
+      }
+      if (covered * 10 < (b - a) * 8) continue;
+      g.role[m] = NodeRole::kJoin;
+      g.dur[m] = 0;
+      g.sync_tail[m] = b - g.obs_end[d];
+      wait_pairs.emplace_back(m, d);
+    }
+  }
+  // A node that starts relative to a sync call's start follows the call's lane predecessor
+  // instead: the call's end waits for GPU work, which may itself follow the call's start.
+  for (size_t v = 0; v < g.size(); ++v) {
+    const int32_t c = g.cross[v];
+    if (c < 0 || (g.role[c] != NodeRole::kSync && g.role[c] != NodeRole::kJoin) ||
+        g.cross[c] >= 0) {
+      continue;
+    }
+    if (g.lane_prev[c] < 0) {
+      g.cross[v] = -1;
+      if (g.lane_prev[v] < 0) continue;  // anchored at its recorded start
+      g.lane_gap[v] = g.obs_start[v] - g.obs_end[g.lane_prev[v]];
+      continue;
+    }
+    g.cross_gap[v] += g.lane_gap[c];
+    g.cross[v] = g.lane_prev[c];
+    g.cross_from_end[v] = 1;
   }
   std::sort(wait_pairs.begin(), wait_pairs.end());
   g.wait_begin.assign(g.size() + 1, 0);
@@ -526,10 +574,14 @@ Replay RunReplay(const CausalGraph& g, const WhatIf* what_if) {
   for (int32_t v : g.order) {
     int64_t s = kNoTime;
     if (g.lane_prev[v] >= 0) s = r.end[g.lane_prev[v]] + lane_gap[v];
-    if (g.cross[v] >= 0) s = std::max(s, r.start[g.cross[v]] + cross_gap[v]);
+    if (g.cross[v] >= 0) {
+      s = std::max(s,
+                   (g.cross_from_end[v] ? r.end[g.cross[v]] : r.start[g.cross[v]]) + cross_gap[v]);
+    }
     if (s == kNoTime) s = g.obs_start[v];
     int64_t e = s + dur[v];
-    if (g.role[v] == NodeRole::kSync && (no_wait.empty() || !no_wait[v])) {
+    if ((g.role[v] == NodeRole::kSync || g.role[v] == NodeRole::kJoin) &&
+        (no_wait.empty() || !no_wait[v])) {
       for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
         const int32_t d = g.waits[w];
         if (d != v) e = std::max(e, r.end[d] + g.sync_tail[v]);
@@ -632,7 +684,8 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
         if (t <= S) break;
       }
       // A synchronisation that ended because the awaited work did.
-      if (g.role[n] == NodeRole::kSync && r.end[n] > r.start[n] + g.dur[n]) {
+      const bool waits = g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin;
+      if (waits && r.end[n] > r.start[n] + g.dur[n]) {
         int32_t dep = -1;
         for (uint32_t w = g.wait_begin[n]; w < g.wait_begin[n + 1]; ++w) {
           const int32_t d = g.waits[w];
@@ -640,7 +693,7 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
         }
         if (dep >= 0) {
           const int64_t a = std::max(S, std::min(t, r.end[dep]));
-          add(Cause::kHostSync, a, t, n);
+          add(g.role[n] == NodeRole::kSync ? Cause::kHostSync : g.cause[n], a, t, n);
           t = a;
           n = dep;
           continue;
@@ -652,13 +705,15 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       if (t <= S) break;
       const int32_t lp = g.lane_prev[n], cp = g.cross[n];
       const int64_t lane_term = lp >= 0 ? r.end[lp] + g.lane_gap[n] : kNoTime;
-      const int64_t cross_term = cp >= 0 ? r.start[cp] + g.cross_gap[n] : kNoTime;
+      const int64_t cross_base =
+          cp >= 0 ? (g.cross_from_end[n] ? r.end[cp] : r.start[cp]) : kNoTime;
+      const int64_t cross_term = cp >= 0 ? cross_base + g.cross_gap[n] : kNoTime;
       const bool gpu = g.role[n] == NodeRole::kGpu;
       const bool use_cross =
           cp >= 0 && (cross_term > lane_term || (!gpu && cross_term == lane_term));
       if (use_cross) {
         if (gpu) {
-          const int64_t b = std::max(S, std::min(t, r.start[cp]));
+          const int64_t b = std::max(S, std::min(t, cross_base));
           add(g.cause[cp] == Cause::kColdStart ? Cause::kColdStart : Cause::kLaunch, b, t, cp);
           t = b;
         }
@@ -677,6 +732,56 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
     for (auto& [name, ns] : ops) at.cpu_ops.emplace_back(name, ns);
     std::sort(at.cpu_ops.begin(), at.cpu_ops.end(),
               [](const auto& a, const auto& b) { return a.second > b.second; });
+  }
+  return out;
+}
+
+TimeBreakdown WhereTimeWent(const Trace& trace) {
+  CausalGraph g = BuildCausalGraph(trace);
+  Replay r = RunReplay(g);
+  return WhereTimeWent(trace, g, r);
+}
+
+TimeBreakdown WhereTimeWent(const Trace& trace, const CausalGraph& g, const Replay& r) {
+  TimeBreakdown out;
+  const std::vector<StepSpan> spans = AnalysedSteps(trace);
+  out.steps = AttributeSteps(trace, g, r);
+  std::map<StringId, int64_t> ops;
+  for (size_t k = 0; k < out.steps.size(); ++k) {
+    out.step_numbers.push_back(k < spans.size() ? spans[k].number : -1);
+    for (int c = 0; c < kCauseCount; ++c) out.overall.ns[c] += out.steps[k].ns[c];
+    for (auto& [name, ns] : out.steps[k].cpu_ops) ops[name] += ns;
+    if (!trace.steps.empty() && k < spans.size()) {
+      const int64_t rec = spans[k].end_ns - spans[k].start_ns;
+      const int64_t rep = r.step_end[k] - r.step_start[k];
+      if (rec > 0) {
+        out.replay_max_error =
+            std::max(out.replay_max_error, std::abs(static_cast<double>(rep - rec)) / rec);
+      }
+    }
+  }
+  for (auto& [name, ns] : ops) out.overall.cpu_ops.emplace_back(name, ns);
+  std::sort(out.overall.cpu_ops.begin(), out.overall.cpu_ops.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (out.overall.cpu_ops.size() > 10) out.overall.cpu_ops.resize(10);
+  return out;
+}
+
+std::string FormatCauses(const StepAttribution& a, size_t max_causes) {
+  const int64_t total = a.total();
+  if (total <= 0) return "";
+  std::vector<std::pair<int64_t, int>> order;
+  for (int c = 0; c < kCauseCount; ++c) {
+    if (a.ns[c] * 100 >= total) order.emplace_back(a.ns[c], c);
+  }
+  std::sort(order.rbegin(), order.rend());
+  std::string out;
+  for (size_t i = 0; i < order.size() && i < max_causes; ++i) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s%s %.0f%%", i ? ", " : "",
+                  CauseDescription(static_cast<Cause>(order[i].second)),
+                  100.0 * order[i].first / total);
+    out += buf;
   }
   return out;
 }

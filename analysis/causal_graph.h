@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -44,11 +45,14 @@ enum class NodeRole : uint8_t {
   kLaunch,   // a runtime call that starts GPU work (or any other runtime call)
   kSync,     // a runtime call that waits for GPU work (synchronize, blocking copy, cudaFree)
   kGpu,      // a kernel / memcpy / memset
+  kJoin,     // a main-thread slice that ends when a secondary thread's work ends (it waited)
 };
 
 // The graph, columnar. A node's replayed start is the latest of: its lane predecessor's end plus
 // |lane_gap|, and its |cross| predecessor's start plus |cross_gap| (GPU: the launch call; CPU: the
-// main thread's segment running when a secondary thread resumed). A node with neither starts at
+// main thread's segment running when a secondary thread resumed; measured from its end when
+// |cross_from_end|, e.g. a blocking copy's copy follows the call's lane predecessor, since the
+// call itself waits for the copy). A node with neither starts at
 // its observed time. A sync node ends at the later of start + |dur| and its awaited GPU nodes'
 // latest end plus |sync_tail|; every other node ends at start + |dur|.
 struct CausalGraph {
@@ -64,8 +68,9 @@ struct CausalGraph {
   std::vector<int64_t> lane_gap;
   std::vector<int32_t> cross;  // -1
   std::vector<int64_t> cross_gap;
-  std::vector<int64_t> sync_tail;    // sync nodes: end minus the awaited work's end
-  std::vector<uint32_t> wait_begin;  // sync nodes: awaited GPU nodes in waits[wait_begin, +1)
+  std::vector<uint8_t> cross_from_end;  // 1: the cross term is the predecessor's end + cross_gap
+  std::vector<int64_t> sync_tail;       // sync nodes: end minus the awaited work's end
+  std::vector<uint32_t> wait_begin;     // sync nodes: awaited GPU nodes in waits[wait_begin, +1)
   std::vector<int32_t> waits;
   std::vector<int32_t> order;  // a topological order of all nodes
 
@@ -139,5 +144,18 @@ struct StepAttribution {
 // Walks the critical path of each step of |replay| back from the step's end.
 std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGraph& g,
                                             const Replay& replay);
+
+// Where the time went, for `ttap stats` and hovers: the attribution of every analysed step and
+// of all of them together, and how far the unchanged replay is from the trace's own step times.
+struct TimeBreakdown {
+  std::vector<int64_t> step_numbers;  // -1 for the whole span of a trace without steps
+  std::vector<StepAttribution> steps;
+  StepAttribution overall;      // the steps added up (cpu_ops: the top 10)
+  double replay_max_error = 0;  // largest |replayed - recorded| / recorded step time
+};
+TimeBreakdown WhereTimeWent(const Trace& trace);
+TimeBreakdown WhereTimeWent(const Trace& trace, const CausalGraph& g, const Replay& replay);
+// "GPU compute (matmul/conv) 41%, data loading 30%, ..." (causes of at least 1%, largest first).
+std::string FormatCauses(const StepAttribution& a, size_t max_causes = 6);
 
 }  // namespace ttap

@@ -343,6 +343,7 @@ TraceSummary Summarize(const Trace& trace, size_t top_n) {
   if (s.top_cpu_ops.size() > top_n) s.top_cpu_ops.resize(top_n);
 
   s.hta = ComputeHtaFigures(trace);
+  s.time = WhereTimeWent(trace);
   return s;
 }
 

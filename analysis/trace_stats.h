@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/causal_graph.h"
 #include "analysis/trace.h"
 
 namespace ttap {
@@ -78,6 +79,7 @@ struct TraceSummary {
   int64_t total_kernel_ns = 0;
   std::vector<std::pair<EventKind, int64_t>> counts;
   HtaFigures hta;
+  TimeBreakdown time;  // where each step's time went (causal_graph.h)
 };
 
 TraceSummary Summarize(const Trace& trace, size_t top_n = 10);

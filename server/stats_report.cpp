@@ -58,6 +58,31 @@ nlohmann::json ImportStatsToJson(const ImportStats& s) {
   return j;
 }
 
+nlohmann::json AttributionJson(const Trace& t, const StepAttribution& a) {
+  nlohmann::json causes = nlohmann::json::object();
+  for (int c = 0; c < kCauseCount; ++c) {
+    if (a.ns[c] > 0) causes[CauseName(static_cast<Cause>(c))] = Us(a.ns[c]);
+  }
+  nlohmann::json ops = nlohmann::json::array();
+  for (size_t i = 0; i < a.cpu_ops.size() && i < 10; ++i) {
+    ops.push_back({{"name", std::string(t.strings.Get(a.cpu_ops[i].first))},
+                   {"us", Us(a.cpu_ops[i].second)}});
+  }
+  return {{"wall_us", Us(a.total())}, {"causes_us", causes}, {"cpu_work_by_op", ops}};
+}
+
+nlohmann::json TimeJson(const Trace& t, const TimeBreakdown& tb) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (size_t k = 0; k < tb.steps.size(); ++k) {
+    nlohmann::json sj = AttributionJson(t, tb.steps[k]);
+    sj["step"] = tb.step_numbers[k];
+    steps.push_back(std::move(sj));
+  }
+  return {{"overall", AttributionJson(t, tb.overall)},
+          {"steps", steps},
+          {"replay_max_error", Round2(tb.replay_max_error * 100.0) / 100.0}};
+}
+
 nlohmann::json RankStatsToJson(const Trace& t, const TraceSummary& s) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : t.devices) {
@@ -119,7 +144,8 @@ nlohmann::json RankStatsToJson(const Trace& t, const TraceSummary& s) {
           {"top_kernels", NamesJson(t, s.top_kernels, s.total_kernel_ns)},
           {"top_cpu_ops", NamesJson(t, s.top_cpu_ops, 0)},
           {"windows", windows},
-          {"hta", hta}};
+          {"hta", hta},
+          {"where_the_time_went", TimeJson(t, s.time)}};
 }
 
 std::string RankStatsToText(const Trace& t, const TraceSummary& s) {
@@ -165,6 +191,27 @@ std::string RankStatsToText(const Trace& t, const TraceSummary& s) {
     for (const auto& k : s.top_cpu_ops) {
       line("    " + Fmt("%10.3f ms", k.total_ns / 1e6) + "  x" + std::to_string(k.count) + "  " +
            std::string(t.strings.Get(k.name)));
+    }
+  }
+  if (s.time.overall.total() > 0) {
+    line("  where the time went (critical path over " +
+         Fmt("%.3f ms", s.time.overall.total() / 1e6) + "): " + FormatCauses(s.time.overall));
+    if (s.time.steps.size() > 1) {
+      for (size_t k = 0; k < s.time.steps.size(); ++k) {
+        line("    step " + std::to_string(s.time.step_numbers[k]) + " " +
+             Fmt("%.3f ms", s.time.steps[k].total() / 1e6) + ": " +
+             FormatCauses(s.time.steps[k], 4));
+      }
+    }
+    if (!s.time.overall.cpu_ops.empty()) {
+      std::string ops;
+      for (size_t i = 0; i < s.time.overall.cpu_ops.size() && i < 5; ++i) {
+        std::string name(t.strings.Get(s.time.overall.cpu_ops[i].first));
+        if (name.size() > 60) name = name.substr(0, 57) + "...";
+        ops +=
+            (i ? ", " : "") + name + " " + Fmt("%.3f ms", s.time.overall.cpu_ops[i].second / 1e6);
+      }
+      line("    CPU work on the critical path: " + ops);
     }
   }
   const HtaFigures& h = s.hta;
