@@ -197,6 +197,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
     const bool is_main = static_cast<int64_t>(track) == main_track;
     const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
     g.lanes.push_back({track, false, is_main});
+    g.lanes.back().first_node = static_cast<int32_t>(g.size());
     int32_t prev = -1;
     bool after_gap = false;
     struct Open {
@@ -279,6 +280,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       cur = std::max(cur, stack.back().end);
       stack.pop_back();
     }
+    g.lanes.back().end_node = static_cast<int32_t>(g.size());
   }
 
   // 2. GPU lanes: one per stream track, activities in order.
@@ -306,6 +308,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
     if (!trace.tracks[t].gpu || rows_of[t].empty()) continue;
     const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
     g.lanes.push_back({static_cast<uint32_t>(t), true, false});
+    g.lanes.back().first_node = static_cast<int32_t>(g.size());
     int32_t prev = -1;
     for (uint32_t r : rows_of[t]) {
       int32_t node = g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), lane, NodeRole::kGpu,
@@ -336,7 +339,11 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       }
       prev = node;
     }
+    g.lanes.back().end_node = static_cast<int32_t>(g.size());
   }
+  g.lane_of_track.assign(trace.tracks.size(), -1);
+  for (size_t l = 0; l < g.lanes.size(); ++l)
+    g.lane_of_track[g.lanes[l].track] = static_cast<int32_t>(l);
 
   // 3. What each synchronising call waits for: the last activity of every stream launched
   // before the call started (and ended before the call did), or its own blocking copy.
@@ -400,17 +407,44 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       g.sync_tail[s] = 0;
     }
   }
-  // 3b. Joins: a main-thread slice of at least 20 us during which a secondary thread was busy
-  // (80% or more) and which ended within 50 us of that thread's work ending: the main thread
-  // waited for it (autograd's backward thread, a helper thread).
+  // 3b. Joins: a main-thread slice of at least 20 us during which a secondary thread or a GPU
+  // stream was busy (80% or more) and which ended within 50 us of that work ending: the main
+  // thread waited for it (autograd's backward thread, a helper thread, a sync the trace does not
+  // record).
   {
     std::vector<int32_t> secondary;
     for (size_t v = 0; v < g.size(); ++v) {
       const auto& l = g.lanes[g.lane[v]];
-      if (!l.gpu && !l.main) secondary.push_back(static_cast<int32_t>(v));
+      if (!l.main) secondary.push_back(static_cast<int32_t>(v));
     }
     std::sort(secondary.begin(), secondary.end(),
               [&](int32_t x, int32_t y) { return g.obs_end[x] < g.obs_end[y]; });
+    // GPU busy time over all streams (merged), for the coverage of a wait on the GPU.
+    std::vector<std::pair<int64_t, int64_t>> gpu_busy;
+    for (size_t v = 0; v < g.size(); ++v) {
+      if (g.role[v] == NodeRole::kGpu) gpu_busy.emplace_back(g.obs_start[v], g.obs_end[v]);
+    }
+    std::sort(gpu_busy.begin(), gpu_busy.end());
+    {
+      size_t w = 0;
+      for (size_t i = 0; i < gpu_busy.size(); ++i) {
+        if (w > 0 && gpu_busy[i].first <= gpu_busy[w - 1].second) {
+          gpu_busy[w - 1].second = std::max(gpu_busy[w - 1].second, gpu_busy[i].second);
+        } else {
+          gpu_busy[w++] = gpu_busy[i];
+        }
+      }
+      gpu_busy.resize(w);
+    }
+    auto gpu_covered = [&](int64_t a, int64_t b) {
+      int64_t t = 0;
+      auto it = std::lower_bound(gpu_busy.begin(), gpu_busy.end(), std::make_pair(a, a));
+      if (it != gpu_busy.begin()) --it;
+      for (; it != gpu_busy.end() && it->first < b; ++it) {
+        t += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
+      }
+      return t;
+    };
     for (int32_t m : main_nodes) {
       if (g.role[m] != NodeRole::kCpuWork) continue;
       const int64_t a = g.obs_start[m], b = g.obs_end[m];
@@ -420,8 +454,15 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       if (it == secondary.begin()) continue;
       const int32_t d = *(it - 1);
       if (g.obs_end[d] <= a || b - g.obs_end[d] > 50000) continue;
-      int64_t covered = 0;
-      for (int32_t v = d; v >= 0 && g.obs_end[v] > a; v = g.lane_prev[v]) {
+      // Waiting for the GPU without a recorded sync: only outside any operator (Python code or
+      // the step annotation itself), where the thread had nothing else to do.
+      const int32_t owner = g.row[m];
+      if (g.role[d] == NodeRole::kGpu && owner >= 0 && ev.kind[owner] == EventKind::kCpuOp) {
+        continue;
+      }
+      int64_t covered = g.role[d] == NodeRole::kGpu ? gpu_covered(a, b) : 0;
+      for (int32_t v = d; g.role[d] != NodeRole::kGpu && v >= 0 && g.obs_end[v] > a;
+           v = g.lane_prev[v]) {
         if (g.cause[v] != Cause::kUntraced) {
           covered += std::min(b, g.obs_end[v]) - std::max(a, g.obs_start[v]);
         }
@@ -553,17 +594,19 @@ Replay RunReplay(const CausalGraph& g, const WhatIf* what_if) {
   if (what_if && !what_if->empty()) {
     if (!what_if->dur.empty()) {
       dur_over = g.dur;
-      for (auto& [node, d] : what_if->dur) dur_over[node] = std::max<int64_t>(0, d);
+      for (auto& [node, d] : what_if->dur) {
+        dur_over[node] = std::max<int64_t>(0, std::min(dur_over[node], d));
+      }
       dur = dur_over.data();
     }
     if (!what_if->cross_gap.empty()) {
       cross_over = g.cross_gap;
-      for (auto& [node, w] : what_if->cross_gap) cross_over[node] = w;
+      for (auto& [node, w] : what_if->cross_gap) cross_over[node] = std::min(cross_over[node], w);
       cross_gap = cross_over.data();
     }
     if (!what_if->lane_gap.empty()) {
       lane_over = g.lane_gap;
-      for (auto& [node, w] : what_if->lane_gap) lane_over[node] = w;
+      for (auto& [node, w] : what_if->lane_gap) lane_over[node] = std::min(lane_over[node], w);
       lane_gap = lane_over.data();
     }
     if (!what_if->no_wait.empty()) {

@@ -77,9 +77,11 @@ struct CausalGraph {
   struct Lane {
     uint32_t track = 0;
     bool gpu = false;
-    bool main = false;  // the thread that runs the steps
+    bool main = false;                     // the thread that runs the steps
+    int32_t first_node = 0, end_node = 0;  // the lane's nodes: [first_node, end_node), by start
   };
   std::vector<Lane> lanes;
+  std::vector<int32_t> lane_of_track;  // -1 for tracks without nodes
   // Trace row -> first node of that CPU runtime call (launch / sync), -1.
   std::vector<int32_t> node_of_row;
 
@@ -117,6 +119,7 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace);
 CausalGraph BuildCausalGraph(const Trace& trace);
 
 // Changes to replay: new own durations, sync nodes that no longer wait, new launch latencies.
+// Fixes only shorten: where two changes name one node, the smaller value holds.
 struct WhatIf {
   std::vector<std::pair<int32_t, int64_t>> dur;
   std::vector<int32_t> no_wait;

@@ -47,6 +47,10 @@ struct Finding {
   // one call site in a step); RunRules marks only the windows these touch, not every window of
   // the extent between them. Empty means the extent is one occurrence.
   std::vector<std::pair<int64_t, int64_t>> occurrences;
+  // Detectors: the trace rows the cause is made of, which its fix changes (analysis/what_if.h):
+  // a CPU region (DataLoader __next__, zero_grad, optimizer step, empty_cache) stands for
+  // everything under it; a runtime call or GPU activity for itself.
+  std::vector<int32_t> rows;
   double time_lost_us_per_step = 0;  // mean over the steps where it occurs... see rules.cpp
   double share_of_step = 0;          // 0..1
   std::vector<int64_t> step_ids;     // ProfilerStep numbers

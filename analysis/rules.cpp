@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "analysis/what_if.h"
+
 namespace ttap {
 
 std::string FormatPercent(double share) {
@@ -125,6 +127,7 @@ Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
   out.step_ids.clear();
   out.window_indices.clear();
   out.occurrences.clear();
+  out.rows.clear();
   out.top_events.clear();
   std::map<std::string, EvidenceValue> evidence;
   std::map<std::string, EvidenceEvent> events;
@@ -132,6 +135,8 @@ Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
   std::map<int64_t, double> per_step;
   double total_lost_us = 0;
   for (const Finding& f : group) {
+    out.rows.insert(out.rows.end(), f.rows.begin(), f.rows.end());
+    out.occurrences.insert(out.occurrences.end(), f.occurrences.begin(), f.occurrences.end());
     out.start_ns = std::min(out.start_ns, f.start_ns);
     out.end_ns = std::max(out.end_ns, f.end_ns);
     for (auto& [step, lost] : f.per_step) per_step[step] += lost;
@@ -184,29 +189,44 @@ std::string FindingMessage(const Finding& f) {
   const std::string per_step = Ms(f.time_lost_us_per_step) + "/step";
   const std::string share = Pct(f.share_of_step);
   const double steps = std::max(1.0, Num(f, "steps_affected"));
+  const std::string detected = Ms(Num(f, "detected_us_per_step")) + "/step";
+  // Once the fixes that save more are in, this one may add much less (they recover the same
+  // time): say so.
+  const double after = Num(f, "saving_after_larger_fixes_us_per_step");
+  const std::string after_text =
+      f.code != "TTA008" && f.evidence.count("saving_after_larger_fixes_us_per_step") &&
+              after < 0.5 * f.time_lost_us_per_step && f.time_lost_us_per_step >= 1
+          ? ", " + Ms(after) + "/step after the larger fixes"
+          : "";
+  // What the fix saves on this run (what_if.h), or why it saves little.
+  const std::string note = Text(f, "saving_note");
+  const std::string saving =
+      f.code == "TTA900" ? ""
+      : note.empty()
+          ? std::string(f.code == "TTA008" ? "; moving that work out of the step" : "; a fix") +
+                " saves " + per_step + " (" + share + " of the step" + after_text + ")"
+          : "; a fix saves " + per_step + " (" + note + ")";
   if (f.code == "TTA001") {
     const double step_us = Num(f, "step_us");
-    std::string runs = step_us > 0
-                           ? "the input pipeline runs " + Pct(Num(f, "dataloader_us") / step_us) +
-                                 " of each step, holding the GPU idle for "
-                           : "the input pipeline holds the GPU idle for ";
-    return runs + share + " of the step (" + per_step + ")";
+    std::string runs = step_us > 0 ? "the input pipeline runs " +
+                                         Pct(Num(f, "dataloader_us") / step_us) + " of each step"
+                                   : "the input pipeline keeps the GPU idle";
+    return runs + " (GPU idle " + detected + ")" + saving;
   }
   if (f.code == "TTA002") {
     std::string op = Text(f, "op");
     return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
            Text(f, "sync_call") + ", " + std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
-           "x per step) drains the GPU: " + per_step + " idle, " + share + " of the step";
+           "x per step) drains the GPU for " + detected + saving;
   }
   if (f.code == "TTA008") {
     std::string op = Text(f, "cpu_op");
-    return "the GPU idles " + share + " of the step (" + per_step + ") while the CPU runs " +
-           (op.empty() ? std::string("untraced work") : op);
+    return "the GPU idles " + detected + " while the CPU runs " +
+           (op.empty() ? std::string("untraced work") : op) + saving;
   }
   std::string text = info ? info->summary : f.name;
   std::string detail = Text(f, "detail");  // a detector's own words, with its numbers
-  return text + ": " + per_step + " (" + share + " of the step)" +
-         (detail.empty() ? "" : "; " + detail);
+  return text + (detail.empty() ? "" : ": " + detail) + saving;
 }
 
 RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
@@ -235,10 +255,32 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   const double min_share = options.Get("min_share", 0.001);
   for (auto& [key, group] : groups) {
     Finding f = Merge(group, ctx);
-    if (f.share_of_step < min_share) continue;
-    f.severity = SeverityFor(f.share_of_step, options);
-    f.message = FindingMessage(f);
+    if (f.share_of_step < min_share) continue;  // the detector's own measure: too small to report
     result.findings.push_back(std::move(f));
+  }
+  // What each fix saves on this run: the causal graph replayed with and without it.
+  CausalGraph graph = BuildCausalGraph(trace);
+  Replay base = RunReplay(graph);
+  result.time = WhereTimeWent(trace, graph, base);
+  FixCosting costing = CostFindings(trace, graph, base, result.time, &result.findings);
+  result.run_ns = costing.run_ns;
+  result.safe_saving_ns = costing.safe_saving_ns;
+  result.speedup = costing.speedup();
+  const StepAttribution& all = result.time.overall;
+  const int64_t gpu_ns =
+      all.ns[static_cast<int>(Cause::kGpuMatmul)] + all.ns[static_cast<int>(Cause::kGpuKernel)] +
+      all.ns[static_cast<int>(Cause::kCommunication)] + all.ns[static_cast<int>(Cause::kMemcpy)] +
+      all.ns[static_cast<int>(Cause::kMemset)];
+  const double gpu_share = all.total() > 0 ? static_cast<double>(gpu_ns) / all.total() : 0.0;
+  for (Finding& f : result.findings) {
+    f.severity = SeverityFor(f.share_of_step, options);
+    if (f.severity == Severity::kHint) {
+      std::string note = gpu_share >= 0.5 ? "GPU-bound: the GPU computes " + Pct(gpu_share) +
+                                                " of the critical path, so this costs little here"
+                                          : "other work on the critical path hides it";
+      f.evidence["saving_note"] = {false, 0, note};
+    }
+    f.message = FindingMessage(f);
   }
   std::sort(result.findings.begin(), result.findings.end(), [](const Finding& a, const Finding& b) {
     if (a.time_lost_us_per_step != b.time_lost_us_per_step) {
@@ -255,9 +297,10 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
       }
     }
   }
-  double sum = 0;
-  for (const auto& w : result.windows) sum += w.score;
-  result.trace_score = result.windows.empty() ? 0 : sum / result.windows.size();
+  result.trace_score = result.run_ns > 0
+                           ? std::min(1.0, static_cast<double>(result.safe_saving_ns) /
+                                               static_cast<double>(result.run_ns))
+                           : 0.0;
   return result;
 }
 

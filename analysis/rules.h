@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/causal_graph.h"
 #include "analysis/findings.h"
 #include "analysis/rule_context.h"
 #include "analysis/trace.h"
@@ -36,7 +37,13 @@ struct WindowScore {
 struct RuleResult {
   std::vector<Finding> findings;     // sorted: most time lost first
   std::vector<WindowScore> windows;  // one per Trace::windows entry
-  double trace_score = 0;            // mean of the window scores (the paper's MIL assumption)
+  // The share of the run that all the fixes together would save (what_if.h): adding an
+  // anti-pattern to a run can only raise it.
+  double trace_score = 0;
+  int64_t run_ns = 0;          // the analysed steps' wall time
+  int64_t safe_saving_ns = 0;  // what all the fixes save together, replayed
+  double speedup = 1.0;        // run_ns / (run_ns - safe_saving_ns)
+  TimeBreakdown time;          // where each step's time went (critical path)
 };
 
 RuleResult RunRules(const Trace& trace, const RuleOptions& options);

@@ -118,6 +118,7 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
       std::string key = op >= 0 ? CauseKey(ctx, op) : "(launch not traced)";
       Finding& f =
           CauseFinding(&by_cause, ctx, "TTA011", static_cast<int>(s), ev.ts[r], ev.end(r), op, key);
+      f.rows.push_back(static_cast<int32_t>(r));
       f.per_step[0].second += sc.exposed_ns[k] / 1000.0;
       AccumulateNumber(&f, "collectives", 1);
       AccumulateNumber(&f, "comm_us", ev.dur[r] / 1000.0);
@@ -188,6 +189,7 @@ void DetectCommPerParameter(const RuleContext& ctx, const RuleOptions& o,
                                  lost_us, g.op, key);
       for (size_t k : g.idx) {
         const uint32_t r = sc.comm_rows[k];
+        f.rows.push_back(static_cast<int32_t>(r));
         f.start_ns = std::min(f.start_ns, ev.ts[r]);
         f.end_ns = std::max(f.end_ns, ev.end(r));
         AddEvent(&f, ShortName(ctx.Name(r)), 1, ev.dur[r] / 1000.0);

@@ -162,6 +162,7 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
     std::map<int32_t, Burst> open;  // per device
     int64_t lost_ns = 0, kernels_in_bursts = 0, bursts = 0, kernel_ns = 0, launch_ns = 0;
     int64_t first = INT64_MAX, last = INT64_MIN;
+    std::vector<int32_t> burst_rows;
     std::map<std::string, std::pair<int64_t, int32_t>> step_ops;
     std::map<std::string, std::pair<int64_t, double>> step_kernels;  // name -> (count, us)
     auto close = [&](Burst& b) {
@@ -171,6 +172,7 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
         first = std::min(first, ev.ts[b.rows.front()]);
         last = std::max(last, b.last_end);
         for (uint32_t r : b.rows) {
+          burst_rows.push_back(static_cast<int32_t>(r));
           ++kernels_in_bursts;
           kernel_ns += ev.dur[r];
           const int32_t launch = ctx.LaunchOf(r);
@@ -216,6 +218,7 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
     }
     Finding f = MakeRawFinding(ctx, "TTA007", static_cast<int>(s), first, last, lost_ns / 1000.0,
                                -1, "launch-bound");
+    f.rows = std::move(burst_rows);
     AddNumber(&f, "short_kernels", static_cast<double>(kernels_in_bursts));
     AddNumber(&f, "bursts", static_cast<double>(bursts));
     AddNumber(&f, "gpu_idle_between_us", lost_ns / 1000.0);
@@ -295,6 +298,7 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
       const double saving_us = kernel_us * (1.0 - 1.0 / speedup);
       Finding& f =
           sf.For(ctx, "TTA009", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
+      f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += saving_us;
       sf.lost_us += saving_us;
       AccumulateNumber(&f, "fp32_kernels", 1);
@@ -347,6 +351,7 @@ void DetectLayoutConversion(const RuleContext& ctx, const RuleOptions& o,
       const double us = ev.dur[i] / 1000.0;
       Finding& f =
           sf.For(ctx, "TTA010", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
+      f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += us;
       sf.lost_us += us;
       AccumulateNumber(&f, "conversions", 1);

@@ -64,6 +64,7 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
       std::string key = CauseKey(ctx, static_cast<int32_t>(i));
       Finding& f = CauseFinding(&by_cause, ctx, "TTA001", static_cast<int>(s), a, b,
                                 static_cast<int32_t>(i), key);
+      f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += idle_us;
       AddNumber(
           &f, "dataloader_us",
@@ -125,6 +126,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       std::string key = CauseKey(ctx, anchor);
       Finding& f = CauseFinding(&by_cause, ctx, "TTA002", static_cast<int>(s), ev.ts[i], resume,
                                 anchor, key);
+      f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += drain / 1000.0;
       AddNumber(&f, "syncs", (f.evidence.count("syncs") ? f.evidence["syncs"].number : 0) + 1);
       AddNumber(&f, "gpu_drain_us",

@@ -105,11 +105,12 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     std::map<std::string, Finding> by_cause;
-    auto charge = [&](int32_t launch, int64_t a, int64_t b, int64_t lost_ns, int64_t bytes,
-                      int64_t copy_ns, std::string_view what) {
+    auto charge = [&](int32_t row, int32_t launch, int64_t a, int64_t b, int64_t lost_ns,
+                      int64_t bytes, int64_t copy_ns, std::string_view what) {
       int32_t anchor = launch >= 0 ? LaunchingOp(ctx, launch) : -1;
       std::string key = anchor >= 0 ? CauseKey(ctx, anchor) : "(no launch)";
       Finding& f = CauseFinding(&by_cause, ctx, "TTA003", static_cast<int>(s), a, b, anchor, key);
+      f.rows.push_back(row);
       f.per_step[0].second += Us(lost_ns);
       Bump(&f, "copies", 1);
       if (bytes > 0) Bump(&f, "bytes", static_cast<double>(bytes));
@@ -130,7 +131,7 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
             lost += ctx.GpuIdle(ev.ts[launch], ev.end(launch));
           }
         }
-        charge(launch, a, ev.end(i), lost, ev.bytes[i], ev.dur[i], name);
+        charge(static_cast<int32_t>(i), launch, a, ev.end(i), lost, ev.bytes[i], ev.dur[i], name);
       }
     }
     // Synchronous copy calls whose copy was not pageable (or is not in the trace).
@@ -141,8 +142,8 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       const int64_t copy_ns = gpu >= 0 ? ev.dur[gpu] : 0;
       const int64_t lost = gpu >= 0 ? ctx.GpuIdle(ev.ts[i], ev.end(i)) + copy_ns : ev.dur[i];
       const int64_t b = gpu >= 0 ? std::max(ev.end(i), ev.end(gpu)) : ev.end(i);
-      charge(static_cast<int32_t>(i), ev.ts[i], b, lost, gpu >= 0 ? ev.bytes[gpu] : -1, copy_ns,
-             ctx.Name(i));
+      charge(static_cast<int32_t>(i), static_cast<int32_t>(i), ev.ts[i], b, lost,
+             gpu >= 0 ? ev.bytes[gpu] : -1, copy_ns, ctx.Name(i));
     }
     for (auto& [key, f] : by_cause) {
       if (f.per_step[0].second < min_us) continue;
@@ -207,6 +208,7 @@ void DetectSmallH2DCopies(const RuleContext& ctx, const RuleOptions& o, std::vec
                                ev.end(rows.back()), 0, anchor, "small-h2d-copies");
     int64_t lost = 0, bytes = 0, launch_ns = 0, copy_ns = 0;
     for (uint32_t i : rows) {
+      f.rows.push_back(static_cast<int32_t>(i));
       const int32_t launch = ev.link[i];
       if (launch >= 0) {
         launch_ns += ev.dur[launch];
@@ -275,6 +277,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       std::string key = CauseKey(ctx, anchor);
       Finding& f = CauseFinding(&by_cause, ctx, "TTA013", static_cast<int>(s), a,
                                 std::max(b, resume), anchor, key);
+      f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += Us(lost);
       // Allocator calls inside the empty_cache region.
       int64_t calls = alloc ? 1 : 0;
@@ -352,6 +355,8 @@ void DetectDevicePingPong(const RuleContext& ctx, const RuleOptions& o, std::vec
     Finding f = MakeRawFinding(ctx, "TTA014", static_cast<int>(s), ev.ts[pairs.front().first],
                                ev.end(pairs.back().second), Us(d2h_ns + h2d_ns), anchor, key);
     for (auto& [d, h] : pairs) {
+      f.rows.push_back(static_cast<int32_t>(d));
+      f.rows.push_back(static_cast<int32_t>(h));
       f.start_ns = std::min(f.start_ns, ev.ts[d]);
       f.end_ns = std::max(f.end_ns, ev.end(h));
       AddEvent(&f, std::string(ctx.Name(d)), 1, Us(ev.dur[d]));

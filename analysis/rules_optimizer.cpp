@@ -159,6 +159,7 @@ void DetectZeroGradPerParam(const RuleContext& ctx, const RuleOptions& o,
     // Manual loops: per call site, the zero_ ops and what they launched.
     struct Loop {
       int32_t first = -1;
+      std::vector<int32_t> rows;
       int64_t ops = 0, kernels = 0, kernel_ns = 0, idle_ns = 0, start = 0, end = 0;
       RegionStats names;
     };
@@ -174,6 +175,7 @@ void DetectZeroGradPerParam(const RuleContext& ctx, const RuleOptions& o,
         std::string key = CauseKey(ctx, row);
         Finding& f = CauseFinding(&by_cause, ctx, "TTA005", static_cast<int>(s), ev.ts[i],
                                   st.gpu_end, row, key);
+        f.rows.push_back(row);
         f.per_step[0].second += Us(st.kernel_ns + idle);
         AddNumber(&f, "kernels",
                   (f.evidence.count("kernels") ? f.evidence["kernels"].number : 0) +
@@ -205,6 +207,7 @@ void DetectZeroGradPerParam(const RuleContext& ctx, const RuleOptions& o,
         l.start = ev.ts[i];
       }
       l.ops++;
+      l.rows.push_back(row);
       l.kernels += st.kernels;
       l.kernel_ns += st.kernel_ns;
       l.idle_ns += ctx.GpuIdle(ev.ts[i], ev.end(i));
@@ -219,6 +222,7 @@ void DetectZeroGradPerParam(const RuleContext& ctx, const RuleOptions& o,
       if (l.ops < min_kernels) continue;
       Finding f = MakeRawFinding(ctx, "TTA005", static_cast<int>(s), l.start, l.end,
                                  Us(l.kernel_ns + l.idle_ns), l.first, "loop|" + key);
+      f.rows = l.rows;
       AddNumber(&f, "kernels", static_cast<double>(l.kernels));
       AddNumber(&f, "kernel_us", Us(l.kernel_ns));
       AddNumber(&f, "zero_ops", static_cast<double>(l.ops));
@@ -293,6 +297,7 @@ void DetectUnfusedOptimizer(const RuleContext& ctx, const RuleOptions& o,
       std::string key = CauseKey(ctx, row);
       Finding& f = CauseFinding(&by_cause, ctx, "TTA006", static_cast<int>(s), ev.ts[row],
                                 st.gpu_end, row, key);
+      f.rows.push_back(row);
       f.per_step[0].second += Us(lost);
       auto num = [&](const char* k) { return f.evidence.count(k) ? f.evidence[k].number : 0.0; };
       AddNumber(&f, "kernels", num("kernels") + static_cast<double>(st.kernels));

@@ -107,8 +107,8 @@ struct Step {
   int32_t event = -1;     // the ProfilerStep row
   int64_t cpu_start = 0;  // ns
   int64_t cpu_end = 0;
-  int64_t gpu_end = 0;  // end of the last GPU event launched inside the step (or cpu_end)
-  int64_t gpu_work_end = 0; // gpu_end before clipping: where the step's GPU work really ends
+  int64_t gpu_end = 0;       // end of the last GPU event launched inside the step (or cpu_end)
+  int64_t gpu_work_end = 0;  // gpu_end before clipping: where the step's GPU work really ends
   int64_t start() const { return cpu_start; }
   int64_t end() const { return gpu_end > cpu_end ? gpu_end : cpu_end; }
 };

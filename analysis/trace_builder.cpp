@@ -1,9 +1,8 @@
 // BuildTrace and SortPartial; see trace_builder.h.
 #include "analysis/trace_builder.h"
 
-#include <simdjson.h>
-
 #include <malloc.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <chrono>

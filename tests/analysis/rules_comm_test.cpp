@@ -75,7 +75,10 @@ TEST_CASE("TTA011: collectives after the compute are exposed", "[rules][TTA011]"
   CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
   REQUIRE(f[0].anchor_row >= 0);
   CHECK(trace->Name(f[0].anchor_row) == "nccl:all_reduce");
-  CHECK(f[0].time_lost_us_per_step == Approx(1600).margin(2));
+  // The detector sees 1600 us exposed; the replay with the collectives off the critical path
+  // saves that less the 1 us stream gaps the next step's compute still waits for.
+  CHECK(f[0].evidence.at("detected_us_per_step").number == Approx(1600).margin(2));
+  CHECK(f[0].time_lost_us_per_step == Approx(1600).epsilon(0.02));
   CHECK(f[0].evidence.at("collectives").number == 6);
   CHECK(f[0].evidence.at("overlap").text == "0.0%");
   CHECK(f[0].severity == ttap::Severity::kWarning);
@@ -88,7 +91,9 @@ TEST_CASE("TTA011: partly overlapped collectives count only their exposed part",
   auto trace = DdpSteps(1, 1000, 1500).Load();
   auto f = FindingsWithCode(*trace, "TTA011");
   REQUIRE(f.size() == 1);
-  CHECK(f[0].time_lost_us_per_step == Approx(500).margin(2));
+  CHECK(f[0].evidence.at("detected_us_per_step").number == Approx(500).margin(2));
+  // Replayed: the collective off the path also lets the step's tail start earlier.
+  CHECK(f[0].time_lost_us_per_step == Approx(500).epsilon(0.15));
   // With a 40% minimum overlap the 50% is good enough.
   ttap::RuleOptions o;
   o.values["comm_overlap_min"] = 0.4;
@@ -131,7 +136,12 @@ TEST_CASE("TTA012: one all_reduce per parameter", "[rules][TTA012]") {
   CHECK(f[0].evidence.at("collectives").number == 300);
   // 100 launches of 10 us each per step; the collectives mostly overlap the compute.
   CHECK(f[0].evidence.at("launch_overhead_us").number == Approx(3000).margin(1));
-  CHECK(f[0].time_lost_us_per_step >= 1000);
+  // What bucketing saves on this run: the step is 2 ms of GEMMs on the GPU and the 100 launches
+  // hide behind them, so the replay gives it little (the detector's 3 ms of launch overhead is
+  // not on the critical path).
+  CHECK(f[0].evidence.at("detected_us_per_step").number >= 1000);
+  CHECK(f[0].time_lost_us_per_step < 100);
+  CHECK((f[0].severity == ttap::Severity::kInfo || f[0].severity == ttap::Severity::kHint));
   CHECK(f[0].message.find("100 collectives") != std::string::npos);
   // Fewer than the configured minimum per step: no finding.
   ttap::RuleOptions o;
@@ -145,7 +155,10 @@ TEST_CASE("TTA012: collectives on the compute stream", "[rules][TTA012]") {
   REQUIRE(f.size() == 1);
   CHECK(f[0].evidence.at("same_stream_collectives").number == 6);
   // Launch overhead (2 x 10 us) plus the exposed 1600 us, per step.
-  CHECK(f[0].time_lost_us_per_step == Approx(1620).margin(3));
+  CHECK(f[0].evidence.at("detected_us_per_step").number == Approx(1620).margin(3));
+  // Replayed bucketing: the second call's fixed latency (80% of the shortest call, 640 us) and
+  // its CPU side are paid once per step, and the next step follows sooner.
+  CHECK(f[0].time_lost_us_per_step == Approx(1066.7).margin(5));
   CHECK(f[0].message.find("compute stream") != std::string::npos);
 }
 

@@ -89,7 +89,8 @@ TEST_CASE("TTA007: a burst of kernels shorter than their launches is launch-boun
   CHECK(f[0].fix == "cuda-graphs-or-compile");
   CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
   // Kernels start every 13 us and run 2 us: 11 us idle in each of the 39 gaps of a step.
-  CHECK(f[0].time_lost_us_per_step == Approx(39 * 11).margin(5));
+  // The replay under CUDA graphs: close to the 39 x 11 us of GPU idle the detector sees.
+  CHECK(f[0].time_lost_us_per_step == Approx(39 * 11).epsilon(0.1));
   CHECK(f[0].evidence.at("short_kernels").number == 120);
   REQUIRE(f[0].anchor_row >= 0);
   CHECK(trace->Name(f[0].anchor_row) == "Optimizer.step#SGD.step");
@@ -262,7 +263,7 @@ TEST_CASE("TTA010: NCHW<->NHWC conversion kernels around convolutions", "[rules]
   REQUIRE(f[0].anchor_row >= 0);
   CHECK(trace->Name(f[0].anchor_row) == "aten::cudnn_convolution");
   // 3 x (100 + 60) us of conversions per step.
-  CHECK(f[0].time_lost_us_per_step == Approx(480).margin(1));
+  CHECK(f[0].time_lost_us_per_step == Approx(480).margin(5));  // replayed
   CHECK(f[0].evidence.at("conversions").number == 18);
   CHECK(f[0].top_events.size() == 2);
 }
@@ -271,7 +272,7 @@ TEST_CASE("TTA010: transposes count only when a convolution launches them", "[ru
   auto conv = ConvSteps("batched_transpose_32x32_half", "", "aten::miopen_convolution").Load();
   auto f = FindingsWithCode(*conv, "TTA010");
   REQUIRE(f.size() == 1);
-  CHECK(f[0].time_lost_us_per_step == Approx(300).margin(1));
+  CHECK(f[0].time_lost_us_per_step == Approx(300).margin(5));  // replayed
   auto other = ConvSteps("batched_transpose_32x32_half", "", "aten::bmm").Load();
   CHECK(FindingsWithCode(*other, "TTA010").empty());
 }
@@ -288,6 +289,9 @@ TEST_CASE("TTA010: channels-last convolutions give no finding", "[rules][TTA010]
 
 // ---- real traces ----
 
+// The fp32 kernels are there (the detector measures over 10% of the step in them), but these
+// runs are CPU-bound (data loading, per-parameter optimizer): faster GEMMs save almost nothing,
+// so the replayed saving is small and the findings are not warnings.
 TEST_CASE("real traces: the fp32 ResNet-50 runs on a V100 show TTA009", "[rules][TTA009][real]") {
   if (!ttap_test::HaveShared()) {
     WARN("../shared/traces/real not present: skipped");
@@ -299,10 +303,12 @@ TEST_CASE("real traces: the fp32 ResNet-50 runs on a V100 show TTA009", "[rules]
     INFO(path);
     auto fs = RealFindings(path);
     bool conv_anchor = false;
-    double share = 0;
+    double share = 0, detected_us = 0;
     for (const auto& f : fs) {
       if (f.code != "TTA009") continue;
       share += f.share_of_step;
+      detected_us += f.evidence.at("detected_us_per_step").number;
+      CHECK((f.severity == ttap::Severity::kInfo || f.severity == ttap::Severity::kHint));
       CHECK(f.evidence.at("precision").text == "fp16");
       if (f.evidence.count("op") &&
           f.evidence.at("op").text.find("cudnn_convolution") != std::string::npos) {
@@ -310,7 +316,8 @@ TEST_CASE("real traces: the fp32 ResNet-50 runs on a V100 show TTA009", "[rules]
       }
     }
     CHECK(conv_anchor);
-    CHECK(share > 0.1);
+    CHECK(detected_us > 5000);  // over 5 ms of fp32 GEMM time per ~150 ms step
+    CHECK(share < 0.05);
   }
 }
 

@@ -1,0 +1,370 @@
+// FixWhatIf and CostFindings; see what_if.h. The constants below are the fix models' assumptions,
+// documented in docs/causal_model.md.
+#include "analysis/what_if.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace ttap {
+
+namespace {
+
+// A DataLoader fed by workers hands a ready batch over: at least this, or this share of the
+// single-process load.
+constexpr int64_t kWorkerFetchNs = 50000;
+constexpr double kWorkerFetchShare = 0.02;
+// An async launch call's cost once a copy no longer blocks.
+constexpr int64_t kAsyncCallNs = 10000;
+// Pinned host memory copies at about twice the bandwidth of pageable memory.
+constexpr double kPinnedCopyFactor = 0.5;
+// FP32 matrix kernels on tensor cores (TF32 / AMP): a conservative 2.5x.
+constexpr double kTensorCoreFactor = 0.4;
+// Under CUDA graphs / torch.compile(mode="reduce-overhead") a region's launches and per-op CPU
+// dispatch mostly disappear: what is left of them.
+constexpr double kGraphedCpuFactor = 0.05;
+// Launches further apart than this belong to different captured regions.
+constexpr int64_t kBurstGapNs = 100000;
+// zero_grad(set_to_none=True): what is left of the region.
+constexpr int64_t kSetToNoneNs = 10000;
+
+struct Builder {
+  const Trace& trace;
+  const CausalGraph& g;
+  WhatIf w;
+  std::set<int32_t> touched;  // nodes whose duration was set (first change wins)
+
+  void SetDur(int32_t n, int64_t d) {
+    if (n < 0 || !touched.insert(n).second) return;
+    w.dur.emplace_back(n, std::max<int64_t>(0, d));
+  }
+  void NoWait(int32_t n) {
+    if (n >= 0 && (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin)) {
+      w.no_wait.push_back(n);
+    }
+  }
+  int32_t NodeOfRow(int32_t row) const {
+    return row >= 0 && static_cast<size_t>(row) < g.node_of_row.size() ? g.node_of_row[row] : -1;
+  }
+  // The launch call node of a GPU node, -1.
+  int32_t LaunchOf(int32_t gpu_node) const {
+    const int32_t r = g.row[gpu_node];
+    return r >= 0 ? NodeOfRow(trace.events.link[r]) : -1;
+  }
+  // CPU nodes of |row|'s lane inside the row's time span: the row and everything under it.
+  std::pair<int32_t, int32_t> NodesUnder(int32_t row) const {
+    const EventTable& ev = trace.events;
+    const int32_t lane = g.lane_of_track[ev.track[row]];
+    if (lane < 0) return {0, 0};
+    const auto& l = g.lanes[lane];
+    auto first = g.obs_start.begin() + l.first_node, last = g.obs_start.begin() + l.end_node;
+    auto a = std::lower_bound(first, last, ev.ts[row]);
+    auto b = std::lower_bound(a, last, ev.end(row));
+    return {static_cast<int32_t>(a - g.obs_start.begin()),
+            static_cast<int32_t>(b - g.obs_start.begin())};
+  }
+  // GPU nodes launched by calls under |row|.
+  std::vector<int32_t> GpuUnder(int32_t row) const {
+    std::vector<int32_t> out;
+    auto [a, b] = NodesUnder(row);
+    for (int32_t n = a; n < b; ++n) {
+      if (g.role[n] == NodeRole::kCpuWork || g.row[n] < 0) continue;
+      const int32_t gpu_row = trace.events.link[g.row[n]];
+      const int32_t gn = NodeOfRow(gpu_row);
+      if (gn >= 0 && g.role[gn] == NodeRole::kGpu) out.push_back(gn);
+    }
+    return out;
+  }
+  // Scales the CPU time under |row| (slices, launch calls, syncs' own cost) by |factor|.
+  void ScaleUnder(int32_t row, double factor) {
+    auto [a, b] = NodesUnder(row);
+    for (int32_t n = a; n < b; ++n) SetDur(n, static_cast<int64_t>(g.dur[n] * factor));
+  }
+  int64_t CpuUnder(int32_t row) const {
+    auto [a, b] = NodesUnder(row);
+    int64_t t = 0;
+    for (int32_t n = a; n < b; ++n) t += g.dur[n];
+    return t;
+  }
+  // Removes a GPU activity with its launch (and any wait on it by that call).
+  void RemoveGpu(int32_t gn) {
+    if (gn < 0 || g.role[gn] != NodeRole::kGpu) return;
+    SetDur(gn, 0);
+    const int32_t l = LaunchOf(gn);
+    SetDur(l, 0);
+    NoWait(l);
+  }
+  bool IsCpuRegion(int32_t row) const {
+    const EventKind k = trace.events.kind[row];
+    return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+           k == EventKind::kPythonFunction;
+  }
+};
+
+}  // namespace
+
+WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
+  Builder b{trace, g, {}, {}};
+  const EventTable& ev = trace.events;
+  const std::string& code = f.code;
+  std::vector<int32_t> rows;
+  for (int32_t r : f.rows) {
+    if (r >= 0 && static_cast<size_t>(r) < ev.size()) rows.push_back(r);
+  }
+  if (code == "TTA001") {  // DataLoader workers: the load becomes a hand-over
+    for (int32_t r : rows) {
+      const int64_t cpu = b.CpuUnder(r);
+      if (cpu <= 0) continue;
+      const int64_t target =
+          std::min(cpu, std::max(kWorkerFetchNs, static_cast<int64_t>(cpu * kWorkerFetchShare)));
+      b.ScaleUnder(r, static_cast<double>(target) / cpu);
+    }
+  } else if (code == "TTA002") {  // the sync deferred to where the GPU is done anyway
+    for (int32_t r : rows) b.NoWait(b.NodeOfRow(r));
+  } else if (code == "TTA003") {  // pinned memory, non_blocking=True
+    for (int32_t r : rows) {
+      int32_t gpu = -1, call = -1;
+      if (IsGpuKind(ev.kind[r])) {
+        gpu = b.NodeOfRow(r);
+        call = gpu >= 0 ? b.LaunchOf(gpu) : -1;
+      } else {
+        call = b.NodeOfRow(r);
+        gpu = b.NodeOfRow(ev.link[r]);
+      }
+      if (gpu >= 0) b.SetDur(gpu, static_cast<int64_t>(g.dur[gpu] * kPinnedCopyFactor));
+      if (call >= 0) {
+        b.SetDur(call, std::min(g.dur[call], kAsyncCallNs));
+        b.NoWait(call);
+      }
+    }
+  } else if (code == "TTA004" || code == "TTA010" || code == "TTA014") {
+    // Tensors created on the device / channels_last / data kept on the device: the copies or
+    // conversions and their launches disappear.
+    for (int32_t r : rows) {
+      if (IsGpuKind(ev.kind[r])) b.RemoveGpu(b.NodeOfRow(r));
+    }
+  } else if (code == "TTA005") {  // zero_grad(set_to_none=True): no kernels, little CPU
+    int64_t cpu = 0;
+    for (int32_t r : rows) cpu += b.IsCpuRegion(r) ? b.CpuUnder(r) : 0;
+    for (int32_t r : rows) {
+      if (!b.IsCpuRegion(r)) continue;
+      for (int32_t gn : b.GpuUnder(r)) b.SetDur(gn, 0);
+      const double factor = cpu > 0 ? std::min(1.0, static_cast<double>(kSetToNoneNs) / cpu) : 0.0;
+      b.ScaleUnder(r, factor);
+    }
+  } else if (code == "TTA006") {  // foreach / fused optimizer: one launch per kernel kind
+    for (int32_t r : rows) {
+      if (!b.IsCpuRegion(r)) continue;
+      std::vector<int32_t> gpu = b.GpuUnder(r);
+      if (gpu.empty()) continue;
+      std::set<StringId> kinds;
+      for (int32_t gn : gpu) kinds.insert(ev.name[g.row[gn]]);
+      b.ScaleUnder(r, static_cast<double>(kinds.size()) / gpu.size());
+    }
+  } else if (code == "TTA007") {  // CUDA graphs / torch.compile(mode="reduce-overhead")
+    // The launch calls of the bursts, cut into spans where consecutive launches are close: the
+    // regions a graph would capture.
+    std::vector<int32_t> launches;
+    for (int32_t r : rows) {
+      const int32_t gn = b.NodeOfRow(r);
+      if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
+      const int32_t l = b.LaunchOf(gn);
+      if (l < 0) continue;
+      launches.push_back(l);
+      // The graph's kernels follow each other on the stream instead of their launches.
+      b.w.cross_gap.emplace_back(gn, std::min<int64_t>(g.cross_gap[gn], 0));
+    }
+    std::sort(launches.begin(), launches.end());               // one lane's nodes are in time order
+    std::vector<std::tuple<int32_t, int64_t, int64_t>> spans;  // (lane, start, end)
+    for (int32_t l : launches) {
+      const int32_t lane = static_cast<int32_t>(g.lane[l]);
+      if (!spans.empty() && std::get<0>(spans.back()) == lane &&
+          g.obs_start[l] - std::get<2>(spans.back()) <= kBurstGapNs) {
+        std::get<2>(spans.back()) = std::max(std::get<2>(spans.back()), g.obs_end[l]);
+      } else {
+        spans.emplace_back(lane, g.obs_start[l], g.obs_end[l]);
+      }
+    }
+    for (const auto& [lane, start, end] : spans) {
+      const std::pair<int64_t, int64_t> span{start, end};
+      const auto& l = g.lanes[lane];
+      auto first = g.obs_start.begin() + l.first_node, last = g.obs_start.begin() + l.end_node;
+      auto a = std::lower_bound(first, last, span.first);
+      auto e = std::lower_bound(a, last, span.second);
+      for (auto it = a; it != e; ++it) {
+        const int32_t n = static_cast<int32_t>(it - g.obs_start.begin());
+        if (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin) continue;
+        b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
+      }
+    }
+  } else if (code == "TTA008") {
+    // No catalogue fix: the hypothetical "this CPU work moved out of the step" (the CPU time
+    // of the main thread inside the idle gaps), costed after every real fix.
+    for (const auto& [lo, hi] : f.occurrences) {
+      for (const auto& l : g.lanes) {
+        if (!l.main) continue;
+        auto first = g.obs_end.begin() + l.first_node, last = g.obs_end.begin() + l.end_node;
+        // Nodes of a lane are ordered by start and do not overlap, so also by end.
+        for (auto it = std::upper_bound(first, last, lo); it != last; ++it) {
+          const int32_t n = static_cast<int32_t>(it - g.obs_end.begin());
+          if (g.obs_start[n] >= hi) break;
+          if (g.role[n] != NodeRole::kCpuWork) continue;
+          const int64_t overlap = std::min(hi, g.obs_end[n]) - std::max(lo, g.obs_start[n]);
+          b.SetDur(n, g.dur[n] - std::max<int64_t>(0, overlap));
+        }
+      }
+    }
+  } else if (code == "TTA009") {  // TF32 / AMP, at the detector's tensor-core speedup
+    // Numeric evidence adds up over the steps a finding merges: the per-step speedup is the
+    // sum over the steps affected.
+    auto it = f.evidence.find("speedup");
+    auto steps = f.evidence.find("steps_affected");
+    const double speedup = it == f.evidence.end() ? 0.0
+                           : steps != f.evidence.end() && steps->second.number >= 1
+                               ? it->second.number / steps->second.number
+                               : it->second.number;
+    const double factor = speedup > 1.0 ? 1.0 / speedup : kTensorCoreFactor;
+    for (int32_t r : rows) {
+      const int32_t gn = b.NodeOfRow(r);
+      if (gn >= 0) b.SetDur(gn, static_cast<int64_t>(g.dur[gn] * factor));
+    }
+  } else if (code == "TTA011") {  // communication overlapped with compute: off the path
+    for (int32_t r : rows) b.SetDur(b.NodeOfRow(r), 0);
+  } else if (code == "TTA012") {
+    // Bucketed collectives: one launch, and each call's fixed latency (estimated as most of the
+    // shortest call) paid once.
+    int64_t shortest = -1;
+    std::vector<int32_t> nodes;
+    for (int32_t r : rows) {
+      const int32_t gn = b.NodeOfRow(r);
+      if (gn < 0) continue;
+      nodes.push_back(gn);
+      shortest = shortest < 0 ? g.dur[gn] : std::min(shortest, g.dur[gn]);
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (i == 0) continue;
+      b.SetDur(nodes[i], g.dur[nodes[i]] - shortest * 8 / 10);
+      const int32_t l = b.LaunchOf(nodes[i]);
+      // The call's CPU side (c10d::allreduce_ and what it encloses) is paid once per bucket.
+      int32_t top = -1;
+      for (int32_t p = l >= 0 ? g.row[l] : -1, guard = 0; p >= 0 && guard < 256; ++guard) {
+        const EventKind k = ev.kind[p];
+        if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) &&
+            trace.Name(p).substr(0, 13) != "ProfilerStep#") {
+          top = p;
+        }
+        p = ev.parent[p];
+      }
+      if (top >= 0) b.ScaleUnder(top, 0.0);
+      b.SetDur(l, 0);
+      // Part of the first bucket: it follows the previous collective, not its own launch.
+      b.w.cross_gap.emplace_back(nodes[i], std::min<int64_t>(g.cross_gap[nodes[i]], 0));
+    }
+  } else if (code == "TTA013") {  // the caching allocator keeps the memory
+    for (int32_t r : rows) {
+      if (b.IsCpuRegion(r)) {
+        auto [a, e] = b.NodesUnder(r);
+        for (int32_t n = a; n < e; ++n) {
+          b.SetDur(n, 0);
+          b.NoWait(n);
+        }
+      } else {
+        const int32_t n = b.NodeOfRow(r);
+        b.SetDur(n, 0);
+        b.NoWait(n);
+      }
+    }
+  }
+  return b.w;
+}
+
+FixCosting CostFindings(const Trace& trace, const CausalGraph& g, const Replay& base,
+                        const TimeBreakdown& time, std::vector<Finding>* findings) {
+  FixCosting out;
+  out.run_ns = base.total_step_ns();
+  out.steps = base.step_start.size();
+  const double n_steps = std::max<size_t>(1, out.steps);
+  std::map<int64_t, size_t> step_index;
+  for (size_t k = 0; k < out.steps && k < time.step_numbers.size(); ++k) {
+    step_index[time.step_numbers[k]] = k;
+  }
+  auto step_deltas = [&](const Replay& before, const Replay& after) {
+    std::vector<int64_t> d(out.steps);
+    for (size_t k = 0; k < out.steps; ++k) {
+      d[k] =
+          (before.step_end[k] - before.step_start[k]) - (after.step_end[k] - after.step_start[k]);
+    }
+    return d;
+  };
+  struct Entry {
+    size_t finding;
+    WhatIf what_if;
+    int64_t alone_ns = 0, marginal_ns = 0, claim_ns = 0;
+    std::vector<int64_t> steps;  // per-step saving of the claim
+    bool symptom = false;
+  };
+  // 1. Each fix alone, against the unchanged run.
+  std::vector<Entry> entries;
+  for (size_t i = 0; i < findings->size(); ++i) {
+    Entry e{i, FixWhatIf(trace, g, (*findings)[i]), 0, 0, 0, {}, (*findings)[i].code == "TTA008"};
+    e.steps.assign(out.steps, 0);
+    if (!e.what_if.empty()) {
+      Replay r = RunReplay(g, &e.what_if);
+      e.alone_ns = std::max<int64_t>(0, out.run_ns - r.total_step_ns());
+      if (!e.symptom) e.steps = step_deltas(base, r);
+    }
+    entries.push_back(std::move(e));
+  }
+  // 2. The fixes one after another, largest first and the symptom (TTA008) last: what they save
+  // together, and what each adds to the ones before it.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    if (a.symptom != b.symptom) return !a.symptom;
+    return a.alone_ns > b.alone_ns;
+  });
+  WhatIf applied;
+  Replay prev = base;
+  int64_t prev_total = out.run_ns;
+  for (Entry& e : entries) {
+    if (e.alone_ns <= 0) continue;
+    applied.Append(e.what_if);
+    Replay r = RunReplay(g, &applied);
+    const int64_t total = r.total_step_ns();
+    e.marginal_ns = std::max<int64_t>(0, prev_total - total);
+    if (e.symptom) e.steps = step_deltas(prev, r);
+    prev_total = std::min(prev_total, total);
+    if (!e.symptom) out.safe_saving_ns = out.run_ns - prev_total;
+    prev = std::move(r);
+  }
+  out.safe_saving_ns = std::max<int64_t>(0, out.safe_saving_ns);
+  const int64_t joint_ns = out.run_ns - prev_total;
+  // 3. A fix's claim is what it saves alone; the symptom claims only the idle time no fix
+  // explains. Claims that together exceed the run (fixes recovering the same time) are scaled
+  // down to what all of them save together.
+  int64_t claimed = 0;
+  for (Entry& e : entries) {
+    e.claim_ns = e.symptom ? e.marginal_ns : e.alone_ns;
+    claimed += e.claim_ns;
+  }
+  const double scale = claimed > out.run_ns && claimed > 0
+                           ? static_cast<double>(joint_ns) / static_cast<double>(claimed)
+                           : 1.0;
+  for (Entry& e : entries) {
+    Finding& f = (*findings)[e.finding];
+    const double claim = e.claim_ns * scale;
+    f.evidence["detected_us_per_step"] = {true, f.time_lost_us_per_step, ""};
+    f.evidence["saving_alone_us_per_step"] = {true, e.alone_ns / 1000.0 / n_steps, ""};
+    f.evidence["saving_after_larger_fixes_us_per_step"] = {true, e.marginal_ns / 1000.0 / n_steps,
+                                                           ""};
+    f.time_lost_us_per_step = claim / 1000.0 / n_steps;
+    f.share_of_step = out.run_ns > 0 ? claim / out.run_ns : 0.0;
+    for (auto& [step, lost] : f.per_step) {
+      auto it = step_index.find(step);
+      lost =
+          it != step_index.end() ? std::max<int64_t>(0, e.steps[it->second]) * scale / 1000.0 : 0.0;
+    }
+  }
+  return out;
+}
+
+}  // namespace ttap

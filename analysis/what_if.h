@@ -1,0 +1,42 @@
+// What-ifs: for each catalogue code, the change to the causal graph (causal_graph.h) that
+// expresses its fix, and the costing of a trace's findings by replaying the graph with and
+// without those changes. A finding's time lost is what its fix alone saves on this run, against
+// the unchanged replay; TTA008 (a symptom, no fix) claims only the idle time that remains once
+// every fix is applied (largest first). Claims that would add up to more than the run are scaled
+// to what all the fixes save together, so they never exceed it. Called by RunRules; pure
+// functions, any thread.
+// The fix models and their assumptions: docs/causal_model.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/causal_graph.h"
+#include "analysis/findings.h"
+#include "analysis/trace.h"
+
+namespace ttap {
+
+// The graph change that expresses |finding|'s fix (empty when the code has no model).
+WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& finding);
+
+struct FixCosting {
+  int64_t run_ns = 0;          // the analysed steps' wall time, replayed unchanged
+  int64_t safe_saving_ns = 0;  // what all the fixes save together (TTA008 has no fix: excluded)
+  size_t steps = 0;
+  double speedup() const {
+    return run_ns > safe_saving_ns && run_ns > 0
+               ? static_cast<double>(run_ns) / (run_ns - safe_saving_ns)
+               : 1.0;
+  }
+};
+
+// Sets each finding's time_lost_us_per_step, share_of_step and per_step to its replayed saving,
+// and adds evidence: saving_alone_us_per_step, saving_after_larger_fixes_us_per_step (what it
+// adds once the fixes that save more are in) and detected_us_per_step (the detector's own
+// measure). |base| is RunReplay(g).
+FixCosting CostFindings(const Trace& trace, const CausalGraph& g, const Replay& base,
+                        const TimeBreakdown& time, std::vector<Finding>* findings);
+
+}  // namespace ttap
