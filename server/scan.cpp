@@ -312,6 +312,22 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   return r;
 }
 
+// The run as a whole: step time, where it went, what all the fixes save together.
+nlohmann::json RunJson(const RuleResult& rr) {
+  const double steps = std::max<size_t>(1, rr.time.steps.size());
+  nlohmann::json causes = nlohmann::json::object();
+  for (int c = 0; c < kCauseCount; ++c) {
+    if (rr.time.overall.ns[c] > 0) {
+      causes[CauseName(static_cast<Cause>(c))] = Round3(rr.time.overall.ns[c] / 1000.0 / steps);
+    }
+  }
+  return {{"steps", rr.time.steps.size()},
+          {"step_us", Round3(rr.run_ns / 1000.0 / steps)},
+          {"critical_path_us_per_step", causes},
+          {"fixes_save_us_per_step", Round3(rr.safe_saving_ns / 1000.0 / steps)},
+          {"speedup", Round3(rr.speedup)}};
+}
+
 nlohmann::json ScanResultToJson(const ScanResult& r) {
   const Trace& t = *r.trace;
   nlohmann::json windows = nlohmann::json::array();
@@ -366,6 +382,7 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
           {"rank", t.rank_source == "default" ? nlohmann::json() : nlohmann::json(t.rank)},
           {"steps", t.steps.size()},
           {"trace_score", Round3(r.rules.trace_score)},
+          {"run", RunJson(r.rules)},
           {"windows", windows},
           {"findings", findings},
           {"suppressed", r.suppressed}};
@@ -398,10 +415,22 @@ std::string FindingText(const ScanResult& r, const LocatedFinding& lf) {
 
 }  // namespace
 
+std::string RunSummaryText(const ScanResult& r) {
+  const RuleResult& rr = r.rules;
+  if (rr.run_ns <= 0 || rr.time.steps.empty()) return "";
+  const double steps = static_cast<double>(rr.time.steps.size());
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%.2fx", rr.speedup);
+  return r.trace_path + ": where each step's " + FormatMs(rr.run_ns / 1000.0 / steps) +
+         " went: " + FormatCauses(rr.time.overall, 4) + "; the fixes together save " +
+         FormatMs(rr.safe_saving_ns / 1000.0 / steps) + "/step: this run could be " + buf +
+         " faster\n";
+}
+
 std::string ScanResultToText(const ScanResult& r) {
   std::string out;
   for (const LocatedFinding& lf : r.findings) out += FindingText(r, lf);
-  return out;
+  return out + RunSummaryText(r);
 }
 
 nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results) {
@@ -501,7 +530,7 @@ std::string ScanResultToTextWithDrafts(const ScanResult& r, const FindingDrafts&
     out += "  drafted by " + d.model + " (" + d.category + ", confidence " + conf +
            (d.fix ? ", fix: " + d.fix->description : "") + "): " + first + "\n";
   }
-  return out;
+  return out + RunSummaryText(r);
 }
 
 }  // namespace
