@@ -110,6 +110,15 @@ const char* CauseDescription(Cause c) {
   return kText[static_cast<int>(c)];
 }
 
+void CausalGraph::Reserve(size_t n) {
+  for (auto* v : {&obs_start, &obs_end, &dur, &lane_gap, &cross_gap, &sync_tail}) v->reserve(n);
+  for (auto* v : {&row, &lane_prev, &cross}) v->reserve(n);
+  lane.reserve(n);
+  role.reserve(n);
+  cause.reserve(n);
+  cross_from_end.reserve(n);
+}
+
 int32_t CausalGraph::AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c) {
   obs_start.push_back(s);
   obs_end.push_back(e);
@@ -149,6 +158,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
   const size_t n_rows = ev.size();
   g.node_of_row.assign(n_rows, -1);
   if (n_rows == 0) return g;
+  g.Reserve(2 * n_rows);
 
   // Rows per track, in table order (ts, longer first).
   std::vector<std::vector<uint32_t>> rows_of(trace.tracks.size());
@@ -412,13 +422,19 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
   // thread waited for it (autograd's backward thread, a helper thread, a sync the trace does not
   // record).
   {
-    std::vector<int32_t> secondary;
-    for (size_t v = 0; v < g.size(); ++v) {
-      const auto& l = g.lanes[g.lane[v]];
-      if (!l.main) secondary.push_back(static_cast<int32_t>(v));
-    }
-    std::sort(secondary.begin(), secondary.end(),
-              [&](int32_t x, int32_t y) { return g.obs_end[x] < g.obs_end[y]; });
+    // The latest-ending node of another lane that ends by |b| (a lane's nodes end in order).
+    auto last_ending_by = [&](int64_t b) {
+      int32_t best = -1;
+      for (const auto& l : g.lanes) {
+        if (l.main || l.first_node == l.end_node) continue;
+        auto first = g.obs_end.begin() + l.first_node, last = g.obs_end.begin() + l.end_node;
+        auto it = std::upper_bound(first, last, b);
+        if (it == first) continue;
+        const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
+        if (best < 0 || g.obs_end[v] > g.obs_end[best]) best = v;
+      }
+      return best;
+    };
     // GPU busy time over all streams (merged), for the coverage of a wait on the GPU.
     std::vector<std::pair<int64_t, int64_t>> gpu_busy;
     for (size_t v = 0; v < g.size(); ++v) {
@@ -449,11 +465,8 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       if (g.role[m] != NodeRole::kCpuWork) continue;
       const int64_t a = g.obs_start[m], b = g.obs_end[m];
       if (b - a < 20000) continue;
-      auto it = std::upper_bound(secondary.begin(), secondary.end(), b,
-                                 [&](int64_t x, int32_t v) { return x < g.obs_end[v]; });
-      if (it == secondary.begin()) continue;
-      const int32_t d = *(it - 1);
-      if (g.obs_end[d] <= a || b - g.obs_end[d] > 50000) continue;
+      const int32_t d = last_ending_by(b);
+      if (d < 0 || g.obs_end[d] <= a || b - g.obs_end[d] > 50000) continue;
       // Waiting for the GPU without a recorded sync: only outside any operator (Python code or
       // the step annotation itself), where the thread had nothing else to do.
       const int32_t owner = g.row[m];

@@ -103,6 +103,7 @@ struct CausalGraph {
   } stats;
 
   size_t size() const { return obs_start.size(); }
+  void Reserve(size_t nodes);
   int32_t AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c);
 };
 
