@@ -12,9 +12,8 @@ namespace ttap {
 namespace {
 
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
-// A gap on a stream up to this long is the GPU's own spacing between queued activities; a longer
-// one means the stream waited (for a launch, or a dependency the trace does not record).
-constexpr int64_t kQueuedGapNs = 3000;
+// A stream gap longer than this is not the GPU's own spacing between queued work.
+constexpr int64_t kLongStreamGapNs = 50000;
 // What a synchronisation call costs when the awaited work has already finished.
 constexpr int64_t kSyncCostNs = 5000;
 
@@ -279,6 +278,11 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       }
       if (!stack.empty() && ts < cur) continue;  // overlaps an emitted slice: malformed nesting
       int64_t end = ev.end(r);
+      // Improper nesting (an annotation that starts inside a short Python call and outlives
+      // it): the enclosing events that end inside |r| end where |r| starts.
+      while (!stack.empty() && stack.back().end < end && !IsLaunchKind(ev.kind[stack.back().row])) {
+        stack.pop_back();
+      }
       if (!stack.empty()) end = std::min(end, stack.back().end);
       const bool dl = (!stack.empty() && stack.back().data_loading) ||
                       (!IsLaunchKind(ev.kind[r]) && IsDataLoaderName(trace.Name(r)));
@@ -294,25 +298,31 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
   }
 
   // 2. GPU lanes: one per stream track, activities in order.
-  std::vector<int64_t> lat_free;  // launch latency of activities that found their stream idle
-  std::vector<int64_t> natural_gaps;
+  // An activity waited for its launch when the launch call started after the previous activity
+  // on its stream had ended (HTA's rule); otherwise it was queued behind that activity.
+  auto waited_for_launch = [&](int32_t launch, int64_t prev_end) {
+    return prev_end == kNoTime || g.obs_start[launch] >= prev_end;
+  };
+  std::vector<int64_t> lat_free;      // launch latency of activities that found their stream idle
+  std::vector<int64_t> natural_gaps;  // stream gaps between queued activities
   for (size_t t = 0; t < rows_of.size(); ++t) {
     if (!trace.tracks[t].gpu) continue;
     const auto& rows = rows_of[t];
     for (size_t k = 0; k < rows.size(); ++k) {
       const uint32_t r = rows[k];
       const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
-      const int64_t gap = k > 0 ? ev.ts[r] - ev.end(rows[k - 1]) : kNoTime;
-      if (gap != kNoTime && gap >= 0 && gap <= kQueuedGapNs && natural_gaps.size() < 200000) {
-        natural_gaps.push_back(gap);
-      }
-      if (launch >= 0 && (gap == kNoTime || gap > 10 * kQueuedGapNs) && lat_free.size() < 200000) {
+      if (launch < 0) continue;
+      const int64_t prev_end = k > 0 ? ev.end(rows[k - 1]) : kNoTime;
+      if (waited_for_launch(launch, prev_end)) {
         const int64_t lat = ev.ts[r] - g.obs_start[launch];
-        if (lat >= 0) lat_free.push_back(lat);
+        if (lat >= 0 && lat_free.size() < 200000) lat_free.push_back(lat);
+      } else if (ev.ts[r] >= prev_end && natural_gaps.size() < 200000) {
+        natural_gaps.push_back(ev.ts[r] - prev_end);
       }
     }
   }
   const int64_t typical_latency = Median(lat_free, 5000);
+  g.typical_latency = typical_latency;
   const int64_t natural_gap = Median(natural_gaps, 1000);
   for (size_t t = 0; t < rows_of.size(); ++t) {
     if (!trace.tracks[t].gpu || rows_of[t].empty()) continue;
@@ -337,7 +347,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
           ++g.stats.negative_latency;
           g.cross_gap[node] = lat;
           g.lane_gap[node] = prev >= 0 ? gap : 0;
-        } else if (prev < 0 || gap > kQueuedGapNs) {
+        } else if (waited_for_launch(launch, prev >= 0 ? g.obs_end[prev] : kNoTime)) {
           // The stream was idle: the activity waited for its launch.
           g.cross_gap[node] = lat;
           g.lane_gap[node] = prev >= 0 ? std::min(gap, natural_gap) : 0;
@@ -396,6 +406,11 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       // An async copy that blocks: it waits for its own copy (stream order covers the rest).
       if (g.node_of_row[own] >= 0) deps.push_back(g.node_of_row[own]);
     } else {
+      // A synchronous copy (cudaMemcpy, hipMemcpyWithStream) also waits for its own copy.
+      if (own >= 0 && g.node_of_row[own] >= 0 && g.role[g.node_of_row[own]] == NodeRole::kGpu &&
+          g.obs_end[g.node_of_row[own]] <= b + 2000) {
+        deps.push_back(g.node_of_row[own]);
+      }
       for (const auto& l : launched) {
         auto it = std::lower_bound(l.by_launch.begin(), l.by_launch.end(),
                                    std::make_pair(a, std::numeric_limits<int32_t>::min()));
@@ -770,13 +785,23 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       if (use_cross) {
         if (gpu) {
           const int64_t b = std::max(S, std::min(t, cross_base));
+          // The launch call itself (or its lazy loading); a latency far beyond the call and the
+          // usual launch latency is the stream waiting for work the trace does not show.
+          const int64_t call_end = g.cross_from_end[n] ? b : std::min(t, std::max(b, r.end[cp]));
+          const int64_t usual = call_end + std::max<int64_t>(100000, 10 * g.typical_latency);
+          if (t > usual) {
+            add(Cause::kUntraced, usual, t, -1);
+            t = usual;
+          }
           add(g.cause[cp] == Cause::kColdStart ? Cause::kColdStart : Cause::kLaunch, b, t, cp);
           t = b;
         }
         n = cp;  // a secondary thread: the main thread was running |cp| at time t
       } else if (lp >= 0) {
         const int64_t b = std::max(S, std::min(t, r.end[lp]));
-        add(gpu ? Cause::kGpuGap : Cause::kUntraced, b, t, -1);
+        // A long idle gap between queued activities is a wait the trace does not explain (a
+        // dependency it does not record, or GPU timestamps offset from the CPU's).
+        add(gpu && t - b <= kLongStreamGapNs ? Cause::kGpuGap : Cause::kUntraced, b, t, -1);
         t = b;
         n = lp;
       } else {

@@ -72,7 +72,8 @@ struct CausalGraph {
   std::vector<int64_t> sync_tail;       // sync nodes: end minus the awaited work's end
   std::vector<uint32_t> wait_begin;     // sync nodes: awaited GPU nodes in waits[wait_begin, +1)
   std::vector<int32_t> waits;
-  std::vector<int32_t> order;  // a topological order of all nodes
+  std::vector<int32_t> order;   // a topological order of all nodes
+  int64_t typical_latency = 0;  // median launch-to-start latency on an idle stream, ns
 
   struct Lane {
     uint32_t track = 0;

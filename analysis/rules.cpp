@@ -82,6 +82,16 @@ const std::vector<RuleInfo>& RuleCatalogue() {
   return kRules;
 }
 
+const std::vector<RuleInfo>& CauseRuleCatalogue() {
+  static const std::vector<RuleInfo> kRules = {
+      {"TTA015", "cold-start", "lazy kernel loading and first calls inside the profiled steps",
+       "profile-after-warmup"},
+      {"TTA016", "trace-incomplete", "launches without GPU activity: the trace cannot be judged",
+       "record-gpu-activity"},
+  };
+  return kRules;
+}
+
 const RuleInfo& UnusualWindowRule() {
   static const RuleInfo kRule = {"TTA900", "unusual-window",
                                  "the window scorer flags a window that no rule explains", ""};
@@ -90,6 +100,9 @@ const RuleInfo& UnusualWindowRule() {
 
 const RuleInfo* FindRule(const std::string& code) {
   for (const auto& r : RuleCatalogue()) {
+    if (code == r.code) return &r;
+  }
+  for (const auto& r : CauseRuleCatalogue()) {
     if (code == r.code) return &r;
   }
   if (code == UnusualWindowRule().code) return &UnusualWindowRule();
@@ -201,7 +214,7 @@ std::string FindingMessage(const Finding& f) {
   // What the fix saves on this run (what_if.h), or why it saves little.
   const std::string note = Text(f, "saving_note");
   const std::string saving =
-      f.code == "TTA900" ? ""
+      f.code == "TTA900" || f.code == "TTA016" ? ""
       : note.empty()
           ? std::string(f.code == "TTA008" ? "; moving that work out of the step" : "; a fix") +
                 " saves " + per_step + " (" + share + " of the step" + after_text + ")"
@@ -249,6 +262,28 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
       raw.resize(before);
     }
   }
+  // The causal model of the run: the detectors that read it, then the costing of every finding.
+  CausalGraph graph = BuildCausalGraph(trace);
+  Replay base = RunReplay(graph);
+  result.time = WhereTimeWent(trace, graph, base);
+  const bool burst_launch_bound =
+      std::any_of(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA007"; });
+  static const CausalDetector kCausalDetectors[] = {DetectLaunchBoundPath, DetectColdStart,
+                                                    DetectTraceIncomplete};
+  for (CausalDetector d : kCausalDetectors) {
+    if (d == DetectLaunchBoundPath && burst_launch_bound) continue;
+    size_t before = raw.size();
+    d(ctx, graph, result.time, options, &raw);
+    if (raw.size() > before && options.Get("disable_" + raw[before].code, 0) != 0) {
+      raw.resize(before);
+    }
+  }
+  // Without the GPU side, idle GPU time says nothing about the run.
+  if (std::any_of(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA016"; })) {
+    raw.erase(
+        std::remove_if(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA008"; }),
+        raw.end());
+  }
   // Group by (code, cause).
   std::map<std::pair<std::string, std::string>, std::vector<Finding>> groups;
   for (auto& f : raw) groups[{f.code, f.cause_key}].push_back(std::move(f));
@@ -259,9 +294,6 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
     result.findings.push_back(std::move(f));
   }
   // What each fix saves on this run: the causal graph replayed with and without it.
-  CausalGraph graph = BuildCausalGraph(trace);
-  Replay base = RunReplay(graph);
-  result.time = WhereTimeWent(trace, graph, base);
   FixCosting costing = CostFindings(trace, graph, base, result.time, &result.findings);
   result.run_ns = costing.run_ns;
   result.safe_saving_ns = costing.safe_saving_ns;
@@ -274,6 +306,12 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   const double gpu_share = all.total() > 0 ? static_cast<double>(gpu_ns) / all.total() : 0.0;
   for (Finding& f : result.findings) {
     f.severity = SeverityFor(f.share_of_step, options);
+    if (f.code == "TTA016") {
+      // Nothing to save, but nothing else can be trusted either.
+      f.severity = Severity::kWarning;
+      f.message = FindingMessage(f);
+      continue;
+    }
     if (f.severity == Severity::kHint) {
       std::string note = gpu_share >= 0.5 ? "GPU-bound: the GPU computes " + Pct(gpu_share) +
                                                 " of the critical path, so this costs little here"

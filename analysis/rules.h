@@ -23,6 +23,10 @@ struct RuleInfo {
 };
 // The catalogue in code order (the detectors' codes).
 const std::vector<RuleInfo>& RuleCatalogue();
+// Codes decided from the causal model (rules_causal.cpp): TTA015 cold-start, TTA016
+// trace-incomplete. Kept apart from RuleCatalogue(), whose codes the learned scorer's category
+// head was trained on.
+const std::vector<RuleInfo>& CauseRuleCatalogue();
 // TTA900 "unusual-window": a window the learned scorer flags and no rule explains (added by
 // `ttap scan --model`, server/scan.cpp); not a detector.
 const RuleInfo& UnusualWindowRule();
@@ -73,5 +77,15 @@ void DetectCommPerParameter(const RuleContext&, const RuleOptions&,
                             std::vector<Finding>*);                                        // TTA012
 void DetectAllocatorChurn(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA013
 void DetectDevicePingPong(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA014
+
+// Detectors over the causal model (rules_causal.cpp), run after the graph is built.
+using CausalDetector = void (*)(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                                const RuleOptions&, std::vector<Finding>*);
+void DetectLaunchBoundPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                           const RuleOptions&, std::vector<Finding>*);  // TTA007 (critical path)
+void DetectColdStart(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                     const RuleOptions&, std::vector<Finding>*);  // TTA015
+void DetectTraceIncomplete(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                           const RuleOptions&, std::vector<Finding>*);  // TTA016
 
 }  // namespace ttap

@@ -26,6 +26,8 @@ constexpr double kTensorCoreFactor = 0.4;
 constexpr double kGraphedCpuFactor = 0.05;
 // Launches further apart than this belong to different captured regions.
 constexpr int64_t kBurstGapNs = 100000;
+// A runtime call once its module is loaded.
+constexpr int64_t kWarmCallNs = 10000;
 // zero_grad(set_to_none=True): what is left of the region.
 constexpr int64_t kSetToNoneNs = 10000;
 
@@ -196,6 +198,16 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
         const int32_t n = static_cast<int32_t>(it - g.obs_start.begin());
         if (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin) continue;
         b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
+      }
+    }
+  } else if (code == "TTA015") {  // profiled after warm-up: each first call costs a usual one
+    for (int32_t r : rows) {
+      const int32_t n = b.NodeOfRow(r);
+      if (n >= 0) b.SetDur(n, std::min<int64_t>(g.dur[n], kWarmCallNs));
+      // Its kernel starts a usual latency after the call, not after the lazy load.
+      const int32_t gn = b.NodeOfRow(ev.link[r]);
+      if (gn >= 0 && g.role[gn] == NodeRole::kGpu && g.cross[gn] == n) {
+        b.w.cross_gap.emplace_back(gn, std::min(g.cross_gap[gn], kWarmCallNs + g.typical_latency));
       }
     }
   } else if (code == "TTA008") {

@@ -421,10 +421,11 @@ std::string RunSummaryText(const ScanResult& r) {
   const double steps = static_cast<double>(rr.time.steps.size());
   char buf[160];
   std::snprintf(buf, sizeof(buf), "%.2fx", rr.speedup);
-  return r.trace_path + ": where each step's " + FormatMs(rr.run_ns / 1000.0 / steps) +
-         " went: " + FormatCauses(rr.time.overall, 4) + "; the fixes together save " +
-         FormatMs(rr.safe_saving_ns / 1000.0 / steps) + "/step: this run could be " + buf +
-         " faster\n";
+  const bool whole = rr.time.step_numbers.size() == 1 && rr.time.step_numbers[0] < 0;
+  return r.trace_path + (whole ? ": where the run's " : ": where each step's ") +
+         FormatMs(rr.run_ns / 1000.0 / steps) + " went: " + FormatCauses(rr.time.overall, 4) +
+         "; the fixes together save " + FormatMs(rr.safe_saving_ns / 1000.0 / steps) +
+         std::string(whole ? "" : "/step") + ": this run could be " + buf + " faster\n";
 }
 
 std::string ScanResultToText(const ScanResult& r) {
