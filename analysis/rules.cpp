@@ -290,7 +290,8 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   const double min_share = options.Get("min_share", 0.001);
   for (auto& [key, group] : groups) {
     Finding f = Merge(group, ctx);
-    if (f.share_of_step < min_share) continue;  // the detector's own measure: too small to report
+    // The detector's own measure: too small to report (an incomplete trace costs nothing itself).
+    if (f.share_of_step < min_share && f.code != "TTA016") continue;
     result.findings.push_back(std::move(f));
   }
   // What each fix saves on this run: the causal graph replayed with and without it.

@@ -1,0 +1,106 @@
+// Rule tests for the detectors that read the causal model (rules_causal.cpp): an eager loop of
+// short kernels is launch-bound on its critical path (TTA007), a cold first iteration is
+// cold-start (TTA015) rather than gpu-idle, and launches without GPU activity make the trace
+// incomplete (TTA016). Tiny inline traces, one class each.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/tiny_trace.h"
+
+using ttap_test::FindingsWithCode;
+using ttap_test::TinyTrace;
+
+namespace {
+
+// Three steps of |ops| eager ops: |dispatch_us| of CPU work, then a |launch_us| launch of a
+// |kernel_us| kernel that starts 3 us after the launch returns (or once the stream is free).
+// |cold_first|: the first step's first launches load their modules lazily (40 ms each) and call
+// cudaFuncGetAttributes first. |no_gpu|: the GPU activity is missing from the trace.
+TinyTrace Eager(int ops, double dispatch_us, double launch_us, double kernel_us,
+                bool cold_first = false, bool no_gpu = false) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1000, gpu_free = 0;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    cpu += 2;
+    for (int k = 0; k < ops; ++k) {
+      const bool cold = cold_first && s == 0 && k < 4;
+      double launch = launch_us;
+      if (cold) {
+        t.Runtime("cudaFuncGetAttributes", cpu + 1, 30);
+        cpu += 32;
+        launch = 40000;
+      }
+      t.Cpu("aten::add", cpu, dispatch_us + launch + 2);
+      const double l = cpu + dispatch_us;
+      const double g = std::max(gpu_free + 1, l + launch + 3);
+      if (no_gpu) {
+        t.Runtime("cudaLaunchKernel", l, launch);
+      } else {
+        t.Kernel("vectorized_elementwise_kernel", l, launch, g, kernel_us);
+      }
+      gpu_free = g + kernel_us;
+      cpu = l + launch + 2;
+    }
+    t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu_free - cpu + 3));
+    cpu = std::max(cpu, gpu_free) + 5;
+    t.Step(s + 1, start, cpu - start);
+    cpu += 1;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("causal: an eager loop of short kernels is launch-bound, its largest cause",
+          "[rules][causal][TTA007]") {
+  // Kernels (6 us) outlast their launch calls (5 us), so no burst of kernels shorter than their
+  // launch exists; the CPU dispatch (10 us) and launches keep the GPU idle two thirds of the time.
+  auto trace = Eager(200, 10, 5, 6).Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  const auto& top = all.findings.front();
+  INFO(top.message);
+  CHECK(top.code == "TTA007");
+  CHECK(top.cause_key == "critical-path");
+  CHECK((top.severity == ttap::Severity::kWarning || top.severity == ttap::Severity::kError));
+  CHECK(all.speedup > 1.5);
+  for (const auto& f : all.findings) {
+    if (f.code == "TTA008") CHECK(f.severity == ttap::Severity::kHint);
+  }
+}
+
+TEST_CASE("causal: a cold first iteration is cold-start, not gpu-idle", "[rules][causal][TTA015]") {
+  // GPU-bound steady state (200 us kernels); the first step's first four launches take 40 ms.
+  auto trace = Eager(50, 5, 5, 200, /*cold_first=*/true).Load();
+  auto all = ttap::RunRules(*trace, {});
+  auto cold = FindingsWithCode(*trace, "TTA015");
+  REQUIRE(cold.size() == 1);
+  INFO(cold[0].message);
+  CHECK(cold[0].step_ids == std::vector<int64_t>{1});
+  CHECK(cold[0].evidence.at("cold_calls").number >= 4);
+  CHECK(
+      (cold[0].severity == ttap::Severity::kWarning || cold[0].severity == ttap::Severity::kError));
+  CHECK(cold[0].message.find("warmup") != std::string::npos);
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA015");
+  for (const auto& f : all.findings) {
+    if (f.code == "TTA008") CHECK(f.severity == ttap::Severity::kHint);
+  }
+}
+
+TEST_CASE("causal: launches without GPU activity make the trace incomplete",
+          "[rules][causal][TTA016]") {
+  auto trace = Eager(50, 10, 5, 6, false, /*no_gpu=*/true).Load();
+  auto all = ttap::RunRules(*trace, {});
+  auto inc = FindingsWithCode(*trace, "TTA016");
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].severity == ttap::Severity::kWarning);
+  CHECK(inc[0].evidence.at("launches_without_gpu_activity").number == 150);
+  CHECK(inc[0].message.find("cannot be judged") != std::string::npos);
+  CHECK(FindingsWithCode(*trace, "TTA008").empty());
+  // A complete trace of the same loop is not incomplete.
+  CHECK(FindingsWithCode(*Eager(50, 10, 5, 6).Load(), "TTA016").empty());
+}
