@@ -437,6 +437,7 @@ std::string ScanResultToText(const ScanResult& r) {
 nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results) {
   nlohmann::json rules = nlohmann::json::array();
   std::vector<RuleInfo> catalogue = RuleCatalogue();
+  for (const RuleInfo& ri : CauseRuleCatalogue()) catalogue.push_back(ri);
   catalogue.push_back(UnusualWindowRule());
   for (const RuleInfo& ri : catalogue) {
     rules.push_back({{"id", ri.code},
