@@ -867,4 +867,24 @@ std::string FormatCauses(const StepAttribution& a, size_t max_causes) {
   return out;
 }
 
+std::string CauseBar(const StepAttribution& a, int width) {
+  static const char kLetter[] = {'G', 'G', 'C', 'M', 'M', '.', 'L', 'S', 'D', 'A', 'P', 'W', '.'};
+  static_assert(sizeof(kLetter) == kCauseCount, "one letter per cause");
+  const int64_t total = a.total();
+  if (total <= 0 || width <= 0) return "";
+  std::map<char, int64_t> by_letter;
+  for (int c = 0; c < kCauseCount; ++c) by_letter[kLetter[c]] += a.ns[c];
+  std::vector<std::pair<int64_t, char>> order;
+  for (auto& [letter, ns] : by_letter) order.emplace_back(ns, letter);
+  std::sort(order.rbegin(), order.rend());
+  std::string bar;
+  double carried = 0;
+  for (auto& [ns, letter] : order) {
+    carried += static_cast<double>(ns) * width / total;
+    while (static_cast<int>(bar.size()) < static_cast<int>(carried + 0.5)) bar += letter;
+  }
+  bar.resize(width, '.');
+  return bar;
+}
+
 }  // namespace ttap

@@ -162,5 +162,9 @@ TimeBreakdown WhereTimeWent(const Trace& trace);
 TimeBreakdown WhereTimeWent(const Trace& trace, const CausalGraph& g, const Replay& replay);
 // "GPU compute (matmul/conv) 41%, data loading 30%, ..." (causes of at least 1%, largest first).
 std::string FormatCauses(const StepAttribution& a, size_t max_causes = 6);
+// A one-line bar of |width| characters, one letter per cause in proportion (G GPU compute, C
+// communication, M memcpy/memset, L launch, S sync, D data loading, A allocator, P CPU work, W
+// cold start, . untraced / gaps), largest first.
+std::string CauseBar(const StepAttribution& a, int width);
 
 }  // namespace ttap

@@ -1292,6 +1292,29 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
     slices.push_back(s1 > s0 ? static_cast<double>(ClippedLength(busy, s0, s1)) / (s1 - s0) : 0);
   }
   md += "GPU busy over the finding: `" + Sparkline(slices) + "`\n\n";
+  // Where the finding's steps spent their time (critical path) and what the fix would save.
+  const RuleResult& rr = snap.scan->rules;
+  StepAttribution steps_time;
+  for (size_t k = 0; k < rr.time.steps.size(); ++k) {
+    const int64_t number = rr.time.step_numbers[k];
+    if (!f.step_ids.empty() &&
+        std::find(f.step_ids.begin(), f.step_ids.end(), number) == f.step_ids.end()) {
+      continue;
+    }
+    for (int c = 0; c < kCauseCount; ++c) steps_time.ns[c] += rr.time.steps[k].ns[c];
+  }
+  if (steps_time.total() > 0) {
+    md += "Where these steps' time went: `" + CauseBar(steps_time, 30) + "` " +
+          FormatCauses(steps_time, 4) + "\n\n";
+  }
+  if (rr.run_ns > 0) {
+    std::snprintf(buf, sizeof(buf), "%.2fx", rr.speedup);
+    md += "Fixing it saves " + FormatMs(f.time_lost_us_per_step) + "/step (" +
+          FormatPercent(f.share_of_step) +
+          " of the step, replayed); all fixes together: this run "
+          "could be " +
+          buf + " faster.\n\n";
+  }
   const RuleInfo* info = FindRule(f.code);
   if (info) md += "Why: " + std::string(info->summary) + ". ";
   if (!f.fix.empty()) md += "Fix: `" + f.fix + "` (quick fix available). ";

@@ -162,6 +162,11 @@ TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick f
   CHECK(md.find("ms") != std::string::npos);
   CHECK(md.find("%") != std::string::npos);
   CHECK(md.find("GPU busy") != std::string::npos);
+  // Where the steps' time went (a bar and the causes) and the replayed saving.
+  CHECK(md.find("Where these steps' time went: `") != std::string::npos);
+  CHECK(md.find("data loading") != std::string::npos);
+  CHECK(md.find("Fixing it saves") != std::string::npos);
+  CHECK(md.find("could be") != std::string::npos);
   auto nothing = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
                                                {"position", {{"line", 0}, {"character", 0}}}});
   CHECK(nothing["result"].is_null());
