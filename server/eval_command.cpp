@@ -161,6 +161,10 @@ class RulesMethod : public EvalMethod {
       out.window_categories.push_back(w.category);
     }
     for (const Finding& f : rr.findings) {
+      out.cost_us_per_step[f.code] += f.time_lost_us_per_step;
+      auto sev = out.top_severity.find(f.code);
+      const int level = static_cast<int>(f.severity);
+      if (sev == out.top_severity.end() || level < sev->second) out.top_severity[f.code] = level;
       EvalFinding ef{f.code, f.start_ns, f.end_ns, "", 0};
       if (f.anchor_row >= 0 && static_cast<size_t>(f.anchor_row) < trace.events.size()) {
         std::vector<FindingFrame> frames;
@@ -914,6 +918,12 @@ StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string&
   l.workload_group = StringField(j, "workload_group", l.task);
   l.hardware = StringField(j, "hardware", "");
   l.split = StringField(j, "split", "test");
+  if (j.contains("time_lost_us_per_step") && j["time_lost_us_per_step"].is_number()) {
+    l.time_lost_us_per_step = j["time_lost_us_per_step"].get<double>();
+  }
+  if (j.contains("run_us_per_step") && j["run_us_per_step"].is_number()) {
+    l.run_us_per_step = j["run_us_per_step"].get<double>();
+  }
   Status s = ParseIntervals(j, "labels", &l.labels);
   if (!s.ok()) return s;
   s = ParseIntervals(j, "pre_existing", &l.pre_existing);
@@ -955,6 +965,101 @@ StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(const std::string& name, ui
   }
   return Status::Error("unknown method '" + name +
                        "' (rules, clustering, zscore, random, model, fused)");
+}
+
+// Accuracy of the findings' costs (time lost per step, what_if.h) against the truth `ttap gen`
+// records for injected real-base copies: the injector's own timing, not ttap's replay.
+struct CostAccuracy {
+  struct Code {
+    int costly = 0;              // injections that cost >= 1% of the run
+    int within = 0;              // ... whose estimate is within x1.5 of the truth
+    int harmless = 0;            // injections that cost < 1% of the run
+    int harmless_flagged = 0;    // ... reported at warning or above all the same
+    std::vector<double> ratios;  // estimate / truth of the costly ones
+  };
+  std::map<std::string, Code> by_code;
+  int positives = 0, negatives = 0;
+  Interval95 auc{kNaN, kNaN, kNaN};  // costly injections vs clean copies of the same bases
+};
+
+CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t rules_index,
+                         const EvalSettings& settings) {
+  CostAccuracy acc;
+  std::set<std::string> groups;
+  std::vector<double> scores;
+  std::vector<int> labels;
+  for (const EvalTrace* t : evaluated) {
+    const EvalLabels& l = t->labels;
+    if (!l.anti_pattern || l.time_lost_us_per_step < 0 || l.run_us_per_step <= 0 ||
+        l.labels.empty() || rules_index >= t->trace_outputs.size()) {
+      continue;
+    }
+    const MethodTraceOutput& out = t->trace_outputs[rules_index];
+    const std::string& code = l.labels.front().code;
+    CostAccuracy::Code& c = acc.by_code[code];
+    const double truth = l.time_lost_us_per_step;
+    if (truth < 0.01 * l.run_us_per_step) {
+      ++c.harmless;
+      auto sev = out.top_severity.find(code);
+      if (sev != out.top_severity.end() && sev->second <= static_cast<int>(Severity::kWarning)) {
+        ++c.harmless_flagged;
+      }
+      continue;
+    }
+    ++c.costly;
+    auto est = out.cost_us_per_step.find(code);
+    const double e = est == out.cost_us_per_step.end() ? 0.0 : est->second;
+    c.ratios.push_back(e / truth);
+    if (e >= truth / 1.5 && e <= truth * 1.5) ++c.within;
+    groups.insert(l.workload_group);
+    scores.push_back(out.trace_score);
+    labels.push_back(1);
+  }
+  for (const EvalTrace* t : evaluated) {
+    const EvalLabels& l = t->labels;
+    if (l.anti_pattern || l.source != "injected" || !l.pre_existing.empty() ||
+        !groups.count(l.workload_group) || rules_index >= t->trace_outputs.size()) {
+      continue;
+    }
+    scores.push_back(t->trace_outputs[rules_index].trace_score);
+    labels.push_back(0);
+  }
+  for (int y : labels) (y ? acc.positives : acc.negatives)++;
+  acc.auc = BootstrapAucRoc(scores, labels, settings.bootstrap, settings.seed);
+  return acc;
+}
+
+std::string CostMarkdown(const CostAccuracy& acc) {
+  std::string md =
+      "\n## Cost accuracy (rules: time lost per step against the injector's own timing)\n\n"
+      "| code | costly injections | estimate within x1.5 | median estimate/truth | harmless "
+      "| harmless at warning+ |\n|---|---|---|---|---|---|\n";
+  for (const auto& [code, c] : acc.by_code) {
+    std::vector<double> r = c.ratios;
+    std::sort(r.begin(), r.end());
+    md += "| " + code + " | " + std::to_string(c.costly) + " | " +
+          (c.costly ? Fixed(100.0 * c.within / c.costly, 1) + "%" : "-") + " | " +
+          (r.empty() ? "-" : Fixed(r[r.size() / 2], 2)) + " | " + std::to_string(c.harmless) +
+          " | " + std::to_string(c.harmless_flagged) + " |\n";
+  }
+  md += "\nTrace AUC, costly injections (" + std::to_string(acc.positives) +
+        ") vs clean copies of the same bases (" + std::to_string(acc.negatives) +
+        "), by the trace score (share of the run all fixes save): " + WithCi(acc.auc) + "\n";
+  return md;
+}
+
+nlohmann::json CostJson(const CostAccuracy& acc) {
+  nlohmann::json codes = nlohmann::json::object();
+  for (const auto& [code, c] : acc.by_code) {
+    codes[code] = {{"costly", c.costly},
+                   {"within_1_5x", c.within},
+                   {"harmless", c.harmless},
+                   {"harmless_at_warning_or_above", c.harmless_flagged}};
+  }
+  return {{"codes", codes},
+          {"positives", acc.positives},
+          {"negatives", acc.negatives},
+          {"trace_auc", IntervalJson(acc.auc)}};
 }
 
 int RunEvalCommand(const std::vector<std::string>& args) {
@@ -1293,7 +1398,13 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   for (auto& th : pool) th.join();
 
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const std::string md = Markdown(info, sections);
+  size_t rules_index = methods.size();
+  for (size_t m = 0; m < methods.size(); ++m) {
+    if (methods[m]->Name() == "rules") rules_index = m;
+  }
+  const CostAccuracy cost = MeasureCost(evaluated, rules_index, info.settings);
+  const bool report_cost = rules_index < methods.size() && cost.positives + cost.negatives > 0;
+  const std::string md = Markdown(info, sections) + (report_cost ? CostMarkdown(cost) : "");
   std::cout << md;
   if (!MakeDirs(info.out_dir)) {
     std::fprintf(stderr, "ttap: error: eval: cannot create %s: %s\n", info.out_dir.c_str(),
@@ -1303,7 +1414,9 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   std::ofstream md_out(info.out_dir + "/eval.md", std::ios::binary);
   md_out << md;
   std::ofstream json_out(info.out_dir + "/eval.json", std::ios::binary);
-  json_out << Json(info, sections).dump(2) << "\n";
+  nlohmann::json doc = Json(info, sections);
+  if (report_cost) doc["cost_accuracy"] = CostJson(cost);
+  json_out << doc.dump(2) << "\n";
   if (!md_out || !json_out) {
     std::fprintf(stderr, "ttap: error: eval: cannot write %s/eval.md or eval.json\n",
                  info.out_dir.c_str());

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,6 +40,11 @@ struct EvalLabels {
   std::string source, task, workload_group, hardware, split;
   std::vector<EvalLabel> labels;
   std::vector<EvalLabel> pre_existing;  // anti-patterns the real base trace already had
+  // Injected real-base copies: what the injection costs per analysed step, measured by the
+  // injector's own timing (the copy minus the same copy without it), and the copy's step time.
+  // -1 when the file does not say.
+  double time_lost_us_per_step = -1;
+  double run_us_per_step = -1;
 };
 // Parses the text of a labels file; an error names what is wrong.
 StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string& stem);
@@ -69,6 +75,10 @@ struct MethodTraceOutput {
   // The learned scorer's score parts per window (MIL head, P(category != none), unusual), where
   // the method ran it.
   std::vector<std::array<double, 3>> model_parts;
+  // Methods with findings: per code, the time lost per step the findings claim (what the fix
+  // saves, replayed) and their highest severity (0 error .. 3 hint).
+  std::map<std::string, double> cost_us_per_step;
+  std::map<std::string, int> top_severity;
 };
 
 // What eval keeps of a loaded trace (the Trace itself is dropped after loading).

@@ -27,6 +27,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/causal_graph.h"
 #include "analysis/rules.h"
 #include "analysis/trace_edit.h"
 #include "analysis/trace_inject.h"
@@ -439,6 +440,7 @@ class Generator {
   Outcome Make(const Plan& p) {
     Outcome o;
     nlohmann::json labels = nlohmann::json::array();
+    double cost_us_per_step = -1, run_us_per_step = -1;  // injected real-base copies only
     nlohmann::json pre = nlohmann::json::array();
     std::string json;
     ValidationReport expected;  // simulated traces must be spotless
@@ -468,6 +470,7 @@ class Generator {
       Jitter(&et, &rng, std::uniform_real_distribution<double>(0.02, 0.06)(rng));
       const std::string script = "train_" + Slug(b.group.substr(5)) + ".py";
       std::vector<InjectedInterval> injected;
+      const EditableTrace before_injection = et;
       if (p.anti) {
         std::vector<std::string> codes = InjectableCodes();
         std::shuffle(codes.begin(), codes.end(), rng);
@@ -491,6 +494,30 @@ class Generator {
         }
       }
       json = WriteKineto(et);
+      // The truth for cost estimates, from the injector's own timing (its reflow of the GPU
+      // around the inserted CPU work), not from ttap's causal replay: the analysed steps' wall
+      // time of this copy minus that of the same copy without the injection.
+      if (!injected.empty()) {
+        LoadOptions clo;
+        clo.threads = 1;
+        auto clean = LoadTraceFromMemory(WriteKineto(before_injection), p.stem + "-clean", clo);
+        auto dirty = LoadTraceFromMemory(json, p.stem, clo);
+        if (clean.ok() && dirty.ok()) {
+          auto wall = [](const Trace& t, size_t* n) {
+            const std::vector<StepSpan> spans = AnalysedSteps(t);
+            int64_t total = 0;
+            for (const StepSpan& s : spans) total += s.end_ns - s.start_ns;
+            *n = spans.size();
+            return total;
+          };
+          size_t n_clean = 0, n_dirty = 0;
+          const int64_t t_clean = wall(**clean, &n_clean), t_dirty = wall(**dirty, &n_dirty);
+          if (n_clean == n_dirty && n_dirty > 0) {
+            cost_us_per_step = (t_dirty - t_clean) / 1000.0 / static_cast<double>(n_dirty);
+            run_us_per_step = t_dirty / 1000.0 / static_cast<double>(n_dirty);
+          }
+        }
+      }
       for (const InjectedInterval& l : injected) {
         nlohmann::json j = Interval(l.code, l.start_ns, l.end_ns);
         j["family"] = "catalogue";
@@ -549,6 +576,10 @@ class Generator {
     doc["seed"] = p.seed;
     doc["severity"] = std::round(p.severity * 1000.0) / 1000.0;
     doc["labels"] = labels;
+    if (cost_us_per_step >= 0 || run_us_per_step >= 0) {
+      doc["time_lost_us_per_step"] = std::round(cost_us_per_step * 1000.0) / 1000.0;
+      doc["run_us_per_step"] = std::round(run_us_per_step * 1000.0) / 1000.0;
+    }
     doc["pre_existing"] = pre;
     if (!p.simulated) {
       nlohmann::json codes = nlohmann::json::array();
