@@ -268,10 +268,13 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   result.time = WhereTimeWent(trace, graph, base);
   const bool burst_launch_bound =
       std::any_of(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA007"; });
-  static const CausalDetector kCausalDetectors[] = {DetectLaunchBoundPath, DetectColdStart,
-                                                    DetectTraceIncomplete};
+  const bool allocator_churn =
+      std::any_of(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA013"; });
+  static const CausalDetector kCausalDetectors[] = {DetectLaunchBoundPath, DetectAllocatorPath,
+                                                    DetectColdStart, DetectTraceIncomplete};
   for (CausalDetector d : kCausalDetectors) {
     if (d == DetectLaunchBoundPath && burst_launch_bound) continue;
+    if (d == DetectAllocatorPath && allocator_churn) continue;
     size_t before = raw.size();
     d(ctx, graph, result.time, options, &raw);
     if (raw.size() > before && options.Get("disable_" + raw[before].code, 0) != 0) {

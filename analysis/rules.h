@@ -83,6 +83,8 @@ using CausalDetector = void (*)(const RuleContext&, const CausalGraph&, const Ti
                                 const RuleOptions&, std::vector<Finding>*);
 void DetectLaunchBoundPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                            const RuleOptions&, std::vector<Finding>*);  // TTA007 (critical path)
+void DetectAllocatorPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                         const RuleOptions&, std::vector<Finding>*);  // TTA013 (critical path)
 void DetectColdStart(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                      const RuleOptions&, std::vector<Finding>*);  // TTA015
 void DetectTraceIncomplete(const RuleContext&, const CausalGraph&, const TimeBreakdown&,

@@ -108,6 +108,48 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
   }
 }
 
+void DetectAllocatorPath(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
+                         const RuleOptions& o, std::vector<Finding>* out) {
+  const int64_t total = time.overall.total();
+  const int64_t on_path = Share(time.overall, Cause::kAllocator);
+  if (total <= 0 || on_path < o.Get("allocator_path_share", 0.02) * total) return;
+  // Every allocator call of the analysed steps: with the caching allocator (or without
+  // empty_cache) none of them would run.
+  const EventTable& ev = ctx.ev();
+  std::map<int, Finding> by_step;
+  for (size_t n = 0; n < g.size(); ++n) {
+    if (g.cause[n] != Cause::kAllocator || g.row[n] < 0) continue;
+    const int32_t row = g.row[n];
+    const int step = ctx.StepOf(ev.ts[row]);
+    if (step < 0) continue;
+    auto it = by_step.find(step);
+    if (it == by_step.end()) {
+      const int32_t op = ctx.TopOp(row);
+      it = by_step
+               .emplace(step, MakeRawFinding(ctx, "TTA013", step, ev.ts[row], ev.end(row), 0,
+                                             op >= 0 ? op : row, "critical-path"))
+               .first;
+    }
+    Finding& f = it->second;
+    f.rows.push_back(row);
+    f.occurrences.emplace_back(ev.ts[row], ev.end(row));
+    f.start_ns = std::min(f.start_ns, ev.ts[row]);
+    f.end_ns = std::max(f.end_ns, ev.end(row));
+    f.per_step[0].second += ev.dur[row] / 1000.0;
+    AccumulateNumber(&f, "allocator_calls", 1);
+    AddEvent(&f, std::string(ctx.Name(row)), 1, ev.dur[row] / 1000.0);
+  }
+  for (auto& [step, f] : by_step) {
+    AddText(&f, "detail",
+            FormatNumber("%.0f", f.evidence["allocator_calls"].number) +
+                " allocator call(s) on the critical path (" +
+                FormatNumber("%.1f%%", 100.0 * on_path / total) +
+                " of it): keep PyTorch's caching allocator (no PYTORCH_NO_CUDA_MEMORY_CACHING, "
+                "no torch.cuda.empty_cache() in the loop)");
+    out->push_back(std::move(f));
+  }
+}
+
 void DetectLaunchBoundPath(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
                            const RuleOptions& o, std::vector<Finding>* out) {
   const StepAttribution& all = time.overall;
