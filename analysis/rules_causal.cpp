@@ -112,7 +112,13 @@ void DetectAllocatorPath(const RuleContext& ctx, const CausalGraph& g, const Tim
                          const RuleOptions& o, std::vector<Finding>* out) {
   const int64_t total = time.overall.total();
   const int64_t on_path = Share(time.overall, Cause::kAllocator);
-  if (total <= 0 || on_path < o.Get("allocator_path_share", 0.02) * total) return;
+  if (total <= 0 || !ctx.has_gpu() || on_path < o.Get("allocator_path_share", 0.02) * total) {
+    return;
+  }
+  // A few calls are warm-up (first allocations); churn repeats.
+  int64_t calls = 0;
+  for (size_t n = 0; n < g.size(); ++n) calls += g.cause[n] == Cause::kAllocator ? 1 : 0;
+  if (calls < o.Get("allocator_path_min_calls", 8)) return;
   // Every allocator call of the analysed steps: with the caching allocator (or without
   // empty_cache) none of them would run.
   const EventTable& ev = ctx.ev();
