@@ -172,6 +172,16 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       launch_durs.push_back(ev.dur[i]);
     }
   }
+  // Name classes, computed once per distinct name (the hot loops test ids, not strings).
+  enum : uint8_t { kNameSync = 1, kNameAllocator = 2, kNameCold = 4, kNameDataLoader = 8 };
+  std::vector<uint8_t> name_class(trace.strings.size(), 0);
+  for (size_t id = 0; id < name_class.size(); ++id) {
+    const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
+    name_class[id] = (IsSyncName(n) || IsImplicitSync(n) ? kNameSync : 0) |
+                     (IsAllocatorName(n) ? kNameAllocator : 0) |
+                     (IsColdStartName(n) ? kNameCold : 0) |
+                     (IsDataLoaderName(n) ? kNameDataLoader : 0);
+  }
   // A launch call this much slower than the median loads its module lazily (cold start).
   const int64_t cold_launch_ns = std::max<int64_t>(1000000, 50 * Median(launch_durs, 5000));
 
@@ -222,16 +232,16 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       NodeRole role = NodeRole::kCpuWork;
       Cause cause = Cause::kUntraced;
       if (r >= 0) {
-        std::string_view name = trace.Name(r);
+        const uint8_t cls = name_class[ev.name[r]];
         if (IsLaunchKind(ev.kind[r])) {
           role = NodeRole::kLaunch;
           cause = Cause::kLaunch;
-          if (IsAllocatorName(name)) cause = Cause::kAllocator;
-          if (IsColdStartName(name) || (ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
+          if (cls & kNameAllocator) cause = Cause::kAllocator;
+          if ((cls & kNameCold) || (ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
             cause = Cause::kColdStart;
             ++g.stats.cold_calls;
           }
-          if (IsSyncName(name) || IsImplicitSync(name)) role = NodeRole::kSync;
+          if (cls & kNameSync) role = NodeRole::kSync;
         } else {
           cause = stack.back().data_loading ? Cause::kDataLoading : Cause::kCpuWork;
         }
@@ -285,7 +295,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       }
       if (!stack.empty()) end = std::min(end, stack.back().end);
       const bool dl = (!stack.empty() && stack.back().data_loading) ||
-                      (!IsLaunchKind(ev.kind[r]) && IsDataLoaderName(trace.Name(r)));
+                      (!IsLaunchKind(ev.kind[r]) && (name_class[ev.name[r]] & kNameDataLoader));
       stack.push_back({r, end, dl});
     }
     while (!stack.empty()) {
