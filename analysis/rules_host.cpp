@@ -34,6 +34,22 @@ bool IssuedByProfiler(const RuleContext& ctx, uint32_t row) {
   return false;
 }
 
+// Without Python stacks: torch.profiler's stop synchronises the device once, outside any operator,
+// after the last work the profiled code launched. A device-wide sync that no operator or Python
+// frame encloses (a ProfilerStep# annotation may) and after which its thread launches nothing.
+bool ProfilerStopSync(const RuleContext& ctx, uint32_t row,
+                      const std::vector<int64_t>& last_launch) {
+  const EventTable& ev = ctx.ev();
+  const std::string_view n = ctx.Name(row);
+  if (n != "cudaDeviceSynchronize" && n != "hipDeviceSynchronize" && n != "cuCtxSynchronize") {
+    return false;
+  }
+  for (int32_t p = ev.parent[row], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
+    if (!StartsWith(ctx.Name(p), "ProfilerStep#")) return false;
+  }
+  return last_launch[ev.track[row]] <= ev.ts[row];
+}
+
 bool IsPageableD2H(std::string_view n) {
   return StartsWith(n, "Memcpy DtoH") && Contains(n, "Pageable");
 }
@@ -98,6 +114,13 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       pageable_launch[ev.link[i]] = 1;
     }
   }
+  // The last GPU launch of each thread (for the profiler's own stop sync).
+  std::vector<int64_t> last_launch(ctx.trace().tracks.size(), INT64_MIN);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (IsLaunchKind(ev.kind[i]) && ev.link[i] >= 0) {
+      last_launch[ev.track[i]] = std::max(last_launch[ev.track[i]], ev.ts[i]);
+    }
+  }
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
@@ -106,7 +129,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       if (!IsLaunchKind(ev.kind[i])) continue;
       std::string_view name = ctx.Name(i);
       if (!IsSyncCall(name) && !pageable_launch[i]) continue;
-      if (IssuedByProfiler(ctx, i)) continue;
+      if (IssuedByProfiler(ctx, i) || ProfilerStopSync(ctx, i, last_launch)) continue;
       const int64_t sync_end = ev.end(i);
       const int64_t resume = ctx.NextGpuStart(sync_end, step.end_ns);
       // The drain: GPU idle from the moment the CPU started waiting until new work arrives.

@@ -133,3 +133,34 @@ TEST_CASE("causal: an allocator-bound trace without ProfilerStep reports TTA013 
   // Without the calls the run is about 5x faster (325 of 527 us per iteration are allocator).
   CHECK(all.speedup > 2.0);
 }
+
+TEST_CASE("the profiler's own stop sync at the end of a trace without stacks is not TTA002",
+          "[rules][TTA002]") {
+  // GPU-bound steps; after the last launch, a bare cudaDeviceSynchronize (torch.profiler
+  // stopping) waits 2 ms for the queue. The same sync inside an operator is the user's.
+  auto make = [](bool in_op) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+    double cpu = 1000, gpu = 1010;
+    for (int s = 0; s < 2; ++s) {
+      const double start = cpu;
+      for (int k = 0; k < 20; ++k) {
+        t.Kernel("ampere_sgemm_128x64_nn", cpu, 5, std::max(gpu, cpu + 8), 200);
+        gpu = std::max(gpu, cpu + 8) + 200;
+        cpu += 10;
+      }
+      if (s == 1) {
+        // The last step: the sync, then 1 ms of CPU work before the step closes.
+        if (in_op) t.Cpu("aten::item", cpu + 1, gpu - cpu + 10);
+        t.Runtime("cudaDeviceSynchronize", cpu + 2, gpu - cpu + 5);
+        cpu = gpu + 1000;
+      }
+      t.Step(s + 1, start, cpu - start);
+    }
+    return t;
+  };
+  ttap::RuleOptions o;
+  o.values["host_sync_share"] = 0;
+  CHECK(FindingsWithCode(*make(false).Load(), "TTA002", o).empty());
+  CHECK(FindingsWithCode(*make(true).Load(), "TTA002", o).size() == 1);
+}
