@@ -142,11 +142,75 @@ void WhatIf::Append(const WhatIf& o) {
   lane_gap.insert(lane_gap.end(), o.lane_gap.begin(), o.lane_gap.end());
 }
 
+namespace {
+
+// Steps of a trace without ProfilerStep#: between the ends of consecutive outermost
+// Optimizer.step# regions, or between the starts of the most repeated top-level annotation of a
+// thread (three or more, not overlapping). Empty when neither marks a loop.
+std::vector<StepSpan> InferSteps(const Trace& trace) {
+  const EventTable& ev = trace.events;
+  std::vector<std::pair<int64_t, int64_t>> optimizer;
+  int32_t optimizer_track = -1;
+  std::map<std::pair<uint32_t, StringId>, std::vector<std::pair<int64_t, int64_t>>> top;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation) continue;
+    const std::string_view n = trace.Name(i);
+    if (StartsWith(n, "Optimizer.step#")) {
+      bool nested = false;
+      for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
+        nested = nested || StartsWith(trace.Name(p), "Optimizer.step#");
+      }
+      if (!nested &&
+          (optimizer_track < 0 || ev.track[i] == static_cast<uint32_t>(optimizer_track))) {
+        optimizer_track = static_cast<int32_t>(ev.track[i]);
+        optimizer.emplace_back(ev.ts[i], ev.end(i));
+      }
+    }
+    if (k == EventKind::kUserAnnotation && ev.parent[i] < 0 && !StartsWith(n, "Optimizer.")) {
+      top[{ev.track[i], ev.name[i]}].emplace_back(ev.ts[i], ev.end(i));
+    }
+  }
+  std::vector<StepSpan> out;
+  if (optimizer.size() >= 3) {
+    for (size_t k = 1; k < optimizer.size(); ++k) {
+      out.push_back({static_cast<int64_t>(k), optimizer[k - 1].second, optimizer[k].second,
+                     optimizer[k].second, optimizer_track, true});
+    }
+    return out;
+  }
+  const std::vector<std::pair<int64_t, int64_t>>* best = nullptr;
+  uint32_t best_track = 0;
+  for (const auto& [key, spans] : top) {
+    bool disjoint = true;
+    for (size_t k = 1; k < spans.size(); ++k)
+      disjoint = disjoint && spans[k].first >= spans[k - 1].second;
+    if (spans.size() >= 3 && disjoint && (!best || spans.size() > best->size())) {
+      best = &spans;
+      best_track = key.first;
+    }
+  }
+  if (!best) return out;
+  for (size_t k = 0; k < best->size(); ++k) {
+    const int64_t start = (*best)[k].first;
+    const int64_t end = k + 1 < best->size() ? (*best)[k + 1].first : (*best)[k].second;
+    out.push_back(
+        {static_cast<int64_t>(k + 1), start, end, end, static_cast<int32_t>(best_track), true});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
   std::vector<StepSpan> out;
-  for (const Step& s : trace.steps) out.push_back({s.number, s.start(), s.end(), s.cpu_end});
+  for (const Step& s : trace.steps) {
+    out.push_back({s.number, s.start(), s.end(), s.cpu_end,
+                   s.event >= 0 ? static_cast<int32_t>(trace.events.track[s.event]) : -1, false});
+  }
+  if (out.empty()) out = InferSteps(trace);
   if (out.empty() && trace.events.size() > 0) {
-    out.push_back({-1, trace.span_start(), trace.span_end(), trace.span_end()});
+    out.push_back({-1, trace.span_start(), trace.span_end(), trace.span_end(), -1, false});
   }
   return out;
 }
@@ -185,10 +249,12 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
   // A launch call this much slower than the median loads its module lazily (cold start).
   const int64_t cold_launch_ns = std::max<int64_t>(1000000, 50 * Median(launch_durs, 5000));
 
-  // The main thread: the one that runs the ProfilerStep annotations, else the busiest CPU one.
+  // The main thread: the one that runs the ProfilerStep annotations (or the inferred steps'
+  // marker), else the busiest CPU one.
+  const std::vector<StepSpan> spans = AnalysedSteps(trace);
   int64_t main_track = -1;
-  if (!trace.steps.empty() && trace.steps.front().event >= 0) {
-    main_track = ev.track[trace.steps.front().event];
+  if (!spans.empty() && spans.front().marker_track >= 0) {
+    main_track = spans.front().marker_track;
   } else {
     size_t most = 0;
     for (size_t t = 0; t < rows_of.size(); ++t) {
@@ -590,9 +656,8 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
   }
 
   // 5. The nodes that bound each analysed step.
-  const std::vector<StepSpan> spans = AnalysedSteps(trace);
   g.steps.resize(spans.size());
-  if (!trace.steps.empty() && !main_nodes.empty()) {
+  if (!spans.empty() && spans.front().marker_track >= 0 && !main_nodes.empty()) {
     for (size_t k = 0; k < spans.size(); ++k) {
       CausalGraph::StepNodes& sn = g.steps[k];
       sn.start_node = NodeAt(g, main_nodes, spans[k].start_ns);

@@ -108,13 +108,16 @@ struct CausalGraph {
   int32_t AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c);
 };
 
-// The analysed steps of a trace: its ProfilerStep# steps, or one span for a trace without them
-// (the same list RuleContext uses).
+// The analysed steps of a trace (the list RuleContext uses too): its ProfilerStep# steps; else
+// steps inferred from a marker the loop repeats on one thread (the ends of Optimizer.step#, or
+// the starts of a top-level annotation seen at least three times); else one span.
 struct StepSpan {
   int64_t number = -1;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   int64_t cpu_end_ns = 0;
+  int32_t marker_track = -1;  // the thread whose annotations bound the steps, -1 for one span
+  bool inferred = false;
 };
 std::vector<StepSpan> AnalysedSteps(const Trace& trace);
 

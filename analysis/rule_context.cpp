@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/causal_graph.h"
+
 namespace ttap {
 
 namespace {
@@ -12,8 +14,7 @@ bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.s
 
 RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   const EventTable& ev = trace.events;
-  for (const Step& s : trace.steps) steps_.push_back({s.number, s.start(), s.end()});
-  if (steps_.empty() && ev.size() > 0) steps_.push_back({-1, trace.span_start(), trace.span_end()});
+  for (const StepSpan& s : AnalysedSteps(trace)) steps_.push_back({s.number, s.start_ns, s.end_ns});
   std::map<int32_t, int64_t> kernels_per_device;
   for (size_t i = 0; i < ev.size(); ++i) {
     EventKind k = ev.kind[i];
