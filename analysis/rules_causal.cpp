@@ -59,26 +59,23 @@ void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const Tim
   out->push_back(std::move(f));
 }
 
-void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
-                     const RuleOptions& o, std::vector<Finding>* out) {
-  const int64_t total = time.overall.total();
-  if (total <= 0) return;
-  // Cold calls on the critical path, by step.
-  const int64_t on_path = Share(time.overall, Cause::kColdStart);
-  if (on_path < o.Get("cold_start_share", 0.01) * total) return;
-  std::map<int, Finding> by_step;
+// One raw finding per step for the calls of |cause| (cold start, allocator): each call a row and
+// an occurrence, its duration the step's measure, `calls` / `call_us` counted, top events by name.
+std::map<int, Finding> CallsByStep(const RuleContext& ctx, const CausalGraph& g, Cause cause,
+                                   const char* code, const char* key) {
   const EventTable& ev = ctx.ev();
+  std::map<int, Finding> by_step;
   for (size_t n = 0; n < g.size(); ++n) {
-    if (g.cause[n] != Cause::kColdStart || g.row[n] < 0) continue;
+    if (g.cause[n] != cause || g.row[n] < 0) continue;
     const int32_t row = g.row[n];
     const int step = ctx.StepOf(ev.ts[row]);
-    if (step < 0 && !ctx.steps().empty()) continue;
+    if (step < 0) continue;
     auto it = by_step.find(step);
     if (it == by_step.end()) {
+      const int32_t op = ctx.TopOp(row);
       it = by_step
-               .emplace(step,
-                        MakeRawFinding(ctx, "TTA015", step, ev.ts[row], ev.end(row), 0,
-                                       ctx.TopOp(row) >= 0 ? ctx.TopOp(row) : row, "cold-start"))
+               .emplace(step, MakeRawFinding(ctx, code, step, ev.ts[row], ev.end(row), 0,
+                                             op >= 0 ? op : row, key))
                .first;
     }
     Finding& f = it->second;
@@ -87,20 +84,31 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
     f.start_ns = std::min(f.start_ns, ev.ts[row]);
     f.end_ns = std::max(f.end_ns, ev.end(row));
     f.per_step[0].second += ev.dur[row] / 1000.0;
-    AccumulateNumber(&f, "cold_calls", 1);
-    AccumulateNumber(&f, "cold_us", ev.dur[row] / 1000.0);
+    AccumulateNumber(&f, "calls", 1);
+    AccumulateNumber(&f, "call_us", ev.dur[row] / 1000.0);
     AddEvent(&f, std::string(ctx.Name(row)), 1, ev.dur[row] / 1000.0);
   }
   for (auto& [step, f] : by_step) {
     std::sort(
         f.top_events.begin(), f.top_events.end(),
         [](const EvidenceEvent& a, const EvidenceEvent& b) { return a.total_us > b.total_us; });
-    const double calls = f.evidence["cold_calls"].number;
+  }
+  return by_step;
+}
+
+void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
+                     const RuleOptions& o, std::vector<Finding>* out) {
+  const int64_t total = time.overall.total();
+  // Cold calls on the critical path, by step.
+  if (total <= 0 ||
+      Share(time.overall, Cause::kColdStart) < o.Get("cold_start_share", 0.01) * total) {
+    return;
+  }
+  for (auto& [step, f] : CallsByStep(ctx, g, Cause::kColdStart, "TTA015", "cold-start")) {
     AddText(&f, "detail",
-            FormatNumber("%.0f", calls) +
-                " runtime call(s) load kernels lazily or run for the "
-                "first time (" +
-                FormatNumber("%.1f ms", f.evidence["cold_us"].number / 1000.0) + ", longest " +
+            FormatNumber("%.0f", f.evidence["calls"].number) +
+                " runtime call(s) load kernels lazily or run for the first time (" +
+                FormatNumber("%.1f ms", f.evidence["call_us"].number / 1000.0) + ", longest " +
                 f.top_events.front().name +
                 "): the first iterations are not representative; profile after a warm-up, e.g. "
                 "schedule(wait=1, warmup=1, active=3)");
@@ -121,33 +129,9 @@ void DetectAllocatorPath(const RuleContext& ctx, const CausalGraph& g, const Tim
   if (calls < o.Get("allocator_path_min_calls", 8)) return;
   // Every allocator call of the analysed steps: with the caching allocator (or without
   // empty_cache) none of them would run.
-  const EventTable& ev = ctx.ev();
-  std::map<int, Finding> by_step;
-  for (size_t n = 0; n < g.size(); ++n) {
-    if (g.cause[n] != Cause::kAllocator || g.row[n] < 0) continue;
-    const int32_t row = g.row[n];
-    const int step = ctx.StepOf(ev.ts[row]);
-    if (step < 0) continue;
-    auto it = by_step.find(step);
-    if (it == by_step.end()) {
-      const int32_t op = ctx.TopOp(row);
-      it = by_step
-               .emplace(step, MakeRawFinding(ctx, "TTA013", step, ev.ts[row], ev.end(row), 0,
-                                             op >= 0 ? op : row, "critical-path"))
-               .first;
-    }
-    Finding& f = it->second;
-    f.rows.push_back(row);
-    f.occurrences.emplace_back(ev.ts[row], ev.end(row));
-    f.start_ns = std::min(f.start_ns, ev.ts[row]);
-    f.end_ns = std::max(f.end_ns, ev.end(row));
-    f.per_step[0].second += ev.dur[row] / 1000.0;
-    AccumulateNumber(&f, "allocator_calls", 1);
-    AddEvent(&f, std::string(ctx.Name(row)), 1, ev.dur[row] / 1000.0);
-  }
-  for (auto& [step, f] : by_step) {
+  for (auto& [step, f] : CallsByStep(ctx, g, Cause::kAllocator, "TTA013", "critical-path")) {
     AddText(&f, "detail",
-            FormatNumber("%.0f", f.evidence["allocator_calls"].number) +
+            FormatNumber("%.0f", f.evidence["calls"].number) +
                 " allocator call(s) on the critical path (" +
                 FormatNumber("%.1f%%", 100.0 * on_path / total) +
                 " of it): keep PyTorch's caching allocator (no PYTORCH_NO_CUDA_MEMORY_CACHING, "

@@ -39,38 +39,11 @@ void RequireReplayMatches(const Trace& t, const CausalGraph& g, const Replay& r)
   }
 }
 
-// Three steps of |kernels| kernels of |kernel_us| each, each launched by a 10 us call after
-// |cpu_us| of CPU work inside an aten op; |sync|: each step ends waiting for the GPU.
-TinyTrace Loop(int kernels, double kernel_us, double cpu_us, bool sync = false) {
-  TinyTrace t;
-  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
-  double cpu = 1000, gpu = 0;
-  for (int s = 0; s < 3; ++s) {
-    const double step_start = cpu;
-    cpu += 2;
-    for (int k = 0; k < kernels; ++k) {
-      t.Cpu("aten::add", cpu, cpu_us + 10);
-      cpu += cpu_us;
-      const double g_start = std::max(gpu + 1, cpu + 5);
-      t.Kernel("elementwise_kernel", cpu, 10, g_start, kernel_us);
-      gpu = g_start + kernel_us;
-      cpu += 10;
-    }
-    if (sync && gpu > cpu) {
-      t.Runtime("cudaDeviceSynchronize", cpu, gpu + 3 - cpu);
-      cpu = gpu + 3;
-    }
-    t.Step(s + 1, step_start, cpu + 2 - step_start);
-    cpu += 4;
-  }
-  return t;
-}
-
 }  // namespace
 
 TEST_CASE("launch-bound loop: replay is exact and launch overhead is the largest cause",
           "[causal]") {
-  auto trace = Loop(40, 4, 6).Load();
+  auto trace = ttap_test::Eager(40, 6, 10, 4).Load();
   CausalGraph g = BuildCausalGraph(*trace);
   Replay r = RunReplay(g);
   RequireReplayMatches(*trace, g, r);
@@ -84,7 +57,7 @@ TEST_CASE("launch-bound loop: replay is exact and launch overhead is the largest
 }
 
 TEST_CASE("GPU-bound loop: GPU compute is the largest cause", "[causal]") {
-  auto trace = Loop(20, 400, 6, /*sync=*/true).Load();
+  auto trace = ttap_test::Eager(20, 6, 10, 400).Load();
   CausalGraph g = BuildCausalGraph(*trace);
   Replay r = RunReplay(g);
   RequireReplayMatches(*trace, g, r);
