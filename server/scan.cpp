@@ -545,6 +545,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   bool use_llm = false;                           // `--llm`: the only thing that turns drafting on
   std::string model_path, model_device = "auto";  // `--model`: adds TTA900 unusual windows
   double model_threshold = -1;                    // `--model-threshold`; < 0: the file's
+  bool no_model = false;  // `--no-model`: rules only, even where shipped weights are found
   llm::LlmOverrides llm_flags;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -568,6 +569,8 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       use_llm = true;
     } else if (a == "--model") {
       if (!next(&model_path)) return UsageError("--model needs a weights file");
+    } else if (a == "--no-model") {
+      no_model = true;
     } else if (a == "--device") {
       if (!next(&model_device)) return UsageError("--device is auto, cpu or cuda");
     } else if (a == "--model-threshold") {
@@ -620,6 +623,10 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   // (bench/bench_score.sh), the windows being small matrices.
   std::unique_ptr<WindowModel> model;
   std::future<StatusOr<std::unique_ptr<WindowModel>>> opening;
+  // The learned scorer runs by default when weights are found (beside the binary, TTAP_MODEL or
+  // ./models), as in the language server; --no-model skips it.
+  if (model_path.empty() && !no_model) model_path = WindowModel::DefaultPath();
+  if (no_model) model_path.clear();
   if (!model_path.empty()) {
     opening = std::async(std::launch::async,
                          [&] { return WindowModel::Open(model_path, model_device, 1); });

@@ -195,3 +195,25 @@ TEST_CASE("scan: real traces (kineto num_workers 0 vs 4, ROCm DDP frames)", "[sc
   }
   CHECK(resolved > 0);
 }
+
+TEST_CASE("scan: the shipped window scorer runs by default, --no-model skips it",
+          "[scan][cli][model]") {
+  if (!ttap_test::HaveShared()) {
+    WARN("../shared/traces/real not present: skipped");
+    return;
+  }
+  // A real trace where the shipped weights flag a window no rule explains (TTA900).
+  const std::string trace = ttap_test::RealTracesDir() +
+                            "/param--dlrm_kineto.tar.gz__worker0_step_12.1694128201545.pt."
+                            "trace.json.gz";
+  auto with = RunTtap("scan --min-severity hint '" + trace + "'");
+  if (with.err.find("rules only") != std::string::npos) {
+    WARN("the models library or weights are not available here: " << with.err);
+    return;
+  }
+  CHECK(with.out.find("TTA900") != std::string::npos);
+  auto without = RunTtap("scan --no-model --min-severity hint '" + trace + "'");
+  CHECK(without.out.find("TTA900") == std::string::npos);
+  // The run summary is there either way.
+  CHECK(without.out.find("this run could be") != std::string::npos);
+}
