@@ -35,10 +35,13 @@ struct Builder {
   const Trace& trace;
   const CausalGraph& g;
   WhatIf w;
-  std::set<int32_t> touched;  // nodes whose duration was set (first change wins)
+  std::vector<bool> touched;  // nodes whose duration was set (first change wins)
 
   void SetDur(int32_t n, int64_t d) {
-    if (n < 0 || !touched.insert(n).second) return;
+    if (n < 0) return;
+    if (touched.empty()) touched.assign(g.size(), false);
+    if (touched[n]) return;
+    touched[n] = true;
     w.dur.emplace_back(n, std::max<int64_t>(0, d));
   }
   void NoWait(int32_t n) {
