@@ -685,12 +685,21 @@ int64_t Replay::total_step_ns() const {
 }
 
 Replay RunReplay(const CausalGraph& g, const WhatIf* what_if) {
-  const size_t n = g.size();
   Replay r;
-  r.start.assign(n, 0);
-  r.end.assign(n, 0);
-  std::vector<int64_t> dur_over, cross_over, lane_over;
-  std::vector<uint8_t> no_wait;
+  RunReplay(g, what_if, &r);
+  return r;
+}
+
+void RunReplay(const CausalGraph& g, const WhatIf* what_if, Replay* out) {
+  const size_t n = g.size();
+  Replay& r = *out;
+  r.start.resize(n);
+  r.end.resize(n);
+  std::vector<int64_t>& dur_over = r.scratch_dur;
+  std::vector<int64_t>& cross_over = r.scratch_cross;
+  std::vector<int64_t>& lane_over = r.scratch_lane;
+  std::vector<uint8_t>& no_wait = r.scratch_no_wait;
+  no_wait.clear();
   const int64_t* dur = g.dur.data();
   const int64_t* cross_gap = g.cross_gap.data();
   const int64_t* lane_gap = g.lane_gap.data();
@@ -768,7 +777,6 @@ Replay RunReplay(const CausalGraph& g, const WhatIf* what_if) {
     }
     r.step_end[k] = std::max(cpu_end[k], ge);
   }
-  return r;
 }
 
 int64_t StepAttribution::total() const {

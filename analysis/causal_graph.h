@@ -140,8 +140,14 @@ struct Replay {
   std::vector<int64_t> start, end;            // per node, ns
   std::vector<int64_t> step_start, step_end;  // per step
   int64_t total_step_ns() const;              // sum of the steps' durations
+  // Working copies of the changed columns, kept so that replaying into the same object again
+  // allocates (and faults in) no new memory.
+  std::vector<int64_t> scratch_dur, scratch_cross, scratch_lane;
+  std::vector<uint8_t> scratch_no_wait;
 };
 Replay RunReplay(const CausalGraph& g, const WhatIf* what_if = nullptr);
+// The same into |out|, reusing its memory (the what-ifs replay many times).
+void RunReplay(const CausalGraph& g, const WhatIf* what_if, Replay* out);
 
 // Where one step's wall time went: ns per cause, and the CPU work split by its top-level op.
 struct StepAttribution {

@@ -304,14 +304,16 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, const Replay& 
   for (size_t k = 0; k < out.steps && k < time.step_numbers.size(); ++k) {
     step_index[time.step_numbers[k]] = k;
   }
-  auto step_deltas = [&](const Replay& before, const Replay& after) {
+  // Per step, how much shorter |after| is than the steps |before_start| / |before_end|.
+  auto step_deltas = [&](const std::vector<int64_t>& before_start,
+                         const std::vector<int64_t>& before_end, const Replay& after) {
     std::vector<int64_t> d(out.steps);
     for (size_t k = 0; k < out.steps; ++k) {
-      d[k] =
-          (before.step_end[k] - before.step_start[k]) - (after.step_end[k] - after.step_start[k]);
+      d[k] = (before_end[k] - before_start[k]) - (after.step_end[k] - after.step_start[k]);
     }
     return d;
   };
+
   struct Entry {
     size_t finding;
     WhatIf what_if;
@@ -319,15 +321,16 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, const Replay& 
     std::vector<int64_t> steps;  // per-step saving of the claim
     bool symptom = false;
   };
-  // 1. Each fix alone, against the unchanged run.
+  // 1. Each fix alone, against the unchanged run. One Replay's memory serves every replay.
+  Replay work;
   std::vector<Entry> entries;
   for (size_t i = 0; i < findings->size(); ++i) {
     Entry e{i, FixWhatIf(trace, g, (*findings)[i]), 0, 0, 0, {}, (*findings)[i].code == "TTA008"};
     e.steps.assign(out.steps, 0);
     if (!e.what_if.empty()) {
-      Replay r = RunReplay(g, &e.what_if);
-      e.alone_ns = std::max<int64_t>(0, out.run_ns - r.total_step_ns());
-      if (!e.symptom) e.steps = step_deltas(base, r);
+      RunReplay(g, &e.what_if, &work);
+      e.alone_ns = std::max<int64_t>(0, out.run_ns - work.total_step_ns());
+      if (!e.symptom) e.steps = step_deltas(base.step_start, base.step_end, work);
     }
     entries.push_back(std::move(e));
   }
@@ -338,18 +341,19 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, const Replay& 
     return a.alone_ns > b.alone_ns;
   });
   WhatIf applied;
-  Replay prev = base;
+  std::vector<int64_t> prev_start = base.step_start, prev_end = base.step_end;
   int64_t prev_total = out.run_ns;
   for (Entry& e : entries) {
     if (e.alone_ns <= 0) continue;
     applied.Append(e.what_if);
-    Replay r = RunReplay(g, &applied);
-    const int64_t total = r.total_step_ns();
+    RunReplay(g, &applied, &work);
+    const int64_t total = work.total_step_ns();
     e.marginal_ns = std::max<int64_t>(0, prev_total - total);
-    if (e.symptom) e.steps = step_deltas(prev, r);
+    if (e.symptom) e.steps = step_deltas(prev_start, prev_end, work);
     prev_total = std::min(prev_total, total);
     if (!e.symptom) out.safe_saving_ns = out.run_ns - prev_total;
-    prev = std::move(r);
+    prev_start = work.step_start;
+    prev_end = work.step_end;
   }
   out.safe_saving_ns = std::max<int64_t>(0, out.safe_saving_ns);
   const int64_t joint_ns = out.run_ns - prev_total;
