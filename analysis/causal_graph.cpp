@@ -12,6 +12,8 @@ namespace ttap {
 namespace {
 
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
+// Latencies and durations used as multiples are capped here (an hour) against hostile input.
+constexpr int64_t kLatencyCapNs = int64_t{3600} * 1000000000;
 // A stream gap longer than this is not the GPU's own spacing between queued work.
 constexpr int64_t kLongStreamGapNs = 50000;
 // What a synchronisation call costs when the awaited work has already finished.
@@ -247,7 +249,8 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
                      (IsDataLoaderName(n) ? kNameDataLoader : 0);
   }
   // A launch call this much slower than the median loads its module lazily (cold start).
-  const int64_t cold_launch_ns = std::max<int64_t>(1000000, 50 * Median(launch_durs, 5000));
+  const int64_t cold_launch_ns =
+      std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
 
   // The main thread: the one that runs the ProfilerStep annotations (or the inferred steps'
   // marker), else the busiest CPU one.
@@ -571,7 +574,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
           covered += std::min(b, g.obs_end[v]) - std::max(a, g.obs_start[v]);
         }
       }
-      if (covered * 10 < (b - a) * 8) continue;
+      if (static_cast<double>(covered) < 0.8 * static_cast<double>(b - a)) continue;
       g.role[m] = NodeRole::kJoin;
       g.dur[m] = 0;
       g.sync_tail[m] = b - g.obs_end[d];
@@ -789,19 +792,22 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
                                             const Replay& r) {
   const EventTable& ev = trace.events;
   std::vector<StepAttribution> out(g.steps.size());
-  const bool whole_span = !g.steps.empty() && g.steps[0].start_node < 0;
   // The node whose end is latest in each step (the end of its critical path).
   for (size_t k = 0; k < g.steps.size(); ++k) {
     StepAttribution& at = out[k];
     const int64_t S = r.step_start[k];
     int64_t t = r.step_end[k];
     int32_t n = -1;
-    if (whole_span) {
-      for (size_t v = 0; v < g.size(); ++v) {
-        if (n < 0 || r.end[v] > r.end[n]) n = static_cast<int32_t>(v);
+    const auto& sn = g.steps[k];
+    if (sn.start_node < 0 || sn.end_node < 0) {
+      // The whole span of a trace without steps (a step the main thread does not bound, in a
+      // malformed trace, stays untraced).
+      if (g.steps.size() == 1) {
+        for (size_t v = 0; v < g.size(); ++v) {
+          if (n < 0 || r.end[v] > r.end[n]) n = static_cast<int32_t>(v);
+        }
       }
     } else {
-      const auto& sn = g.steps[k];
       n = sn.end_node;
       for (int32_t v : sn.gpu) {
         if (r.end[v] > r.end[n] && r.start[v] < t) n = v;
@@ -871,7 +877,9 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
           // The launch call itself (or its lazy loading); a latency far beyond the call and the
           // usual launch latency is the stream waiting for work the trace does not show.
           const int64_t call_end = g.cross_from_end[n] ? b : std::min(t, std::max(b, r.end[cp]));
-          const int64_t usual = call_end + std::max<int64_t>(100000, 10 * g.typical_latency);
+          // (Latencies are capped so hostile timestamps cannot overflow the sum.)
+          const int64_t usual =
+              call_end + std::max<int64_t>(100000, 10 * std::min(g.typical_latency, kLatencyCapNs));
           if (t > usual) {
             add(Cause::kUntraced, usual, t, -1);
             t = usual;
@@ -936,7 +944,7 @@ std::string FormatCauses(const StepAttribution& a, size_t max_causes) {
   if (total <= 0) return "";
   std::vector<std::pair<int64_t, int>> order;
   for (int c = 0; c < kCauseCount; ++c) {
-    if (a.ns[c] * 100 >= total) order.emplace_back(a.ns[c], c);
+    if (100.0 * a.ns[c] >= static_cast<double>(total)) order.emplace_back(a.ns[c], c);
   }
   std::sort(order.rbegin(), order.rend());
   std::string out;

@@ -259,7 +259,8 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
     }
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (i == 0) continue;
-      b.SetDur(nodes[i], g.dur[nodes[i]] - shortest * 8 / 10);
+      b.SetDur(nodes[i],
+               g.dur[nodes[i]] - static_cast<int64_t>(0.8 * static_cast<double>(shortest)));
       const int32_t l = b.LaunchOf(nodes[i]);
       // The call's CPU side (c10d::allreduce_ and what it encloses) is paid once per bucket.
       int32_t top = -1;

@@ -201,3 +201,26 @@ TEST_CASE("a sync in a GPU-bound loop that already waits once per step costs not
   }
   CHECK(item);
 }
+
+TEST_CASE("degenerate traces (a zero-length step, timestamps far apart) do not break the model",
+          "[causal]") {
+  // Found by the loader fuzzer: a ProfilerStep of zero length has no node that ends it.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Step(1, 100, 0);
+  t.Cpu("aten::mm", 101.5, 20);
+  t.Kernel("ampere_sgemm_128x64_nn", 105, 4, 120, 50);
+  t.Step(2, 200, 50);
+  auto trace = t.Load();
+  TimeBreakdown tb = WhereTimeWent(*trace);
+  CHECK(tb.steps.size() == trace->steps.size());
+  RuleResult rr = RunRules(*trace, {});
+  CHECK(rr.trace_score >= 0);
+  // A launch latency of ~30 years (hostile timestamps) must not overflow the attribution.
+  TinyTrace far;
+  far.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  far.Kernel("ampere_sgemm_128x64_nn", 100, 4, 1e15, 50);
+  far.Kernel("ampere_sgemm_128x64_nn", 200, 4, 2e15, 50);
+  auto f = far.Load();
+  CHECK(WhereTimeWent(*f).overall.total() >= 0);
+}
