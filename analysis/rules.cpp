@@ -325,6 +325,8 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
     f.message = FindingMessage(f);
   }
   std::sort(result.findings.begin(), result.findings.end(), [](const Finding& a, const Finding& b) {
+    // An incomplete trace comes first: it qualifies everything after it.
+    if ((a.code == "TTA016") != (b.code == "TTA016")) return a.code == "TTA016";
     if (a.time_lost_us_per_step != b.time_lost_us_per_step) {
       return a.time_lost_us_per_step > b.time_lost_us_per_step;
     }

@@ -59,6 +59,8 @@ TEST_CASE("causal: launches without GPU activity make the trace incomplete",
   CHECK(inc[0].evidence.at("launches_without_gpu_activity").number == 150);
   CHECK(inc[0].message.find("cannot be judged") != std::string::npos);
   CHECK(FindingsWithCode(*trace, "TTA008").empty());
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA016");  // it qualifies every other finding
   // A complete trace of the same loop is not incomplete.
   CHECK(FindingsWithCode(*Eager(50, 10, 5, 6).Load(), "TTA016").empty());
 }
