@@ -379,8 +379,14 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
   // 2. GPU lanes: one per stream track, activities in order.
   // An activity waited for its launch when the launch call started after the previous activity
   // on its stream had ended (HTA's rule); otherwise it was queued behind that activity.
-  auto waited_for_launch = [&](int32_t launch, int64_t prev_end) {
-    return prev_end == kNoTime || g.obs_start[launch] >= prev_end;
+  // Also when the stream sat idle and the activity started right after a long launch call
+  // returned (a call of a millisecond or more, e.g. lazy loading, that began while the previous
+  // activity still ran).
+  auto waited_for_launch = [&](int32_t launch, int64_t prev_end, int64_t ts) {
+    if (prev_end == kNoTime || g.obs_start[launch] >= prev_end) return true;
+    const int64_t call_end = g.obs_end[launch];
+    return call_end - g.obs_start[launch] >= 1000000 && ts - prev_end > 2000 && ts >= call_end &&
+           ts - call_end <= 50000;
   };
   std::vector<int64_t> lat_free;      // launch latency of activities that found their stream idle
   std::vector<int64_t> natural_gaps;  // stream gaps between queued activities
@@ -392,7 +398,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
       if (launch < 0) continue;
       const int64_t prev_end = k > 0 ? ev.end(rows[k - 1]) : kNoTime;
-      if (waited_for_launch(launch, prev_end)) {
+      if (waited_for_launch(launch, prev_end, ev.ts[r])) {
         const int64_t lat = ev.ts[r] - g.obs_start[launch];
         if (lat >= 0 && lat_free.size() < 200000) lat_free.push_back(lat);
       } else if (ev.ts[r] >= prev_end && natural_gaps.size() < 200000) {
@@ -426,7 +432,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
           ++g.stats.negative_latency;
           g.cross_gap[node] = lat;
           g.lane_gap[node] = prev >= 0 ? gap : 0;
-        } else if (waited_for_launch(launch, prev >= 0 ? g.obs_end[prev] : kNoTime)) {
+        } else if (waited_for_launch(launch, prev >= 0 ? g.obs_end[prev] : kNoTime, ev.ts[r])) {
           // The stream was idle: the activity waited for its launch.
           g.cross_gap[node] = lat;
           g.lane_gap[node] = prev >= 0 ? std::min(gap, natural_gap) : 0;

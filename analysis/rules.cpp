@@ -131,8 +131,6 @@ std::string Text(const Finding& f, const char* key) {
   return it == f.evidence.end() ? std::string() : it->second.text;
 }
 
-double ScoreFor(double share) { return std::min(1.0, 0.2 + 0.8 * std::min(1.0, share * 4.0)); }
-
 // Merges raw per-step findings of one cause.
 Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
   Finding out = group.front();
@@ -332,14 +330,46 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
     }
     return a.code < b.code;
   });
+  // Window scores from each window's avoidable time: every finding's replayed saving is spread
+  // over the windows its occurrences touch, in proportion to the overlap; a window scores 0.2
+  // (something is there) plus 0.8 x the share of it the fixes would save. Its category is the
+  // finding that saves the most in it.
+  const size_t n_windows = result.windows.size();
+  std::vector<double> avoidable(n_windows, 0.0), best(n_windows, 0.0);
+  std::vector<bool> touched(n_windows, false);
+  const double n_steps = std::max<size_t>(1, result.time.steps.size());
   for (const Finding& f : result.findings) {
-    double s = ScoreFor(f.share_of_step);
+    std::vector<std::pair<int64_t, int64_t>> occ = f.occurrences;
+    if (occ.empty()) occ.emplace_back(f.start_ns, f.end_ns);
+    std::vector<std::pair<int, double>> overlap;
+    double total_overlap = 0;
     for (int w : f.window_indices) {
-      if (w >= 0 && static_cast<size_t>(w) < result.windows.size() && s > result.windows[w].score) {
-        result.windows[w].score = s;
+      if (w < 0 || static_cast<size_t>(w) >= n_windows) continue;
+      const Window& win = trace.windows[w];
+      double o = 0;
+      for (const auto& [a, b] : occ) {
+        o += static_cast<double>(
+            std::max<int64_t>(0, std::min(b, win.end_ns) - std::max(a, win.start_ns)));
+      }
+      if (o <= 0) o = 1;  // an instant occurrence still counts
+      overlap.emplace_back(w, o);
+      total_overlap += o;
+    }
+    const double saving_ns = f.time_lost_us_per_step * 1000.0 * n_steps;
+    for (const auto& [w, o] : overlap) {
+      const double part = total_overlap > 0 ? saving_ns * o / total_overlap : 0.0;
+      avoidable[w] += part;
+      touched[w] = true;
+      if (part > best[w] || result.windows[w].category.empty()) {
+        best[w] = std::max(best[w], part);
         result.windows[w].category = f.code;
       }
     }
+  }
+  for (size_t w = 0; w < n_windows; ++w) {
+    if (!touched[w]) continue;
+    const double span = std::max<int64_t>(1, trace.windows[w].end_ns - trace.windows[w].start_ns);
+    result.windows[w].score = 0.2 + 0.8 * std::min(1.0, avoidable[w] / span);
   }
   result.trace_score = result.run_ns > 0
                            ? std::min(1.0, static_cast<double>(result.safe_saving_ns) /

@@ -124,3 +124,21 @@ TEST_CASE("the profiler's own stop sync at the end of a trace without stacks is 
   CHECK(FindingsWithCode(*make(false).Load(), "TTA002", o).empty());
   CHECK(FindingsWithCode(*make(true).Load(), "TTA002", o).size() == 1);
 }
+
+TEST_CASE("window scores follow each window's avoidable time", "[rules][causal][windows]") {
+  // The cold first step's 40 ms launches: the windows they fall in are nearly all avoidable;
+  // the warm steps' windows hold nothing a fix would save.
+  auto trace = Eager(50, 5, 5, 200, /*cold_first=*/true).Load(/*windows=*/20);
+  auto rr = ttap::RunRules(*trace, {});
+  REQUIRE(rr.windows.size() == 20);
+  size_t top = 0;
+  for (size_t w = 1; w < rr.windows.size(); ++w) {
+    if (rr.windows[w].score > rr.windows[top].score) top = w;
+  }
+  CHECK(rr.windows[top].category == "TTA015");
+  INFO(rr.findings.front().message);
+  CHECK(rr.windows[top].score > 0.5);
+  CHECK(trace->windows[top].start_ns < trace->steps.front().end());
+  // The last window lies in the warm third step: nothing there.
+  CHECK(rr.windows.back().score < 0.2);
+}
