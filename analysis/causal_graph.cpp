@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 
+#include "analysis/rule_util.h"
+
 namespace ttap {
 
 namespace {
@@ -19,18 +21,10 @@ constexpr int64_t kLongStreamGapNs = 50000;
 // What a synchronisation call costs when the awaited work has already finished.
 constexpr int64_t kSyncCostNs = 5000;
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool Contains(std::string_view s, std::string_view p) {
-  return s.find(p) != std::string_view::npos;
-}
-
+// Synchronisation calls and the synchronous copies, which return once their copy is done.
 bool IsSyncName(std::string_view n) {
-  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" ||
-         n == "cudaEventSynchronize" || n == "hipStreamSynchronize" ||
-         n == "hipDeviceSynchronize" || n == "hipEventSynchronize" || n == "cuStreamSynchronize" ||
-         n == "cuCtxSynchronize" || n == "cuEventSynchronize" || n == "cudaMemcpy" ||
-         n == "hipMemcpy" || n == "hipMemcpyWithStream" || n == "cudaMemcpy2D" ||
-         n == "hipMemcpy2D";
+  return IsSyncCall(n) || n == "cudaMemcpy" || n == "hipMemcpy" || n == "hipMemcpyWithStream" ||
+         n == "cudaMemcpy2D" || n == "hipMemcpy2D";
 }
 bool IsAllocatorName(std::string_view n) {
   return n == "cudaMalloc" || n == "cudaFree" || n == "hipMalloc" || n == "hipFree" ||
@@ -44,10 +38,6 @@ bool IsColdStartName(std::string_view n) {
   return Contains(n, "ModuleLoad") || Contains(n, "LibraryLoad") ||
          Contains(n, "FuncGetAttributes") || n == "cuModuleGetFunction" ||
          n == "cudaGetFuncBySymbol" || n == "cuLibraryGetKernel" || n == "hipModuleGetFunction";
-}
-bool IsDataLoaderName(std::string_view name) {
-  return StartsWith(name, "enumerate(DataLoader)#") || StartsWith(name, "enumerate(DataPipe)#") ||
-         (Contains(name, "DataLoader") && Contains(name, "__next__"));
 }
 
 Cause GpuCause(EventKind k, std::string_view n) {
@@ -254,7 +244,8 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
 
   // The main thread: the one that runs the ProfilerStep annotations (or the inferred steps'
   // marker), else the busiest CPU one.
-  const std::vector<StepSpan> spans = AnalysedSteps(trace);
+  g.spans = AnalysedSteps(trace);
+  const std::vector<StepSpan>& spans = g.spans;
   int64_t main_track = -1;
   if (!spans.empty() && spans.front().marker_track >= 0) {
     main_track = spans.front().marker_track;
@@ -536,31 +527,11 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       return best;
     };
     // GPU busy time over all streams (merged), for the coverage of a wait on the GPU.
-    std::vector<std::pair<int64_t, int64_t>> gpu_busy;
+    std::vector<Interval> gpu_busy;
     for (size_t v = 0; v < g.size(); ++v) {
       if (g.role[v] == NodeRole::kGpu) gpu_busy.emplace_back(g.obs_start[v], g.obs_end[v]);
     }
-    std::sort(gpu_busy.begin(), gpu_busy.end());
-    {
-      size_t w = 0;
-      for (size_t i = 0; i < gpu_busy.size(); ++i) {
-        if (w > 0 && gpu_busy[i].first <= gpu_busy[w - 1].second) {
-          gpu_busy[w - 1].second = std::max(gpu_busy[w - 1].second, gpu_busy[i].second);
-        } else {
-          gpu_busy[w++] = gpu_busy[i];
-        }
-      }
-      gpu_busy.resize(w);
-    }
-    auto gpu_covered = [&](int64_t a, int64_t b) {
-      int64_t t = 0;
-      auto it = std::lower_bound(gpu_busy.begin(), gpu_busy.end(), std::make_pair(a, a));
-      if (it != gpu_busy.begin()) --it;
-      for (; it != gpu_busy.end() && it->first < b; ++it) {
-        t += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
-      }
-      return t;
-    };
+    MergeIntervals(&gpu_busy);
     for (int32_t m : main_nodes) {
       if (g.role[m] != NodeRole::kCpuWork) continue;
       const int64_t a = g.obs_start[m], b = g.obs_end[m];
@@ -573,7 +544,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       if (g.role[d] == NodeRole::kGpu && owner >= 0 && ev.kind[owner] == EventKind::kCpuOp) {
         continue;
       }
-      int64_t covered = g.role[d] == NodeRole::kGpu ? gpu_covered(a, b) : 0;
+      int64_t covered = g.role[d] == NodeRole::kGpu ? ClippedLength(gpu_busy, a, b) : 0;
       for (int32_t v = d; g.role[d] != NodeRole::kGpu && v >= 0 && g.obs_end[v] > a;
            v = g.lane_prev[v]) {
         if (g.cause[v] != Cause::kUntraced) {
@@ -794,6 +765,15 @@ int64_t StepAttribution::total() const {
   return t;
 }
 
+int64_t StepAttribution::gpu_ns() const {
+  int64_t t = 0;
+  for (Cause c : {Cause::kGpuMatmul, Cause::kGpuKernel, Cause::kCommunication, Cause::kMemcpy,
+                  Cause::kMemset}) {
+    t += ns[static_cast<int>(c)];
+  }
+  return t;
+}
+
 std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGraph& g,
                                             const Replay& r) {
   const EventTable& ev = trace.events;
@@ -830,16 +810,8 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       at.ns[static_cast<int>(c)] += b - a;
       if (c == Cause::kCpuWork && node >= 0 && g.row[node] >= 0) {
         // Attribute CPU work to the outermost op under the step (aten::..., Optimizer.step...).
-        int32_t best = g.row[node];
-        for (int32_t p = g.row[node], guard = 0; p >= 0 && guard < 256; ++guard) {
-          EventKind kind = ev.kind[p];
-          if ((kind == EventKind::kCpuOp || kind == EventKind::kUserAnnotation) &&
-              !StartsWith(trace.Name(p), "ProfilerStep#")) {
-            best = p;
-          }
-          p = ev.parent[p];
-        }
-        ops[ev.name[best]] += b - a;
+        const int32_t top = TopOpOf(trace, g.row[node]);
+        ops[ev.name[top >= 0 ? top : g.row[node]]] += b - a;
       }
     };
     size_t guard = 4 * g.size() + 16;
@@ -922,7 +894,7 @@ TimeBreakdown WhereTimeWent(const Trace& trace) {
 
 TimeBreakdown WhereTimeWent(const Trace& trace, const CausalGraph& g, const Replay& r) {
   TimeBreakdown out;
-  const std::vector<StepSpan> spans = AnalysedSteps(trace);
+  const std::vector<StepSpan>& spans = g.spans;
   out.steps = AttributeSteps(trace, g, r);
   std::map<StringId, int64_t> ops;
   for (size_t k = 0; k < out.steps.size(); ++k) {

@@ -48,6 +48,19 @@ enum class NodeRole : uint8_t {
   kJoin,     // a main-thread slice that ends when a secondary thread's work ends (it waited)
 };
 
+// The analysed steps of a trace (the list RuleContext uses too): its ProfilerStep# steps; else
+// steps inferred from a marker the loop repeats on one thread (the ends of Optimizer.step#, or
+// the starts of a top-level annotation seen at least three times); else one span.
+struct StepSpan {
+  int64_t number = -1;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t cpu_end_ns = 0;
+  int32_t marker_track = -1;  // the thread whose annotations bound the steps, -1 for one span
+  bool inferred = false;
+};
+std::vector<StepSpan> AnalysedSteps(const Trace& trace);
+
 // The graph, columnar. A node's replayed start is the latest of: its lane predecessor's end plus
 // |lane_gap|, and its |cross| predecessor's start plus |cross_gap| (GPU: the launch call; CPU: the
 // main thread's segment running when a secondary thread resumed; measured from its end when
@@ -92,7 +105,8 @@ struct CausalGraph {
     int64_t start_offset = 0, end_offset = 0;  // step times minus those nodes' start / end
     std::vector<int32_t> gpu;                  // GPU nodes launched inside the step
   };
-  std::vector<StepNodes> steps;  // one per AnalysedSteps() entry
+  std::vector<StepSpan> spans;   // AnalysedSteps(trace), as the graph was built for them
+  std::vector<StepNodes> steps;  // one per spans entry
 
   // Import-stats style counters of what the model could not represent.
   struct Stats {
@@ -107,19 +121,6 @@ struct CausalGraph {
   void Reserve(size_t nodes);
   int32_t AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c);
 };
-
-// The analysed steps of a trace (the list RuleContext uses too): its ProfilerStep# steps; else
-// steps inferred from a marker the loop repeats on one thread (the ends of Optimizer.step#, or
-// the starts of a top-level annotation seen at least three times); else one span.
-struct StepSpan {
-  int64_t number = -1;
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-  int64_t cpu_end_ns = 0;
-  int32_t marker_track = -1;  // the thread whose annotations bound the steps, -1 for one span
-  bool inferred = false;
-};
-std::vector<StepSpan> AnalysedSteps(const Trace& trace);
 
 CausalGraph BuildCausalGraph(const Trace& trace);
 
@@ -154,6 +155,7 @@ struct StepAttribution {
   std::array<int64_t, kCauseCount> ns{};
   std::vector<std::pair<StringId, int64_t>> cpu_ops;  // (name of the step-level op, ns), most first
   int64_t total() const;
+  int64_t gpu_ns() const;  // GPU work on the path: compute, communication, memcpy, memset
 };
 // Walks the critical path of each step of |replay| back from the step's end.
 std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGraph& g,

@@ -82,18 +82,20 @@ int32_t RuleContext::AncestorWithPrefix(int32_t row, std::string_view prefix) co
   return -1;
 }
 
-int32_t RuleContext::TopOp(int32_t row) const {
+int32_t TopOpOf(const Trace& trace, int32_t row) {
   int32_t best = -1;
   for (int guard = 0; row >= 0 && guard < 4096; ++guard) {
-    EventKind k = trace_.events.kind[row];
+    EventKind k = trace.events.kind[row];
     if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) &&
-        !StartsWith(trace_.Name(row), "ProfilerStep#")) {
+        !StartsWith(trace.Name(row), "ProfilerStep#")) {
       best = row;
     }
-    row = trace_.events.parent[row];
+    row = trace.events.parent[row];
   }
   return best;
 }
+
+int32_t RuleContext::TopOp(int32_t row) const { return TopOpOf(trace_, row); }
 
 std::vector<int> RuleContext::WindowsOf(int64_t lo, int64_t hi) const {
   // Windows are equal, sorted and back to back (analysis/trace.h): start at the first one that
@@ -114,10 +116,14 @@ std::vector<int> RuleContext::WindowsOf(int64_t lo, int64_t hi) const {
   return out;
 }
 
-bool RuleContext::IsDataLoaderName(std::string_view name) const {
+bool IsDataLoaderName(std::string_view name) {
   return StartsWith(name, "enumerate(DataLoader)#") || StartsWith(name, "enumerate(DataPipe)#") ||
          (name.find("DataLoader") != std::string_view::npos &&
           name.find("__next__") != std::string_view::npos);
+}
+
+bool RuleContext::IsDataLoaderName(std::string_view name) const {
+  return ttap::IsDataLoaderName(name);
 }
 
 }  // namespace ttap

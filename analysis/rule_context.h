@@ -13,6 +13,13 @@
 
 namespace ttap {
 
+// The outermost cpu_op / user_annotation ancestor of |row| (or |row| itself) below the step
+// annotation: the "user-level" op (e.g. aten::item, Optimizer.step#SGD.step), or -1. Shared by
+// RuleContext::TopOp, the causal attribution and the what-ifs.
+int32_t TopOpOf(const Trace& trace, int32_t row);
+// A DataLoader / DataPipe __next__: the input pipeline.
+bool IsDataLoaderName(std::string_view name);
+
 struct AnalysedStep {
   int64_t number = -1;  // ProfilerStep number; -1 for the whole-trace span
   int64_t start_ns = 0;

@@ -21,6 +21,14 @@ inline bool Contains(std::string_view s, std::string_view p) {
   return s.find(p) != std::string_view::npos;
 }
 
+// The runtime calls that synchronise the host with the device (stream, device, event).
+inline bool IsSyncCall(std::string_view n) {
+  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" ||
+         n == "cudaEventSynchronize" || n == "hipStreamSynchronize" ||
+         n == "hipDeviceSynchronize" || n == "hipEventSynchronize" || n == "cuStreamSynchronize" ||
+         n == "cuCtxSynchronize" || n == "cuEventSynchronize";
+}
+
 // A raw finding for one step (|step| indexes ctx.steps()); RunRules merges raw findings with
 // the same code and cause key.
 inline Finding MakeRawFinding(const RuleContext& ctx, const char* code, int step, int64_t start_ns,

@@ -301,11 +301,8 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   result.safe_saving_ns = costing.safe_saving_ns;
   result.speedup = costing.speedup();
   const StepAttribution& all = result.time.overall;
-  const int64_t gpu_ns =
-      all.ns[static_cast<int>(Cause::kGpuMatmul)] + all.ns[static_cast<int>(Cause::kGpuKernel)] +
-      all.ns[static_cast<int>(Cause::kCommunication)] + all.ns[static_cast<int>(Cause::kMemcpy)] +
-      all.ns[static_cast<int>(Cause::kMemset)];
-  const double gpu_share = all.total() > 0 ? static_cast<double>(gpu_ns) / all.total() : 0.0;
+  const double gpu_share =
+      all.total() > 0 ? static_cast<double>(all.gpu_ns()) / static_cast<double>(all.total()) : 0.0;
   for (Finding& f : result.findings) {
     f.severity = SeverityFor(f.share_of_step, options);
     if (f.code == "TTA016") {

@@ -1,5 +1,6 @@
 // Detectors that read the causal model (causal_graph.h) rather than the raw events: launch-bound
-// decided from the critical path (TTA007), cold-start (TTA015) and trace-incomplete (TTA016).
+// and allocator churn decided from the critical path (TTA007, TTA013), cold-start (TTA015) and
+// trace-incomplete (TTA016).
 // RunRules calls them after the graph is built; they append raw findings merged like the others.
 #include <algorithm>
 #include <map>
@@ -148,9 +149,7 @@ void DetectLaunchBoundPath(const RuleContext& ctx, const CausalGraph& g, const T
   // The critical path runs through launch calls (and the dispatch around them) while the GPU
   // waits: launches a large share, GPU work a small one, kernels short.
   const int64_t launch = Share(all, Cause::kLaunch);
-  const int64_t gpu = Share(all, Cause::kGpuMatmul) + Share(all, Cause::kGpuKernel) +
-                      Share(all, Cause::kCommunication) + Share(all, Cause::kMemcpy) +
-                      Share(all, Cause::kMemset);
+  const int64_t gpu = all.gpu_ns();
   if (launch < o.Get("launch_path_share", 0.2) * total) return;
   if (gpu > o.Get("launch_path_max_gpu_share", 0.5) * total) return;
   const EventTable& ev = ctx.ev();

@@ -13,13 +13,6 @@ bool IsCpuSide(EventKind k) {
          k == EventKind::kPythonFunction;
 }
 
-bool IsSyncCall(std::string_view n) {
-  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" ||
-         n == "cudaEventSynchronize" || n == "hipStreamSynchronize" ||
-         n == "hipDeviceSynchronize" || n == "hipEventSynchronize" || n == "cuStreamSynchronize" ||
-         n == "cuCtxSynchronize" || n == "cuEventSynchronize";
-}
-
 // True when |row| runs inside torch.profiler's own code (`profile.step()` starting or stopping
 // a recording synchronises the device): measurement overhead the user's code did not ask for and
 // cannot remove, so TTA002 does not report it. Python frames are named "path/file.py(line): fn",

@@ -7,6 +7,8 @@
 #include <set>
 #include <tuple>
 
+#include "analysis/rule_context.h"
+
 namespace ttap {
 
 namespace {
@@ -57,17 +59,21 @@ struct Builder {
     const int32_t r = g.row[gpu_node];
     return r >= 0 ? NodeOfRow(trace.events.link[r]) : -1;
   }
+  // The nodes of |lane| that start in [lo, hi), as a node index range.
+  std::pair<int32_t, int32_t> NodesIn(int32_t lane, int64_t lo, int64_t hi) const {
+    const auto& l = g.lanes[lane];
+    auto first = g.obs_start.begin() + l.first_node, last = g.obs_start.begin() + l.end_node;
+    auto a = std::lower_bound(first, last, lo);
+    auto b = std::lower_bound(a, last, hi);
+    return {static_cast<int32_t>(a - g.obs_start.begin()),
+            static_cast<int32_t>(b - g.obs_start.begin())};
+  }
   // CPU nodes of |row|'s lane inside the row's time span: the row and everything under it.
   std::pair<int32_t, int32_t> NodesUnder(int32_t row) const {
     const EventTable& ev = trace.events;
     const int32_t lane = g.lane_of_track[ev.track[row]];
     if (lane < 0) return {0, 0};
-    const auto& l = g.lanes[lane];
-    auto first = g.obs_start.begin() + l.first_node, last = g.obs_start.begin() + l.end_node;
-    auto a = std::lower_bound(first, last, ev.ts[row]);
-    auto b = std::lower_bound(a, last, ev.end(row));
-    return {static_cast<int32_t>(a - g.obs_start.begin()),
-            static_cast<int32_t>(b - g.obs_start.begin())};
+    return NodesIn(lane, ev.ts[row], ev.end(row));
   }
   // GPU nodes launched by calls under |row|.
   std::vector<int32_t> GpuUnder(int32_t row) const {
@@ -192,13 +198,8 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       }
     }
     for (const auto& [lane, start, end] : spans) {
-      const std::pair<int64_t, int64_t> span{start, end};
-      const auto& l = g.lanes[lane];
-      auto first = g.obs_start.begin() + l.first_node, last = g.obs_start.begin() + l.end_node;
-      auto a = std::lower_bound(first, last, span.first);
-      auto e = std::lower_bound(a, last, span.second);
-      for (auto it = a; it != e; ++it) {
-        const int32_t n = static_cast<int32_t>(it - g.obs_start.begin());
+      auto [a, e] = b.NodesIn(lane, start, end);
+      for (int32_t n = a; n < e; ++n) {
         if (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin) continue;
         b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
       }
@@ -263,15 +264,7 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
                g.dur[nodes[i]] - static_cast<int64_t>(0.8 * static_cast<double>(shortest)));
       const int32_t l = b.LaunchOf(nodes[i]);
       // The call's CPU side (c10d::allreduce_ and what it encloses) is paid once per bucket.
-      int32_t top = -1;
-      for (int32_t p = l >= 0 ? g.row[l] : -1, guard = 0; p >= 0 && guard < 256; ++guard) {
-        const EventKind k = ev.kind[p];
-        if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) &&
-            trace.Name(p).substr(0, 13) != "ProfilerStep#") {
-          top = p;
-        }
-        p = ev.parent[p];
-      }
+      const int32_t top = l >= 0 && g.row[l] >= 0 ? TopOpOf(trace, g.row[l]) : -1;
       if (top >= 0) b.ScaleUnder(top, 0.0);
       b.SetDur(l, 0);
       // Part of the first bucket: it follows the previous collective, not its own launch.
