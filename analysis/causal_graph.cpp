@@ -127,13 +127,6 @@ int32_t CausalGraph::AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRo
   return static_cast<int32_t>(obs_start.size() - 1);
 }
 
-void WhatIf::Append(const WhatIf& o) {
-  dur.insert(dur.end(), o.dur.begin(), o.dur.end());
-  no_wait.insert(no_wait.end(), o.no_wait.begin(), o.no_wait.end());
-  cross_gap.insert(cross_gap.end(), o.cross_gap.begin(), o.cross_gap.end());
-  lane_gap.insert(lane_gap.end(), o.lane_gap.begin(), o.lane_gap.end());
-}
-
 namespace {
 
 // Steps of a trace without ProfilerStep#: between the ends of consecutive outermost
@@ -207,7 +200,7 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
   return out;
 }
 
-CausalGraph BuildCausalGraph(const Trace& trace) {
+CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows) {
   CausalGraph g;
   const EventTable& ev = trace.events;
   const size_t n_rows = ev.size();
@@ -229,14 +222,26 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
     }
   }
   // Name classes, computed once per distinct name (the hot loops test ids, not strings).
-  enum : uint8_t { kNameSync = 1, kNameAllocator = 2, kNameCold = 4, kNameDataLoader = 8 };
+  enum : uint8_t {
+    kNameSync = 1,
+    kNameAllocator = 2,
+    kNameCold = 4,
+    kNameDataLoader = 8,
+    kNameProfilerStep = 16
+  };
   std::vector<uint8_t> name_class(trace.strings.size(), 0);
   for (size_t id = 0; id < name_class.size(); ++id) {
     const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
     name_class[id] = (IsSyncName(n) || IsImplicitSync(n) ? kNameSync : 0) |
                      (IsAllocatorName(n) ? kNameAllocator : 0) |
                      (IsColdStartName(n) ? kNameCold : 0) |
-                     (IsDataLoaderName(n) ? kNameDataLoader : 0);
+                     (IsDataLoaderName(n) ? kNameDataLoader : 0) |
+                     (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0);
+  }
+  // Rows whose start and end stay node boundaries (merged slices never cross them).
+  std::vector<uint8_t> keep_row(n_rows, 0);
+  for (int32_t r : keep_rows) {
+    if (r >= 0 && static_cast<size_t>(r) < n_rows) keep_row[r] = 1;
   }
   // A launch call this much slower than the median loads its module lazily (cold start).
   const int64_t cold_launch_ns =
@@ -283,12 +288,26 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       uint32_t row;
       int64_t end;
       bool data_loading;
+      int32_t top;  // the step-level op (TopOpOf), -1
     };
     std::vector<Open> stack;
     int64_t cur = ev.ts[rows.front()];
+    bool cut = true;        // the next slice starts a node (a kept boundary lies between)
+    int32_t prev_top = -1;  // the step-level op of |prev| when it is CPU work
     auto emit = [&](int64_t a, int64_t b, bool force) {
       if (b <= a && !force) return;
       int32_t r = stack.empty() ? -1 : static_cast<int32_t>(stack.back().row);
+      const int32_t top = stack.empty() ? -1 : stack.back().top;
+      if (!cut && !after_gap && r >= 0 && prev >= 0 && !IsLaunchKind(ev.kind[r]) &&
+          g.role[prev] == NodeRole::kCpuWork && g.obs_end[prev] == a && top == prev_top &&
+          g.cause[prev] == (stack.back().data_loading ? Cause::kDataLoading : Cause::kCpuWork) &&
+          b - g.obs_start[prev] < kMergedSliceMaxNs) {
+        // The same work continues: the previous node grows.
+        g.obs_end[prev] = b;
+        g.dur[prev] = b - g.obs_start[prev];
+        return;
+      }
+      cut = false;
       NodeRole role = NodeRole::kCpuWork;
       Cause cause = Cause::kUntraced;
       if (r >= 0) {
@@ -324,6 +343,12 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       after_gap = false;
       if (is_main) main_nodes.push_back(node);
       prev = node;
+      prev_top = top;
+    };
+    // A row whose boundaries a merged slice must not cross.
+    auto kept = [&](uint32_t r) {
+      return keep_row[r] || IsLaunchKind(ev.kind[r]) ||
+             (name_class[ev.name[r]] & kNameProfilerStep);
     };
     for (uint32_t r : rows) {
       const int64_t ts = ev.ts[r];
@@ -331,6 +356,7 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
         const bool runtime = IsLaunchKind(ev.kind[stack.back().row]);
         emit(cur, stack.back().end, runtime);
         cur = std::max(cur, stack.back().end);
+        cut = cut || kept(stack.back().row);
         stack.pop_back();
       }
       if (!stack.empty() && IsLaunchKind(ev.kind[stack.back().row])) continue;  // inside a call
@@ -351,17 +377,25 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       // Improper nesting (an annotation that starts inside a short Python call and outlives
       // it): the enclosing events that end inside |r| end where |r| starts.
       while (!stack.empty() && stack.back().end < end && !IsLaunchKind(ev.kind[stack.back().row])) {
+        cut = cut || kept(stack.back().row);
         stack.pop_back();
       }
       if (!stack.empty()) end = std::min(end, stack.back().end);
       const bool dl = (!stack.empty() && stack.back().data_loading) ||
                       (!IsLaunchKind(ev.kind[r]) && (name_class[ev.name[r]] & kNameDataLoader));
-      stack.push_back({r, end, dl});
+      // The step-level op, as TopOpOf finds it: the outermost op or annotation other than a step.
+      const EventKind k = ev.kind[r];
+      const bool op = (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) &&
+                      !(name_class[ev.name[r]] & kNameProfilerStep);
+      const int32_t outer = stack.empty() ? -1 : stack.back().top;
+      stack.push_back({r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1)});
+      if (kept(r)) cut = true;
     }
     while (!stack.empty()) {
       const bool runtime = IsLaunchKind(ev.kind[stack.back().row]);
       emit(cur, stack.back().end, runtime);
       cur = std::max(cur, stack.back().end);
+      cut = cut || kept(stack.back().row);
       stack.pop_back();
     }
     g.lanes.back().end_node = static_cast<int32_t>(g.size());
@@ -400,6 +434,8 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
   const int64_t typical_latency = Median(lat_free, 5000);
   g.typical_latency = typical_latency;
   const int64_t natural_gap = Median(natural_gaps, 1000);
+  constexpr uint8_t kUnclassified = 0xff;
+  std::vector<uint8_t> gpu_cause_of_name(trace.strings.size(), kUnclassified);
   for (size_t t = 0; t < rows_of.size(); ++t) {
     if (!trace.tracks[t].gpu || rows_of[t].empty()) continue;
     const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
@@ -407,8 +443,16 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
     g.lanes.back().first_node = static_cast<int32_t>(g.size());
     int32_t prev = -1;
     for (uint32_t r : rows_of[t]) {
-      int32_t node = g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), lane, NodeRole::kGpu,
-                               GpuCause(ev.kind[r], trace.Name(r)));
+      // Kernel names are long and repeat: classify each distinct name once.
+      uint8_t& cached = gpu_cause_of_name[ev.name[r]];
+      if (cached == kUnclassified) {
+        cached = static_cast<uint8_t>(GpuCause(EventKind::kKernel, trace.Name(r)));
+      }
+      const Cause cause = ev.kind[r] == EventKind::kMemcpy   ? Cause::kMemcpy
+                          : ev.kind[r] == EventKind::kMemset ? Cause::kMemset
+                                                             : static_cast<Cause>(cached);
+      int32_t node =
+          g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), lane, NodeRole::kGpu, cause);
       g.lane_prev[node] = prev;
       g.node_of_row[r] = node;
       const int64_t gap = prev >= 0 ? ev.ts[r] - g.obs_end[prev] : kNoTime;
@@ -513,19 +557,6 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
   // thread waited for it (autograd's backward thread, a helper thread, a sync the trace does not
   // record).
   {
-    // The latest-ending node of another lane that ends by |b| (a lane's nodes end in order).
-    auto last_ending_by = [&](int64_t b) {
-      int32_t best = -1;
-      for (const auto& l : g.lanes) {
-        if (l.main || l.first_node == l.end_node) continue;
-        auto first = g.obs_end.begin() + l.first_node, last = g.obs_end.begin() + l.end_node;
-        auto it = std::upper_bound(first, last, b);
-        if (it == first) continue;
-        const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
-        if (best < 0 || g.obs_end[v] > g.obs_end[best]) best = v;
-      }
-      return best;
-    };
     // GPU busy time over all streams (merged), for the coverage of a wait on the GPU.
     std::vector<Interval> gpu_busy;
     for (size_t v = 0; v < g.size(); ++v) {
@@ -536,22 +567,30 @@ CausalGraph BuildCausalGraph(const Trace& trace) {
       if (g.role[m] != NodeRole::kCpuWork) continue;
       const int64_t a = g.obs_start[m], b = g.obs_end[m];
       if (b - a < 20000) continue;
-      const int32_t d = last_ending_by(b);
-      if (d < 0 || g.obs_end[d] <= a || b - g.obs_end[d] > 50000) continue;
       // Waiting for the GPU without a recorded sync: only outside any operator (Python code or
       // the step annotation itself), where the thread had nothing else to do.
       const int32_t owner = g.row[m];
-      if (g.role[d] == NodeRole::kGpu && owner >= 0 && ev.kind[owner] == EventKind::kCpuOp) {
-        continue;
-      }
-      int64_t covered = g.role[d] == NodeRole::kGpu ? ClippedLength(gpu_busy, a, b) : 0;
-      for (int32_t v = d; g.role[d] != NodeRole::kGpu && v >= 0 && g.obs_end[v] > a;
-           v = g.lane_prev[v]) {
-        if (g.cause[v] != Cause::kUntraced) {
-          covered += std::min(b, g.obs_end[v]) - std::max(a, g.obs_start[v]);
+      const bool may_wait_for_gpu = owner < 0 || ev.kind[owner] != EventKind::kCpuOp;
+      // Each other lane's latest node ending by |b| (a lane's nodes end in order) is a
+      // candidate; the latest-ending one that qualifies is what the slice waited for.
+      int32_t d = -1;
+      for (const auto& l : g.lanes) {
+        if (l.main || l.first_node == l.end_node || (l.gpu && !may_wait_for_gpu)) continue;
+        auto first = g.obs_end.begin() + l.first_node, last = g.obs_end.begin() + l.end_node;
+        auto it = std::upper_bound(first, last, b);
+        if (it == first) continue;
+        const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
+        if (g.obs_end[v] <= a || b - g.obs_end[v] > 50000) continue;
+        if (d >= 0 && g.obs_end[v] <= g.obs_end[d]) continue;
+        int64_t covered = l.gpu ? ClippedLength(gpu_busy, a, b) : 0;
+        for (int32_t u = v; !l.gpu && u >= 0 && g.obs_end[u] > a; u = g.lane_prev[u]) {
+          if (g.cause[u] != Cause::kUntraced) {
+            covered += std::min(b, g.obs_end[u]) - std::max(a, g.obs_start[u]);
+          }
         }
+        if (static_cast<double>(covered) >= 0.8 * static_cast<double>(b - a)) d = v;
       }
-      if (static_cast<double>(covered) < 0.8 * static_cast<double>(b - a)) continue;
+      if (d < 0) continue;
       g.role[m] = NodeRole::kJoin;
       g.dur[m] = 0;
       g.sync_tail[m] = b - g.obs_end[d];
@@ -671,52 +710,65 @@ Replay RunReplay(const CausalGraph& g, const WhatIf* what_if) {
 }
 
 void RunReplay(const CausalGraph& g, const WhatIf* what_if, Replay* out) {
+  std::vector<const WhatIf*> parts;
+  if (what_if) parts.push_back(what_if);
+  RunReplay(g, parts, out);
+}
+
+void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs, Replay* out) {
   const size_t n = g.size();
   Replay& r = *out;
   r.start.resize(n);
   r.end.resize(n);
-  std::vector<int64_t>& dur_over = r.scratch_dur;
-  std::vector<int64_t>& cross_over = r.scratch_cross;
-  std::vector<int64_t>& lane_over = r.scratch_lane;
-  std::vector<uint8_t>& no_wait = r.scratch_no_wait;
-  no_wait.clear();
-  const int64_t* dur = g.dur.data();
-  const int64_t* cross_gap = g.cross_gap.data();
-  const int64_t* lane_gap = g.lane_gap.data();
-  if (what_if && !what_if->empty()) {
-    if (!what_if->dur.empty()) {
-      dur_over = g.dur;
-      for (auto& [node, d] : what_if->dur) {
-        dur_over[node] = std::max<int64_t>(0, std::min(dur_over[node], d));
+  // The what-if's changes, merged per node (several entries for one node: the smallest wins).
+  std::vector<Replay::Change>& changes = r.scratch_changes;
+  std::vector<int32_t>& change_of = r.scratch_change_of;
+  changes.clear();
+  for (const WhatIf* what_if : what_ifs) {
+    if (!what_if || what_if->empty()) continue;
+    if (change_of.size() != n) change_of.assign(n, -1);
+    constexpr int64_t kKeep = std::numeric_limits<int64_t>::max();
+    auto slot = [&](int32_t node) -> Replay::Change* {
+      if (node < 0 || static_cast<size_t>(node) >= n) return nullptr;
+      int32_t& i = change_of[node];
+      if (i < 0) {
+        i = static_cast<int32_t>(changes.size());
+        changes.push_back({node, false, kKeep, kKeep, kKeep});
       }
-      dur = dur_over.data();
+      return &changes[i];
+    };
+    for (const auto& [node, d] : what_if->dur) {
+      if (Replay::Change* c = slot(node)) c->dur = std::min(c->dur, d);
     }
-    if (!what_if->cross_gap.empty()) {
-      cross_over = g.cross_gap;
-      for (auto& [node, w] : what_if->cross_gap) cross_over[node] = std::min(cross_over[node], w);
-      cross_gap = cross_over.data();
+    for (const auto& [node, w] : what_if->cross_gap) {
+      if (Replay::Change* c = slot(node)) c->cross_gap = std::min(c->cross_gap, w);
     }
-    if (!what_if->lane_gap.empty()) {
-      lane_over = g.lane_gap;
-      for (auto& [node, w] : what_if->lane_gap) lane_over[node] = std::min(lane_over[node], w);
-      lane_gap = lane_over.data();
+    for (const auto& [node, w] : what_if->lane_gap) {
+      if (Replay::Change* c = slot(node)) c->lane_gap = std::min(c->lane_gap, w);
     }
-    if (!what_if->no_wait.empty()) {
-      no_wait.assign(n, 0);
-      for (int32_t node : what_if->no_wait) no_wait[node] = 1;
+    for (int32_t node : what_if->no_wait) {
+      if (Replay::Change* c = slot(node)) c->no_wait = true;
     }
   }
+  const bool any_change = !changes.empty();
   for (int32_t v : g.order) {
+    int64_t dur = g.dur[v], lane_gap = g.lane_gap[v], cross_gap = g.cross_gap[v];
+    bool wait = g.role[v] == NodeRole::kSync || g.role[v] == NodeRole::kJoin;
+    if (any_change && change_of[v] >= 0) {
+      const Replay::Change& c = changes[change_of[v]];
+      dur = std::max<int64_t>(0, std::min(dur, c.dur));
+      lane_gap = std::min(lane_gap, c.lane_gap);
+      cross_gap = std::min(cross_gap, c.cross_gap);
+      wait = wait && !c.no_wait;
+    }
     int64_t s = kNoTime;
-    if (g.lane_prev[v] >= 0) s = r.end[g.lane_prev[v]] + lane_gap[v];
+    if (g.lane_prev[v] >= 0) s = r.end[g.lane_prev[v]] + lane_gap;
     if (g.cross[v] >= 0) {
-      s = std::max(s,
-                   (g.cross_from_end[v] ? r.end[g.cross[v]] : r.start[g.cross[v]]) + cross_gap[v]);
+      s = std::max(s, (g.cross_from_end[v] ? r.end[g.cross[v]] : r.start[g.cross[v]]) + cross_gap);
     }
     if (s == kNoTime) s = g.obs_start[v];
-    int64_t e = s + dur[v];
-    if ((g.role[v] == NodeRole::kSync || g.role[v] == NodeRole::kJoin) &&
-        (no_wait.empty() || !no_wait[v])) {
+    int64_t e = s + dur;
+    if (wait) {
       for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
         const int32_t d = g.waits[w];
         if (d != v) e = std::max(e, r.end[d] + g.sync_tail[v]);
@@ -725,6 +777,7 @@ void RunReplay(const CausalGraph& g, const WhatIf* what_if, Replay* out) {
     r.start[v] = s;
     r.end[v] = e;
   }
+  for (const Replay::Change& c : changes) change_of[c.node] = -1;
   // Steps, as the trace builder defines them: from the step's CPU start to the later of its CPU
   // end and the end of the GPU work it launched (clipped at the next step's start).
   const size_t k_steps = g.steps.size();

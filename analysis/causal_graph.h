@@ -122,7 +122,14 @@ struct CausalGraph {
   int32_t AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c);
 };
 
-CausalGraph BuildCausalGraph(const Trace& trace);
+// Consecutive slices of CPU work on one thread with the same cause under the same step-level op
+// are one node (a few per op instead of one per event boundary: the graph stays small), except
+// across the start or end of a ProfilerStep, of a runtime call, of a row in |keep_rows| (the
+// CPU regions a what-if rescales: their time stays exactly theirs), and beyond
+// kMergedSliceMaxNs (a longer slice may be a wait, and where another thread's work ends decides
+// what a wait waited for: see the joins in docs/causal_model.md).
+CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows = {});
+constexpr int64_t kMergedSliceMaxNs = 20000;
 
 // Changes to replay: new own durations, sync nodes that no longer wait, new launch latencies.
 // Fixes only shorten: where two changes name one node, the smaller value holds.
@@ -134,21 +141,28 @@ struct WhatIf {
   bool empty() const {
     return dur.empty() && no_wait.empty() && cross_gap.empty() && lane_gap.empty();
   }
-  void Append(const WhatIf& other);
 };
 
 struct Replay {
   std::vector<int64_t> start, end;            // per node, ns
   std::vector<int64_t> step_start, step_end;  // per step
   int64_t total_step_ns() const;              // sum of the steps' durations
-  // Working copies of the changed columns, kept so that replaying into the same object again
-  // allocates (and faults in) no new memory.
-  std::vector<int64_t> scratch_dur, scratch_cross, scratch_lane;
-  std::vector<uint8_t> scratch_no_wait;
+  // A what-if's changes merged per node, and per node the index of its change (-1: none, reset
+  // after each replay): the replay never copies a whole column, and replaying into the same
+  // object again allocates (and faults in) no new memory.
+  struct Change {
+    int32_t node;
+    bool no_wait;
+    int64_t dur, cross_gap, lane_gap;  // upper bounds on the graph's values
+  };
+  std::vector<Change> scratch_changes;
+  std::vector<int32_t> scratch_change_of;
 };
 Replay RunReplay(const CausalGraph& g, const WhatIf* what_if = nullptr);
 // The same into |out|, reusing its memory (the what-ifs replay many times).
 void RunReplay(const CausalGraph& g, const WhatIf* what_if, Replay* out);
+// Several what-ifs applied together (the fixes so far, without copying their changes).
+void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs, Replay* out);
 
 // Where one step's wall time went: ns per cause, and the CPU work split by its top-level op.
 struct StepAttribution {

@@ -2,6 +2,7 @@
 #include "analysis/rules.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -242,6 +243,13 @@ std::string FindingMessage(const Finding& f) {
 
 RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   RuleResult result;
+  auto phase_start = std::chrono::steady_clock::now();
+  auto end_phase = [&](const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    result.phases.emplace_back(
+        name, std::chrono::duration<double, std::milli>(now - phase_start).count());
+    phase_start = now;
+  };
   result.windows.resize(trace.windows.size());
   if (trace.events.size() == 0) return result;
   RuleContext ctx(trace);
@@ -260,10 +268,18 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
       raw.resize(before);
     }
   }
+  end_phase("rule detectors");
   // The causal model of the run: the detectors that read it, then the costing of every finding.
-  CausalGraph graph = BuildCausalGraph(trace);
+  // The rows the findings name stay node boundaries: their fixes rescale exactly their time.
+  std::vector<int32_t> finding_rows;
+  for (const Finding& f : raw)
+    finding_rows.insert(finding_rows.end(), f.rows.begin(), f.rows.end());
+  CausalGraph graph = BuildCausalGraph(trace, finding_rows);
+  end_phase("causal graph");
   Replay base = RunReplay(graph);
+  end_phase("replay");
   result.time = WhereTimeWent(trace, graph, base);
+  end_phase("attribution");
   const bool burst_launch_bound =
       std::any_of(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA007"; });
   const bool allocator_churn =
@@ -295,8 +311,9 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
     if (f.share_of_step < min_share && f.code != "TTA016") continue;
     result.findings.push_back(std::move(f));
   }
+  end_phase("causal detectors");
   // What each fix saves on this run: the causal graph replayed with and without it.
-  FixCosting costing = CostFindings(trace, graph, base, result.time, &result.findings);
+  FixCosting costing = CostFindings(trace, graph, std::move(base), result.time, &result.findings);
   result.run_ns = costing.run_ns;
   result.safe_saving_ns = costing.safe_saving_ns;
   result.speedup = costing.speedup();
@@ -327,6 +344,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
     }
     return a.code < b.code;
   });
+  end_phase("what-ifs");
   // Window scores from each window's avoidable time: every finding's replayed saving is spread
   // over the windows its occurrences touch, in proportion to the overlap; a window scores 0.2
   // (something is there) plus 0.8 x the share of it the fixes would save. Its category is the
@@ -372,6 +390,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
                            ? std::min(1.0, static_cast<double>(result.safe_saving_ns) /
                                                static_cast<double>(result.run_ns))
                            : 0.0;
+  end_phase("window scores");
   return result;
 }
 

@@ -48,6 +48,9 @@ struct RuleResult {
   int64_t safe_saving_ns = 0;  // what all the fixes save together, replayed
   double speedup = 1.0;        // run_ns / (run_ns - safe_saving_ns)
   TimeBreakdown time;          // where each step's time went (critical path)
+  // Wall milliseconds per phase, in order ("rule detectors", "causal graph", "replay",
+  // "attribution", "causal detectors", "what-ifs", "window scores"): `ttap stats --timing`.
+  std::vector<std::pair<std::string, double>> phases;
 };
 
 RuleResult RunRules(const Trace& trace, const RuleOptions& options);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "analysis/rule_context.h"
@@ -288,25 +289,27 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
   return b.w;
 }
 
-FixCosting CostFindings(const Trace& trace, const CausalGraph& g, const Replay& base,
+FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
                         const TimeBreakdown& time, std::vector<Finding>* findings) {
   FixCosting out;
   out.run_ns = base.total_step_ns();
   out.steps = base.step_start.size();
+  const std::vector<int64_t> base_start = base.step_start, base_end = base.step_end;
   const double n_steps = std::max<size_t>(1, out.steps);
   std::map<int64_t, size_t> step_index;
   for (size_t k = 0; k < out.steps && k < time.step_numbers.size(); ++k) {
     step_index[time.step_numbers[k]] = k;
   }
   // Per step, how much shorter |after| is than the steps |before_start| / |before_end|.
-  auto step_deltas = [&](const std::vector<int64_t>& before_start,
-                         const std::vector<int64_t>& before_end, const Replay& after) {
-    std::vector<int64_t> d(out.steps);
-    for (size_t k = 0; k < out.steps; ++k) {
-      d[k] = (before_end[k] - before_start[k]) - (after.step_end[k] - after.step_start[k]);
-    }
-    return d;
-  };
+  auto step_deltas =
+      [&](const std::vector<int64_t>& before_start, const std::vector<int64_t>& before_end,
+          const std::vector<int64_t>& after_start, const std::vector<int64_t>& after_end) {
+        std::vector<int64_t> d(out.steps);
+        for (size_t k = 0; k < out.steps; ++k) {
+          d[k] = (before_end[k] - before_start[k]) - (after_end[k] - after_start[k]);
+        }
+        return d;
+      };
 
   struct Entry {
     size_t finding;
@@ -315,18 +318,33 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, const Replay& 
     std::vector<int64_t> steps;  // per-step saving of the claim
     bool symptom = false;
   };
-  // 1. Each fix alone, against the unchanged run. One Replay's memory serves every replay.
-  Replay work;
+  constexpr size_t kParallelNodes = 200000;  // a second thread pays off from here
+  // 1. Each fix alone, against the unchanged run. The base's memory serves every replay; on a
+  // big graph a second thread builds and replays every other fix into its own memory.
+  Replay& work = base;
   std::vector<Entry> entries;
   for (size_t i = 0; i < findings->size(); ++i) {
-    Entry e{i, FixWhatIf(trace, g, (*findings)[i]), 0, 0, 0, {}, (*findings)[i].code == "TTA008"};
-    e.steps.assign(out.steps, 0);
-    if (!e.what_if.empty()) {
-      RunReplay(g, &e.what_if, &work);
-      e.alone_ns = std::max<int64_t>(0, out.run_ns - work.total_step_ns());
-      if (!e.symptom) e.steps = step_deltas(base.step_start, base.step_end, work);
+    entries.push_back({i, {}, 0, 0, 0, {}, (*findings)[i].code == "TTA008"});
+    entries.back().steps.assign(out.steps, 0);
+  }
+  auto replay_alone = [&](size_t first, size_t stride, Replay* into) {
+    for (size_t i = first; i < entries.size(); i += stride) {
+      Entry& e = entries[i];
+      e.what_if = FixWhatIf(trace, g, (*findings)[e.finding]);
+      if (e.what_if.empty()) continue;
+      RunReplay(g, &e.what_if, into);
+      e.alone_ns = std::max<int64_t>(0, out.run_ns - into->total_step_ns());
+      if (!e.symptom) e.steps = step_deltas(base_start, base_end, into->step_start, into->step_end);
     }
-    entries.push_back(std::move(e));
+  };
+  if (entries.size() >= 2 && g.size() >= kParallelNodes &&
+      std::thread::hardware_concurrency() > 1) {
+    Replay second;
+    std::thread helper([&] { replay_alone(1, 2, &second); });
+    replay_alone(0, 2, &work);
+    helper.join();
+  } else {
+    replay_alone(0, 1, &work);
   }
   // 2. The fixes one after another, largest first and the symptom (TTA008) last: what they save
   // together, and what each adds to the ones before it.
@@ -334,20 +352,45 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, const Replay& 
     if (a.symptom != b.symptom) return !a.symptom;
     return a.alone_ns > b.alone_ns;
   });
-  WhatIf applied;
-  std::vector<int64_t> prev_start = base.step_start, prev_end = base.step_end;
+  // Each prefix of the chain is replayed on its own (every other one by a second thread on a big
+  // graph), then the chain is walked in order.
+  std::vector<size_t> chain;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].alone_ns > 0) chain.push_back(i);
+  }
+  struct Prefix {
+    int64_t total = 0;
+    std::vector<int64_t> step_start, step_end;
+  };
+  std::vector<Prefix> prefixes(chain.size());
+  auto replay_prefixes = [&](size_t first, size_t stride, Replay* into) {
+    std::vector<const WhatIf*> parts;
+    for (size_t k = first; k < chain.size(); k += stride) {
+      parts.clear();
+      for (size_t j = 0; j <= k; ++j) parts.push_back(&entries[chain[j]].what_if);
+      RunReplay(g, parts, into);
+      prefixes[k] = {into->total_step_ns(), into->step_start, into->step_end};
+    }
+  };
+  if (chain.size() >= 2 && g.size() >= kParallelNodes && std::thread::hardware_concurrency() > 1) {
+    Replay second;
+    std::thread helper([&] { replay_prefixes(1, 2, &second); });
+    replay_prefixes(0, 2, &work);
+    helper.join();
+  } else {
+    replay_prefixes(0, 1, &work);
+  }
+  std::vector<int64_t> prev_start = base_start, prev_end = base_end;
   int64_t prev_total = out.run_ns;
-  for (Entry& e : entries) {
-    if (e.alone_ns <= 0) continue;
-    applied.Append(e.what_if);
-    RunReplay(g, &applied, &work);
-    const int64_t total = work.total_step_ns();
-    e.marginal_ns = std::max<int64_t>(0, prev_total - total);
-    if (e.symptom) e.steps = step_deltas(prev_start, prev_end, work);
-    prev_total = std::min(prev_total, total);
+  for (size_t k = 0; k < chain.size(); ++k) {
+    Entry& e = entries[chain[k]];
+    const Prefix& p = prefixes[k];
+    e.marginal_ns = std::max<int64_t>(0, prev_total - p.total);
+    if (e.symptom) e.steps = step_deltas(prev_start, prev_end, p.step_start, p.step_end);
+    prev_total = std::min(prev_total, p.total);
     if (!e.symptom) out.safe_saving_ns = out.run_ns - prev_total;
-    prev_start = work.step_start;
-    prev_end = work.step_end;
+    prev_start = p.step_start;
+    prev_end = p.step_end;
   }
   out.safe_saving_ns = std::max<int64_t>(0, out.safe_saving_ns);
   const int64_t joint_ns = out.run_ns - prev_total;

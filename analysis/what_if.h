@@ -35,8 +35,9 @@ struct FixCosting {
 // Sets each finding's time_lost_us_per_step, share_of_step and per_step to its replayed saving,
 // and adds evidence: saving_alone_us_per_step, saving_after_larger_fixes_us_per_step (what it
 // adds once the fixes that save more are in) and detected_us_per_step (the detector's own
-// measure). |base| is RunReplay(g).
-FixCosting CostFindings(const Trace& trace, const CausalGraph& g, const Replay& base,
+// measure). |base| is RunReplay(g); it is consumed (its memory serves every what-if's replay, so
+// costing the fixes faults in no new per-node memory).
+FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
                         const TimeBreakdown& time, std::vector<Finding>* findings);
 
 }  // namespace ttap

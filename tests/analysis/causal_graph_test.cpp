@@ -95,6 +95,52 @@ TEST_CASE("a sync waits for the GPU: the replay waits too, and shorter GPU work 
   CHECK(at[0].ns[static_cast<int>(Cause::kHostSync)] == 5000);
 }
 
+TEST_CASE("nested CPU work under one op is one node; kept rows and runtime calls stay boundaries",
+          "[causal]") {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  // aten::linear with four nested ops in 10 us, then a launch, then more nested work.
+  t.Cpu("aten::linear", 1000, 30);
+  for (int k = 0; k < 4; ++k) t.Cpu("aten::view", 1001 + 2 * k, 1);
+  t.Runtime("cudaLaunchKernel", 1012, 4);
+  t.Kernel("void add_kernel", 1014, 4, 1020, 3);
+  t.Cpu("aten::t", 1020, 5);
+  t.Cpu("aten::transpose", 1021, 2);
+  t.Step(1, 1000, 40);
+  t.Step(2, 1040, 40);
+  t.Cpu("aten::relu", 1045, 10);
+  auto trace = t.Load();
+  auto cpu_nodes_of = [](const CausalGraph& g) {
+    size_t n = 0;
+    for (size_t v = 0; v < g.size(); ++v) n += g.role[v] == NodeRole::kCpuWork ? 1 : 0;
+    return n;
+  };
+  CausalGraph merged = BuildCausalGraph(*trace);
+  RequireReplayMatches(*trace, merged, RunReplay(merged));
+  // Step 1: aten::linear and its views before the launch; aten::linear with aten::t after it; the
+  // step's own tail. Step 2: its head, aten::relu, its tail. (Unmerged: one node per boundary.)
+  CHECK(cpu_nodes_of(merged) == 6);
+  // aten::t kept: its start and end are node boundaries, so its time is exactly its nodes'.
+  int32_t t_row = -1;
+  for (size_t i = 0; i < trace->events.size(); ++i) {
+    if (trace->Name(i) == "aten::t") t_row = static_cast<int32_t>(i);
+  }
+  REQUIRE(t_row >= 0);
+  CausalGraph kept = BuildCausalGraph(*trace, {t_row});
+  RequireReplayMatches(*trace, kept, RunReplay(kept));
+  int64_t inside = 0;
+  for (size_t v = 0; v < kept.size(); ++v) {
+    if (kept.role[v] != NodeRole::kCpuWork) continue;
+    const bool starts_inside = kept.obs_start[v] >= 1020000 && kept.obs_start[v] < 1025000;
+    if (starts_inside) {
+      CHECK(kept.obs_end[v] <= 1025000);
+      inside += kept.obs_end[v] - kept.obs_start[v];
+    }
+  }
+  CHECK(inside == 5000);
+  CHECK(cpu_nodes_of(kept) > cpu_nodes_of(merged));
+}
+
 TEST_CASE("every shared real trace: replay reproduces its steps and attribution adds up",
           "[causal][real]") {
   if (!ttap_test::HaveShared()) {
