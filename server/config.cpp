@@ -81,6 +81,13 @@ Status Apply(const cpptoml::table& t, Config* c) {
     c->threads = static_cast<int>(*v);
   }
   if (auto v = t.get_as<int64_t>("rank")) c->rank = static_cast<int>(*v);
+  if (t.contains("window_fusion")) {
+    auto v = t.get_as<std::string>("window_fusion");
+    if (!v || !FindWindowFusion(*v)) {
+      return Status::Error("window_fusion must be one of: " + WindowFusionNames());
+    }
+    c->window_fusion = *v;
+  }
   if (auto v = t.get_array_of<std::string>("trace_globs")) c->trace_globs = *v;
   for (const char* key : {"user_frames_include", "user_frames_exclude"}) {
     if (!t.contains(key)) continue;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/status.h"
+#include "server/window_fusion.h"
 
 namespace ttap {
 
@@ -47,6 +48,8 @@ struct Config {
   std::vector<std::string> user_frames_exclude;
   std::string source;  // file the values came from, empty for defaults
   LlmConfig llm;
+  // How window scores combine the rules' and the learned scorer's (server/window_fusion.h).
+  std::string window_fusion = kDefaultWindowFusion;
 };
 
 // Parses one TOML file. pyproject.toml contributes only its [tool.ttap] table.

@@ -36,6 +36,7 @@
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
 #include "server/scan.h"
+#include "server/window_fusion.h"
 #include "server/window_model.h"
 
 namespace ttap {
@@ -335,10 +336,10 @@ class ModelMethod : public EvalMethod {
   std::shared_ptr<const WindowModel> model_;
 };
 
-// Rules and model together. Window score: one of the combinations of the rule score r and the
-// model score m -- noisy-OR 1-(1-r)(1-m), mean (r+m)/2, max, and noisy-OR with the model's weight
-// halved or quartered 1-(1-r)(1-m/2), 1-(1-r)(1-m/4) -- the one with the best trace + window AUC on
-// the validation split, the earlier on ties (measured per run, reported as the method's note).
+// Rules and model together, as `ttap scan` publishes them. Window score: one of the combinations
+// of server/window_fusion.h of the rule score r and the model score m, the one with the best
+// window AUC on the validation split, the earlier on ties (measured per run, reported as the
+// method's note). Trace score: the rules' (the share of the run the fixes save).
 // Categories: the rule's where a rule fired, else the model's. Findings: every rule finding, plus
 // the model's flagged windows that no rule finding overlaps (TTA900 or the category head's code).
 class FusedMethod : public EvalMethod {
@@ -380,24 +381,26 @@ class FusedMethod : public EvalMethod {
     }
     double best = -1;
     std::string report;
-    for (size_t c = 0; c < std::size(kCombinations); ++c) {
+    for (size_t c = 0; c < WindowFusions().size(); ++c) {
       std::vector<double> ts, ws;
       for (const MethodTraceOutput* o : outputs) {
         const std::vector<double> w = Combined(*o, c);
-        ts.push_back(MeanScore(w));
+        ts.push_back(o->trace_score);  // the rules' (what the fixes save): the same for every c
         ws.insert(ws.end(), w.begin(), w.end());
       }
       const double ta = AucRoc(ts, tl), wa = AucRoc(ws, wl);
       const double q = (std::isfinite(ta) ? ta : 0) + (std::isfinite(wa) ? wa : 0);
-      report += std::string(report.empty() ? "" : ", ") + kCombinations[c].name + " " + Fixed(ta) +
-                "/" + Fixed(wa);
+      report += std::string(report.empty() ? "" : ", ") + WindowFusions()[c].name + " " +
+                Fixed(ta) + "/" + Fixed(wa);
       if (q > best + 1e-9) {
         best = q;
         combine_ = c;
       }
     }
     note_ = "fusion chosen on the validation split (" + std::to_string(val.size()) +
-            " traces; trace/window AUC): " + report + " -> " + kCombinations[combine_].name;
+            " traces; trace/window AUC): " + report + " -> " + WindowFusions()[combine_].name +
+            " (ttap scan and the language server use window_fusion, by default " +
+            kDefaultWindowFusion + ")";
     return Status::Ok();
   }
   std::string Note() const override { return note_; }
@@ -408,36 +411,25 @@ class FusedMethod : public EvalMethod {
     for (size_t w = 0; w < out.window_categories.size() && w < out.aux_categories.size(); ++w) {
       if (out.window_categories[w].empty()) out.window_categories[w] = out.aux_categories[w];
     }
-    out.trace_score = MeanScore(out.window_scores);
+    // The trace score stays the rules': the share of the run the fixes save.
     return out;
   }
 
  private:
-  // The candidates, in order of preference on ties: rule score r, model score m.
-  struct Combination {
-    const char* name;
-    double (*combine)(double r, double m);
-  };
-  static constexpr Combination kCombinations[] = {
-      {"noisy-OR", [](double r, double m) { return 1 - (1 - r) * (1 - m); }},
-      {"mean", [](double r, double m) { return (r + m) / 2; }},
-      {"max", [](double r, double m) { return std::max(r, m); }},
-      {"noisy-OR m/2", [](double r, double m) { return 1 - (1 - r) * (1 - m / 2); }},
-      {"noisy-OR m/4", [](double r, double m) { return 1 - (1 - r) * (1 - m / 4); }},
-  };
   static std::vector<double> Combined(const MethodTraceOutput& o, size_t c) {
+    const WindowFusion& fusion = WindowFusions()[c];
     std::vector<double> out(o.window_scores.size(), 0);
     for (size_t w = 0; w < out.size(); ++w) {
       const double r = std::isfinite(o.window_scores[w]) ? o.window_scores[w] : 0;
       const double m =
           w < o.aux_scores.size() && std::isfinite(o.aux_scores[w]) ? o.aux_scores[w] : 0;
-      out[w] = kCombinations[c].combine(r, m);
+      out[w] = fusion.combine(r, m);
     }
     return out;
   }
   std::shared_ptr<const WindowModel> model_;
   RulesMethod rules_;
-  size_t combine_ = 0;  // index into kCombinations
+  size_t combine_ = 0;  // index into WindowFusions()
   std::string note_;
 };
 

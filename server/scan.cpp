@@ -147,13 +147,27 @@ std::string RuleDocsUrl(const std::string& code, const std::string& name) {
 // when |threshold| < 0) that no rule finding overlaps, adjacent ones merged, anchored at the
 // longest CPU op of the window (else its longest event) with frames, so the frames locate it.
 void AddUnusualWindows(const Trace& trace, const WindowModel& model, double threshold,
-                       RuleResult* rules) {
+                       const WindowFusion& fusion, ScanResult* result) {
+  RuleResult* rules = &result->rules;
   if (threshold < 0) threshold = model.flag_threshold();
   auto preds = model.Score(trace);
   if (!preds.ok()) {
     std::fprintf(stderr, "ttap: warning: model: %s; rules only\n",
                  preds.status().message().c_str());
     return;
+  }
+  // The published window scores: rules and model combined, as `ttap eval`'s fused method scores.
+  result->window_fusion = fusion.name;
+  for (size_t w = 0; w < rules->windows.size(); ++w) {
+    const double r = rules->windows[w].score;
+    const double m = w < preds->size() ? (*preds)[w].score : 0.0;
+    result->rule_window_scores.push_back(r);
+    result->model_window_scores.push_back(m);
+    rules->windows[w].score = fusion.combine(r, m);
+    if (rules->windows[w].category.empty() && m >= threshold) {
+      rules->windows[w].category =
+          (*preds)[w].category.empty() ? UnusualWindowRule().code : (*preds)[w].category;
+    }
   }
   const EventTable& ev = trace.events;
   std::vector<Finding> added;
@@ -250,7 +264,11 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   r.trace_path = trace->path;
   auto t0 = std::chrono::steady_clock::now();
   r.rules = RunRules(*trace, options.rules);
-  if (options.model) AddUnusualWindows(*trace, *options.model, options.model_threshold, &r.rules);
+  if (options.model) {
+    const WindowFusion* fusion =
+        options.window_fusion ? options.window_fusion : FindWindowFusion(kDefaultWindowFusion);
+    AddUnusualWindows(*trace, *options.model, options.model_threshold, *fusion, &r);
+  }
   auto t1 = std::chrono::steady_clock::now();
   r.rules_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   SourceCache& sources = options.sources ? *options.sources : ProcessSourceCache();
@@ -333,12 +351,17 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
   nlohmann::json windows = nlohmann::json::array();
   for (size_t i = 0; i < t.windows.size(); ++i) {
     const WindowScore& ws = r.rules.windows[i];
-    windows.push_back(
-        {{"index", i},
-         {"start_us", Us(t.windows[i].start_ns)},
-         {"end_us", Us(t.windows[i].end_ns)},
-         {"score", Round3(ws.score)},
-         {"category", ws.category.empty() ? nlohmann::json() : nlohmann::json(ws.category)}});
+    nlohmann::json w = {
+        {"index", i},
+        {"start_us", Us(t.windows[i].start_ns)},
+        {"end_us", Us(t.windows[i].end_ns)},
+        {"score", Round3(ws.score)},
+        {"category", ws.category.empty() ? nlohmann::json() : nlohmann::json(ws.category)}};
+    if (i < r.model_window_scores.size()) {
+      w["rule_score"] = Round3(r.rule_window_scores[i]);
+      w["model_score"] = Round3(r.model_window_scores[i]);
+    }
+    windows.push_back(std::move(w));
   }
   nlohmann::json findings = nlohmann::json::array();
   for (const LocatedFinding& lf : r.findings) {
@@ -383,6 +406,8 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
           {"steps", t.steps.size()},
           {"trace_score", Round3(r.rules.trace_score)},
           {"run", RunJson(r.rules)},
+          {"window_fusion",
+           r.window_fusion.empty() ? nlohmann::json() : nlohmann::json(r.window_fusion)},
           {"windows", windows},
           {"findings", findings},
           {"suppressed", r.suppressed}};
@@ -640,6 +665,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
         model = std::move(opened.value());
         opts.model = model.get();
         opts.model_threshold = model_threshold;
+        opts.window_fusion = FindWindowFusion(config.window_fusion);
       } else {
         std::fprintf(stderr, "ttap: warning: %s; rules only\n", opened.status().message().c_str());
       }

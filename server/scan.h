@@ -37,7 +37,11 @@ struct LocatedFinding {
 struct ScanResult {
   std::string trace_path;
   std::unique_ptr<Trace> trace;
+  // rules.windows holds the published window scores: the rules' alone, or fused with the learned
+  // scorer's (server/window_fusion.h) when it ran; then the two parts are kept here, per window.
   RuleResult rules;
+  std::vector<double> rule_window_scores, model_window_scores;
+  std::string window_fusion;             // the combination used, "" when the model did not run
   std::vector<LocatedFinding> findings;  // after suppressions and the severity threshold
   size_t suppressed = 0;
   double rules_ms = 0;    // RunRules
@@ -52,6 +56,8 @@ struct ScanOptions {
   const FrameFilter* frame_filter = nullptr;  // user-frame include/exclude globs
   const WindowModel* model = nullptr;         // adds TTA900 unusual windows when set
   double model_threshold = -1;  // window score that flags a window; < 0: the file's own
+  // How window scores combine rules and model (config `window_fusion`); null: the default.
+  const WindowFusion* window_fusion = nullptr;
 };
 
 // Runs the rules on a loaded trace and locates the findings.

@@ -967,6 +967,7 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   std::shared_ptr<const WindowModel> model = scorer.valid() ? scorer.get() : nullptr;
   so.model = model.get();
   so.model_threshold = model_threshold;
+  so.window_fusion = FindWindowFusion(config.window_fusion);
   auto snap = std::make_shared<Snapshot>();
   snap->trace_path = trace;
   snap->trace_mtime = mtime;

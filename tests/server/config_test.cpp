@@ -68,3 +68,20 @@ TEST_CASE("config: path maps and user-frame globs", "[config]") {
   WriteOrFail(dir + "/bad.toml", "path_maps = 3\n");
   CHECK_FALSE(LoadConfigFile(dir + "/bad.toml").ok());
 }
+
+TEST_CASE("config: window_fusion names one of the combinations eval tries", "[config]") {
+  char tmpl[] = "/tmp/ttap_cfg3_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  WriteOrFail(dir + "/ttap.toml", "");
+  auto d = LoadConfigFile(dir + "/ttap.toml");
+  REQUIRE(d.ok());
+  CHECK(d->window_fusion == kDefaultWindowFusion);
+  WriteOrFail(dir + "/ttap.toml", "window_fusion = \"max\"\n");
+  auto c = LoadConfigFile(dir + "/ttap.toml");
+  REQUIRE(c.ok());
+  CHECK(c->window_fusion == "max");
+  WriteOrFail(dir + "/bad.toml", "window_fusion = \"product\"\n");
+  auto bad = LoadConfigFile(dir + "/bad.toml");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("noisy-OR m/2") != std::string::npos);
+}

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixture_traces.h"
+#include "server/window_fusion.h"
 #include "test_support.h"
 
 using ttap_test::StallTrace;
@@ -216,4 +217,30 @@ TEST_CASE("scan: the shipped window scorer runs by default, --no-model skips it"
   CHECK(without.out.find("TTA900") == std::string::npos);
   // The run summary is there either way.
   CHECK(without.out.find("this run could be") != std::string::npos);
+}
+
+TEST_CASE("scan: with the scorer, window scores are the rules' and the model's fused as eval does",
+          "[scan][cli][model]") {
+  const std::string trace =
+      std::string(TTAP_SOURCE_DIR) + "/examples/resnet50_num_workers_0/worker0.pt.trace.json.gz";
+  auto with = RunTtap("scan --format json '" + trace + "'");
+  if (with.err.find("rules only") != std::string::npos) {
+    WARN("the models library or weights are not available here: " << with.err);
+    return;
+  }
+  auto j = nlohmann::json::parse(with.out);
+  REQUIRE(j["window_fusion"] == ttap::kDefaultWindowFusion);
+  const ttap::WindowFusion* fusion = ttap::FindWindowFusion(ttap::kDefaultWindowFusion);
+  REQUIRE(fusion != nullptr);
+  REQUIRE(j["windows"].size() > 0);
+  for (const auto& w : j["windows"]) {
+    const double r = w["rule_score"], m = w["model_score"];
+    CHECK(w["score"].get<double>() == Approx(fusion->combine(r, m)).margin(0.002));
+  }
+  // The trace score stays what the fixes save, model or not.
+  auto without = RunTtap("scan --no-model --format json '" + trace + "'");
+  auto k = nlohmann::json::parse(without.out);
+  CHECK(k["trace_score"] == j["trace_score"]);
+  CHECK(k["window_fusion"].is_null());
+  CHECK_FALSE(k["windows"][0].contains("model_score"));
 }
