@@ -920,6 +920,11 @@ StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string&
   if (!s.ok()) return s;
   s = ParseIntervals(j, "pre_existing", &l.pre_existing);
   if (!s.ok()) return s;
+  if (j.contains("pre_existing_codes") && j["pre_existing_codes"].is_array()) {
+    for (const auto& c : j["pre_existing_codes"]) {
+      if (c.is_string()) l.pre_existing_codes.push_back(c.get<std::string>());
+    }
+  }
   return l;
 }
 
@@ -968,8 +973,17 @@ struct CostAccuracy {
     int harmless = 0;            // injections that cost < 1% of the run
     int harmless_flagged = 0;    // ... reported at warning or above all the same
     std::vector<double> ratios;  // estimate / truth of the costly ones
+    // Costly injections left out of the ratio: the base already had the code (the finding's
+    // cost covers both, the truth only the injection).
+    int base_has_code = 0;
   };
   std::map<std::string, Code> by_code;
+  struct Injection {
+    std::string stem, code;
+    double truth_us = 0, estimate_us = 0, run_us = 0;  // per step
+    std::string excluded;                              // "" or "base has the code"
+  };
+  std::vector<Injection> costly;  // every costly injection, for reading case by case
   int positives = 0, negatives = 0;
   Interval95 auc{kNaN, kNaN, kNaN};  // costly injections vs clean copies of the same bases
 };
@@ -998,14 +1012,24 @@ CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t 
       }
       continue;
     }
-    ++c.costly;
     auto est = out.cost_us_per_step.find(code);
     const double e = est == out.cost_us_per_step.end() ? 0.0 : est->second;
-    c.ratios.push_back(e / truth);
-    if (e >= truth / 1.5 && e <= truth * 1.5) ++c.within;
+    std::string excluded;
+    if (std::count(l.pre_existing_codes.begin(), l.pre_existing_codes.end(), code) > 0) {
+      excluded = "base has the code";
+    }
+    acc.costly.push_back({l.stem, code, truth, e, l.run_us_per_step, excluded});
+    // Every costly injection counts for the trace AUC; the ratio only where the truth is all of it.
     groups.insert(l.workload_group);
     scores.push_back(out.trace_score);
     labels.push_back(1);
+    if (!excluded.empty()) {
+      ++c.base_has_code;
+      continue;
+    }
+    ++c.costly;
+    c.ratios.push_back(e / truth);
+    if (e >= truth / 1.5 && e <= truth * 1.5) ++c.within;
   }
   for (const EvalTrace* t : evaluated) {
     const EvalLabels& l = t->labels;
@@ -1025,15 +1049,21 @@ std::string CostMarkdown(const CostAccuracy& acc) {
   std::string md =
       "\n## Cost accuracy (rules: time lost per step against the injector's own timing)\n\n"
       "| code | costly injections | estimate within x1.5 | median estimate/truth | harmless "
-      "| harmless at warning+ |\n|---|---|---|---|---|---|\n";
+      "| harmless at warning+ | left out: base has the code |\n"
+      "|---|---|---|---|---|---|---|\n";
   for (const auto& [code, c] : acc.by_code) {
     std::vector<double> r = c.ratios;
     std::sort(r.begin(), r.end());
     md += "| " + code + " | " + std::to_string(c.costly) + " | " +
           (c.costly ? Fixed(100.0 * c.within / c.costly, 1) + "%" : "-") + " | " +
           (r.empty() ? "-" : Fixed(r[r.size() / 2], 2)) + " | " + std::to_string(c.harmless) +
-          " | " + std::to_string(c.harmless_flagged) + " |\n";
+          " | " + std::to_string(c.harmless_flagged) + " | " + std::to_string(c.base_has_code) +
+          " |\n";
   }
+  md +=
+      "\nLeft out of the ratio: injections whose base already has the code (the finding's "
+      "time lost covers the base's share too; the truth only the injection). eval.json lists "
+      "every costly injection with its truth and estimate.\n";
   md += "\nTrace AUC, costly injections (" + std::to_string(acc.positives) +
         ") vs clean copies of the same bases (" + std::to_string(acc.negatives) +
         "), by the trace score (share of the run all fixes save): " + WithCi(acc.auc) + "\n";
@@ -1045,10 +1075,22 @@ nlohmann::json CostJson(const CostAccuracy& acc) {
   for (const auto& [code, c] : acc.by_code) {
     codes[code] = {{"costly", c.costly},
                    {"within_1_5x", c.within},
+                   {"left_out_base_has_code", c.base_has_code},
                    {"harmless", c.harmless},
                    {"harmless_at_warning_or_above", c.harmless_flagged}};
   }
+  nlohmann::json injections = nlohmann::json::array();
+  for (const auto& i : acc.costly) {
+    injections.push_back(
+        {{"trace", i.stem},
+         {"code", i.code},
+         {"truth_us_per_step", i.truth_us},
+         {"estimate_us_per_step", i.estimate_us},
+         {"run_us_per_step", i.run_us},
+         {"left_out", i.excluded.empty() ? nlohmann::json() : nlohmann::json(i.excluded)}});
+  }
   return {{"codes", codes},
+          {"injections", injections},
           {"positives", acc.positives},
           {"negatives", acc.negatives},
           {"trace_auc", IntervalJson(acc.auc)}};

@@ -39,7 +39,8 @@ struct EvalLabels {
   bool anti_pattern = false;  // trace_label == "anti-pattern"
   std::string source, task, workload_group, hardware, split;
   std::vector<EvalLabel> labels;
-  std::vector<EvalLabel> pre_existing;  // anti-patterns the real base trace already had
+  std::vector<EvalLabel> pre_existing;          // anti-patterns the real base trace already had
+  std::vector<std::string> pre_existing_codes;  // their codes (also where no window is labelled)
   // Injected real-base copies: what the injection costs per analysed step, measured by the
   // injector's own timing (the copy minus the same copy without it), and the copy's step time.
   // -1 when the file does not say.

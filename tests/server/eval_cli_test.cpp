@@ -84,6 +84,29 @@ TEST_CASE("gen then eval end to end: simulated and injected traces, every method
   }
   const nlohmann::json* rules = FindMethod(*overall, "rules");
   CHECK((*rules)["per_code"].is_array());
+  // Cost accuracy: every costly injected copy with its truth and estimate; those whose base
+  // already has the code are left out of the ratio (the truth covers only the injection). The
+  // bundled base has anti-patterns of its own, so its copies count with --with-pre-existing.
+  auto with_pre =
+      RunTtap("eval '" + dir + "' --split all --bootstrap 50 --with-pre-existing --out '" + dir +
+              "/with_pre'");
+  REQUIRE(with_pre.exit_code == 0);
+  CHECK(with_pre.out.find("## Cost accuracy") != std::string::npos);
+  auto cost_report = nlohmann::json::parse(ReadFile(dir + "/with_pre/eval.json"));
+  REQUIRE(cost_report.contains("cost_accuracy"));
+  const auto& injections = cost_report["cost_accuracy"]["injections"];
+  CHECK(injections.size() > 0);
+  REQUIRE(injections.is_array());
+  for (const auto& inj : injections) {
+    INFO(inj.dump());
+    CHECK(inj["truth_us_per_step"].get<double>() > 0);
+    CHECK(inj["estimate_us_per_step"].get<double>() >= 0);
+    auto labels = nlohmann::json::parse(
+        ReadFile(dir + "/labels/" + inj["trace"].get<std::string>() + ".labels.json"));
+    bool base_has = false;
+    for (const auto& c : labels["pre_existing_codes"]) base_has = base_has || c == inj["code"];
+    CHECK(inj["left_out"].is_null() == !base_has);
+  }
   CHECK((*rules)["source_top1"]["n"].get<int>() > 0);
   // Deterministic: a second run gives the same numbers.
   auto again = RunTtap("eval '" + dir + "' --split all --bootstrap 50 --out '" + dir +
