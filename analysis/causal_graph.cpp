@@ -498,6 +498,66 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     launched[g.lane[n]].by_launch.emplace_back(lts, static_cast<int32_t>(n));
   }
   for (auto& l : launched) std::sort(l.by_launch.begin(), l.by_launch.end());
+  // 3a. Recorded event waits (cuda_sync rows, where the profiler recorded them): a stream that
+  // waits for an event (cudaStreamWaitEvent) starts its next activity after the activity the
+  // event was recorded behind; an event sync (cudaEventSynchronize) waits for that activity
+  // alone. The recorded activity: the last one launched on the event's stream before its
+  // cudaEventRecord call.
+  std::map<int32_t, int32_t> event_sync_source;           // sync call node -> GPU node
+  std::vector<std::pair<int32_t, int32_t>> stream_waits;  // (GPU node, GPU node it waits for)
+  {
+    std::map<int64_t, int32_t> record_of_corr;  // cudaEventRecord correlation -> row
+    std::vector<uint32_t> sync_rows;
+    for (size_t i = 0; i < n_rows; ++i) {
+      if (ev.kind[i] == EventKind::kGpuSync && ev.bytes[i] >= 0 && ev.python_id[i] >= 0) {
+        sync_rows.push_back(static_cast<uint32_t>(i));
+        record_of_corr[ev.bytes[i]] = -1;
+      }
+    }
+    if (!sync_rows.empty()) {
+      for (size_t i = 0; i < n_rows; ++i) {
+        if (!IsLaunchKind(ev.kind[i]) || ev.correlation[i] < 0) continue;
+        auto it = record_of_corr.find(ev.correlation[i]);
+        if (it != record_of_corr.end() && it->second < 0) it->second = static_cast<int32_t>(i);
+      }
+      // GPU lanes by (device, stream), from their activities.
+      std::map<std::pair<int32_t, int32_t>, int32_t> lane_of_stream;
+      for (size_t l = 0; l < g.lanes.size(); ++l) {
+        if (!g.lanes[l].gpu || g.lanes[l].first_node == g.lanes[l].end_node) continue;
+        const int32_t r0 = g.row[g.lanes[l].first_node];
+        lane_of_stream[{ev.device[r0], ev.stream[r0]}] = static_cast<int32_t>(l);
+      }
+      // The last activity launched on |lane| before |ts|, -1.
+      auto last_launched_before = [&](int32_t lane, int64_t ts) {
+        const auto& v = launched[lane].by_launch;
+        auto it = std::lower_bound(v.begin(), v.end(),
+                                   std::make_pair(ts, std::numeric_limits<int32_t>::min()));
+        return it == v.begin() ? -1 : (it - 1)->second;
+      };
+      for (uint32_t r : sync_rows) {
+        const int32_t record = record_of_corr[ev.bytes[r]];
+        auto src_lane = lane_of_stream.find({ev.device[r], ev.python_id[r]});
+        if (record < 0 || src_lane == lane_of_stream.end()) continue;
+        const int32_t src = last_launched_before(src_lane->second, ev.ts[record]);
+        if (src < 0) continue;
+        const int32_t call = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
+        const std::string_view kind = trace.Name(r);
+        if (kind == "Event Sync" && call >= 0) {
+          event_sync_source[call] = src;
+        } else if (kind == "Stream Wait Event" && call >= 0) {
+          auto dst_lane = lane_of_stream.find({ev.device[r], ev.stream[r]});
+          if (dst_lane == lane_of_stream.end()) continue;
+          // The waiting stream's next activity launched after the wait was issued.
+          const auto& v = launched[dst_lane->second].by_launch;
+          auto it = std::lower_bound(
+              v.begin(), v.end(),
+              std::make_pair(g.obs_start[call], std::numeric_limits<int32_t>::min()));
+          if (it == v.end() || it->second == src) continue;
+          stream_waits.emplace_back(it->second, src);
+        }
+      }
+    }
+  }
   // Blocking copies: async copy calls whose copy is pageable, or finished before the call.
   for (size_t n = 0; n < g.size(); ++n) {
     if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0 || ev.kind[g.row[n]] != EventKind::kMemcpy) {
@@ -525,6 +585,9 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     if (own >= 0 && !IsSyncName(name) && !IsImplicitSync(name)) {
       // An async copy that blocks: it waits for its own copy (stream order covers the rest).
       if (g.node_of_row[own] >= 0) deps.push_back(g.node_of_row[own]);
+    } else if (auto precise = event_sync_source.find(s); precise != event_sync_source.end()) {
+      // An event sync whose event the trace records: that activity alone.
+      if (g.obs_end[precise->second] <= b + 2000) deps.push_back(precise->second);
     } else {
       // A synchronous copy (cudaMemcpy, hipMemcpyWithStream) also waits for its own copy.
       if (own >= 0 && g.node_of_row[own] >= 0 && g.role[g.node_of_row[own]] == NodeRole::kGpu &&
@@ -596,6 +659,25 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       g.sync_tail[m] = b - g.obs_end[d];
       wait_pairs.emplace_back(m, d);
     }
+  }
+  // 3c. Recorded stream waits: the waiting activity starts after the awaited one ends (plus the
+  // observed gap where that wait is what held it: the awaited activity ended after the waiting
+  // stream's previous activity and after the launch call started; then the stream order and
+  // the launch become lower bounds, as for an activity queued behind another).
+  for (const auto& [dst, src] : stream_waits) {
+    if (g.obs_end[src] > g.obs_start[dst]) continue;  // inconsistent clocks: no edge
+    const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
+    const bool binding = (prev < 0 || g.obs_end[src] >= g.obs_end[prev]) &&
+                         (launch < 0 || g.obs_end[src] >= g.obs_start[launch]);
+    if (binding) {
+      g.sync_tail[dst] = g.obs_start[dst] - g.obs_end[src];
+      if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
+      if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
+    } else {
+      g.sync_tail[dst] = 0;
+    }
+    wait_pairs.emplace_back(dst, src);
+    ++g.stats.stream_waits;
   }
   // A node that starts relative to a sync call's start follows the call's lane predecessor
   // instead: the call's end waits for GPU work, which may itself follow the call's start.
@@ -766,6 +848,11 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     if (g.cross[v] >= 0) {
       s = std::max(s, (g.cross_from_end[v] ? r.end[g.cross[v]] : r.start[g.cross[v]]) + cross_gap);
     }
+    if (g.role[v] == NodeRole::kGpu) {  // recorded stream waits hold the start
+      for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
+        if (g.waits[w] != v) s = std::max(s, r.end[g.waits[w]] + g.sync_tail[v]);
+      }
+    }
     if (s == kNoTime) s = g.obs_start[v];
     int64_t e = s + dur;
     if (wait) {
@@ -900,6 +987,23 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
           cp >= 0 ? (g.cross_from_end[n] ? r.end[cp] : r.start[cp]) : kNoTime;
       const int64_t cross_term = cp >= 0 ? cross_base + g.cross_gap[n] : kNoTime;
       const bool gpu = g.role[n] == NodeRole::kGpu;
+      // A recorded stream wait that held the start: the awaited activity is on the path.
+      int32_t awaited = -1;
+      int64_t wait_term = kNoTime;
+      for (uint32_t w = gpu ? g.wait_begin[n] : 0; gpu && w < g.wait_begin[n + 1]; ++w) {
+        const int32_t d = g.waits[w];
+        if (d != n && r.end[d] + g.sync_tail[n] > wait_term) {
+          wait_term = r.end[d] + g.sync_tail[n];
+          awaited = d;
+        }
+      }
+      if (awaited >= 0 && wait_term >= lane_term && wait_term >= cross_term) {
+        const int64_t b = std::max(S, std::min(t, r.end[awaited]));
+        add(Cause::kGpuGap, b, t, -1);
+        t = b;
+        n = awaited;
+        continue;
+      }
       const bool use_cross =
           cp >= 0 && (cross_term > lane_term || (!gpu && cross_term == lane_term));
       if (use_cross) {

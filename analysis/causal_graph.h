@@ -65,9 +65,10 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace);
 // |lane_gap|, and its |cross| predecessor's start plus |cross_gap| (GPU: the launch call; CPU: the
 // main thread's segment running when a secondary thread resumed; measured from its end when
 // |cross_from_end|, e.g. a blocking copy's copy follows the call's lane predecessor, since the
-// call itself waits for the copy). A node with neither starts at
-// its observed time. A sync node ends at the later of start + |dur| and its awaited GPU nodes'
-// latest end plus |sync_tail|; every other node ends at start + |dur|.
+// call itself waits for the copy); a GPU node also no earlier than each awaited node's end plus
+// |sync_tail| (a recorded cudaStreamWaitEvent). A node with none of these starts at its observed
+// time. A sync node ends at the later of start + |dur| and its awaited GPU nodes' latest end
+// plus |sync_tail|; every other node ends at start + |dur|.
 struct CausalGraph {
   // Nodes.
   std::vector<int64_t> obs_start;  // ns, as recorded
@@ -82,8 +83,10 @@ struct CausalGraph {
   std::vector<int32_t> cross;  // -1
   std::vector<int64_t> cross_gap;
   std::vector<uint8_t> cross_from_end;  // 1: the cross term is the predecessor's end + cross_gap
-  std::vector<int64_t> sync_tail;       // sync nodes: end minus the awaited work's end
-  std::vector<uint32_t> wait_begin;     // sync nodes: awaited GPU nodes in waits[wait_begin, +1)
+  std::vector<int64_t> sync_tail;       // sync nodes: end minus the awaited work's end; GPU
+                                        // nodes with a recorded stream wait: start minus it
+  std::vector<uint32_t> wait_begin;     // sync, join and GPU nodes: awaited nodes in
+                                        // waits[wait_begin, +1)
   std::vector<int32_t> waits;
   std::vector<int32_t> order;   // a topological order of all nodes
   int64_t typical_latency = 0;  // median launch-to-start latency on an idle stream, ns
@@ -114,6 +117,7 @@ struct CausalGraph {
     uint64_t negative_latency = 0;    // GPU activity recorded before its launch call started
     uint64_t cycles_broken = 0;       // dependencies dropped to keep the graph acyclic
     uint64_t syncs = 0;
+    uint64_t stream_waits = 0;  // recorded cudaStreamWaitEvent edges between streams
     uint64_t cold_calls = 0;
   } stats;
 

@@ -143,6 +143,7 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     bool has_pid = false, has_tid = false;
     int64_t correlation = kNone, external = kNone, stream = kNone, bytes = kNone, flow_id = kNone;
     int64_t py_id = kNone, py_parent = kNone, device = kNone;
+    int64_t wait_stream = kNone, wait_record = kNone;  // cuda_sync: what a wait waits for
     meta_name.clear();
     meta_value.clear();
     const char* bad = nullptr;
@@ -241,6 +242,12 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
               break;
             case 9:
               if (ak == "Python id") ReadInt(av, &py_id);
+              break;
+            case 14:
+              if (ak == "wait_on_stream") ReadInt(av, &wait_stream);
+              break;
+            case 33:
+              if (ak == "wait_on_cuda_event_record_corr_id") ReadInt(av, &wait_record);
               break;
             case 16:
               if (ak == "Python parent id") ReadInt(av, &py_parent);
@@ -368,6 +375,11 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     t.correlation.push_back(correlation);
     t.external_id.push_back(external);
     t.call_stack.push_back(call_stack.empty() ? kEmptyString : out->strings.Intern(call_stack));
+    if (kind == EventKind::kGpuSync) {
+      // A sync record has no Python id and no bytes: those columns say what it waits for.
+      py_id = wait_stream >= 0 && wait_stream <= INT32_MAX ? wait_stream : kNone;
+      bytes = wait_record >= 0 ? wait_record : kNone;
+    }
     t.python_id.push_back(static_cast<int32_t>(py_id));
     t.python_parent.push_back(static_cast<int32_t>(py_parent));
     t.bytes.push_back(bytes);

@@ -65,9 +65,11 @@ struct EventTable {
   std::vector<int64_t> correlation;    // args.correlation, -1
   std::vector<int64_t> external_id;    // args["External id"] / args["external id"], -1
   std::vector<StringId> call_stack;    // args["Call stack"] (2021 format), kEmptyString if none
-  std::vector<int32_t> python_id;      // args["Python id"], -1
+  std::vector<int32_t> python_id;      // args["Python id"], -1; cuda_sync: args.wait_on_stream
   std::vector<int32_t> python_parent;  // args["Python parent id"], -1
-  std::vector<int64_t> bytes;          // args.bytes for memcpy/memset, -1
+  std::vector<int64_t> bytes;          // args.bytes for memcpy/memset, -1; cuda_sync:
+                                       // args.wait_on_cuda_event_record_corr_id (the
+                                       // cudaEventRecord call waited on), -1
   std::vector<int16_t> device;         // args.device, -1
   // Derived by the builder:
   std::vector<uint16_t> depth;  // nesting depth on its thread (0 = top level)

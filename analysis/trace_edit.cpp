@@ -530,8 +530,13 @@ std::string WriteKineto(const EditableTrace& t) {
     if (e.device >= 0) add("device", std::to_string(e.device));
     if (e.stream >= 0) add("stream", std::to_string(e.stream));
     if (e.correlation >= 0) add("correlation", std::to_string(e.correlation));
-    if (e.bytes >= 0) add("bytes", std::to_string(e.bytes));
-    if (e.python_id >= 0) {
+    if (e.kind == EventKind::kGpuSync) {  // the columns a sync record reuses (trace.h)
+      if (e.python_id >= 0) add("wait_on_stream", std::to_string(e.python_id));
+      if (e.bytes >= 0) add("wait_on_cuda_event_record_corr_id", std::to_string(e.bytes));
+    } else if (e.bytes >= 0) {
+      add("bytes", std::to_string(e.bytes));
+    }
+    if (e.python_id >= 0 && e.kind != EventKind::kGpuSync) {
       add("Python id", std::to_string(e.python_id));
       add("Python parent id", std::to_string(e.python_parent));
     }

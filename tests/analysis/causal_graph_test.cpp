@@ -95,6 +95,44 @@ TEST_CASE("a sync waits for the GPU: the replay waits too, and shorter GPU work 
   CHECK(at[0].ns[static_cast<int>(Cause::kHostSync)] == 5000);
 }
 
+TEST_CASE("a recorded stream wait: the waiting kernel follows the awaited one, in replay and path",
+          "[causal]") {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("volta_sgemm_128x64_nn", 1010, 5, 1020, 1000, 7);  // K1 on stream 7: 1020..2020
+  t.Cpu("cudaEventRecord", 1016, 2, "cuda_runtime", 1, "\"correlation\": 9001");
+  t.Cpu("cudaStreamWaitEvent", 1019, 2, "cuda_runtime", 1, "\"correlation\": 9002");
+  t.Raw(
+      "{\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Stream Wait Event\", \"pid\": 0, "
+      "\"tid\": 20, \"ts\": 1019, \"dur\": 1, \"args\": {\"correlation\": 9002, \"stream\": 20, "
+      "\"device\": 0, \"wait_on_stream\": 7, \"wait_on_cuda_event_record_corr_id\": 9001}}");
+  t.Kernel("void add_kernel", 1022, 5, 2025, 100, 20);  // K2 on stream 20 waits: 2025..2125
+  t.Runtime("cudaDeviceSynchronize", 1030, 1100);       // returns at 2130
+  t.Step(1, 1000, 1200);
+  t.Step(2, 2200, 100);
+  t.Cpu("aten::add", 2210, 50);
+  // Kernels launched onto idle streams start ~10 us after their launch (the typical latency).
+  for (int k = 0; k < 3; ++k) t.Kernel("void relu_kernel", 2215 + 10 * k, 4, 2225 + 10 * k, 3);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  CHECK(g.stats.stream_waits == 1);
+  Replay base = RunReplay(g);
+  RequireReplayMatches(*trace, g, base);
+  // K1 twice as fast: K2 follows it 500 us earlier, and so does the sync.
+  WhatIf w;
+  for (size_t v = 0; v < g.size(); ++v) {
+    if (g.role[v] == NodeRole::kGpu && g.dur[v] == 1000000) {
+      w.dur.emplace_back(static_cast<int32_t>(v), 500000);
+    }
+  }
+  REQUIRE(w.dur.size() == 1);
+  CHECK(base.total_step_ns() - RunReplay(g, &w).total_step_ns() == 500000);
+  // The step's path runs through K2's wait into K1.
+  auto at = AttributeSteps(*trace, g, base);
+  CHECK(at[0].total() == base.step_end[0] - base.step_start[0]);
+  CHECK(at[0].ns[static_cast<int>(Cause::kGpuMatmul)] == 1000000);
+}
+
 TEST_CASE("nested CPU work under one op is one node; kept rows and runtime calls stay boundaries",
           "[causal]") {
   TinyTrace t;
