@@ -727,8 +727,9 @@ std::string Markdown(const RunInfo& info, const std::vector<Section>& sections) 
       }
     }
   }
-  md << "\nTrace AUC ranks traces by the method's trace score (mean window score) against the "
-        "trace label; window AUC ranks all windows of the section against whether they overlap a "
+  md << "\nTrace AUC ranks traces by the method's trace score (rules and fused: the share of the "
+        "run all fixes save, as ttap scan publishes it; the others: the mean window score) against "
+        "the trace label; window AUC ranks all windows of the section against whether they overlap a "
         "labelled interval (percentile bootstrap over traces resp. windows). Category accuracy: "
         "share of flagged windows (rules: a window with a category; others: score >= 0.5) that "
         "overlap a label and name its code (percentile bootstrap). Source top-1: share of labelled "

@@ -779,7 +779,9 @@ TEST_CASE("llm: ttap scan --llm --format json adds drafts, nothing is sent witho
   setenv("TTAP_LLM_CACHE_DIR", (dir + "/cache").c_str(), 1);
   setenv("TTAP_LLM_MODEL", "env-model", 1);
   const std::string trace = "'" + dir + "/log/host_1.1700000000000.pt.trace.json'";
-  const std::string common = "scan --format json --windows 10 --workspace '" + dir + "' " + trace;
+  // Rule findings only (the learned scorer's TTA900 windows have no source line to send).
+  const std::string common =
+      "scan --format json --no-model --windows 10 --workspace '" + dir + "' " + trace;
 
   // Without --llm: no request, no "draft", even with an endpoint in the file and variables.
   setenv("TTAP_LLM_BASE_URL", server.base_url().c_str(), 1);
