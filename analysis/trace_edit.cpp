@@ -300,9 +300,17 @@ EditableTrace ToEditable(const Trace& trace) {
 
 void ReflowGpu(EditableTrace* trace) {
   PlaceGpu(trace);
-  size_t row = 0;
+  size_t row = 0, last_row = SIZE_MAX;
   int64_t need = 0;
-  for (int guard = 0; guard < 2000 && FirstViolatedSync(*trace, &row, &need); ++guard) {
+  int repeats = 0;
+  for (int guard = 0; FirstViolatedSync(*trace, &row, &need); ++guard) {
+    // One sync fixed many times over: what it waits for moves with each fix (a cycle).
+    repeats = row == last_row ? repeats + 1 : 0;
+    last_row = row;
+    if (guard >= 2000 || repeats >= 16) {
+      ++trace->unsettled_reflows;
+      return;
+    }
     EditEvent& s = trace->events[row];
     const int64_t end = s.ts + s.dur;
     ShiftCpu(trace, s.track, end - 1, need - end);

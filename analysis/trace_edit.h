@@ -56,6 +56,9 @@ struct EditableTrace {
   int32_t next_python_id = 1;
   std::map<EventKind, std::string> cat_names;  // first spelling seen per kind
   std::map<uint32_t, int32_t> track_stream;    // GPU track -> args.stream of its events
+  // Reflows whose synchronize fixing did not settle (a sync whose awaited GPU work moves with
+  // every fix: a dependency cycle an edit created). The trace's timing is then no truth.
+  int unsettled_reflows = 0;
 
   // The category string this trace uses for |kind| (its own spelling when it has one).
   std::string CatFor(EventKind kind) const;
@@ -75,7 +78,8 @@ std::string WriteKineto(const EditableTrace& trace);
 void InsertCpuTime(EditableTrace* trace, uint32_t track, int64_t at_ns, int64_t dur_ns);
 // Recomputes GPU start times: per GPU track in launch order, start = max(current start, launch +
 // latency, previous end, barrier), then extends synchronize calls that would return before the
-// GPU work launched earlier has finished.
+// GPU work launched earlier has finished. A sync that needs fixing again and again (its awaited
+// work moves with it) stops the fixing and counts in |unsettled_reflows|.
 void ReflowGpu(EditableTrace* trace);
 
 // CPU work to insert at one point of one thread: python frames, ops, runtime calls and the GPU

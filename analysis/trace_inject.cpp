@@ -643,7 +643,13 @@ bool InjectAntiPattern(EditableTrace* trace, const InjectionSpec& spec,
   Site site;
   if (!FindSite(trace, &site, why)) return false;
   Injector inj(trace, spec, site);
-  return inj.Run(out, why);
+  const int unsettled = trace->unsettled_reflows;
+  if (!inj.Run(out, why)) return false;
+  if (trace->unsettled_reflows != unsettled) {
+    *why = "the GPU reflow did not settle (the injection made a sync wait for its own delay)";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace ttap

@@ -178,3 +178,33 @@ TEST_CASE("every injector yields a valid trace whose labelled windows differ", "
     CHECK(found > 0);
   }
 }
+
+TEST_CASE("an injection whose GPU reflow cannot settle is refused, not written with runaway times",
+          "[inject][real]") {
+  if (!ttap_test::HaveShared()) {
+    WARN("../shared/traces/real not present: skipped");
+    return;
+  }
+  // On this step-less HTA trace, per-parameter collectives made a cudaStreamSynchronize wait for
+  // work that moved with every fix of it: the reflow used to add ~26 s to a 10 ms trace.
+  auto loaded = ttap::LoadTrace(ttap_test::RealTracesDir() +
+                                "/hta--with_gpu_user_annotation__step_based_trace_2543932.json.gz");
+  REQUIRE(loaded.ok());
+  const ttap::EditableTrace base = ttap::ToEditable(**loaded);
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    ttap::EditableTrace et = base;
+    ttap::InjectionSpec spec;
+    spec.code = "TTA012";
+    spec.severity = 0.845;
+    spec.seed = seed;
+    std::vector<ttap::InjectedInterval> iv;
+    std::string why;
+    const bool ok = ttap::InjectAntiPattern(&et, spec, &iv, &why);
+    INFO(why);
+    if (!ok) {
+      CHECK(why.find("did not settle") != std::string::npos);
+      continue;
+    }
+    for (const auto& i : iv) CHECK(i.end_ns - i.start_ns < 1000000000);  // well under 1 s
+  }
+}
