@@ -18,11 +18,15 @@ bool IsCpuSide(EventKind k) {
 // cannot remove, so TTA002 does not report it. Python frames are named "path/file.py(line): fn",
 // the path relative or absolute.
 bool IssuedByProfiler(const RuleContext& ctx, uint32_t row) {
+  // From the innermost Python frame outwards: profiler code before any code outside torch (the
+  // user's, a library's). A profiler that runs the whole step inside one of its own frames (a
+  // record_function __enter__ enclosing the model) does not issue the syncs the model's code does.
   const EventTable& ev = ctx.ev();
   for (int32_t p = ev.parent[row], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
     if (ev.kind[p] != EventKind::kPythonFunction) continue;
     std::string_view n = ctx.Name(p);
     if (Contains(n, "torch/profiler/") || Contains(n, "torch/autograd/profiler.py(")) return true;
+    if (!Contains(n, "torch/")) return false;  // torch.cuda.synchronize etc. keep looking
   }
   return false;
 }

@@ -207,7 +207,7 @@ TEST_CASE("scan: the shipped window scorer runs by default, --no-model skips it"
   }
   // A real trace where the shipped weights flag a window no rule explains (TTA900).
   const std::string trace =
-      ttap_test::RealTracesDir() + "/tracelens--h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz";
+      ttap_test::RealTracesDir() + "/tracelens--mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz";
   auto with = RunTtap("scan --min-severity hint '" + trace + "'");
   if (with.err.find("rules only") != std::string::npos) {
     WARN("the models library or weights are not available here: " << with.err);
