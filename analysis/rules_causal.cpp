@@ -121,7 +121,7 @@ void DetectAllocatorPath(const RuleContext& ctx, const CausalGraph& g, const Tim
                          const RuleOptions& o, std::vector<Finding>* out) {
   const int64_t total = time.overall.total();
   const int64_t on_path = Share(time.overall, Cause::kAllocator);
-  if (total <= 0 || !ctx.has_gpu() || on_path < o.Get("allocator_path_share", 0.02) * total) {
+  if (total <= 0 || !ctx.has_gpu() || on_path < o.Get("allocator_path_share", 0.01) * total) {
     return;
   }
   // A few calls are warm-up (first allocations); churn repeats.
