@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "analysis/rule_context.h"
+#include "analysis/rule_util.h"
 
 namespace ttap {
 
@@ -107,6 +108,32 @@ struct Builder {
     SetDur(l, 0);
     NoWait(l);
   }
+  // The outermost CPU region around |row| (a sync) that sends nothing to the device (it launches
+  // device-to-host copies at most) and lies below the step annotation, or -1. Each candidate is
+  // scanned only until its first launch of other work.
+  int32_t HostStatementOf(int32_t row) const {
+    const EventTable& ev = trace.events;
+    int32_t best = -1;
+    for (int32_t p = ev.parent[row], depth = 0; p >= 0 && depth < 64; p = ev.parent[p], ++depth) {
+      if (!IsCpuRegion(p) || StartsWith(trace.strings.Get(ev.name[p]), "ProfilerStep#")) break;
+      if (LaunchesDeviceWork(p)) break;
+      best = p;
+    }
+    return best;
+  }
+  bool LaunchesDeviceWork(int32_t row) const {
+    const EventTable& ev = trace.events;
+    auto [a, e] = NodesUnder(row);
+    for (int32_t n = a; n < e; ++n) {
+      if (g.role[n] == NodeRole::kCpuWork || g.row[n] < 0) continue;
+      const int32_t gr = ev.link[g.row[n]];
+      if (gr < 0 || !IsGpuKind(ev.kind[gr])) continue;
+      if (ev.kind[gr] != EventKind::kMemcpy || !Contains(trace.strings.Get(ev.name[gr]), "DtoH")) {
+        return true;
+      }
+    }
+    return false;
+  }
   bool IsCpuRegion(int32_t row) const {
     const EventKind k = trace.events.kind[row];
     return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
@@ -132,8 +159,25 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
           std::min(cpu, std::max(kWorkerFetchNs, static_cast<int64_t>(cpu * kWorkerFetchShare)));
       b.ScaleUnder(r, static_cast<double>(target) / cpu);
     }
-  } else if (code == "TTA002") {  // the sync deferred to where the GPU is done anyway
-    for (int32_t r : rows) b.NoWait(b.NodeOfRow(r));
+  } else if (code == "TTA002") {
+    // The value read every N steps or kept on the device: the sync no longer waits, and the
+    // statement that consumes it on the host (the outermost region around the sync that launches
+    // no kernel: `pbar.set_postfix(loss=loss.item())`, a metrics print) leaves the step with it.
+    std::set<int32_t> deferred;
+    for (int32_t r : rows) {
+      b.NoWait(b.NodeOfRow(r));
+      const int32_t stmt = b.HostStatementOf(r);
+      if (stmt < 0 || !deferred.insert(stmt).second) continue;
+      auto [a, e] = b.NodesUnder(stmt);
+      for (int32_t n = a; n < e; ++n) {
+        b.NoWait(n);
+        if (g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0) {
+          const int32_t gn = b.NodeOfRow(ev.link[g.row[n]]);
+          if (gn >= 0 && g.role[gn] == NodeRole::kGpu) b.SetDur(gn, 0);
+        }
+      }
+      b.ScaleUnder(stmt, 0.0);
+    }
   } else if (code == "TTA003") {  // pinned memory, non_blocking=True
     for (int32_t r : rows) {
       int32_t gpu = -1, call = -1;
@@ -155,6 +199,27 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
     // conversions and their launches disappear.
     for (int32_t r : rows) {
       if (IsGpuKind(ev.kind[r])) b.RemoveGpu(b.NodeOfRow(r));
+    }
+    if (code == "TTA014") {
+      // The host work on the data between a copy out and its copy back (rows come in pairs)
+      // becomes device work, when nothing else is launched in between: CPU slices and waits go.
+      for (size_t k = 0; k + 1 < rows.size(); k += 2) {
+        const int32_t out_gpu = b.NodeOfRow(rows[k]), back_gpu = b.NodeOfRow(rows[k + 1]);
+        const int32_t out_call = out_gpu >= 0 ? b.LaunchOf(out_gpu) : -1;
+        const int32_t back_call = back_gpu >= 0 ? b.LaunchOf(back_gpu) : -1;
+        if (out_call < 0 || back_call <= out_call || g.lane[out_call] != g.lane[back_call]) {
+          continue;
+        }
+        bool other_launch = false;
+        for (int32_t n = out_call + 1; n < back_call && !other_launch; ++n) {
+          other_launch = g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0 && ev.link[g.row[n]] >= 0;
+        }
+        if (other_launch) continue;
+        for (int32_t n = out_call + 1; n < back_call; ++n) {
+          b.NoWait(n);
+          b.SetDur(n, 0);
+        }
+      }
     }
   } else if (code == "TTA005") {  // zero_grad(set_to_none=True): no kernels, little CPU
     int64_t cpu = 0;

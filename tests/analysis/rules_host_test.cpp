@@ -15,9 +15,12 @@ namespace {
 // launched back to back; the step ends 50 us after its last kernel. |sync_after_forward|: after
 // the 20th kernel the CPU waits for the GPU (`.item()`), then logs for 1.5 ms. |sync_frames|
 // (outer, inner): that wait is instead a bare cudaDeviceSynchronize inside these two Python
-// frames, named "FILE(line): fn" as Kineto names them.
+// frames, named "FILE(line): fn" as Kineto names them. The logging takes |log_us|;
+// |log_statement|: the `.item()` and the logging are one Python statement
+// (`pbar.set_postfix(loss=loss.item())`).
 TinyTrace TrainingLoop(double load_us, bool sync_after_forward = false, double cpu_gap_us = 0,
-                       const std::pair<std::string, std::string>& sync_frames = {}) {
+                       const std::pair<std::string, std::string>& sync_frames = {},
+                       bool log_statement = false, double log_us = 1500) {
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
   double base = 1000;
@@ -33,6 +36,7 @@ TinyTrace TrainingLoop(double load_us, bool sync_after_forward = false, double c
       gpu += 100;
     }
     if (sync_after_forward) {
+      if (log_statement) t.Python("train.py", 55, "log_loss", cpu - 1, gpu - cpu + 26 + log_us);
       if (sync_frames.first.empty()) {
         t.Cpu("aten::item", cpu, gpu - cpu + 20);
         t.Cpu("aten::_local_scalar_dense", cpu + 1, gpu - cpu + 18);
@@ -43,8 +47,8 @@ TinyTrace TrainingLoop(double load_us, bool sync_after_forward = false, double c
         t.Runtime("cudaDeviceSynchronize", cpu + 2, gpu - cpu + 15);
       }
       cpu = gpu + 25;
-      t.Cpu("aten::add", cpu, 1500);  // the CPU logs for 1.5 ms before launching more work
-      cpu += 1500;
+      t.Cpu("aten::add", cpu, log_us);  // the CPU logs before launching more work
+      cpu += log_us;
       gpu = cpu + 10;
     }
     if (cpu_gap_us > 0) {
@@ -107,6 +111,20 @@ TEST_CASE("TTA002: .item() in the loop drains the GPU", "[rules][TTA002]") {
   CHECK(f[0].time_lost_us_per_step > 1000);
   CHECK(f[0].evidence.at("sync_call").text == "cudaStreamSynchronize");
   CHECK(f[0].fix == "defer-host-sync");
+}
+
+TEST_CASE("TTA002: the fix defers the statement that reads the value, not only its wait",
+          "[rules][TTA002]") {
+  // 4 ms of logging after a wait of 1.8 ms, the GPU idle for both. Alone, the .item() only stops
+  // waiting: the logging stays in the step, and the GPU still idles once its backlog is done.
+  auto bare = FindingsWithCode(*TrainingLoop(0, true, 0, {}, false, 4000).Load(), "TTA002");
+  // As one statement with the logging (nothing launched but the read-back), the fix (read it
+  // every N steps, or keep it on the device) takes the logging out of the step too.
+  auto statement = FindingsWithCode(*TrainingLoop(0, true, 0, {}, true, 4000).Load(), "TTA002");
+  REQUIRE(bare.size() == 1);
+  REQUIRE(statement.size() == 1);
+  CHECK(bare[0].time_lost_us_per_step == Approx(1820).margin(30));
+  CHECK(statement[0].time_lost_us_per_step == Approx(4025).margin(30));
 }
 
 TEST_CASE("TTA002: the profiler's own synchronisation in step() is not the user's",

@@ -295,6 +295,22 @@ TEST_CASE("TTA014: tensors copied to the host and back every step", "[rules][TTA
   CHECK(f[0].message.find("16.0 MiB") != std::string::npos);
 }
 
+TEST_CASE("TTA014: the host work between a copy out and its copy back leaves the step too",
+          "[rules][TTA014]") {
+  // Per step: 4 MiB to the host, 300 us of numpy on it, and back; nothing else launched between.
+  auto trace = Steps(3, [](TinyTrace& t, double base) {
+                 t.Launch("Memcpy DtoH (Device -> Pinned)", base + 50, 110, base + 55, 100,
+                          "gpu_memcpy", 7, "cudaMemcpyAsync", 4 << 20);
+                 t.Python("numpy/core/fromnumeric.py", 2313, "clip", base + 170, 300);
+                 t.Launch(kPinnedH2D, base + 480, 90, base + 485, 80, "gpu_memcpy", 7,
+                          "cudaMemcpyAsync", 4 << 20);
+               }).Load();
+  auto f = FindingsWithCode(*trace, "TTA014");
+  REQUIRE(f.size() == 1);
+  // The copies' calls (110 + 90 us), the numpy work (300 us) and the CPU time around it (20 us).
+  CHECK(f[0].time_lost_us_per_step == Approx(520).margin(2));
+}
+
 TEST_CASE("TTA014: different sizes, tiny scalars or the wrong order are not a round trip",
           "[rules][TTA014]") {
   CHECK(FindingsWithCode(*PingPong(4, 4 << 20, 2 << 20).Load(), "TTA014").empty());
