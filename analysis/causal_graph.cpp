@@ -283,7 +283,8 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     g.lanes.push_back({track, false, is_main});
     g.lanes.back().first_node = static_cast<int32_t>(g.size());
     int32_t prev = -1;
-    bool after_gap = false;
+    // A secondary thread's first work, like its work after a gap, follows the main thread.
+    bool after_gap = !is_main;
     struct Open {
       uint32_t row;
       int64_t end;

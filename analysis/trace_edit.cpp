@@ -56,6 +56,9 @@ std::unordered_map<int64_t, size_t> LaunchByCorrelation(const EditableTrace& t) 
   return m;
 }
 
+// Gaps between two GPU activities of a stream up to this long are the stream's own overhead.
+constexpr int64_t kShortGpuGapNs = 20000;
+
 // GPU placement only (no synchronize fixing).
 void PlaceGpuOnce(EditableTrace* t) {
   auto launch = LaunchByCorrelation(*t);
@@ -96,6 +99,21 @@ void PlaceGpuOnce(EditableTrace* t) {
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return key[a] < key[b]; });
+    // The stream's own gap between queued activities (a GPU never runs two kernels back to back
+    // with no gap): the median of the original short gaps, 1 us when there are none.
+    std::vector<int64_t> short_gaps;
+    for (size_t k = 1; k < order.size(); ++k) {
+      const EditEvent& a = t->events[rows[order[k - 1]]];
+      const EditEvent& b = t->events[rows[order[k]]];
+      const int64_t gap = b.orig_ts - (a.orig_ts + a.orig_dur);
+      if (!a.added && !b.added && gap > 0 && gap <= kShortGpuGapNs) short_gaps.push_back(gap);
+    }
+    int64_t queue_gap = 1000;
+    if (!short_gaps.empty()) {
+      std::nth_element(short_gaps.begin(), short_gaps.begin() + short_gaps.size() / 2,
+                       short_gaps.end());
+      queue_gap = short_gaps[short_gaps.size() / 2];
+    }
     int64_t prev_end = INT64_MIN, prev_orig_end = INT64_MIN;
     bool prev_added = false;
     for (size_t k : order) {
@@ -103,10 +121,13 @@ void PlaceGpuOnce(EditableTrace* t) {
       int64_t start = e.orig_ts;
       if (const EditEvent* l = launch_of(e)) start = std::max(start, l->ts + e.launch_lat);
       if (prev_end != INT64_MIN) {
-        // Two original events keep the overlap they had; anything else queues.
-        const int64_t allowed =
-            prev_added || e.added ? 0 : std::max<int64_t>(0, prev_orig_end - e.orig_ts);
-        start = std::max(start, prev_end - allowed);
+        // Two original events keep the overlap they had, or their gap up to twice the stream's
+        // queue gap; anything added queues one queue gap behind.
+        const int64_t orig_gap = e.orig_ts - prev_orig_end;
+        const int64_t keep = prev_added || e.added ? queue_gap
+                             : orig_gap < 0        ? orig_gap
+                                                   : std::min(orig_gap, 2 * queue_gap);
+        start = std::max(start, prev_end + keep);
       }
       for (const StreamBarrier& b : t->barriers) {
         if (b.track == tr && key[k].first >= b.launch_ts) {
