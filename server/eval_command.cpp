@@ -163,6 +163,10 @@ class RulesMethod : public EvalMethod {
     }
     for (const Finding& f : rr.findings) {
       out.cost_us_per_step[f.code] += f.time_lost_us_per_step;
+      out.cost_claims.push_back({f.code, f.time_lost_us_per_step, f.occurrences});
+      if (out.cost_claims.back().occurrences.empty()) {
+        out.cost_claims.back().occurrences.emplace_back(f.start_ns, f.end_ns);
+      }
       auto sev = out.top_severity.find(f.code);
       const int level = static_cast<int>(f.severity);
       if (sev == out.top_severity.end() || level < sev->second) out.top_severity[f.code] = level;
@@ -729,7 +733,8 @@ std::string Markdown(const RunInfo& info, const std::vector<Section>& sections) 
   }
   md << "\nTrace AUC ranks traces by the method's trace score (rules and fused: the share of the "
         "run all fixes save, as ttap scan publishes it; the others: the mean window score) against "
-        "the trace label; window AUC ranks all windows of the section against whether they overlap a "
+        "the trace label; window AUC ranks all windows of the section against whether they overlap "
+        "a "
         "labelled interval (percentile bootstrap over traces resp. windows). Category accuracy: "
         "share of flagged windows (rules: a window with a category; others: score >= 0.5) that "
         "overlap a label and name its code (percentile bootstrap). Source top-1: share of labelled "
@@ -1013,11 +1018,25 @@ CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t 
       }
       continue;
     }
-    auto est = out.cost_us_per_step.find(code);
-    const double e = est == out.cost_us_per_step.end() ? 0.0 : est->second;
+    // The estimate: the findings of the code that occur where it was injected. One that also
+    // occurs elsewhere in a base that has the code claims the base's share too: left out.
+    auto overlaps_injection = [&](const std::pair<int64_t, int64_t>& o) {
+      for (const EvalLabel& lab : l.labels) {
+        if (lab.code == code && o.first < lab.end_ns && lab.start_ns < o.second) return true;
+      }
+      return false;
+    };
+    const bool base_has_code =
+        std::count(l.pre_existing_codes.begin(), l.pre_existing_codes.end(), code) > 0;
+    double e = 0;
     std::string excluded;
-    if (std::count(l.pre_existing_codes.begin(), l.pre_existing_codes.end(), code) > 0) {
-      excluded = "base has the code";
+    for (const MethodTraceOutput::CostClaim& claim : out.cost_claims) {
+      if (claim.code != code) continue;
+      const size_t inside = static_cast<size_t>(
+          std::count_if(claim.occurrences.begin(), claim.occurrences.end(), overlaps_injection));
+      if (inside == 0) continue;
+      e += claim.us_per_step;
+      if (base_has_code && inside < claim.occurrences.size()) excluded = "base has the code";
     }
     acc.costly.push_back({l.stem, code, truth, e, l.run_us_per_step, excluded});
     // Every costly injection counts for the trace AUC; the ratio only where the truth is all of it.
@@ -1062,9 +1081,11 @@ std::string CostMarkdown(const CostAccuracy& acc) {
           " |\n";
   }
   md +=
-      "\nLeft out of the ratio: injections whose base already has the code (the finding's "
-      "time lost covers the base's share too; the truth only the injection). eval.json lists "
-      "every costly injection with its truth and estimate.\n";
+      "\nEstimate: the time lost of the findings of the code that occur where it was injected "
+      "(0 when none does). Left out of the ratio: injections whose finding also occurs outside "
+      "the injection in a base that already has the code (its time lost covers the base's share "
+      "too; the truth only the injection). eval.json lists every costly injection with its truth "
+      "and estimate.\n";
   md += "\nTrace AUC, costly injections (" + std::to_string(acc.positives) +
         ") vs clean copies of the same bases (" + std::to_string(acc.negatives) +
         "), by the trace score (share of the run all fixes save): " + WithCi(acc.auc) + "\n";

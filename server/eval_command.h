@@ -80,6 +80,14 @@ struct MethodTraceOutput {
   // saves, replayed) and their highest severity (0 error .. 3 hint).
   std::map<std::string, double> cost_us_per_step;
   std::map<std::string, int> top_severity;
+  // Methods with findings: each finding's claim with where it occurs, so that a cost is compared
+  // with the injection it found rather than with every finding of the code.
+  struct CostClaim {
+    std::string code;
+    double us_per_step = 0;
+    std::vector<std::pair<int64_t, int64_t>> occurrences;  // ns
+  };
+  std::vector<CostClaim> cost_claims;
 };
 
 // What eval keeps of a loaded trace (the Trace itself is dropped after loading).
