@@ -326,6 +326,22 @@ class Injector {
       UserFrame(&b);
       const int calls = per_param ? 40 + static_cast<int>(240 * sev_ * U(0.7, 1.3))
                                   : 1 + static_cast<int>(U(0, 2));
+      // Each call: its launch, and on the GPU a fixed cost (latency, a small message's protocol)
+      // plus its payload's transfer. Drawn alike for both forms, so the fixed form differs only
+      // in how the calls are grouped: DDP's buckets carry kCallsPerBucket gradients per call.
+      std::vector<double> launch_us(calls), fixed_us(calls), payload_us(calls);
+      for (int k = 0; k < calls; ++k) {
+        launch_us[k] = U(5, 9);
+        if (per_param) {
+          fixed_us[k] = U(6, 12);
+          payload_us[k] = U(4, 18);
+        } else {
+          fixed_us[k] = 0;
+          payload_us[k] = L * (0.1 + 0.6 * sev_) / calls;
+        }
+      }
+      constexpr int kCallsPerBucket = 32;
+      const int group = per_param && spec_.fixed ? kCallsPerBucket : 1;
       const uint32_t comm = CommTrack();
       // The collective waits for the gradients: the compute work launched so far.
       size_t last_compute = SIZE_MAX;
@@ -338,12 +354,14 @@ class Injector {
         }
       }
       std::vector<size_t> locals;
-      for (int k = 0; k < calls; ++k) {
+      for (int first = 0; first < calls; first += group) {
+        const int last = std::min(calls, first + group);
+        double us = fixed_us[first];
+        for (int k = first; k < last; ++k) us += payload_us[k];
         b.Py("torch/distributed/distributed_c10d.py", 2501, "all_reduce");
         b.Op("record_param_comms");
         b.Op("nccl:all_reduce");
-        const double us = per_param ? U(10, 30) : L * (0.1 + 0.6 * sev_) / calls;
-        locals.push_back(b.Launch(LaunchName(), Us(U(5, 9)), EventKind::kKernel,
+        locals.push_back(b.Launch(LaunchName(), Us(launch_us[first]), EventKind::kKernel,
                                   amd ? "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"
                                       : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, "
                                         "unsigned long, ncclWork*)",
@@ -582,6 +600,8 @@ class Injector {
 };
 
 }  // namespace
+
+bool HasFixedForm(const std::string& code) { return code == "TTA012"; }
 
 const std::vector<std::string>& InjectableCodes() {
   static const std::vector<std::string> k = {"TTA001", "TTA002", "TTA003", "TTA004", "TTA005",

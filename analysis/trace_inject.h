@@ -18,7 +18,14 @@ struct InjectionSpec {
   double severity = 0.5;  // 0 mild .. 1 severe
   uint64_t seed = 1;
   std::string script = "train.py";  // the generated script the frames name
+  // Write what the catalogue fix leaves instead (the counterfactual the truth is measured
+  // against), for codes whose fix does not remove the injected work (HasFixedForm).
+  bool fixed = false;
 };
+
+// True when the fix of |code| leaves part of the injected work (TTA012: bucketed collectives
+// instead of none), so the truth is the injection minus its fixed form rather than minus nothing.
+bool HasFixedForm(const std::string& code);
 
 struct InjectedInterval {
   std::string code;

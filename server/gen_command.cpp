@@ -471,6 +471,7 @@ class Generator {
       const std::string script = "train_" + Slug(b.group.substr(5)) + ".py";
       std::vector<InjectedInterval> injected;
       const EditableTrace before_injection = et;
+      InjectionSpec injected_spec;
       if (p.anti) {
         std::vector<std::string> codes = InjectableCodes();
         std::shuffle(codes.begin(), codes.end(), rng);
@@ -489,6 +490,7 @@ class Generator {
           std::string why;
           if (!InjectAntiPattern(&attempt, spec, &iv, &why) || iv.empty()) continue;
           et = std::move(attempt);
+          injected_spec = spec;
           injected.insert(injected.end(), iv.begin(), iv.end());
           ++done;
         }
@@ -496,11 +498,25 @@ class Generator {
       json = WriteKineto(et);
       // The truth for cost estimates, from the injector's own timing (its reflow of the GPU
       // around the inserted CPU work), not from ttap's causal replay: the analysed steps' wall
-      // time of this copy minus that of the same copy without the injection.
+      // time of this copy minus that of the same copy without the injection, or with the
+      // injection in the form its fix leaves (HasFixedForm).
+      std::string counterfactual;
       if (!injected.empty()) {
+        counterfactual = WriteKineto(before_injection);
+        if (HasFixedForm(injected_spec.code)) {
+          EditableTrace fixed = before_injection;
+          InjectionSpec fixed_spec = injected_spec;
+          fixed_spec.fixed = true;
+          std::vector<InjectedInterval> unused;
+          std::string why;
+          counterfactual = InjectAntiPattern(&fixed, fixed_spec, &unused, &why) ? WriteKineto(fixed)
+                                                                                : std::string();
+        }
+      }
+      if (!counterfactual.empty()) {
         LoadOptions clo;
         clo.threads = 1;
-        auto clean = LoadTraceFromMemory(WriteKineto(before_injection), p.stem + "-clean", clo);
+        auto clean = LoadTraceFromMemory(counterfactual, p.stem + "-clean", clo);
         auto dirty = LoadTraceFromMemory(json, p.stem, clo);
         if (clean.ok() && dirty.ok()) {
           auto wall = [](const Trace& t, size_t* n) {

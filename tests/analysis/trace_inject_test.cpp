@@ -208,3 +208,39 @@ TEST_CASE("an injection whose GPU reflow cannot settle is refused, not written w
     for (const auto& i : iv) CHECK(i.end_ns - i.start_ns < 1000000000);  // well under 1 s
   }
 }
+
+TEST_CASE("TTA012's fixed form: the same calls in buckets of 32, at the same place", "[inject]") {
+  // The truth of a per-parameter collective is the injection minus what bucketing leaves: the
+  // same draws, one call per 32 gradients carrying their payloads, each with one fixed cost.
+  auto base = LoadBase();
+  const ttap::EditableTrace clean = ttap::ToEditable(*base);
+  auto inject = [&](bool fixed) {
+    ttap::EditableTrace et = clean;
+    ttap::InjectionSpec spec;
+    spec.code = "TTA012";
+    spec.severity = 0.6;
+    spec.seed = 5;
+    spec.fixed = fixed;
+    std::vector<ttap::InjectedInterval> iv;
+    std::string why;
+    REQUIRE(ttap::InjectAntiPattern(&et, spec, &iv, &why));
+    REQUIRE(!iv.empty());
+    return std::make_pair(LoadText(ttap::WriteKineto(et)), iv.front().start_ns);
+  };
+  CHECK(ttap::HasFixedForm("TTA012"));
+  CHECK_FALSE(ttap::HasFixedForm("TTA002"));
+  auto [per_param, at] = inject(false);
+  auto [bucketed, fixed_at] = inject(true);
+  CHECK(fixed_at == at);
+  const size_t calls = CountNames(*per_param, "ncclDevKernel");
+  const size_t buckets = CountNames(*bucketed, "ncclDevKernel");
+  const size_t steps = base->steps.size();
+  CHECK(calls > 40 * steps);
+  // Per step ceil(calls / 32) (each step draws its own number of calls).
+  CHECK(buckets >= (calls + 31) / 32);
+  CHECK(buckets <= calls / 32 + steps);
+  // Shorter than per-parameter calls, longer than no collective at all.
+  auto span = [](const ttap::Trace& t) { return t.span_end() - t.span_start(); };
+  CHECK(span(*bucketed) < span(*per_param));
+  CHECK(span(*bucketed) > span(*LoadText(ttap::WriteKineto(clean))));
+}
