@@ -229,7 +229,12 @@ std::string FindingMessage(const Finding& f) {
     std::string op = Text(f, "op");
     return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
            Text(f, "sync_call") + ", " + std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
-           "x per step) drains the GPU for " + detected + saving;
+           "x per step) drains the GPU for " + detected +
+           (Num(f, "host_statement_us") / steps >= 10
+                ? "; the statement that reads it runs " + Ms(Num(f, "host_statement_us") / steps) +
+                      "/step on the host"
+                : "") +
+           saving;
   }
   if (f.code == "TTA008") {
     std::string op = Text(f, "cpu_op");

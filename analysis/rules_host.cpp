@@ -1,6 +1,7 @@
 // Detectors for host-side stalls: TTA001 dataloader-stall, TTA002 host-sync, TTA008 gpu-idle.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "analysis/rule_util.h"
 
@@ -122,6 +123,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     std::map<std::string, Finding> by_cause;
+    std::map<std::string, std::set<int32_t>> statements_of;  // per cause, counted once each
     for (uint32_t i = lo; i < hi; ++i) {
       if (!IsLaunchKind(ev.kind[i])) continue;
       std::string_view name = ctx.Name(i);
@@ -131,7 +133,12 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       const int64_t resume = ctx.NextGpuStart(sync_end, step.end_ns);
       // The drain: GPU idle from the moment the CPU started waiting until new work arrives.
       const int64_t drain = ctx.GpuIdle(ev.ts[i], resume);
-      if (drain < min_drain_ns) continue;
+      // The host work of the statement that reads the value (logging, a metric): the fix (read
+      // it every N steps) takes it out of the step too, even where the GPU has nothing to drain.
+      const int32_t statement = HostStatementOf(ctx.trace(), static_cast<int32_t>(i));
+      const int64_t statement_ns =
+          statement >= 0 ? std::max<int64_t>(0, ev.dur[statement] - ev.dur[i]) : 0;
+      if (drain < min_drain_ns && statement_ns < min_drain_ns) continue;
       int32_t op = ctx.TopOp(static_cast<int32_t>(i));
       int32_t anchor = op >= 0 ? op : static_cast<int32_t>(i);
       // Prefer the innermost op that explains the sync (aten::item, aten::nonzero, ...).
@@ -148,6 +155,9 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
                                 anchor, key);
       f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += drain / 1000.0;
+      if (statement >= 0 && statements_of[key].insert(statement).second) {
+        AccumulateNumber(&f, "host_statement_us", statement_ns / 1000.0);
+      }
       AddNumber(&f, "syncs", (f.evidence.count("syncs") ? f.evidence["syncs"].number : 0) + 1);
       AddNumber(&f, "gpu_drain_us",
                 (f.evidence.count("gpu_drain_us") ? f.evidence["gpu_drain_us"].number : 0) +
@@ -157,7 +167,10 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       AddEvent(&f, std::string(name), 1, ev.dur[i] / 1000.0);
     }
     for (auto& [key, f] : by_cause) {
-      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration())
+      const double statement_us =
+          f.evidence.count("host_statement_us") ? f.evidence["host_statement_us"].number : 0.0;
+      if (step.duration() <= 0 ||
+          (f.per_step[0].second + statement_us) * 1000.0 < min_share * step.duration())
         continue;
       out->push_back(std::move(f));
     }

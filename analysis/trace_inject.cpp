@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <map>
 #include <random>
+#include <set>
 
 namespace ttap {
 
@@ -47,11 +48,14 @@ struct Site {
 
 bool FindSite(EditableTrace* t, Site* site, std::string* why) {
   site->t = t;
-  std::map<uint32_t, int> launches, kernels;
+  std::map<uint32_t, int> launches, kernels, steps;
+  std::set<uint32_t> autograd;  // threads that run autograd's backward engine
   for (const EditEvent& e : t->events) {
     if (IsLaunchKind(e.kind) && !t->tracks[e.track].gpu && Has(e.name, "aunch"))
       launches[e.track]++;
     if (e.kind == EventKind::kKernel) kernels[e.track]++;
+    if (e.name.rfind("ProfilerStep#", 0) == 0) steps[e.track]++;
+    if (e.name.rfind("autograd::engine::evaluate_function", 0) == 0) autograd.insert(e.track);
   }
   if (launches.empty() || kernels.empty()) {
     *why = "no kernel launches with GPU work";
@@ -62,9 +66,38 @@ bool FindSite(EditableTrace* t, Site* site, std::string* why) {
                             [](auto& a, auto& b) { return a.second < b.second; })
         ->first;
   };
-  site->cpu = most(launches);
+  // The user's code runs on the main thread: the one with the step annotations, else the one
+  // launching most that is not autograd's backward thread (it often launches more than the main
+  // thread, but no user statement runs there).
+  std::map<uint32_t, int> main_candidates;
+  for (const auto& [track, n] : launches) {
+    if (!autograd.count(track)) main_candidates[track] = n;
+  }
+  site->cpu = !steps.empty()             ? most(steps)
+              : !main_candidates.empty() ? most(main_candidates)
+                                         : most(launches);
   site->gpu = most(kernels);
   site->device = std::max(0, t->tracks[site->gpu].device);
+  // New work queues behind the stream's work in launch order: work without a launch record has
+  // no place in that order (a base whose GPU events mostly lack one, e.g. clock-skewed or
+  // partial exports, would queue injected kernels far behind their launches).
+  std::set<int64_t> launch_ids;
+  for (const EditEvent& e : t->events) {
+    if (IsLaunchKind(e.kind) && !t->tracks[e.track].gpu && e.correlation >= 0) {
+      launch_ids.insert(e.correlation);
+    }
+  }
+  int on_stream = 0, linked = 0;
+  for (const EditEvent& e : t->events) {
+    if (e.track != site->gpu || !IsGpuKind(e.kind)) continue;
+    ++on_stream;
+    linked += launch_ids.count(e.correlation) > 0 ? 1 : 0;
+  }
+  if (2 * linked < on_stream) {
+    *why = "most GPU work has no launch record (" + std::to_string(linked) + " of " +
+           std::to_string(on_stream) + ")";
+    return false;
+  }
   // Events of the main thread in time order, with their nesting among ops.
   std::vector<size_t> rows;
   for (size_t i = 0; i < t->events.size(); ++i) {

@@ -108,32 +108,6 @@ struct Builder {
     SetDur(l, 0);
     NoWait(l);
   }
-  // The outermost CPU region around |row| (a sync) that sends nothing to the device (it launches
-  // device-to-host copies at most) and lies below the step annotation, or -1. Each candidate is
-  // scanned only until its first launch of other work.
-  int32_t HostStatementOf(int32_t row) const {
-    const EventTable& ev = trace.events;
-    int32_t best = -1;
-    for (int32_t p = ev.parent[row], depth = 0; p >= 0 && depth < 64; p = ev.parent[p], ++depth) {
-      if (!IsCpuRegion(p) || StartsWith(trace.strings.Get(ev.name[p]), "ProfilerStep#")) break;
-      if (LaunchesDeviceWork(p)) break;
-      best = p;
-    }
-    return best;
-  }
-  bool LaunchesDeviceWork(int32_t row) const {
-    const EventTable& ev = trace.events;
-    auto [a, e] = NodesUnder(row);
-    for (int32_t n = a; n < e; ++n) {
-      if (g.role[n] == NodeRole::kCpuWork || g.row[n] < 0) continue;
-      const int32_t gr = ev.link[g.row[n]];
-      if (gr < 0 || !IsGpuKind(ev.kind[gr])) continue;
-      if (ev.kind[gr] != EventKind::kMemcpy || !Contains(trace.strings.Get(ev.name[gr]), "DtoH")) {
-        return true;
-      }
-    }
-    return false;
-  }
   bool IsCpuRegion(int32_t row) const {
     const EventKind k = trace.events.kind[row];
     return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
@@ -166,7 +140,7 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
     std::set<int32_t> deferred;
     for (int32_t r : rows) {
       b.NoWait(b.NodeOfRow(r));
-      const int32_t stmt = b.HostStatementOf(r);
+      const int32_t stmt = HostStatementOf(trace, r);
       if (stmt < 0 || !deferred.insert(stmt).second) continue;
       auto [a, e] = b.NodesUnder(stmt);
       for (int32_t n = a; n < e; ++n) {

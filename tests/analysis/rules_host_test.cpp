@@ -125,6 +125,15 @@ TEST_CASE("TTA002: the fix defers the statement that reads the value, not only i
   REQUIRE(statement.size() == 1);
   CHECK(bare[0].time_lost_us_per_step == Approx(1820).margin(30));
   CHECK(statement[0].time_lost_us_per_step == Approx(4025).margin(30));
+  // The detector measures that statement too (its host time beyond the wait), and says so.
+  // Bare, the statement is aten::item itself: a few microseconds beyond its wait.
+  const bool bare_short = bare[0].evidence.count("host_statement_us") == 0 ||
+                          bare[0].evidence.at("host_statement_us").number / 3 < 10;
+  CHECK(bare_short);
+  CHECK(bare[0].message.find("the statement that reads it") == std::string::npos);
+  REQUIRE(statement[0].evidence.count("host_statement_us") == 1);
+  CHECK(statement[0].evidence.at("host_statement_us").number / 3 == Approx(4006).margin(30));
+  CHECK(statement[0].message.find("the statement that reads it runs") != std::string::npos);
 }
 
 TEST_CASE("TTA002: the profiler's own synchronisation in step() is not the user's",

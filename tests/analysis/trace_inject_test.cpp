@@ -244,3 +244,25 @@ TEST_CASE("TTA012's fixed form: the same calls in buckets of 32, at the same pla
   CHECK(span(*bucketed) < span(*per_param));
   CHECK(span(*bucketed) > span(*LoadText(ttap::WriteKineto(clean))));
 }
+
+TEST_CASE("a base whose GPU work mostly has no launch record is refused", "[inject]") {
+  // Injected kernels queue behind the stream's work in launch order; work without a launch has
+  // no place in it (clock-skewed or partial exports), so the injector must not guess.
+  ttap::EditableTrace et = ttap::ToEditable(*LoadBase());
+  for (ttap::EditEvent& e : et.events) {
+    if (ttap::IsLaunchKind(e.kind) && !et.tracks[e.track].gpu) e.correlation = -1;
+  }
+  ttap::InjectionSpec spec;
+  spec.code = "TTA002";
+  spec.severity = 0.5;
+  spec.seed = 1;
+  std::vector<ttap::InjectedInterval> iv;
+  std::string why;
+  CHECK_FALSE(ttap::InjectAntiPattern(&et, spec, &iv, &why));
+  CHECK(why.find("no launch record") != std::string::npos);
+  // The same base with its launch records accepts the injection.
+  ttap::EditableTrace intact = ttap::ToEditable(*LoadBase());
+  iv.clear();
+  why.clear();
+  CHECK(ttap::InjectAntiPattern(&intact, spec, &iv, &why));
+}
