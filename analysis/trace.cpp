@@ -55,11 +55,17 @@ void EventTable::Reserve(size_t n) {
   device.reserve(n);
 }
 
+namespace {
+// Rows that take time: not the profiler's own window (Trace) nor instants ("Record Window End"
+// can lie seconds after the last work).
+bool IsWork(EventKind k) { return k != EventKind::kTraceSpan && k != EventKind::kInstant; }
+}  // namespace
+
 int64_t Trace::span_start() const {
   if (!steps.empty()) return steps.front().start();
   int64_t s = INT64_MAX;
   for (size_t i = 0; i < events.size(); ++i) {
-    if (events.kind[i] == EventKind::kTraceSpan) continue;
+    if (!IsWork(events.kind[i])) continue;
     return events.ts[i];  // rows are sorted by ts
   }
   return s == INT64_MAX ? 0 : s;
@@ -74,7 +80,7 @@ int64_t Trace::span_end() const {
   int64_t e = 0;
   bool any = false;
   for (size_t i = 0; i < events.size(); ++i) {
-    if (events.kind[i] == EventKind::kTraceSpan) continue;
+    if (!IsWork(events.kind[i])) continue;
     e = any ? std::max(e, events.end(i)) : events.end(i);
     any = true;
   }

@@ -175,7 +175,7 @@ struct Trace {
   std::vector<std::pair<std::string, double>> load_phases;
 
   std::string_view Name(size_t row) const { return strings.Get(events.name[row]); }
-  int64_t span_start() const;  // first step start, or first event
+  int64_t span_start() const;  // first step start, or first event that takes time (no instant)
   int64_t span_end() const;
 };
 

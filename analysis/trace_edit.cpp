@@ -100,20 +100,9 @@ void PlaceGpuOnce(EditableTrace* t) {
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return key[a] < key[b]; });
     // The stream's own gap between queued activities (a GPU never runs two kernels back to back
-    // with no gap): the median of the original short gaps, 1 us when there are none.
-    std::vector<int64_t> short_gaps;
-    for (size_t k = 1; k < order.size(); ++k) {
-      const EditEvent& a = t->events[rows[order[k - 1]]];
-      const EditEvent& b = t->events[rows[order[k]]];
-      const int64_t gap = b.orig_ts - (a.orig_ts + a.orig_dur);
-      if (!a.added && !b.added && gap > 0 && gap <= kShortGpuGapNs) short_gaps.push_back(gap);
-    }
-    int64_t queue_gap = 1000;
-    if (!short_gaps.empty()) {
-      std::nth_element(short_gaps.begin(), short_gaps.begin() + short_gaps.size() / 2,
-                       short_gaps.end());
-      queue_gap = short_gaps[short_gaps.size() / 2];
-    }
+    // with no gap), as measured on the unedited trace.
+    const auto qg = t->queue_gap.find(static_cast<uint32_t>(tr));
+    const int64_t queue_gap = qg != t->queue_gap.end() ? qg->second : 1000;
     int64_t prev_end = INT64_MIN, prev_orig_end = INT64_MIN;
     bool prev_added = false;
     for (size_t k : order) {
@@ -305,6 +294,31 @@ EditableTrace ToEditable(const Trace& trace) {
   for (const DeviceInfo& d : trace.devices) {
     if (d.name.find("AMD") != std::string::npos || d.name.find("Instinct") != std::string::npos) {
       t.amd = true;
+    }
+  }
+  // Each stream's queue gap, from activities that were queued behind the previous one (their
+  // launch call started before it ended). Gaps of activities that waited for their launch are
+  // the CPU's pace, not the GPU's: a launch-bound base has ~10 us of them, a backlog ~1-2 us.
+  {
+    std::map<uint32_t, std::vector<int64_t>> gaps;
+    std::map<uint32_t, int64_t> prev_end;
+    for (size_t i = 0; i < ev.size(); ++i) {  // rows are in time order
+      if (!IsGpuKind(ev.kind[i]) || ev.kind[i] == EventKind::kGpuSync) continue;
+      auto it = prev_end.find(ev.track[i]);
+      const int32_t launch = ev.link[i];
+      if (it != prev_end.end() && launch >= 0 && ev.ts[launch] < it->second) {
+        const int64_t gap = ev.ts[i] - it->second;
+        if (gap > 0 && gap <= kShortGpuGapNs) gaps[ev.track[i]].push_back(gap);
+      }
+      if (it == prev_end.end()) {
+        prev_end[ev.track[i]] = ev.end(i);
+      } else {
+        it->second = std::max(it->second, ev.end(i));
+      }
+    }
+    for (auto& [track, g] : gaps) {
+      std::nth_element(g.begin(), g.begin() + g.size() / 2, g.end());
+      t.queue_gap[track] = g[g.size() / 2];
     }
   }
   // Synchronize calls that the GPU already overran in the base (clock skew) keep that slack.

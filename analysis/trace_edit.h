@@ -56,6 +56,10 @@ struct EditableTrace {
   int32_t next_python_id = 1;
   std::map<EventKind, std::string> cat_names;  // first spelling seen per kind
   std::map<uint32_t, int32_t> track_stream;    // GPU track -> args.stream of its events
+  // GPU track -> the stream's own gap between queued activities in the unedited trace (the
+  // median gap after an activity whose launch call started before the previous one ended): what
+  // a backlogged stream leaves between kernels. Tracks without such pairs use 1 us.
+  std::map<uint32_t, int64_t> queue_gap;
   // Reflows whose synchronize fixing did not settle (a sync whose awaited GPU work moves with
   // every fix: a dependency cycle an edit created). The trace's timing is then no truth.
   int unsettled_reflows = 0;

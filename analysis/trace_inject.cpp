@@ -290,11 +290,26 @@ class Injector {
       CpuBlock b(t_, site_.cpu, site_.At(s, 0));
       UserFrame(&b);
       const int copies = 24 + static_cast<int>(400 * sev_ * U(0.7, 1.3));
+      // Each tensor: host work that makes it, then its copy. Drawn alike for both forms: the
+      // fixed form (the tensors batched, or made on the device) keeps the host work and sends
+      // all the bytes in one copy.
+      std::vector<double> make_us(copies), gbps(copies), call_us(copies);
+      std::vector<int64_t> bytes(copies);
       for (int i = 0; i < copies; ++i) {
-        b.Cpu(Us(U(2, 6)));
-        Copy(&b, amd ? "Memcpy HtoD (Host -> Device)" : "Memcpy HtoD (Pinned -> Device)",
-             static_cast<int64_t>(U(1, 64) * 1024), U(3, 8), U(4, 8));
+        make_us[i] = U(2, 6);
+        bytes[i] = static_cast<int64_t>(U(1, 64) * 1024);
+        gbps[i] = U(3, 8);
+        call_us[i] = U(4, 8);
       }
+      const std::string kind =
+          amd ? "Memcpy HtoD (Host -> Device)" : "Memcpy HtoD (Pinned -> Device)";
+      int64_t all_bytes = 0;
+      for (int i = 0; i < copies; ++i) {
+        b.Cpu(Us(make_us[i]));
+        all_bytes += bytes[i];
+        if (!spec_.fixed) Copy(&b, kind, bytes[i], gbps[i], call_us[i]);
+      }
+      if (spec_.fixed) Copy(&b, kind, all_bytes, gbps[0], call_us[0]);
       b.Commit(false);
       Keep(b);
     } else if (c == "TTA005" || c == "TTA006") {
@@ -634,7 +649,7 @@ class Injector {
 
 }  // namespace
 
-bool HasFixedForm(const std::string& code) { return code == "TTA012"; }
+bool HasFixedForm(const std::string& code) { return code == "TTA004" || code == "TTA012"; }
 
 const std::vector<std::string>& InjectableCodes() {
   static const std::vector<std::string> k = {"TTA001", "TTA002", "TTA003", "TTA004", "TTA005",

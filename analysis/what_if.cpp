@@ -32,6 +32,9 @@ constexpr double kGraphedCpuFactor = 0.05;
 constexpr int64_t kBurstGapNs = 100000;
 // A runtime call once its module is loaded.
 constexpr int64_t kWarmCallNs = 10000;
+// A multi-tensor (foreach / fused) kernel pays the fixed cost of a launch on the device once:
+// each further per-parameter kernel of the same kind loses this share of the shortest one.
+constexpr double kFusedFixedShare = 0.8;
 // zero_grad(set_to_none=True): what is left of the region.
 constexpr int64_t kSetToNoneNs = 10000;
 
@@ -100,13 +103,79 @@ struct Builder {
     for (int32_t n = a; n < b; ++n) t += g.dur[n];
     return t;
   }
+  void SetLaneGap(int32_t n, int64_t gap) {
+    if (n >= 0) w.lane_gap.emplace_back(n, std::max<int64_t>(0, gap));
+  }
+  // A GPU activity that no longer runs: no time, and no gap of its own on its stream (a backlog
+  // closes up behind it).
+  void DropGpu(int32_t gn) {
+    if (gn < 0 || g.role[gn] != NodeRole::kGpu) return;
+    SetDur(gn, 0);
+    SetLaneGap(gn, 0);
+  }
   // Removes a GPU activity with its launch (and any wait on it by that call).
   void RemoveGpu(int32_t gn) {
     if (gn < 0 || g.role[gn] != NodeRole::kGpu) return;
-    SetDur(gn, 0);
+    DropGpu(gn);
     const int32_t l = LaunchOf(gn);
     SetDur(l, 0);
     NoWait(l);
+  }
+  // The outermost framework op around launch call |launch_row| that launches nothing else (the
+  // aten::to -> _to_copy -> copy_ chain of one `.cuda()`), -1. Stops at Python frames and
+  // annotations: the user's statement may do more than this one call.
+  int32_t OpChainOf(int32_t launch_row) const {
+    const EventTable& ev = trace.events;
+    int32_t best = -1;
+    for (int32_t p = ev.parent[launch_row], depth = 0;
+         p >= 0 && depth < 16 && ev.kind[p] == EventKind::kCpuOp; p = ev.parent[p], ++depth) {
+      auto [a, e] = NodesUnder(p);
+      bool other = false;
+      for (int32_t n = a; n < e && !other; ++n) {
+        other = g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0 && g.row[n] != launch_row &&
+                ev.link[g.row[n]] >= 0;
+      }
+      if (other) break;
+      best = p;
+    }
+    return best;
+  }
+  // Removes a GPU activity, its launch and the op chain that only made that launch.
+  void RemoveGpuAndOps(int32_t gn) {
+    if (gn < 0 || g.role[gn] != NodeRole::kGpu) return;
+    RemoveLaunchAndOps(gn);
+    DropGpu(gn);
+  }
+  // Removes the launch of GPU activity |gn| and the op chain that only made that launch; with
+  // |keep_wait| a blocking launch still waits for the GPU (a batched copy from pageable memory
+  // blocks too).
+  void RemoveLaunchAndOps(int32_t gn, bool keep_wait = false) {
+    const int32_t launch_row = g.row[gn] >= 0 ? trace.events.link[g.row[gn]] : -1;
+    if (launch_row >= 0) {
+      const int32_t chain = OpChainOf(launch_row);
+      if (chain >= 0) {
+        auto [a, e] = NodesUnder(chain);
+        for (int32_t n = a; n < e; ++n) {
+          SetDur(n, 0);
+          if (!keep_wait) NoWait(n);
+        }
+      }
+    }
+    const int32_t l = LaunchOf(gn);
+    SetDur(l, 0);
+    if (!keep_wait) NoWait(l);
+  }
+  // GPU activities of one kind that a fix merges into one (a multi-tensor kernel, one batched
+  // copy): they keep their work and run back to back, and each after the first loses the fixed
+  // cost of an activity on the device (kFusedFixedShare of the shortest of them).
+  void FuseGpu(const std::vector<int32_t>& nodes) {
+    int64_t shortest = -1;
+    for (int32_t gn : nodes) shortest = shortest < 0 ? g.dur[gn] : std::min(shortest, g.dur[gn]);
+    for (size_t k = 1; k < nodes.size(); ++k) {
+      const int32_t gn = nodes[k];
+      SetDur(gn, g.dur[gn] - static_cast<int64_t>(kFusedFixedShare * shortest));
+      SetLaneGap(gn, 0);
+    }
   }
   bool IsCpuRegion(int32_t row) const {
     const EventKind k = trace.events.kind[row];
@@ -146,8 +215,7 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       for (int32_t n = a; n < e; ++n) {
         b.NoWait(n);
         if (g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0) {
-          const int32_t gn = b.NodeOfRow(ev.link[g.row[n]]);
-          if (gn >= 0 && g.role[gn] == NodeRole::kGpu) b.SetDur(gn, 0);
+          b.DropGpu(b.NodeOfRow(ev.link[g.row[n]]));
         }
       }
       b.ScaleUnder(stmt, 0.0);
@@ -169,11 +237,24 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       }
     }
   } else if (code == "TTA004" || code == "TTA010" || code == "TTA014") {
-    // Tensors created on the device / channels_last / data kept on the device: the copies or
-    // conversions and their launches disappear.
+    // channels_last / data kept on the device: the conversions or copies disappear with their
+    // launches and the ops that only made them. TTA004 (the tensors batched into one copy, or
+    // made on the device): one launch is left, and the bytes still move.
+    std::vector<int32_t> copies;
     for (int32_t r : rows) {
-      if (IsGpuKind(ev.kind[r])) b.RemoveGpu(b.NodeOfRow(r));
+      if (!IsGpuKind(ev.kind[r])) continue;
+      const int32_t gn = b.NodeOfRow(r);
+      if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
+      if (code != "TTA004") {
+        b.RemoveGpuAndOps(gn);
+        continue;
+      }
+      copies.push_back(gn);
     }
+    // The batched copy is sent once every tensor is made: the last launch stays, and a copy
+    // that blocked still blocks.
+    for (size_t k = 0; k + 1 < copies.size(); ++k) b.RemoveLaunchAndOps(copies[k], true);
+    b.FuseGpu(copies);
     if (code == "TTA014") {
       // The host work on the data between a copy out and its copy back (rows come in pairs)
       // becomes device work, when nothing else is launched in between: CPU slices and waits go.
@@ -200,7 +281,7 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
     for (int32_t r : rows) cpu += b.IsCpuRegion(r) ? b.CpuUnder(r) : 0;
     for (int32_t r : rows) {
       if (!b.IsCpuRegion(r)) continue;
-      for (int32_t gn : b.GpuUnder(r)) b.SetDur(gn, 0);
+      for (int32_t gn : b.GpuUnder(r)) b.DropGpu(gn);
       const double factor = cpu > 0 ? std::min(1.0, static_cast<double>(kSetToNoneNs) / cpu) : 0.0;
       b.ScaleUnder(r, factor);
     }
@@ -212,6 +293,10 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       std::set<StringId> kinds;
       for (int32_t gn : gpu) kinds.insert(ev.name[g.row[gn]]);
       b.ScaleUnder(r, static_cast<double>(kinds.size()) / gpu.size());
+      // The kernels of one kind become one multi-tensor kernel.
+      std::map<StringId, std::vector<int32_t>> by_kind;
+      for (int32_t gn : gpu) by_kind[ev.name[g.row[gn]]].push_back(gn);
+      for (const auto& [kind, nodes] : by_kind) b.FuseGpu(nodes);
     }
   } else if (code == "TTA007") {  // CUDA graphs / torch.compile(mode="reduce-overhead")
     // The launch calls of the bursts, cut into spans where consecutive launches are close: the

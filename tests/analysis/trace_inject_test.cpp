@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/rules.h"
+#include "analysis/tiny_trace.h"
 #include "analysis/trace_edit.h"
 #include "analysis/trace_loader.h"
 #include "analysis/trace_sim.h"
@@ -265,4 +266,68 @@ TEST_CASE("a base whose GPU work mostly has no launch record is refused", "[inje
   iv.clear();
   why.clear();
   CHECK(ttap::InjectAntiPattern(&intact, spec, &iv, &why));
+}
+
+TEST_CASE("TTA004's fixed form: the same tensors made on the host, their bytes in one copy",
+          "[inject]") {
+  auto base = LoadBase();
+  const ttap::EditableTrace clean = ttap::ToEditable(*base);
+  auto inject = [&](bool fixed) {
+    ttap::EditableTrace et = clean;
+    ttap::InjectionSpec spec;
+    spec.code = "TTA004";
+    spec.severity = 0.6;
+    spec.seed = 9;
+    spec.fixed = fixed;
+    std::vector<ttap::InjectedInterval> iv;
+    std::string why;
+    REQUIRE(ttap::InjectAntiPattern(&et, spec, &iv, &why));
+    return LoadText(ttap::WriteKineto(et));
+  };
+  CHECK(ttap::HasFixedForm("TTA004"));
+  auto copies = inject(false), batched = inject(true);
+  auto h2d = [](const ttap::Trace& t, int64_t* bytes) {
+    size_t n = 0;
+    *bytes = 0;
+    for (size_t i = 0; i < t.events.size(); ++i) {
+      if (t.events.kind[i] != EventKind::kMemcpy || t.Name(i).find("HtoD") == std::string::npos)
+        continue;
+      ++n;
+      *bytes += std::max<int64_t>(0, t.events.bytes[i]);
+    }
+    return n;
+  };
+  int64_t base_bytes = 0, copy_bytes = 0, batch_bytes = 0;
+  const size_t in_base = h2d(*LoadText(ttap::WriteKineto(clean)), &base_bytes);
+  const size_t n_copies = h2d(*copies, &copy_bytes) - in_base;
+  const size_t n_batched = h2d(*batched, &batch_bytes) - in_base;
+  CHECK(n_copies > 24 * base->steps.size());
+  CHECK(n_batched == base->steps.size());  // one copy per step
+  CHECK(batch_bytes == copy_bytes);        // the same tensors
+  auto span = [](const ttap::Trace& t) { return t.span_end() - t.span_start(); };
+  CHECK(span(*batched) < span(*copies));
+}
+
+TEST_CASE("added GPU work queues with the stream's queue gap, not the launch-bound pace",
+          "[inject]") {
+  // A stream that mostly waits for its launches (a kernel every 10 us, 8 us apart on the GPU)
+  // and once holds a backlog of five kernels 1.5 us apart: the queue gap is 1.5 us.
+  ttap_test::TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1000;
+  for (int k = 0; k < 40; ++k, cpu += 10) t.Kernel("elementwise_kernel", cpu, 4, cpu + 6, 2);
+  double gpu = cpu + 6;
+  for (int k = 0; k < 5; ++k, cpu += 5, gpu += 21.5) {
+    t.Kernel("ampere_sgemm_128x64_nn", cpu, 4, gpu, 20);  // queued behind the previous one
+  }
+  auto trace = t.Load();
+  const ttap::EditableTrace et = ttap::ToEditable(*trace);
+  REQUIRE(et.queue_gap.size() == 1);
+  CHECK(et.queue_gap.begin()->second == 1500);
+  // Launch-bound alone: no queued pair, so no measured gap (the reflow uses 1 us).
+  ttap_test::TinyTrace bound;
+  bound.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  for (int k = 0; k < 40; ++k)
+    bound.Kernel("elementwise_kernel", 1000 + k * 10, 4, 1006 + k * 10, 2);
+  CHECK(ttap::ToEditable(*bound.Load()).queue_gap.empty());
 }
