@@ -163,7 +163,8 @@ class RulesMethod : public EvalMethod {
     }
     for (const Finding& f : rr.findings) {
       out.cost_us_per_step[f.code] += f.time_lost_us_per_step;
-      out.cost_claims.push_back({f.code, f.time_lost_us_per_step, f.occurrences});
+      out.cost_claims.push_back(
+          {f.code, f.time_lost_us_per_step, f.occurrences, static_cast<int>(f.severity)});
       if (out.cost_claims.back().occurrences.empty()) {
         out.cost_claims.back().occurrences.emplace_back(f.start_ns, f.end_ns);
       }
@@ -1010,16 +1011,6 @@ CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t 
     const std::string& code = l.labels.front().code;
     CostAccuracy::Code& c = acc.by_code[code];
     const double truth = l.time_lost_us_per_step;
-    if (truth < 0.01 * l.run_us_per_step) {
-      ++c.harmless;
-      auto sev = out.top_severity.find(code);
-      if (sev != out.top_severity.end() && sev->second <= static_cast<int>(Severity::kWarning)) {
-        ++c.harmless_flagged;
-      }
-      continue;
-    }
-    // The estimate: the findings of the code that occur where it was injected. One that also
-    // occurs elsewhere in a base that has the code claims the base's share too: left out.
     auto overlaps_injection = [&](const std::pair<int64_t, int64_t>& o) {
       for (const EvalLabel& lab : l.labels) {
         if (lab.code == code && o.first < lab.end_ns && lab.start_ns < o.second) return true;
@@ -1028,6 +1019,22 @@ CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t 
     };
     const bool base_has_code =
         std::count(l.pre_existing_codes.begin(), l.pre_existing_codes.end(), code) > 0;
+    if (truth < 0.01 * l.run_us_per_step) {
+      // Reported at warning or above where it was injected. A finding that also occurs outside
+      // the injection in a base that has the code speaks of the base's pattern too: not counted.
+      ++c.harmless;
+      for (const MethodTraceOutput::CostClaim& claim : out.cost_claims) {
+        if (claim.code != code || claim.severity > static_cast<int>(Severity::kWarning)) continue;
+        const size_t inside = static_cast<size_t>(
+            std::count_if(claim.occurrences.begin(), claim.occurrences.end(), overlaps_injection));
+        if (inside == 0 || (base_has_code && inside < claim.occurrences.size())) continue;
+        ++c.harmless_flagged;
+        break;
+      }
+      continue;
+    }
+    // The estimate: the findings of the code that occur where it was injected. One that also
+    // occurs elsewhere in a base that has the code claims the base's share too: left out.
     double e = 0;
     std::string excluded;
     for (const MethodTraceOutput::CostClaim& claim : out.cost_claims) {
@@ -1084,8 +1091,10 @@ std::string CostMarkdown(const CostAccuracy& acc) {
       "\nEstimate: the time lost of the findings of the code that occur where it was injected "
       "(0 when none does). Left out of the ratio: injections whose finding also occurs outside "
       "the injection in a base that already has the code (its time lost covers the base's share "
-      "too; the truth only the injection). eval.json lists every costly injection with its truth "
-      "and estimate.\n";
+      "too; the truth only the injection). Harmless: the injection costs under 1% of the run; "
+      "at warning+: a finding of the code at warning or above occurs where it was injected "
+      "(not counted when that finding also occurs outside it in a base that has the code). "
+      "eval.json lists every costly injection with its truth and estimate.\n";
   md += "\nTrace AUC, costly injections (" + std::to_string(acc.positives) +
         ") vs clean copies of the same bases (" + std::to_string(acc.negatives) +
         "), by the trace score (share of the run all fixes save): " + WithCi(acc.auc) + "\n";

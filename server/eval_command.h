@@ -86,6 +86,7 @@ struct MethodTraceOutput {
     std::string code;
     double us_per_step = 0;
     std::vector<std::pair<int64_t, int64_t>> occurrences;  // ns
+    int severity = 0;                                      // Severity as int (0 = error)
   };
   std::vector<CostClaim> cost_claims;
 };
