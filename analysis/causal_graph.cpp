@@ -18,6 +18,10 @@ constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 constexpr int64_t kLatencyCapNs = int64_t{3600} * 1000000000;
 // A stream gap longer than this is not the GPU's own spacing between queued work.
 constexpr int64_t kLongStreamGapNs = 50000;
+// An activity that starts this long after its stream's previous activity and its launch call
+// ended, this close after another stream's activity ended, waited for that activity.
+constexpr int64_t kInferredWaitMinNs = 20000;
+constexpr int64_t kInferredWaitTailNs = 10000;
 // What a synchronisation call costs when the awaited work has already finished.
 constexpr int64_t kSyncCostNs = 5000;
 
@@ -427,7 +431,8 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       if (waited_for_launch(launch, prev_end, ev.ts[r])) {
         const int64_t lat = ev.ts[r] - g.obs_start[launch];
         if (lat >= 0 && lat_free.size() < 200000) lat_free.push_back(lat);
-      } else if (ev.ts[r] >= prev_end && natural_gaps.size() < 200000) {
+      } else if (ev.ts[r] >= prev_end && ev.ts[r] - prev_end <= kLongStreamGapNs &&
+                 natural_gaps.size() < 200000) {
         natural_gaps.push_back(ev.ts[r] - prev_end);
       }
     }
@@ -679,6 +684,41 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     }
     wait_pairs.emplace_back(dst, src);
     ++g.stats.stream_waits;
+  }
+  // 3d. Inferred stream waits (traces without cuda_sync records: a cudaStreamWaitEvent leaves no
+  // edge). An activity that started at least kInferredWaitMinNs after both its stream's previous
+  // activity and its launch call ended, within kInferredWaitTailNs of another stream's activity
+  // ending, waited for that activity (a compute stream behind a collective, or the reverse).
+  {
+    std::vector<uint8_t> has_wait(g.size(), 0);
+    for (const auto& [dst, src] : stream_waits) has_wait[dst] = 1;
+    for (const auto& lane : g.lanes) {
+      if (!lane.gpu) continue;
+      for (int32_t dst = lane.first_node; dst < lane.end_node; ++dst) {
+        const int64_t start = g.obs_start[dst];
+        const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
+        if (has_wait[dst] || (prev < 0 && launch < 0)) continue;
+        if (prev >= 0 && start - g.obs_end[prev] < kInferredWaitMinNs) continue;
+        if (launch >= 0 && start - g.obs_end[launch] < kInferredWaitMinNs) continue;
+        int32_t src = -1;
+        for (const auto& other : g.lanes) {
+          if (!other.gpu || &other == &lane || other.first_node == other.end_node) continue;
+          auto first = g.obs_end.begin() + other.first_node;
+          auto last = g.obs_end.begin() + other.end_node;
+          auto it = std::upper_bound(first, last, start);
+          if (it == first) continue;
+          const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
+          if (start - g.obs_end[v] > kInferredWaitTailNs) continue;
+          if (src < 0 || g.obs_end[v] > g.obs_end[src]) src = v;
+        }
+        if (src < 0) continue;
+        g.sync_tail[dst] = start - g.obs_end[src];
+        if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
+        if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
+        wait_pairs.emplace_back(dst, src);
+        ++g.stats.inferred_stream_waits;
+      }
+    }
   }
   // A node that starts relative to a sync call's start follows the call's lane predecessor
   // instead: the call's end waits for GPU work, which may itself follow the call's start.

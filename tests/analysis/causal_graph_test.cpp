@@ -133,6 +133,44 @@ TEST_CASE("a recorded stream wait: the waiting kernel follows the awaited one, i
   CHECK(at[0].ns[static_cast<int>(Cause::kGpuMatmul)] == 1000000);
 }
 
+TEST_CASE("an unrecorded stream wait is inferred: a kernel held until a collective ended",
+          "[causal]") {
+  // No cuda_sync records: K2 on the compute stream was launched at 1032 and its stream idle
+  // from 1120, yet it started at 1803, 3 us after the collective on stream 30 ended (DDP's
+  // cudaStreamWaitEvent on the all-reduce leaves only that trace).
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("volta_sgemm_128x64_nn", 1010, 5, 1020, 100, 7);                     // K1: 1020..1120
+  t.Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1020, 5, 1100, 700, 30);  // 1100..1800
+  t.Cpu("cudaStreamWaitEvent", 1027, 2, "cuda_runtime", 1, "\"correlation\": 9002");
+  t.Kernel("void add_kernel", 1032, 5, 1803, 50, 7);  // K2: 1803..1853
+  t.Runtime("cudaDeviceSynchronize", 1040, 820);      // returns at 1860
+  t.Step(1, 1000, 870);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  CHECK(g.stats.stream_waits == 0);
+  CHECK(g.stats.inferred_stream_waits == 1);
+  Replay base = RunReplay(g);
+  RequireReplayMatches(*trace, g, base);
+  // The collective overlapped (off the path): K2 follows K1, 683 us earlier, the sync with it.
+  WhatIf w;
+  for (size_t v = 0; v < g.size(); ++v) {
+    if (g.role[v] == NodeRole::kGpu && g.dur[v] == 700000) w.dur.emplace_back(v, 0);
+  }
+  REQUIRE(w.dur.size() == 1);
+  CHECK(base.total_step_ns() - RunReplay(g, &w).total_step_ns() == Approx(683000).margin(5000));
+  auto at = AttributeSteps(*trace, g, base);
+  CHECK(at[0].ns[static_cast<int>(Cause::kCommunication)] > 600000);
+  // A kernel that waited for its own late launch is not given a wait.
+  TinyTrace late;
+  late.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  late.Kernel("volta_sgemm_128x64_nn", 1010, 5, 1020, 100, 7);
+  late.Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1020, 5, 1100, 700, 30);
+  late.Kernel("void add_kernel", 1790, 5, 1803, 50, 7);  // launched at 1790
+  late.Step(1, 1000, 870);
+  CHECK(BuildCausalGraph(*late.Load()).stats.inferred_stream_waits == 0);
+}
+
 TEST_CASE("nested CPU work under one op is one node; kept rows and runtime calls stay boundaries",
           "[causal]") {
   TinyTrace t;
