@@ -343,6 +343,13 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
           g.cross[node] = m;
           g.cross_gap[node] = a - g.obs_start[m];
           g.lane_gap[node] = std::min<int64_t>(0, g.lane_gap[node]);
+        } else if (m >= 0) {
+          // Resuming once the main thread is done (a final synchronisation on another thread):
+          // it follows the main thread's end.
+          g.cross[node] = m;
+          g.cross_gap[node] = a - g.obs_end[m];
+          g.cross_from_end[node] = 1;
+          g.lane_gap[node] = std::min<int64_t>(0, g.lane_gap[node]);
         }
       }
       after_gap = false;

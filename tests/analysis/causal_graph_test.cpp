@@ -171,6 +171,31 @@ TEST_CASE("an unrecorded stream wait is inferred: a kernel held until a collecti
   CHECK(BuildCausalGraph(*late.Load()).stats.inferred_stream_waits == 0);
 }
 
+TEST_CASE("a secondary thread resuming after the main thread is done follows its end", "[causal]") {
+  // No steps. Thread 2 launches the first kernel, then the main thread (1) runs 1 ms of ops;
+  // 50 us after it is done, thread 2 synchronises the device (a harness's final sync).
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Cpu("aten::empty", 900, 20, "cpu_op", 2);
+  double cpu = 1000;
+  for (int k = 0; k < 10; ++k, cpu += 100) t.Cpu("aten::mul", cpu, 100);
+  t.Cpu("cudaDeviceSynchronize", cpu + 50, 10, "cuda_runtime", 2, "\"correlation\": 9100");
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  Replay base = RunReplay(g);
+  RequireReplayMatches(*trace, g, base);
+  // Half the main thread's work: the sync, and the run's end, come 500 us earlier.
+  WhatIf w;
+  for (size_t v = 0; v < g.size(); ++v) {
+    if (g.lanes[g.lane[v]].main && g.role[v] == NodeRole::kCpuWork && g.dur[v] == 100000 &&
+        w.dur.size() < 5) {
+      w.dur.emplace_back(static_cast<int32_t>(v), 0);
+    }
+  }
+  REQUIRE(w.dur.size() == 5);
+  CHECK(base.total_step_ns() - RunReplay(g, &w).total_step_ns() == 500000);
+}
+
 TEST_CASE("nested CPU work under one op is one node; kept rows and runtime calls stay boundaries",
           "[causal]") {
   TinyTrace t;
