@@ -1019,6 +1019,22 @@ CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t 
     };
     const bool base_has_code =
         std::count(l.pre_existing_codes.begin(), l.pre_existing_codes.end(), code) > 0;
+    // An occurrence that reaches beyond the injection (by more than a tenth of it) covers some of
+    // the base's own pattern too.
+    auto beyond_injection = [&](const std::pair<int64_t, int64_t>& o) {
+      for (const EvalLabel& lab : l.labels) {
+        const int64_t slack = (lab.end_ns - lab.start_ns) / 10;
+        if (lab.code == code && o.first >= lab.start_ns - slack && o.second <= lab.end_ns + slack)
+          return false;
+      }
+      return true;
+    };
+    // A finding of a base that has the code speaks of the base's pattern too when it occurs
+    // outside the injection, or reaches beyond it.
+    auto mixes_base = [&](const MethodTraceOutput::CostClaim& claim) {
+      return base_has_code &&
+             std::any_of(claim.occurrences.begin(), claim.occurrences.end(), beyond_injection);
+    };
     if (truth < 0.01 * l.run_us_per_step) {
       // Reported at warning or above where it was injected. A finding that also occurs outside
       // the injection in a base that has the code speaks of the base's pattern too: not counted.
@@ -1027,7 +1043,7 @@ CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t 
         if (claim.code != code || claim.severity > static_cast<int>(Severity::kWarning)) continue;
         const size_t inside = static_cast<size_t>(
             std::count_if(claim.occurrences.begin(), claim.occurrences.end(), overlaps_injection));
-        if (inside == 0 || (base_has_code && inside < claim.occurrences.size())) continue;
+        if (inside == 0 || mixes_base(claim)) continue;
         ++c.harmless_flagged;
         break;
       }
@@ -1043,7 +1059,7 @@ CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t 
           std::count_if(claim.occurrences.begin(), claim.occurrences.end(), overlaps_injection));
       if (inside == 0) continue;
       e += claim.us_per_step;
-      if (base_has_code && inside < claim.occurrences.size()) excluded = "base has the code";
+      if (mixes_base(claim)) excluded = "base has the code";
     }
     acc.costly.push_back({l.stem, code, truth, e, l.run_us_per_step, excluded});
     // Every costly injection counts for the trace AUC; the ratio only where the truth is all of it.
@@ -1090,10 +1106,12 @@ std::string CostMarkdown(const CostAccuracy& acc) {
   md +=
       "\nEstimate: the time lost of the findings of the code that occur where it was injected "
       "(0 when none does). Left out of the ratio: injections whose finding also occurs outside "
-      "the injection in a base that already has the code (its time lost covers the base's share "
+      "the injection, or reaches beyond it, in a base that already has the code (its time lost "
+      "covers the base's share "
       "too; the truth only the injection). Harmless: the injection costs under 1% of the run; "
       "at warning+: a finding of the code at warning or above occurs where it was injected "
-      "(not counted when that finding also occurs outside it in a base that has the code). "
+      "(not counted when that finding also occurs outside it, or reaches beyond it, in a base "
+      "that has the code). "
       "eval.json lists every costly injection with its truth and estimate.\n";
   md += "\nTrace AUC, costly injections (" + std::to_string(acc.positives) +
         ") vs clean copies of the same bases (" + std::to_string(acc.negatives) +
