@@ -147,6 +147,9 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("launch_bound_share", 0.05);
+  // Bursts whose launching takes this share of the step on the CPU are candidates too: the
+  // replay decides what CUDA graphs would save (under 1% of the run: a hint).
+  const double min_cpu_share = o.Get("launch_bound_cpu_share", 0.01);
   const size_t min_burst = static_cast<size_t>(std::max(2.0, o.Get("launch_bound_min_burst", 8)));
   const int64_t max_gap_ns = static_cast<int64_t>(o.Get("launch_bound_max_gap_us", 200) * 1000);
   std::vector<Finding> raw;
@@ -161,6 +164,7 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
     };
     std::map<int32_t, Burst> open;  // per device
     int64_t lost_ns = 0, kernels_in_bursts = 0, bursts = 0, kernel_ns = 0, launch_ns = 0;
+    int64_t cpu_span_ns = 0;  // the CPU time from each burst's first launch to its last
     int64_t first = INT64_MAX, last = INT64_MIN;
     std::vector<int32_t> burst_rows;
     std::map<std::string, std::pair<int64_t, int32_t>> step_ops;
@@ -169,6 +173,11 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
       if (b.rows.size() >= min_burst) {
         ++bursts;
         lost_ns += b.idle_ns;
+        const int32_t first_launch = ctx.LaunchOf(b.rows.front());
+        const int32_t last_launch = ctx.LaunchOf(b.rows.back());
+        if (first_launch >= 0 && last_launch >= 0) {
+          cpu_span_ns += std::max<int64_t>(0, ev.end(last_launch) - ev.ts[first_launch]);
+        }
         first = std::min(first, ev.ts[b.rows.front()]);
         last = std::max(last, b.last_end);
         for (uint32_t r : b.rows) {
@@ -212,8 +221,12 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
       b.last_end = std::max(b.last_end, ev.end(i));
     }
     for (auto& [d, b] : open) close(b);
+    // The bursts cost the step their GPU idle time where the GPU waits for them, or the CPU
+    // time that launches them where queued GPU work hides that wait but the CPU's path runs
+    // through them (the replay decides which, and how much CUDA graphs would save).
     if (kernels_in_bursts == 0 || step.duration() <= 0 ||
-        lost_ns < min_share * static_cast<double>(step.duration())) {
+        (lost_ns < min_share * static_cast<double>(step.duration()) &&
+         cpu_span_ns < min_cpu_share * static_cast<double>(step.duration()))) {
       continue;
     }
     Finding f = MakeRawFinding(ctx, "TTA007", static_cast<int>(s), first, last, lost_ns / 1000.0,

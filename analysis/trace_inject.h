@@ -24,8 +24,9 @@ struct InjectionSpec {
 };
 
 // True when the fix of |code| leaves part of the injected work (TTA004: one batched copy and the
-// host work that makes the tensors; TTA012: bucketed collectives instead of none), so the truth is
-// the injection minus its fixed form rather than minus nothing.
+// host work that makes the tensors; TTA007: the same kernels replayed from a CUDA graph; TTA012:
+// bucketed collectives instead of none), so the truth is the injection minus its fixed form
+// rather than minus nothing.
 bool HasFixedForm(const std::string& code);
 
 struct InjectedInterval {

@@ -127,7 +127,43 @@ TEST_CASE("TTA007: the share threshold is configurable", "[rules][TTA007]") {
   auto trace = LaunchLoop(40, 2).Load();
   ttap::RuleOptions o;
   o.values["launch_bound_share"] = 0.9;
+  o.values["launch_bound_cpu_share"] = 0.9;
   o.values["launch_path_share"] = 0.95;
+  CHECK(FindingsWithCode(*trace, "TTA007", o).empty());
+}
+
+TEST_CASE("TTA007: a burst queued behind GPU work is a candidate by its CPU time",
+          "[rules][TTA007]") {
+  // Per step: a 2 ms GEMM is queued first, then 40 tiny kernels launched 13 us apart run back
+  // to back behind it: the GPU never idles between them, but their launching holds the CPU for
+  // 0.5 ms of a ~2.6 ms step. A candidate (the replay says what graphs would save), unless the
+  // CPU share is set above it.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    t.Cpu("aten::mm", base + 5, 12);
+    t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", base + 6, 10, base + 20,
+             2000);
+    double cpu = base + 30, gpu = base + 2021;
+    for (int k = 0; k < 40; ++k, cpu += 13, gpu += 3) {
+      t.Cpu("aten::add_", cpu, 12);
+      t.Launch("void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>()", cpu + 1,
+               10, gpu, 2, "kernel", 7);
+    }
+    t.Runtime("cudaStreamSynchronize", cpu, gpu - cpu + 5);
+    t.Step(s, base, gpu + 10 - base);
+    base = gpu + 20;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA007");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].cause_key == "launch-bound");
+  // 1 us between kernels: 39 us per step, under the 5% of idle the burst rule asks for.
+  CHECK(f[0].evidence.at("gpu_idle_between_us").number == Approx(3 * 39).margin(3));
+  ttap::RuleOptions o;
+  o.values["launch_bound_cpu_share"] = 0.5;
+  o.values["launch_path_share"] = 2;
   CHECK(FindingsWithCode(*trace, "TTA007", o).empty());
 }
 

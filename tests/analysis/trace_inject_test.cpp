@@ -331,3 +331,30 @@ TEST_CASE("added GPU work queues with the stream's queue gap, not the launch-bou
     bound.Kernel("elementwise_kernel", 1000 + k * 10, 4, 1006 + k * 10, 2);
   CHECK(ttap::ToEditable(*bound.Load()).queue_gap.empty());
 }
+
+TEST_CASE("TTA007's fixed form: the same kernels replayed from a graph, no op dispatch",
+          "[inject]") {
+  auto base = LoadBase();
+  const ttap::EditableTrace clean = ttap::ToEditable(*base);
+  auto inject = [&](bool fixed) {
+    ttap::EditableTrace et = clean;
+    ttap::InjectionSpec spec;
+    spec.code = "TTA007";
+    spec.severity = 0.5;
+    spec.seed = 4;
+    spec.fixed = fixed;
+    std::vector<ttap::InjectedInterval> iv;
+    std::string why;
+    REQUIRE(ttap::InjectAntiPattern(&et, spec, &iv, &why));
+    return LoadText(ttap::WriteKineto(et));
+  };
+  CHECK(ttap::HasFixedForm("TTA007"));
+  auto eager = inject(false), graphed = inject(true);
+  auto before = LoadText(ttap::WriteKineto(clean));
+  const size_t kernels = CountNames(*eager, "MulFunctor") - CountNames(*before, "MulFunctor");
+  CHECK(kernels > 30 * base->steps.size());
+  CHECK(CountNames(*graphed, "MulFunctor") - CountNames(*before, "MulFunctor") == kernels);
+  CHECK(CountNames(*graphed, "aten::mul") == CountNames(*before, "aten::mul"));
+  auto span = [](const ttap::Trace& t) { return t.span_end() - t.span_start(); };
+  CHECK(span(*graphed) < span(*eager));
+}
