@@ -44,6 +44,20 @@ bool IsColdStartName(std::string_view n) {
          n == "cudaGetFuncBySymbol" || n == "cuLibraryGetKernel" || n == "hipModuleGetFunction";
 }
 
+// A Python frame that blocks without working: a thread waiting on a condition, a lock, a
+// sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
+bool IsIdleWaitName(std::string_view n) {
+  auto ends = [&](std::string_view suffix) {
+    return n.size() >= suffix.size() && n.substr(n.size() - suffix.size()) == suffix;
+  };
+  const bool stdlib_wait =
+      (Contains(n, "threading.py(") || Contains(n, "queue.py(") || Contains(n, "selectors.py(")) &&
+      (ends(": wait") || ends(": _wait_for_tstate_lock") || ends(": select") || ends(": get"));
+  return stdlib_wait || n == "<built-in function sleep>" ||
+         StartsWith(n, "<built-in method acquire of") ||
+         StartsWith(n, "<built-in method poll of") || StartsWith(n, "<built-in method select of");
+}
+
 Cause GpuCause(EventKind k, std::string_view n) {
   if (k == EventKind::kMemcpy) return Cause::kMemcpy;
   if (k == EventKind::kMemset) return Cause::kMemset;
@@ -231,7 +245,8 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     kNameAllocator = 2,
     kNameCold = 4,
     kNameDataLoader = 8,
-    kNameProfilerStep = 16
+    kNameProfilerStep = 16,
+    kNameIdleWait = 32
   };
   std::vector<uint8_t> name_class(trace.strings.size(), 0);
   for (size_t id = 0; id < name_class.size(); ++id) {
@@ -240,7 +255,8 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
                      (IsAllocatorName(n) ? kNameAllocator : 0) |
                      (IsColdStartName(n) ? kNameCold : 0) |
                      (IsDataLoaderName(n) ? kNameDataLoader : 0) |
-                     (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0);
+                     (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0) |
+                     (IsIdleWaitName(n) ? kNameIdleWait : 0);
   }
   // Rows whose start and end stay node boundaries (merged slices never cross them).
   std::vector<uint8_t> keep_row(n_rows, 0);
@@ -660,7 +676,9 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
         if (d >= 0 && g.obs_end[v] <= g.obs_end[d]) continue;
         int64_t covered = l.gpu ? ClippedLength(gpu_busy, a, b) : 0;
         for (int32_t u = v; !l.gpu && u >= 0 && g.obs_end[u] > a; u = g.lane_prev[u]) {
-          if (g.cause[u] != Cause::kUntraced) {
+          // A thread blocked in a wait or a sleep was not working for the main thread.
+          const bool idle = g.row[u] >= 0 && (name_class[ev.name[g.row[u]]] & kNameIdleWait);
+          if (g.cause[u] != Cause::kUntraced && !idle) {
             covered += std::min(b, g.obs_end[u]) - std::max(a, g.obs_start[u]);
           }
         }

@@ -196,6 +196,26 @@ TEST_CASE("a secondary thread resuming after the main thread is done follows its
   CHECK(base.total_step_ns() - RunReplay(g, &w).total_step_ns() == 500000);
 }
 
+TEST_CASE("a thread blocked in a wait or a sleep is not work the main thread waits for",
+          "[causal]") {
+  // The main thread idles in its loop body from 1100 to 3000 while another thread's frame ends
+  // at 2990: a worker computing (the main thread waited for it: a join), or tqdm's monitor
+  // sleeping in threading.py's wait (it waited for nothing of it).
+  auto joins = [](const std::string& other_frame) {
+    TinyTrace t;
+    t.Python("train.py", 10, "<module>", 1000, 2000);
+    t.Cpu("aten::mul", 1001, 99);
+    t.Cpu(other_frame, 900, 2090, "python_function", 2);
+    auto trace = t.Load();
+    CausalGraph g = BuildCausalGraph(*trace);
+    RequireReplayMatches(*trace, g, RunReplay(g));
+    return std::count(g.role.begin(), g.role.end(), NodeRole::kJoin);
+  };
+  CHECK(joins("worker.py(5): compute") == 1);
+  CHECK(joins("threading.py(359): wait") == 0);
+  CHECK(joins("<built-in function sleep>") == 0);
+}
+
 TEST_CASE("nested CPU work under one op is one node; kept rows and runtime calls stay boundaries",
           "[causal]") {
   TinyTrace t;
