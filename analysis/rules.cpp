@@ -211,7 +211,13 @@ std::string FindingMessage(const Finding& f) {
           ? ", " + Ms(after) + "/step after the larger fixes"
           : "";
   // What the fix saves on this run (what_if.h), or why it saves little.
-  const std::string note = Text(f, "saving_note");
+  std::string note = Text(f, "saving_note");
+  // A symptom of another finding's cause claims only what it adds once that cause is fixed.
+  const std::string symptom_of = Text(f, "symptom_of");
+  if (!symptom_of.empty()) {
+    note = "after " + symptom_of + "'s fix, which removes most of these launches" +
+           (note.empty() ? "" : "; " + note);
+  }
   const std::string saving =
       f.code == "TTA900" || f.code == "TTA016" ? ""
       : note.empty()
@@ -337,7 +343,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
       std::string note = gpu_share >= 0.5 ? "GPU-bound: the GPU computes " + Pct(gpu_share) +
                                                 " of the critical path, so this costs little here"
                                           : "other work on the critical path hides it";
-      f.evidence["saving_note"] = {false, 0, note};
+      if (f.evidence.count("symptom_of") == 0) f.evidence["saving_note"] = {false, 0, note};
     }
     f.message = FindingMessage(f);
   }

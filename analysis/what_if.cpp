@@ -470,10 +470,47 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   } else {
     replay_alone(0, 1, &work);
   }
-  // 2. The fixes one after another, largest first and the symptom (TTA008) last: what they save
-  // together, and what each adds to the ones before it.
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    if (a.symptom != b.symptom) return !a.symptom;
+  // A launch-bound finding whose fix changes mostly the nodes another finding's fix changes
+  // (zero_grad's or the optimizer's per-parameter kernels) is that cause's symptom: it claims
+  // only what it adds once that cause is fixed, instead of the same time twice.
+  {
+    std::vector<int32_t> owner(g.size(), -1);  // the entry whose fix changes the node
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const std::string& code = (*findings)[entries[i].finding].code;
+      if (entries[i].symptom || code == "TTA007") continue;
+      for (const auto& [n, d] : entries[i].what_if.dur) {
+        if (owner[n] < 0) owner[n] = static_cast<int32_t>(i);
+      }
+    }
+    for (Entry& e : entries) {
+      Finding& f = (*findings)[e.finding];
+      if (f.code != "TTA007" || e.what_if.dur.empty()) continue;
+      std::map<int32_t, size_t> shared;
+      for (const auto& [n, d] : e.what_if.dur) {
+        if (owner[n] >= 0) ++shared[owner[n]];
+      }
+      size_t total = 0, most = 0;
+      int32_t cause = -1;
+      for (const auto& [i, k] : shared) {
+        total += k;
+        if (k > most) {
+          most = k;
+          cause = i;
+        }
+      }
+      if (2 * total < e.what_if.dur.size()) continue;
+      e.symptom = true;
+      f.evidence["symptom_of"] = {false, 0, (*findings)[entries[cause].finding].code};
+    }
+  }
+  // 2. The fixes one after another, largest first and the symptoms (TTA008, a launch-bound
+  // region another cause explains) last: what they save together, and what each adds to the
+  // ones before it.
+  auto rank = [&](const Entry& e) {  // causes, then symptoms of a cause, then idle time (TTA008)
+    return !e.symptom ? 0 : (*findings)[e.finding].code == "TTA008" ? 2 : 1;
+  };
+  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
     return a.alone_ns > b.alone_ns;
   });
   // Each prefix of the chain is replayed on its own (every other one by a second thread on a big
@@ -512,7 +549,7 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
     e.marginal_ns = std::max<int64_t>(0, prev_total - p.total);
     if (e.symptom) e.steps = step_deltas(prev_start, prev_end, p.step_start, p.step_end);
     prev_total = std::min(prev_total, p.total);
-    if (!e.symptom) out.safe_saving_ns = out.run_ns - prev_total;
+    if (rank(e) < 2) out.safe_saving_ns = out.run_ns - prev_total;  // a real fix, not TTA008
     prev_start = p.step_start;
     prev_end = p.step_end;
   }
