@@ -203,6 +203,44 @@ bool FirstViolatedSync(const EditableTrace& t, size_t* row, int64_t* needed_end)
   return best_ts != INT64_MAX;
 }
 
+// A synchronize call's own cost once nothing is left to wait for.
+constexpr int64_t kSyncCallNs = 2000;
+
+// The first synchronize call that waited in the unedited trace and now returns later than its
+// awaited GPU work lets it (the CPU before it moved more than that work did), by over 1 us;
+// |needed_end| is when it returns instead. Rows in |skip| are passed over.
+bool FirstLateSync(const EditableTrace& t, const std::vector<char>& skip, size_t* row,
+                   int64_t* needed_end) {
+  const LaunchedGpuEnds launched(t);
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const EditEvent& e = t.events[i];
+    if (e.sync_return < 0 || skip[i] || !IsLaunchKind(e.kind) || OnGpuTrack(t, e)) continue;
+    int64_t gpu_end = 0;
+    if (!launched.Before(e.ts, &gpu_end)) continue;
+    const int64_t need =
+        std::max(e.ts + std::min(e.dur, kSyncCallNs), gpu_end - e.sync_slack + e.sync_return);
+    if (need + 1000 < e.ts + e.dur) {
+      *row = i;
+      *needed_end = need;
+      return true;
+    }
+  }
+  return false;
+}
+
+// True when shortening the call at |row| to end at |new_end| moves no other thread's event of its
+// process into one that starts before it (an event that starts while the call runs).
+bool CanShorten(const EditableTrace& t, size_t row, int64_t new_end) {
+  const EditEvent& s = t.events[row];
+  const std::string& pid = t.tracks[s.track].pid;
+  const int64_t end = s.ts + s.dur;
+  for (const EditEvent& e : t.events) {
+    if (e.track == s.track || t.tracks[e.track].gpu || t.tracks[e.track].pid != pid) continue;
+    if (e.ts > new_end && e.ts < end) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string EditableTrace::CatFor(EventKind kind) const {
@@ -328,6 +366,7 @@ EditableTrace ToEditable(const Trace& trace) {
     int64_t gpu_end = 0;
     if (launched.Before(e.ts, &gpu_end)) {
       e.sync_slack = std::max<int64_t>(0, gpu_end - (e.ts + e.dur));
+      if (gpu_end > e.ts) e.sync_return = std::max<int64_t>(0, e.ts + e.dur - gpu_end);
     }
   }
   return t;
@@ -338,7 +377,19 @@ void ReflowGpu(EditableTrace* trace) {
   size_t row = 0, last_row = SIZE_MAX;
   int64_t need = 0;
   int repeats = 0;
-  for (int guard = 0; FirstViolatedSync(*trace, &row, &need); ++guard) {
+  std::vector<char> keep(trace->events.size(), 0);  // late syncs that cannot be shortened
+  for (int guard = 0;; ++guard) {
+    // A sync that returns before its work is done waits longer; then one that waited in the
+    // unedited trace and now returns after its work is done (the CPU before it moved more than
+    // that work) returns earlier. Every change moves the CPU after it, so both are redone.
+    bool extend = FirstViolatedSync(*trace, &row, &need);
+    if (!extend) {
+      if (!FirstLateSync(*trace, keep, &row, &need)) return;
+      if (!CanShorten(*trace, row, need)) {
+        keep[row] = 1;
+        continue;
+      }
+    }
     // One sync fixed many times over: what it waits for moves with each fix (a cycle).
     repeats = row == last_row ? repeats + 1 : 0;
     last_row = row;

@@ -32,6 +32,10 @@ struct EditEvent {
   int64_t orig_dur = 0;    // GPU-track annotations: dur before any reflow
   int64_t launch_lat = 0;  // GPU events: minimum delay after the launch call
   int64_t sync_slack = 0;  // synchronize calls: how far the GPU already overran the call
+  // Synchronize calls that waited for the GPU in the unedited trace: how long after the awaited
+  // work ended they returned (-1: did not wait, or added by an edit). A reflow that ends the
+  // awaited work earlier than the shifted call expects shortens the call to that.
+  int64_t sync_return = -1;
   bool added = false;      // inserted by an edit (has no original placement)
 };
 

@@ -358,3 +358,39 @@ TEST_CASE("TTA007's fixed form: the same kernels replayed from a graph, no op di
   auto span = [](const ttap::Trace& t) { return t.span_end() - t.span_start(); };
   CHECK(span(*graphed) < span(*eager));
 }
+
+TEST_CASE("a sync that waited keeps waiting only for its work: CPU time before it is absorbed",
+          "[inject]") {
+  // A GEMM of 1 ms queued at 1010, then the CPU waits for it in cudaStreamSynchronize from 1050
+  // to 2025 (5 us after the GEMM ends) and runs 100 us of ops after. 200 us of CPU time inserted
+  // before the sync is absorbed by the wait: the sync still returns 5 us after the GEMM.
+  ttap_test::TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("ampere_sgemm_128x64_nn", 1005, 5, 1020, 1000);
+  t.Runtime("cudaStreamSynchronize", 1050, 975);
+  t.Cpu("aten::add", 2030, 100);
+  auto trace = t.Load();
+  ttap::EditableTrace et = ttap::ToEditable(*trace);
+  uint32_t cpu_track = 0;
+  for (const ttap::EditEvent& e : et.events) {
+    if (e.name == "cudaStreamSynchronize") cpu_track = e.track;
+  }
+  ttap::InsertCpuTime(&et, cpu_track, 1040000, 200000);
+  const ttap::EditEvent* sync = nullptr;
+  const ttap::EditEvent* add = nullptr;
+  for (const ttap::EditEvent& e : et.events) {
+    if (e.name == "cudaStreamSynchronize") sync = &e;
+    if (e.name == "aten::add") add = &e;
+  }
+  REQUIRE(sync != nullptr);
+  REQUIRE(add != nullptr);
+  CHECK(sync->ts == 1250000);
+  CHECK(sync->ts + sync->dur == 2025000);
+  CHECK(add->ts == 2030000);
+  // 1.2 ms inserted: now the sync waits for nothing and costs its call.
+  ttap::EditableTrace more = ttap::ToEditable(*trace);
+  ttap::InsertCpuTime(&more, cpu_track, 1040000, 1200000);
+  for (const ttap::EditEvent& e : more.events) {
+    if (e.name == "cudaStreamSynchronize") CHECK(e.ts + e.dur == 2250000 + 2000);
+  }
+}
