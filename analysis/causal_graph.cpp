@@ -26,10 +26,7 @@ constexpr int64_t kInferredWaitTailNs = 10000;
 constexpr int64_t kSyncCostNs = 5000;
 
 // Synchronisation calls and the synchronous copies, which return once their copy is done.
-bool IsSyncName(std::string_view n) {
-  return IsSyncCall(n) || n == "cudaMemcpy" || n == "hipMemcpy" || n == "hipMemcpyWithStream" ||
-         n == "cudaMemcpy2D" || n == "hipMemcpy2D";
-}
+bool IsSyncName(std::string_view n) { return IsBlockingCall(n); }
 bool IsAllocatorName(std::string_view n) {
   return n == "cudaMalloc" || n == "cudaFree" || n == "hipMalloc" || n == "hipFree" ||
          n == "cudaMallocAsync" || n == "cudaFreeAsync" || n == "cuMemAlloc_v2" ||

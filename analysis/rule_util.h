@@ -29,6 +29,14 @@ inline bool IsSyncCall(std::string_view n) {
          n == "cuCtxSynchronize" || n == "cuEventSynchronize";
 }
 
+// The calls that block the host until device work is done: the synchronisations and the
+// synchronous copies (which return once their copy, queued behind their stream, is done).
+// Shared by the causal graph and the trace editor's reflow.
+inline bool IsBlockingCall(std::string_view n) {
+  return IsSyncCall(n) || n == "cudaMemcpy" || n == "hipMemcpy" || n == "hipMemcpyWithStream" ||
+         n == "cudaMemcpy2D" || n == "hipMemcpy2D";
+}
+
 // A raw finding for one step (|step| indexes ctx.steps()); RunRules merges raw findings with
 // the same code and cause key.
 inline Finding MakeRawFinding(const RuleContext& ctx, const char* code, int step, int64_t start_ns,

@@ -243,22 +243,24 @@ void DetectSmallH2DCopies(const RuleContext& ctx, const RuleOptions& o, std::vec
   }
 }
 
-// TTA013. cudaMalloc/cudaFree (hipMalloc/hipFree, cuMemAlloc/cuMemFree) calls and
-// torch.cuda.empty_cache() in steady-state steps, i.e. every analysed step but the first (the
-// caching allocator warms up in the first step; afterwards it should serve every request from
-// its cache). Both are slow and cudaFree synchronises the device. Time lost per call: its
-// duration (the CPU is blocked) plus the drain it causes: the GPU idle after the call until new
-// work arrives, at most the GPU work that was still running during the call (without the
+// TTA013. cudaMalloc/cudaFree (hipMalloc/hipFree, cuMemAlloc/cuMemFree) calls in steady-state
+// steps, i.e. every analysed step but the first (the caching allocator warms up in the first
+// step; afterwards it should serve every request from its cache), and torch.cuda.empty_cache()
+// in any step (it is never warm-up). Both are slow and cudaFree synchronises the device. Time lost
+// per call: its duration (the CPU is blocked) plus the drain it causes: the GPU idle after the call
+// until new work arrives, at most the GPU work that was still running during the call (without the
 // synchronisation that work would have overlapped with the CPU's next launches).
 // An empty_cache region counts once, with the allocator calls inside it.
 void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("allocator_churn_share", 0.005);
-  for (size_t s = 1; s < ctx.steps().size(); ++s) {
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     std::map<std::string, Finding> by_cause;
+    bool emptied = false;  // an empty_cache() ran earlier in the step
+    int32_t emptied_by = -1;
     for (uint32_t i = lo; i < hi; ++i) {
       const std::string_view name = ctx.Name(i);
       const EventKind k = ev.kind[i];
@@ -267,18 +269,28 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
                                IsEmptyCache(name);
       const bool alloc = IsLaunchKind(ev.kind[i]) && IsAllocatorCall(name);
       if (!empty_cache && !alloc) continue;
+      // The first step's allocations warm the cache up, except those that refill it after an
+      // explicit empty_cache(), which is never warm-up.
+      if (s == 0 && !empty_cache && !emptied) continue;
       // Skip anything inside an empty_cache region: the region is charged as a whole.
       int32_t region = -1;
       for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 4096; p = ev.parent[p], ++g) {
         if (IsEmptyCache(ctx.Name(p))) region = p;
       }
       if (region >= 0) continue;
+      if (empty_cache) {
+        emptied = true;
+        emptied_by = static_cast<int32_t>(i);
+      }
       const int64_t a = ev.ts[i], b = std::min(ev.end(i), step.end_ns);
       const int64_t busy_during = (b - a) - ctx.GpuIdle(a, b);
       const int64_t resume = ctx.NextGpuStart(b, step.end_ns);
       const int64_t drain = std::min(ctx.GpuIdle(b, resume), busy_during);
       const int64_t lost = (b - a) + std::max<int64_t>(0, drain);
-      int32_t anchor = empty_cache ? static_cast<int32_t>(i) : LaunchingOp(ctx, i);
+      // Allocations after an empty_cache() refill what it emptied: they are its cost too.
+      int32_t anchor = empty_cache ? static_cast<int32_t>(i)
+                       : emptied   ? emptied_by
+                                   : LaunchingOp(ctx, i);
       std::string key = CauseKey(ctx, anchor);
       Finding& f = CauseFinding(&by_cause, ctx, "TTA013", static_cast<int>(s), a,
                                 std::max(b, resume), anchor, key);
@@ -311,8 +323,9 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       AddText(&f, "detail",
               Count(Num(f, "allocator_calls")) + " allocator calls" +
                   (ec > 0 ? " and " + Count(ec) + " empty_cache()" : std::string()) +
-                  " in a steady-state step (" + Dur(Num(f, "call_us")) + " blocked, " +
-                  Dur(Num(f, "drain_us")) + " of GPU drain); keep the caching allocator warm");
+                  (s == 0 ? " in the step (" : " in a steady-state step (") +
+                  Dur(Num(f, "call_us")) + " blocked, " + Dur(Num(f, "drain_us")) +
+                  " of GPU drain); keep the caching allocator warm");
       out->push_back(std::move(f));
     }
   }

@@ -9,12 +9,15 @@
 #include <unordered_map>
 
 #include "analysis/kineto_text.h"
+#include "analysis/rule_util.h"
 
 namespace ttap {
 
 namespace {
 
-bool IsSyncName(const std::string& n) { return n.find("Synchronize") != std::string::npos; }
+bool IsSyncName(const std::string& n) {
+  return n.find("Synchronize") != std::string::npos || IsBlockingCall(n);
+}
 
 bool OnGpuTrack(const EditableTrace& t, const EditEvent& e) { return t.tracks[e.track].gpu; }
 

@@ -337,3 +337,24 @@ TEST_CASE("memory rules stay quiet on a trace without GPU activity", "[rules]") 
     CHECK(FindingsWithCode(*trace, code).empty());
   }
 }
+
+TEST_CASE("TTA013: empty_cache() is never warm-up, and the allocations that refill it are its cost",
+          "[rules][TTA013]") {
+  // One step: a kernel, torch.cuda.empty_cache() freeing 4 blocks (300 us each), then 4
+  // aten::empty re-allocating them (200 us each).
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("ampere_sgemm_128x64_nn", 1010, 5, 1020, 100);
+  t.Python("torch/cuda/memory.py", 192, "empty_cache", 1100, 1220);
+  for (int i = 0; i < 4; ++i) t.Runtime("cudaFree", 1105 + i * 302, 300);
+  for (int i = 0; i < 4; ++i) {
+    t.Cpu("aten::empty", 2400 + i * 210, 205);
+    t.Runtime("cudaMalloc", 2402 + i * 210, 200);
+  }
+  t.Step(0, 1000, 2300);
+  auto f = FindingsWithCode(*t.Load(), "TTA013");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("empty_cache_calls").number == 1);
+  CHECK(f[0].evidence.at("allocator_calls").number == 8);
+  CHECK(f[0].evidence.at("call_us").number == Approx(1220 + 4 * 200).margin(5));
+}
