@@ -866,13 +866,13 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
   r.start.resize(n);
   r.end.resize(n);
   // The what-if's changes, merged per node (several entries for one node: the smallest wins).
+  constexpr int64_t kKeep = std::numeric_limits<int64_t>::max();  // no change of that value
   std::vector<Replay::Change>& changes = r.scratch_changes;
   std::vector<int32_t>& change_of = r.scratch_change_of;
   changes.clear();
   for (const WhatIf* what_if : what_ifs) {
     if (!what_if || what_if->empty()) continue;
     if (change_of.size() != n) change_of.assign(n, -1);
-    constexpr int64_t kKeep = std::numeric_limits<int64_t>::max();
     auto slot = [&](int32_t node) -> Replay::Change* {
       if (node < 0 || static_cast<size_t>(node) >= n) return nullptr;
       int32_t& i = change_of[node];
@@ -901,7 +901,7 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     bool wait = g.role[v] == NodeRole::kSync || g.role[v] == NodeRole::kJoin;
     if (any_change && change_of[v] >= 0) {
       const Replay::Change& c = changes[change_of[v]];
-      dur = std::max<int64_t>(0, std::min(dur, c.dur));
+      if (c.dur != kKeep) dur = std::max<int64_t>(0, c.dur);
       lane_gap = std::min(lane_gap, c.lane_gap);
       cross_gap = std::min(cross_gap, c.cross_gap);
       wait = wait && !c.no_wait;

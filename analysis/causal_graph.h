@@ -137,7 +137,8 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
 constexpr int64_t kMergedSliceMaxNs = 20000;
 
 // Changes to replay: new own durations, sync nodes that no longer wait, new launch latencies.
-// Fixes only shorten: where two changes name one node, the smaller value holds.
+// Where two changes name one node, the smaller value holds. A duration may also grow: work a fix
+// moves onto one node (copies batched into one).
 struct WhatIf {
   std::vector<std::pair<int32_t, int64_t>> dur;
   std::vector<int32_t> no_wait;

@@ -304,12 +304,17 @@ class Injector {
       const std::string kind =
           amd ? "Memcpy HtoD (Host -> Device)" : "Memcpy HtoD (Pinned -> Device)";
       int64_t all_bytes = 0;
+      double payload_ns = 0;  // each tensor's bytes at its own rate
       for (int i = 0; i < copies; ++i) {
         b.Cpu(Us(make_us[i]));
         all_bytes += bytes[i];
+        payload_ns += static_cast<double>(bytes[i]) / gbps[i];
         if (!spec_.fixed) Copy(&b, kind, bytes[i], gbps[i], call_us[i]);
       }
-      if (spec_.fixed) Copy(&b, kind, all_bytes, gbps[0], call_us[0]);
+      if (spec_.fixed) {
+        Copy(&b, kind, all_bytes, static_cast<double>(all_bytes) / std::max(1.0, payload_ns),
+             call_us[0]);
+      }
       b.Commit(false);
       Keep(b);
     } else if (c == "TTA005" || c == "TTA006") {

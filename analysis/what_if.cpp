@@ -252,9 +252,21 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       copies.push_back(gn);
     }
     // The batched copy is sent once every tensor is made: the last launch stays, and a copy
-    // that blocked still blocks.
-    for (size_t k = 0; k + 1 < copies.size(); ++k) b.RemoveLaunchAndOps(copies[k], true);
-    b.FuseGpu(copies);
+    // that blocked still blocks. It moves every copy's bytes, each but one without the fixed
+    // cost of a copy (kFusedFixedShare of the shortest).
+    if (!copies.empty()) {
+      int64_t shortest = g.dur[copies.front()], total = 0;
+      for (int32_t gn : copies) {
+        shortest = std::min(shortest, g.dur[gn]);
+        total += g.dur[gn];
+      }
+      for (size_t k = 0; k + 1 < copies.size(); ++k) {
+        b.RemoveLaunchAndOps(copies[k], true);
+        b.DropGpu(copies[k]);
+      }
+      const int64_t fixed = static_cast<int64_t>(kFusedFixedShare * static_cast<double>(shortest));
+      b.SetDur(copies.back(), total - fixed * static_cast<int64_t>(copies.size() - 1));
+    }
     if (code == "TTA014") {
       // The host work on the data between a copy out and its copy back (rows come in pairs)
       // becomes device work, when nothing else is launched in between: CPU slices and waits go.
