@@ -122,6 +122,26 @@ TEST_CASE("lsp: initialize, unknown methods, bad params, shutdown and exit codes
   }
 }
 
+TEST_CASE("lsp: malformed percent-escapes in URIs keep the server up", "[lsp][e2e]") {
+  std::string root = ttap_test::MakeTempDir();
+  LspClient c(ttap_test::Binary());
+  REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
+  c.Notify("initialized", json::object());
+  for (const char* uri : {"file:///tmp/50%off.py", "file:///tmp/%G1.py", "file:///tmp/x%",
+                          "file:///tmp/x%4", "file:///tmp/%%%.py"}) {
+    INFO(uri);
+    c.Notify("textDocument/didOpen",
+             {{"textDocument",
+               {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", "x = 1\n"}}}});
+    auto hover = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
+                                               {"position", {{"line", 0}, {"character", 0}}}});
+    CHECK((hover.contains("result") || hover.contains("error")));
+  }
+  CHECK(c.Call("shutdown", nullptr).contains("result"));
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+}
+
 TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick fixes",
           "[lsp][e2e]") {
   std::string root = ttap_test::MakeTempDir();
