@@ -282,8 +282,18 @@ class Injector {
       UserFrame(&b);
       const int64_t bytes = static_cast<int64_t>(U(2, 24) * (0.3 + 1.5 * sev_) * 1048576.0);
       const double gbps = U(5, 11);
-      Copy(&b, "Memcpy HtoD (Pageable -> Device)", bytes, gbps,
-           static_cast<double>(bytes) / gbps / 1000.0 + U(8, 20));
+      const double blocking_extra_us = U(8, 20);
+      // The fixed form (pinned memory, non_blocking=True): the same bytes at the pinned rate
+      // (1.6-2.4x the pageable one, which stages through a bounce buffer), and a call that
+      // returns at once.
+      const double pinned_gbps = gbps * U(1.6, 2.4);
+      const double async_call_us = U(5, 10);
+      if (spec_.fixed) {
+        Copy(&b, "Memcpy HtoD (Pinned -> Device)", bytes, pinned_gbps, async_call_us);
+      } else {
+        Copy(&b, "Memcpy HtoD (Pageable -> Device)", bytes, gbps,
+             static_cast<double>(bytes) / gbps / 1000.0 + blocking_extra_us);
+      }
       b.Commit(false);
       Keep(b);
     } else if (c == "TTA004") {
@@ -674,7 +684,7 @@ class Injector {
 }  // namespace
 
 bool HasFixedForm(const std::string& code) {
-  return code == "TTA004" || code == "TTA007" || code == "TTA012";
+  return code == "TTA003" || code == "TTA004" || code == "TTA007" || code == "TTA012";
 }
 
 const std::vector<std::string>& InjectableCodes() {

@@ -68,6 +68,26 @@ size_t CountNames(const ttap::Trace& t, const char* part) {
   return n;
 }
 
+// |code| injected into a copy of |clean| (in its fixed form when |fixed|), written and loaded.
+struct Injected {
+  std::unique_ptr<ttap::Trace> trace;
+  int64_t start_ns = 0;  // the first injected interval's start
+};
+Injected InjectForm(const ttap::EditableTrace& clean, const char* code, double severity,
+                    uint64_t seed, bool fixed) {
+  ttap::EditableTrace et = clean;
+  ttap::InjectionSpec spec;
+  spec.code = code;
+  spec.severity = severity;
+  spec.seed = seed;
+  spec.fixed = fixed;
+  std::vector<ttap::InjectedInterval> iv;
+  std::string why;
+  REQUIRE(ttap::InjectAntiPattern(&et, spec, &iv, &why));
+  REQUIRE(!iv.empty());
+  return {LoadText(ttap::WriteKineto(et)), iv.front().start_ns};
+}
+
 }  // namespace
 
 TEST_CASE("an edited trace written back loads with the same events", "[inject]") {
@@ -215,24 +235,13 @@ TEST_CASE("TTA012's fixed form: the same calls in buckets of 32, at the same pla
   // same draws, one call per 32 gradients carrying their payloads, each with one fixed cost.
   auto base = LoadBase();
   const ttap::EditableTrace clean = ttap::ToEditable(*base);
-  auto inject = [&](bool fixed) {
-    ttap::EditableTrace et = clean;
-    ttap::InjectionSpec spec;
-    spec.code = "TTA012";
-    spec.severity = 0.6;
-    spec.seed = 5;
-    spec.fixed = fixed;
-    std::vector<ttap::InjectedInterval> iv;
-    std::string why;
-    REQUIRE(ttap::InjectAntiPattern(&et, spec, &iv, &why));
-    REQUIRE(!iv.empty());
-    return std::make_pair(LoadText(ttap::WriteKineto(et)), iv.front().start_ns);
-  };
   CHECK(ttap::HasFixedForm("TTA012"));
   CHECK_FALSE(ttap::HasFixedForm("TTA002"));
-  auto [per_param, at] = inject(false);
-  auto [bucketed, fixed_at] = inject(true);
-  CHECK(fixed_at == at);
+  Injected per_param_form = InjectForm(clean, "TTA012", 0.6, 5, false);
+  Injected bucketed_form = InjectForm(clean, "TTA012", 0.6, 5, true);
+  CHECK(bucketed_form.start_ns == per_param_form.start_ns);
+  auto& per_param = per_param_form.trace;
+  auto& bucketed = bucketed_form.trace;
   const size_t calls = CountNames(*per_param, "ncclDevKernel");
   const size_t buckets = CountNames(*bucketed, "ncclDevKernel");
   const size_t steps = base->steps.size();
@@ -272,20 +281,9 @@ TEST_CASE("TTA004's fixed form: the same tensors made on the host, their bytes i
           "[inject]") {
   auto base = LoadBase();
   const ttap::EditableTrace clean = ttap::ToEditable(*base);
-  auto inject = [&](bool fixed) {
-    ttap::EditableTrace et = clean;
-    ttap::InjectionSpec spec;
-    spec.code = "TTA004";
-    spec.severity = 0.6;
-    spec.seed = 9;
-    spec.fixed = fixed;
-    std::vector<ttap::InjectedInterval> iv;
-    std::string why;
-    REQUIRE(ttap::InjectAntiPattern(&et, spec, &iv, &why));
-    return LoadText(ttap::WriteKineto(et));
-  };
   CHECK(ttap::HasFixedForm("TTA004"));
-  auto copies = inject(false), batched = inject(true);
+  auto copies = InjectForm(clean, "TTA004", 0.6, 9, false).trace;
+  auto batched = InjectForm(clean, "TTA004", 0.6, 9, true).trace;
   auto h2d = [](const ttap::Trace& t, int64_t* bytes) {
     size_t n = 0;
     *bytes = 0;
@@ -336,20 +334,9 @@ TEST_CASE("TTA007's fixed form: the same kernels replayed from a graph, no op di
           "[inject]") {
   auto base = LoadBase();
   const ttap::EditableTrace clean = ttap::ToEditable(*base);
-  auto inject = [&](bool fixed) {
-    ttap::EditableTrace et = clean;
-    ttap::InjectionSpec spec;
-    spec.code = "TTA007";
-    spec.severity = 0.5;
-    spec.seed = 4;
-    spec.fixed = fixed;
-    std::vector<ttap::InjectedInterval> iv;
-    std::string why;
-    REQUIRE(ttap::InjectAntiPattern(&et, spec, &iv, &why));
-    return LoadText(ttap::WriteKineto(et));
-  };
   CHECK(ttap::HasFixedForm("TTA007"));
-  auto eager = inject(false), graphed = inject(true);
+  auto eager = InjectForm(clean, "TTA007", 0.5, 4, false).trace;
+  auto graphed = InjectForm(clean, "TTA007", 0.5, 4, true).trace;
   auto before = LoadText(ttap::WriteKineto(clean));
   const size_t kernels = CountNames(*eager, "MulFunctor") - CountNames(*before, "MulFunctor");
   CHECK(kernels > 30 * base->steps.size());
@@ -393,4 +380,21 @@ TEST_CASE("a sync that waited keeps waiting only for its work: CPU time before i
   for (const ttap::EditEvent& e : more.events) {
     if (e.name == "cudaStreamSynchronize") CHECK(e.ts + e.dur == 2250000 + 2000);
   }
+}
+
+TEST_CASE("TTA003's fixed form: the same copy from pinned memory, the call returning at once",
+          "[inject]") {
+  auto base = LoadBase();
+  const ttap::EditableTrace clean = ttap::ToEditable(*base);
+  CHECK(ttap::HasFixedForm("TTA003"));
+  auto before = LoadText(ttap::WriteKineto(clean));
+  auto pageable = InjectForm(clean, "TTA003", 0.5, 3, false).trace;
+  auto pinned = InjectForm(clean, "TTA003", 0.5, 3, true).trace;
+  const size_t steps = base->steps.size();
+  CHECK(CountNames(*pageable, "Pageable -> Device") ==
+        CountNames(*before, "Pageable -> Device") + steps);
+  CHECK(CountNames(*pinned, "Pageable -> Device") == CountNames(*before, "Pageable -> Device"));
+  CHECK(CountNames(*pinned, "Pinned -> Device") == CountNames(*before, "Pinned -> Device") + steps);
+  auto span = [](const ttap::Trace& t) { return t.span_end() - t.span_start(); };
+  CHECK(span(*pinned) < span(*pageable));
 }
