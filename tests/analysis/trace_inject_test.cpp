@@ -68,6 +68,8 @@ size_t CountNames(const ttap::Trace& t, const char* part) {
   return n;
 }
 
+int64_t Span(const ttap::Trace& t) { return t.span_end() - t.span_start(); }
+
 // |code| injected into a copy of |clean| (in its fixed form when |fixed|), written and loaded.
 struct Injected {
   std::unique_ptr<ttap::Trace> trace;
@@ -250,9 +252,8 @@ TEST_CASE("TTA012's fixed form: the same calls in buckets of 32, at the same pla
   CHECK(buckets >= (calls + 31) / 32);
   CHECK(buckets <= calls / 32 + steps);
   // Shorter than per-parameter calls, longer than no collective at all.
-  auto span = [](const ttap::Trace& t) { return t.span_end() - t.span_start(); };
-  CHECK(span(*bucketed) < span(*per_param));
-  CHECK(span(*bucketed) > span(*LoadText(ttap::WriteKineto(clean))));
+  CHECK(Span(*bucketed) < Span(*per_param));
+  CHECK(Span(*bucketed) > Span(*LoadText(ttap::WriteKineto(clean))));
 }
 
 TEST_CASE("a base whose GPU work mostly has no launch record is refused", "[inject]") {
@@ -302,8 +303,7 @@ TEST_CASE("TTA004's fixed form: the same tensors made on the host, their bytes i
   CHECK(n_copies > 24 * base->steps.size());
   CHECK(n_batched == base->steps.size());  // one copy per step
   CHECK(batch_bytes == copy_bytes);        // the same tensors
-  auto span = [](const ttap::Trace& t) { return t.span_end() - t.span_start(); };
-  CHECK(span(*batched) < span(*copies));
+  CHECK(Span(*batched) < Span(*copies));
 }
 
 TEST_CASE("added GPU work queues with the stream's queue gap, not the launch-bound pace",
@@ -342,8 +342,7 @@ TEST_CASE("TTA007's fixed form: the same kernels replayed from a graph, no op di
   CHECK(kernels > 30 * base->steps.size());
   CHECK(CountNames(*graphed, "MulFunctor") - CountNames(*before, "MulFunctor") == kernels);
   CHECK(CountNames(*graphed, "aten::mul") == CountNames(*before, "aten::mul"));
-  auto span = [](const ttap::Trace& t) { return t.span_end() - t.span_start(); };
-  CHECK(span(*graphed) < span(*eager));
+  CHECK(Span(*graphed) < Span(*eager));
 }
 
 TEST_CASE("a sync that waited keeps waiting only for its work: CPU time before it is absorbed",
@@ -395,6 +394,5 @@ TEST_CASE("TTA003's fixed form: the same copy from pinned memory, the call retur
         CountNames(*before, "Pageable -> Device") + steps);
   CHECK(CountNames(*pinned, "Pageable -> Device") == CountNames(*before, "Pageable -> Device"));
   CHECK(CountNames(*pinned, "Pinned -> Device") == CountNames(*before, "Pinned -> Device") + steps);
-  auto span = [](const ttap::Trace& t) { return t.span_end() - t.span_start(); };
-  CHECK(span(*pinned) < span(*pageable));
+  CHECK(Span(*pinned) < Span(*pageable));
 }
