@@ -13,18 +13,36 @@
 
 namespace ttap::lsp {
 
+namespace {
+
+// A TCP port: decimal digits only, |lowest| to 65535 (atoi wrapped 99999 to a port silently).
+bool ParsePort(const std::string& text, int lowest, int* port) {
+  if (text.empty() || text.size() > 5) return false;
+  int value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  if (value < lowest || value > 65535) return false;
+  *port = value;
+  return true;
+}
+
+}  // namespace
+
 int RunLspCommand(const std::vector<std::string>& args) {
   std::signal(SIGPIPE, SIG_IGN);  // a client that goes away must not kill the server
   std::string listen;
   int socket_port = -1;
+  const char* socket_port_text = nullptr;
   ServerOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--stdio") continue;
     if (a.rfind("--socket=", 0) == 0) {
-      socket_port = std::atoi(a.c_str() + 9);
+      socket_port_text = a.c_str() + 9;
     } else if (a == "--socket" && i + 1 < args.size()) {
-      socket_port = std::atoi(args[++i].c_str());
+      socket_port_text = args[++i].c_str();
     } else if (a.rfind("--listen=", 0) == 0) {
       listen = a.substr(9);
     } else if (a == "--listen" && i + 1 < args.size()) {
@@ -37,6 +55,10 @@ int RunLspCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "ttap lsp: unknown option %s\n", a.c_str());
       return 2;
     }
+  }
+  if (socket_port_text != nullptr && !ParsePort(socket_port_text, 1, &socket_port)) {
+    std::fprintf(stderr, "ttap lsp: --socket: '%s' is not a port (1-65535)\n", socket_port_text);
+    return 2;
   }
   if (socket_port >= 0) {
     auto channel = ConnectTcp("127.0.0.1", socket_port);
@@ -55,7 +77,12 @@ int RunLspCommand(const std::vector<std::string>& args) {
       host = listen.substr(0, colon);
       port = listen.substr(colon + 1);
     }
-    auto listener = TcpListener::Listen(host, std::atoi(port.c_str()));
+    int port_number = 0;
+    if (!ParsePort(port, 0, &port_number)) {
+      std::fprintf(stderr, "ttap lsp: --listen: '%s' is not a port (0-65535)\n", port.c_str());
+      return 2;
+    }
+    auto listener = TcpListener::Listen(host, port_number);
     if (!listener.ok()) {
       std::fprintf(stderr, "ttap lsp: %s\n", listener.status().message().c_str());
       return 2;

@@ -202,3 +202,14 @@ TEST_CASE("stats --json: the hta block agrees with HTA's own output", "[cli][gol
     if (!has_comm) CHECK(hta["comm_comp_overlap_pct"].is_null());
   }
 }
+
+TEST_CASE("lsp: a port out of range or not a number is refused, not wrapped", "[cli][lsp]") {
+  for (const char* args :
+       {"lsp --listen 127.0.0.1:99999 < /dev/null", "lsp --listen 127.0.0.1:80x < /dev/null",
+        "lsp --socket=70000 < /dev/null", "lsp --socket abc < /dev/null"}) {
+    INFO(args);
+    auto r = RunTtap(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("is not a port") != std::string::npos);
+  }
+}
