@@ -1185,6 +1185,9 @@ json Session::DiagnosticsFor(const std::string& path) {
       json rel = json::array();
       for (size_t k = 0; k < f.frames.size() && rel.size() < 8; ++k) {
         if (static_cast<int>(k) == f.user_frame) continue;
+        // A frame the trace names by a relative path (`torch/nn/modules/module.py`) has no URI:
+        // "file://torch/..." would name a host.
+        if (f.frames[k].file.empty() || f.frames[k].file[0] != '/') continue;
         rel.push_back({{"location",
                         {{"uri", PathToUri(f.frames[k].file)},
                          {"range", RangeJson({{std::max(0, f.frames[k].line - 1), 0},

@@ -164,6 +164,13 @@ TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick f
   CHECK(d["range"]["start"]["line"] == 11);  // `for batch in loader:` (0-based)
   CHECK(d["codeDescription"]["href"].get<std::string>().find("#tta001-dataloader-stall") !=
         std::string::npos);
+  // Related frames name files by absolute URIs only (the trace's relative `torch/...` frames
+  // would become "file://torch/...", a host).
+  for (const json& diag : pub["params"]["diagnostics"]) {
+    for (const json& rel : diag.value("relatedInformation", json::array())) {
+      CHECK(rel["location"]["uri"].get<std::string>().rfind("file:///", 0) == 0);
+    }
+  }
   // Progress and status were reported.
   auto status = c.WaitFor([](const json& m) {
     return m.value("method", "") == "ttap/status" && m["params"]["state"] == "ready";
