@@ -217,7 +217,8 @@ class Session {
   void WorkerLoop();
   void WatchLoop();
   std::string NewestTrace(int64_t* mtime, int64_t* size);
-  void Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel);
+  // False when the trace failed to load (recorded in failed_traces_).
+  bool Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel);
   // The window scorer the settings name, opened once per (path, device) on a helper thread that
   // runs while the trace loads; null when it is off or unusable (the rules run alone).
   std::shared_future<std::shared_ptr<const WindowModel>> WindowScorer();
@@ -323,6 +324,11 @@ class Session {
   std::string index_key_;
   std::string last_trace_;
   int64_t last_trace_mtime_ = -1;
+  // Traces that failed to load, by path, as (size, mtime) when they failed (under work_mu_):
+  // passed over until they change, so a broken newest trace is reported once and the newest
+  // one that loads is shown instead of reloading the broken one forever.
+  std::map<std::string, std::pair<int64_t, int64_t>> failed_traces_;
+  std::string last_failure_;  // the latest load error, for the status
   bool told_no_trace_ = false;
   int progress_token_ = 0;
 };
@@ -789,11 +795,18 @@ std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
     if (r < 0 || r == rank) mine.push_back(f);
   }
   if (!mine.empty()) found.swap(mine);
+  std::map<std::string, std::pair<int64_t, int64_t>> failed;
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    failed = failed_traces_;
+  }
   std::string best;
   int64_t best_mtime = -1;
   for (const auto& f : found) {
     int64_t s = 0;
     int64_t m = MtimeNs(f, &s);
+    auto bad = failed.find(f);
+    if (bad != failed.end() && bad->second == std::make_pair(s, m)) continue;  // unchanged
     if (m > best_mtime) {
       best_mtime = m;
       best = f;
@@ -848,7 +861,14 @@ void Session::WorkerLoop() {
     }
     int64_t mtime = -1;
     std::string trace = NewestTrace(&mtime, nullptr);
-    if (trace.empty()) {
+    std::string failure;
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      failure = failed_traces_.empty() ? "" : last_failure_;
+    }
+    if (trace.empty() && !failure.empty()) {
+      Status("waiting", failure);  // traces exist, none loads: said once when each failed
+    } else if (trace.empty()) {
       Status("no-trace");
       if (!told_no_trace_) {
         told_no_trace_ = true;
@@ -871,7 +891,11 @@ void Session::WorkerLoop() {
         in_flight_trace_ = trace;
         in_flight_mtime_ = mtime;
       }
-      Analyse(trace, mtime, current_cancel_.get());
+      if (!Analyse(trace, mtime, current_cancel_.get())) {
+        // Fall back at once to the newest trace that loads (the failed one is passed over).
+        std::lock_guard<std::mutex> lock(work_mu_);
+        work_pending_ = true;
+      }
     }
     std::lock_guard<std::mutex> lock(work_mu_);
     in_flight_trace_.clear();
@@ -895,7 +919,7 @@ void Session::Status(const std::string& state, const std::string& detail) {
   out_.Notify("ttap/status", p);
 }
 
-void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel) {
+bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel) {
   std::string token = "ttap-analysis-" + std::to_string(++progress_token_);
   bool progress = work_done_progress_;
   if (progress) {
@@ -926,13 +950,27 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   lo.cancel = cancel;
   auto loaded = LoadTrace(trace, lo);
   if (!loaded.ok()) {
-    // A trace still being written is not an error to show: the watcher retries.
-    ClientLog(loaded.status().message());
+    if (cancel && cancel->load()) return true;  // cancelled, not broken
+    // Passed over until it changes (a trace still being written changes, and is retried then);
+    // said once.
+    int64_t size = -1;
+    const int64_t now_mtime = MtimeNs(trace, &size);
+    const std::string message = loaded.status().message();
+    ClientLog(message);
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      failed_traces_[trace] = {size, now_mtime};
+      last_failure_ = message;
+    }
+    out_.Notify("window/showMessage",
+                {{"type", 2},
+                 {"message", "ttap: cannot read " + trace + " (" + message +
+                                 "); showing the newest trace that loads until it changes"}});
     if (progress)
-      out_.Notify("$/progress", {{"token", token},
-                                 {"value", {{"kind", "end"}, {"message", "not readable yet"}}}});
-    Status("waiting", loaded.status().message());
-    return;
+      out_.Notify("$/progress",
+                  {{"token", token}, {"value", {{"kind", "end"}, {"message", "not readable"}}}});
+    Status("waiting", message);
+    return false;
   }
   if (progress)
     out_.Notify(
@@ -999,7 +1037,7 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
     if (f.user_frame >= 0) p.function = f.frames[f.user_frame].function;
     snap->by_file[lf.absolute_path].push_back(p);
   }
-  if (cancel && cancel->load()) return;
+  if (cancel && cancel->load()) return true;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
     snapshot_ = snap;
@@ -1021,6 +1059,7 @@ void Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
             " ms, mapping " + std::to_string(static_cast<int>(snap->scan->mapping_ms)) + " ms)");
   Status("ready");
   DraftFindingsOf(snap);
+  return true;
 }
 
 std::shared_future<std::shared_ptr<const WindowModel>> Session::WindowScorer() {

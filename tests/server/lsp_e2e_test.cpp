@@ -1,6 +1,7 @@
 // End-to-end JSON-RPC transcripts against the real `ttap lsp` binary over stdio and TCP:
 // lifecycle and error codes, malformed frames, the trace-to-diagnostic flow with hover, code
 // actions and edits that move the squiggle, and the no-trace message.
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -120,6 +121,51 @@ TEST_CASE("lsp: initialize, unknown methods, bad params, shutdown and exit codes
     auto init = c.Call("initialize", InitParams(root, /*utf8=*/true));
     CHECK(init["result"]["capabilities"]["positionEncoding"] == "utf-8");
   }
+}
+
+TEST_CASE("lsp: a broken newest trace is reported once and the newest one that loads is shown",
+          "[lsp][e2e]") {
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  mkdir((root + "/log").c_str(), 0755);
+  const std::string good = root + "/log/host_1.1700000000000.pt.trace.json";
+  const std::string broken = root + "/log/host_1.1800000000000.pt.trace.json";
+  WriteOrFail(good, ttap_test::StallTrace());
+  const std::string full = ttap_test::StallTrace();
+  WriteOrFail(broken, full.substr(0, full.size() / 2));  // truncated mid-write
+  // The broken one is the newer.
+  struct timespec times[2] = {{1700000000, 0}, {1700000000, 0}};
+  REQUIRE(utimensat(AT_FDCWD, good.c_str(), times, 0) == 0);
+  LspClient c(ttap_test::Binary(), {"--stdio", "--poll-ms=50"});
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  auto warn = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "window/showMessage" && m["params"]["type"] == 2;
+  });
+  REQUIRE_FALSE(warn.is_null());
+  CHECK(warn["params"]["message"].get<std::string>().find(broken) != std::string::npos);
+  const std::string uri = "file://" + root + "/train.py";
+  auto pub = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && !m["params"]["diagnostics"].empty();
+  });
+  REQUIRE_FALSE(pub.is_null());
+  CHECK(pub["params"]["diagnostics"][0]["code"] == "TTA001");
+  // Polled 20 times a second for a second: the broken trace is not loaded again, nor reported.
+  c.Drain();
+  c.WaitFor([](const json&) { return false; }, 1000);
+  size_t reloads = 0, warnings = 0;
+  for (const json& m : c.inbox()) {
+    const std::string method = m.value("method", "");
+    if (method == "ttap/status" && m["params"].value("state", "") == "loading" &&
+        m["params"].value("detail", "") == broken) {
+      ++reloads;
+    }
+    if (method == "window/showMessage" && m["params"]["type"] == 2) ++warnings;
+  }
+  CHECK(reloads == 0);
+  CHECK(warnings == 0);
+  c.Notify("exit", nullptr);
 }
 
 TEST_CASE("lsp: malformed percent-escapes in URIs keep the server up", "[lsp][e2e]") {
