@@ -18,6 +18,8 @@ namespace ttap {
 
 class ByteSource {
  public:
+  // |path| "-" is standard input; pipes and FIFOs are streamed (a FIFO without a writer reads
+  // as empty instead of blocking).
   static StatusOr<std::unique_ptr<ByteSource>> Open(const std::string& path);
   // Reads from memory that outlives the source (tests, fuzzing).
   static StatusOr<std::unique_ptr<ByteSource>> OpenMemory(std::string_view data,
@@ -41,6 +43,7 @@ class ByteSource {
 
   std::string path_;
   FILE* file_ = nullptr;
+  std::string pending_;  // bytes read to tell the format, handed out before the file's next ones
   bool gzip_ = false;
   bool eof_ = false;
   bool stream_ended_ = false;  // gzip: last member finished

@@ -45,7 +45,8 @@ StatusOr<TraceTarget> ExpandTraceTarget(const std::string& target) {
 }
 
 int TakeTraceArgument(const std::string& command, const std::string& arg, std::string* target) {
-  if (!arg.empty() && arg[0] == '-') return UsageError(command + ": unknown option " + arg);
+  // "-" alone is standard input (ByteSource streams it).
+  if (arg.size() > 1 && arg[0] == '-') return UsageError(command + ": unknown option " + arg);
   if (!target->empty()) {
     return UsageError(command + ": one trace file or directory, got a second: " + arg);
   }

@@ -1,5 +1,7 @@
 // The `ttap` binary as a whole process: --help/--version, exit codes, `ttap stats` text and JSON
 // (golden files for small bundled traces), directories of ranks, configuration discovery.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -212,4 +214,32 @@ TEST_CASE("lsp: a port out of range or not a number is refused, not wrapped", "[
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("is not a port") != std::string::npos);
   }
+}
+
+TEST_CASE("stats reads a pipe, '-' (standard input), and refuses a FIFO without a writer",
+          "[cli]") {
+  const std::string trace = DataTrace("kineto--docs__traces__before_fix_trace.json.gz");
+  auto direct = RunTtap("stats --json '" + trace + "'");
+  REQUIRE(direct.exit_code == 0);
+  const auto events = nlohmann::json::parse(direct.out)["ranks"][0]["events"];
+  // Gzip and plain text, through a pipe: the bytes read to tell the format are not lost.
+  for (const std::string& cmd :
+       {"cat '" + trace + "' | '" + ttap_test::Binary() + "' stats --json -",
+        "zcat '" + trace + "' | '" + ttap_test::Binary() + "' stats --json /dev/stdin"}) {
+    INFO(cmd);
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    CHECK(pclose(p) == 0);
+    CHECK(nlohmann::json::parse(out)["ranks"][0]["events"] == events);
+  }
+  // A named FIFO no one writes to: a clear error at once, not a wait forever.
+  const std::string fifo = ttap_test::MakeTempDir() + "/trace.fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto r = RunTtap("stats '" + fifo + "'");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("empty") != std::string::npos);
 }
