@@ -359,7 +359,7 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
       kind = EventKind::kOther;
     } else {
       kind = KindFromCategory(cat);
-      if (kind == EventKind::kOther) out->stats.unknown_categories[std::string(cat)]++;
+      if (kind == EventKind::kOther) out->stats.CountUnknownCategory(cat);
     }
     t.ts.push_back(ts);
     t.dur.push_back(dur);

@@ -143,7 +143,21 @@ struct ImportStats {
   uint64_t counters = 0;
   uint64_t gpu_without_launch = 0;          // GPU activity whose launch call is not in the trace
   std::map<std::string, uint64_t> skipped;  // reason -> count
-  std::map<std::string, uint64_t> unknown_categories;  // category -> count
+  // Category -> count, for at most kMaxUnknownCategories distinct categories; events of further
+  // ones are counted in unknown_categories_other (hostile traces name millions).
+  std::map<std::string, uint64_t> unknown_categories;
+  uint64_t unknown_categories_other = 0;
+  static constexpr size_t kMaxUnknownCategories = 256;
+  void CountUnknownCategory(std::string_view cat, uint64_t n = 1) {
+    auto it = unknown_categories.find(std::string(cat));
+    if (it != unknown_categories.end()) {
+      it->second += n;
+    } else if (unknown_categories.size() < kMaxUnknownCategories) {
+      unknown_categories.emplace(std::string(cat), n);
+    } else {
+      unknown_categories_other += n;
+    }
+  }
   std::string first_error;  // first skipped event: reason and byte offset
   uint64_t total_skipped() const {
     uint64_t n = 0;

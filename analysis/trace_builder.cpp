@@ -179,7 +179,8 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     s.flows += part.stats.flows;
     s.counters += part.stats.counters;
     for (auto& [k, v] : part.stats.skipped) s.skipped[k] += v;
-    for (auto& [k, v] : part.stats.unknown_categories) s.unknown_categories[k] += v;
+    for (auto& [k, v] : part.stats.unknown_categories) s.CountUnknownCategory(k, v);
+    s.unknown_categories_other += part.stats.unknown_categories_other;
     if (s.first_error.empty()) s.first_error = part.stats.first_error;
     for (auto& m : part.metadata) {
       Track& tr = trace->tracks[tmap[m.track]];

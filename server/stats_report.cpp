@@ -55,6 +55,9 @@ nlohmann::json ImportStatsToJson(const ImportStats& s) {
                       {"unknown_categories", s.unknown_categories},
                       {"gpu_without_launch", s.gpu_without_launch}};
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
+  if (s.unknown_categories_other > 0) {
+    j["unknown_categories_other"] = s.unknown_categories_other;  // beyond the first 256 names
+  }
   return j;
 }
 

@@ -1105,3 +1105,24 @@ TEST_CASE("Summarize breaks a step down into kernel, data movement and idle time
 
 }  // namespace
 }  // namespace ttap
+
+TEST_CASE("unknown categories: the first 256 are named, the rest counted together", "[loader]") {
+  // 1,000 events in 500 distinct unknown categories, loaded on several threads.
+  std::string json = "{\"traceEvents\": [";
+  for (int i = 0; i < 1000; ++i) {
+    json += std::string(i ? "," : "") + "{\"ph\":\"X\",\"cat\":\"weird_" + std::to_string(i % 500) +
+            "\",\"name\":\"e\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(1000 + i) +
+            ",\"dur\":1}";
+  }
+  json += "]}";
+  ttap::LoadOptions opts;
+  opts.threads = 4;
+  auto r = ttap::LoadTraceFromMemory(json, "cats.json", opts);
+  REQUIRE(r.ok());
+  const ttap::ImportStats& s = (*r)->stats;
+  CHECK(s.unknown_categories.size() <= ttap::ImportStats::kMaxUnknownCategories);
+  uint64_t named = 0;
+  for (const auto& [cat, n] : s.unknown_categories) named += n;
+  CHECK(named + s.unknown_categories_other == 1000);  // every event counted once
+  CHECK(s.unknown_categories_other > 0);
+}
