@@ -10,6 +10,7 @@
 #include <queue>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ttap {
 
@@ -380,14 +381,14 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
 
   phase("devices");
 
-  // 7. Steps: CPU-side ProfilerStep#N, extended to the end of the GPU work they launched.
+  // 7. Steps: CPU-side ProfilerStep#N, extended to the end of the GPU work they launched. The
+  // first event of each number counts (a set, not a scan of the steps so far: 100k steps).
+  std::unordered_set<int64_t> step_numbers;
   for (size_t i = 0; i < total; ++i) {
     if (ev.kind[i] != EventKind::kUserAnnotation && ev.kind[i] != EventKind::kCpuOp) continue;
     int64_t number;
     if (!ParseStepNumber(trace->Name(i), &number)) continue;
-    bool dup = std::any_of(trace->steps.begin(), trace->steps.end(),
-                           [&](const Step& s) { return s.number == number; });
-    if (dup) continue;
+    if (!step_numbers.insert(number).second) continue;
     Step s;
     s.number = number;
     s.event = static_cast<int32_t>(i);
