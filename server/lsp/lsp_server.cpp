@@ -124,32 +124,44 @@ bool GlobMatch(const std::string& glob, const std::string& rel) {
   return false;
 }
 
+// Walks |root| for files matching |globs|. Symbolic links are followed (a `log -> /scratch/run`
+// link, a linked trace), each directory once by (device, inode), so link loops end. Plain files
+// cost no stat unless a glob matches: a dataset folder of 100k images is listed, not probed.
+// |dirs_left| bounds the directories visited.
 void FindTraces(const std::string& root, const std::string& rel,
                 const std::vector<std::string>& globs, int depth, std::vector<std::string>* out,
-                size_t* budget) {
-  if (depth > 12 || *budget == 0) return;
+                size_t* dirs_left, std::set<std::pair<dev_t, ino_t>>* visited) {
+  if (depth > 32 || *dirs_left == 0) return;
   std::string dir = rel.empty() ? root : root + "/" + rel;
+  struct stat self;
+  if (stat(dir.c_str(), &self) != 0 || !visited->insert({self.st_dev, self.st_ino}).second) return;
+  --*dirs_left;
   DIR* d = opendir(dir.c_str());
   if (!d) return;
+  auto matches = [&](const std::string& r) {
+    for (const auto& g : globs) {
+      if (GlobMatch(g, r)) return true;
+    }
+    return false;
+  };
   while (dirent* e = readdir(d)) {
     std::string n = e->d_name;
-    if (n == "." || n == ".." || *budget == 0) continue;
-    --*budget;
+    if (n == "." || n == "..") continue;
     std::string r = rel.empty() ? n : rel + "/" + n;
+    if (e->d_type == DT_REG) {
+      if (matches(r)) out->push_back(root + "/" + r);
+      continue;
+    }
+    if (e->d_type != DT_DIR && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
     struct stat st;
-    if (lstat((root + "/" + r).c_str(), &st) != 0) continue;
+    if (stat((root + "/" + r).c_str(), &st) != 0) continue;  // follows links; dangling: skip
     if (S_ISDIR(st.st_mode)) {
       struct stat cfg;
       if (!SkippedDir(n) && stat((root + "/" + r + "/pyvenv.cfg").c_str(), &cfg) != 0) {
-        FindTraces(root, r, globs, depth + 1, out, budget);
+        FindTraces(root, r, globs, depth + 1, out, dirs_left, visited);
       }
-    } else if (S_ISREG(st.st_mode)) {
-      for (const auto& g : globs) {
-        if (GlobMatch(g, r)) {
-          out->push_back(root + "/" + r);
-          break;
-        }
-      }
+    } else if (S_ISREG(st.st_mode) && matches(r)) {
+      out->push_back(root + "/" + r);
     }
   }
   closedir(d);
@@ -786,8 +798,9 @@ std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
     rank = rank_;
   }
   std::vector<std::string> found;
-  size_t budget = 100000;
-  for (const auto& r : roots) FindTraces(r, "", globs, 0, &found, &budget);
+  size_t dirs_left = 50000;
+  std::set<std::pair<dev_t, ino_t>> visited;
+  for (const auto& r : roots) FindTraces(r, "", globs, 0, &found, &dirs_left, &visited);
   // Per rank: files named for another rank ("rank-3", "rank_3") are not this session's.
   std::vector<std::string> mine;
   for (const auto& f : found) {

@@ -3,6 +3,7 @@
 // actions and edits that move the squiggle, and the no-trace message.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -166,6 +167,37 @@ TEST_CASE("lsp: a broken newest trace is reported once and the newest one that l
   CHECK(reloads == 0);
   CHECK(warnings == 0);
   c.Notify("exit", nullptr);
+}
+
+TEST_CASE("lsp: traces behind symbolic links and deep folders are found; link loops end",
+          "[lsp][e2e]") {
+  // The trace lives outside the workspace, reached through `log -> <elsewhere>/run` 14 folders
+  // down; the workspace also holds a link to itself.
+  std::string root = ttap_test::MakeTempDir();
+  std::string elsewhere = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  std::string deep = elsewhere + "/run";
+  mkdir(deep.c_str(), 0755);
+  for (int i = 0; i < 14; ++i) {
+    deep += "/d" + std::to_string(i);
+    mkdir(deep.c_str(), 0755);
+  }
+  WriteOrFail(deep + "/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
+  REQUIRE(symlink((elsewhere + "/run").c_str(), (root + "/log").c_str()) == 0);
+  REQUIRE(symlink(root.c_str(), (root + "/loop").c_str()) == 0);
+  LspClient c(ttap_test::Binary(), {"--stdio"});
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  const std::string uri = "file://" + root + "/train.py";
+  auto pub = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && !m["params"]["diagnostics"].empty();
+  });
+  REQUIRE_FALSE(pub.is_null());
+  CHECK(pub["params"]["diagnostics"][0]["code"] == "TTA001");
+  CHECK(c.Call("shutdown", nullptr).contains("result"));
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
 }
 
 TEST_CASE("lsp: malformed percent-escapes in URIs keep the server up", "[lsp][e2e]") {
