@@ -53,6 +53,22 @@ json InitParams(const std::string& root, bool utf8 = false) {
 
 }  // namespace
 
+namespace {
+
+// Waits for the non-empty diagnostics of |root|/train.py and checks they start with the
+// StallTrace's TTA001.
+void ExpectStallDiagnostic(LspClient* c, const std::string& root) {
+  const std::string uri = "file://" + root + "/train.py";
+  auto pub = c->WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && !m["params"]["diagnostics"].empty();
+  });
+  REQUIRE_FALSE(pub.is_null());
+  CHECK(pub["params"]["diagnostics"][0]["code"] == "TTA001");
+}
+
+}  // namespace
+
 TEST_CASE("lsp: lifecycle and error codes", "[lsp][e2e]") {
   LspClient c(ttap_test::Binary(), {}, /*quiet_stderr=*/true);
   // Before initialize: -32002.
@@ -145,13 +161,7 @@ TEST_CASE("lsp: a broken newest trace is reported once and the newest one that l
   });
   REQUIRE_FALSE(warn.is_null());
   CHECK(warn["params"]["message"].get<std::string>().find(broken) != std::string::npos);
-  const std::string uri = "file://" + root + "/train.py";
-  auto pub = c.WaitFor([&](const json& m) {
-    return m.value("method", "") == "textDocument/publishDiagnostics" &&
-           m["params"]["uri"] == uri && !m["params"]["diagnostics"].empty();
-  });
-  REQUIRE_FALSE(pub.is_null());
-  CHECK(pub["params"]["diagnostics"][0]["code"] == "TTA001");
+  ExpectStallDiagnostic(&c, root);
   // Polled 20 times a second for a second: the broken trace is not loaded again, nor reported.
   c.Drain();
   c.WaitFor([](const json&) { return false; }, 1000);
@@ -188,13 +198,7 @@ TEST_CASE("lsp: traces behind symbolic links and deep folders are found; link lo
   LspClient c(ttap_test::Binary(), {"--stdio"});
   c.Call("initialize", InitParams(root));
   c.Notify("initialized", json::object());
-  const std::string uri = "file://" + root + "/train.py";
-  auto pub = c.WaitFor([&](const json& m) {
-    return m.value("method", "") == "textDocument/publishDiagnostics" &&
-           m["params"]["uri"] == uri && !m["params"]["diagnostics"].empty();
-  });
-  REQUIRE_FALSE(pub.is_null());
-  CHECK(pub["params"]["diagnostics"][0]["code"] == "TTA001");
+  ExpectStallDiagnostic(&c, root);
   CHECK(c.Call("shutdown", nullptr).contains("result"));
   c.Notify("exit", nullptr);
   CHECK(c.WaitExit() == 0);
