@@ -843,7 +843,15 @@ void Session::WatchLoop() {
     }
     int64_t mtime = -1, size = -1;
     std::string newest = NewestTrace(&mtime, &size);
-    if (newest.empty()) continue;
+    if (newest.empty()) {
+      // The shown trace was deleted and none is left: the worker drops its findings.
+      std::lock_guard<std::mutex> lock(work_mu_);
+      if (!last_trace_.empty() && in_flight_trace_.empty()) {
+        work_pending_ = true;
+        work_cv_.notify_all();
+      }
+      continue;
+    }
     bool changed;
     {
       std::lock_guard<std::mutex> lock(work_mu_);
@@ -878,6 +886,23 @@ void Session::WorkerLoop() {
     {
       std::lock_guard<std::mutex> lock(work_mu_);
       failure = failed_traces_.empty() ? "" : last_failure_;
+    }
+    if (trace.empty()) {
+      // No trace (left) to show: a deleted trace's diagnostics, hovers and memory go with it.
+      bool dropped = false;
+      {
+        std::lock_guard<std::mutex> lock(snap_mu_);
+        dropped = snapshot_ != nullptr;
+        snapshot_.reset();
+      }
+      if (dropped) {
+        {
+          std::lock_guard<std::mutex> lock(work_mu_);
+          last_trace_.clear();
+          last_trace_mtime_ = -1;
+        }
+        PublishAll();
+      }
     }
     if (trace.empty() && !failure.empty()) {
       Status("waiting", failure);  // traces exist, none loads: said once when each failed

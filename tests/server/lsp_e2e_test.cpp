@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <fstream>
 #include <random>
 
@@ -202,6 +203,32 @@ TEST_CASE("lsp: traces behind symbolic links and deep folders are found; link lo
   CHECK(c.Call("shutdown", nullptr).contains("result"));
   c.Notify("exit", nullptr);
   CHECK(c.WaitExit() == 0);
+}
+
+TEST_CASE("lsp: a deleted trace takes its diagnostics and hovers with it", "[lsp][e2e]") {
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  mkdir((root + "/log").c_str(), 0755);
+  const std::string trace = root + "/log/host_1.1700000000000.pt.trace.json";
+  WriteOrFail(trace, ttap_test::StallTrace());
+  LspClient c(ttap_test::Binary(), {"--stdio", "--poll-ms=50"});
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  REQUIRE(std::remove(trace.c_str()) == 0);
+  const std::string uri = "file://" + root + "/train.py";
+  auto cleared = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && m["params"]["diagnostics"].empty();
+  });
+  REQUIRE_FALSE(cleared.is_null());
+  c.Notify("textDocument/didOpen",
+           {{"textDocument",
+             {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}});
+  auto hover = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
+                                             {"position", {{"line", 11}, {"character", 2}}}});
+  CHECK(hover["result"].is_null());
+  c.Notify("exit", nullptr);
 }
 
 TEST_CASE("lsp: malformed percent-escapes in URIs keep the server up", "[lsp][e2e]") {
