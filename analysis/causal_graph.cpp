@@ -25,8 +25,6 @@ constexpr int64_t kInferredWaitTailNs = 10000;
 // What a synchronisation call costs when the awaited work has already finished.
 constexpr int64_t kSyncCostNs = 5000;
 
-// Synchronisation calls and the synchronous copies, which return once their copy is done.
-bool IsSyncName(std::string_view n) { return IsBlockingCall(n); }
 bool IsAllocatorName(std::string_view n) {
   return n == "cudaMalloc" || n == "cudaFree" || n == "hipMalloc" || n == "hipFree" ||
          n == "cudaMallocAsync" || n == "cudaFreeAsync" || n == "cuMemAlloc_v2" ||
@@ -248,7 +246,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
   std::vector<uint8_t> name_class(trace.strings.size(), 0);
   for (size_t id = 0; id < name_class.size(); ++id) {
     const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
-    name_class[id] = (IsSyncName(n) || IsImplicitSync(n) ? kNameSync : 0) |
+    name_class[id] = (IsBlockingCall(n) || IsImplicitSync(n) ? kNameSync : 0) |
                      (IsAllocatorName(n) ? kNameAllocator : 0) |
                      (IsColdStartName(n) ? kNameCold : 0) |
                      (IsDataLoaderName(n) ? kNameDataLoader : 0) |
@@ -608,7 +606,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     std::vector<int32_t> deps;
     const std::string_view name = trace.Name(g.row[s]);
     const int32_t own = ev.link[g.row[s]];
-    if (own >= 0 && !IsSyncName(name) && !IsImplicitSync(name)) {
+    if (own >= 0 && !IsBlockingCall(name) && !IsImplicitSync(name)) {
       // An async copy that blocks: it waits for its own copy (stream order covers the rest).
       if (g.node_of_row[own] >= 0) deps.push_back(g.node_of_row[own]);
     } else if (auto precise = event_sync_source.find(s); precise != event_sync_source.end()) {

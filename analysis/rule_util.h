@@ -94,10 +94,14 @@ inline std::string FormatNumber(const char* fmt, double v) {
 inline void AddNumber(Finding* f, const std::string& key, double v) {
   f->evidence[key] = EvidenceValue{true, v, ""};
 }
+// A numeric evidence entry, 0 when absent.
+inline double Num(const Finding& f, const std::string& key) {
+  auto it = f.evidence.find(key);
+  return it == f.evidence.end() ? 0.0 : it->second.number;
+}
 // Adds |v| to a numeric evidence entry (creating it) and returns the new total.
 inline double AccumulateNumber(Finding* f, const std::string& key, double v) {
-  auto it = f->evidence.find(key);
-  double total = (it == f->evidence.end() ? 0.0 : it->second.number) + v;
+  const double total = Num(*f, key) + v;
   AddNumber(f, key, total);
   return total;
 }

@@ -158,19 +158,15 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       if (statement >= 0 && statements_of[key].insert(statement).second) {
         AccumulateNumber(&f, "host_statement_us", statement_ns / 1000.0);
       }
-      AddNumber(&f, "syncs", (f.evidence.count("syncs") ? f.evidence["syncs"].number : 0) + 1);
-      AddNumber(&f, "gpu_drain_us",
-                (f.evidence.count("gpu_drain_us") ? f.evidence["gpu_drain_us"].number : 0) +
-                    drain / 1000.0);
+      AccumulateNumber(&f, "syncs", 1);
+      AccumulateNumber(&f, "gpu_drain_us", drain / 1000.0);
       AddText(&f, "sync_call", std::string(name));
       AddText(&f, "op", std::string(ctx.Name(anchor)));
       AddEvent(&f, std::string(name), 1, ev.dur[i] / 1000.0);
     }
     for (auto& [key, f] : by_cause) {
-      const double statement_us =
-          f.evidence.count("host_statement_us") ? f.evidence["host_statement_us"].number : 0.0;
-      if (step.duration() <= 0 ||
-          (f.per_step[0].second + statement_us) * 1000.0 < min_share * step.duration())
+      if (step.duration() <= 0 || (f.per_step[0].second + Num(f, "host_statement_us")) * 1000.0 <
+                                      min_share * step.duration())
         continue;
       out->push_back(std::move(f));
     }

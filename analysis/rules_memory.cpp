@@ -37,10 +37,6 @@ bool IsEmptyCache(std::string_view n) {
 
 double Us(int64_t ns) { return ns / 1000.0; }
 
-double Num(const Finding& f, const std::string& key) {
-  auto it = f.evidence.find(key);
-  return it == f.evidence.end() ? 0.0 : it->second.number;
-}
 void Bump(Finding* f, const std::string& key, double delta) {
   AddNumber(f, key, Num(*f, key) + delta);
 }
@@ -259,8 +255,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     std::map<std::string, Finding> by_cause;
-    bool emptied = false;  // an empty_cache() ran earlier in the step
-    int32_t emptied_by = -1;
+    int32_t emptied_by = -1;  // the empty_cache() that ran earlier in the step, -1
     for (uint32_t i = lo; i < hi; ++i) {
       const std::string_view name = ctx.Name(i);
       const EventKind k = ev.kind[i];
@@ -271,26 +266,23 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       if (!empty_cache && !alloc) continue;
       // The first step's allocations warm the cache up, except those that refill it after an
       // explicit empty_cache(), which is never warm-up.
-      if (s == 0 && !empty_cache && !emptied) continue;
+      if (s == 0 && !empty_cache && emptied_by < 0) continue;
       // Skip anything inside an empty_cache region: the region is charged as a whole.
       int32_t region = -1;
       for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 4096; p = ev.parent[p], ++g) {
         if (IsEmptyCache(ctx.Name(p))) region = p;
       }
       if (region >= 0) continue;
-      if (empty_cache) {
-        emptied = true;
-        emptied_by = static_cast<int32_t>(i);
-      }
+      if (empty_cache) emptied_by = static_cast<int32_t>(i);
       const int64_t a = ev.ts[i], b = std::min(ev.end(i), step.end_ns);
       const int64_t busy_during = (b - a) - ctx.GpuIdle(a, b);
       const int64_t resume = ctx.NextGpuStart(b, step.end_ns);
       const int64_t drain = std::min(ctx.GpuIdle(b, resume), busy_during);
       const int64_t lost = (b - a) + std::max<int64_t>(0, drain);
       // Allocations after an empty_cache() refill what it emptied: they are its cost too.
-      int32_t anchor = empty_cache ? static_cast<int32_t>(i)
-                       : emptied   ? emptied_by
-                                   : LaunchingOp(ctx, i);
+      int32_t anchor = empty_cache       ? static_cast<int32_t>(i)
+                       : emptied_by >= 0 ? emptied_by
+                                         : LaunchingOp(ctx, i);
       std::string key = CauseKey(ctx, anchor);
       Finding& f = CauseFinding(&by_cause, ctx, "TTA013", static_cast<int>(s), a,
                                 std::max(b, resume), anchor, key);

@@ -187,8 +187,8 @@ class LaunchedGpuEnds {
 
 // The first synchronize call that returns before the GPU work launched before it has finished
 // (beyond its original overrun); returns false when there is none.
-bool FirstViolatedSync(const EditableTrace& t, size_t* row, int64_t* needed_end) {
-  const LaunchedGpuEnds launched(t);
+bool FirstViolatedSync(const EditableTrace& t, const LaunchedGpuEnds& launched, size_t* row,
+                       int64_t* needed_end) {
   int64_t best_ts = INT64_MAX;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const EditEvent& e = t.events[i];
@@ -212,9 +212,8 @@ constexpr int64_t kSyncCallNs = 2000;
 // The first synchronize call that waited in the unedited trace and now returns later than its
 // awaited GPU work lets it (the CPU before it moved more than that work did), by over 1 us;
 // |needed_end| is when it returns instead. Rows in |skip| are passed over.
-bool FirstLateSync(const EditableTrace& t, const std::vector<char>& skip, size_t* row,
-                   int64_t* needed_end) {
-  const LaunchedGpuEnds launched(t);
+bool FirstLateSync(const EditableTrace& t, const LaunchedGpuEnds& launched,
+                   const std::vector<char>& skip, size_t* row, int64_t* needed_end) {
   for (size_t i = 0; i < t.events.size(); ++i) {
     const EditEvent& e = t.events[i];
     if (e.sync_return < 0 || skip[i] || !IsLaunchKind(e.kind) || OnGpuTrack(t, e)) continue;
@@ -385,9 +384,10 @@ void ReflowGpu(EditableTrace* trace) {
     // A sync that returns before its work is done waits longer; then one that waited in the
     // unedited trace and now returns after its work is done (the CPU before it moved more than
     // that work) returns earlier. Every change moves the CPU after it, so both are redone.
-    bool extend = FirstViolatedSync(*trace, &row, &need);
+    const LaunchedGpuEnds launched(*trace);  // one index of the GPU's ends for both searches
+    bool extend = FirstViolatedSync(*trace, launched, &row, &need);
     if (!extend) {
-      if (!FirstLateSync(*trace, keep, &row, &need)) return;
+      if (!FirstLateSync(*trace, launched, keep, &row, &need)) return;
       if (!CanShorten(*trace, row, need)) {
         keep[row] = 1;
         continue;

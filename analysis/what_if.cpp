@@ -165,17 +165,36 @@ struct Builder {
     SetDur(l, 0);
     if (!keep_wait) NoWait(l);
   }
-  // GPU activities of one kind that a fix merges into one (a multi-tensor kernel, one batched
-  // copy): they keep their work and run back to back, and each after the first loses the fixed
-  // cost of an activity on the device (kFusedFixedShare of the shortest of them).
-  void FuseGpu(const std::vector<int32_t>& nodes) {
+  // The fixed cost of one activity on the device among |nodes| (kFusedFixedShare of the shortest
+  // of them), which a merged activity pays once.
+  int64_t FixedCostOf(const std::vector<int32_t>& nodes) const {
     int64_t shortest = -1;
     for (int32_t gn : nodes) shortest = shortest < 0 ? g.dur[gn] : std::min(shortest, g.dur[gn]);
+    return static_cast<int64_t>(kFusedFixedShare *
+                                static_cast<double>(std::max<int64_t>(0, shortest)));
+  }
+  // GPU activities of one kind that a fix merges into one multi-tensor kernel: they keep their
+  // work and run back to back, each after the first without the fixed cost.
+  void FuseGpu(const std::vector<int32_t>& nodes) {
+    const int64_t fixed = FixedCostOf(nodes);
     for (size_t k = 1; k < nodes.size(); ++k) {
-      const int32_t gn = nodes[k];
-      SetDur(gn, g.dur[gn] - static_cast<int64_t>(kFusedFixedShare * shortest));
-      SetLaneGap(gn, 0);
+      SetDur(nodes[k], g.dur[nodes[k]] - fixed);
+      SetLaneGap(nodes[k], 0);
     }
+  }
+  // Copies that a fix batches into one, sent once every tensor is made: the last launch stays
+  // (a copy that blocked still blocks) and its copy moves every copy's bytes, each but one
+  // without the fixed cost; the others and the op chains that made them go.
+  void BatchIntoLast(const std::vector<int32_t>& copies) {
+    if (copies.empty()) return;
+    int64_t total = 0;
+    for (int32_t gn : copies) total += g.dur[gn];
+    const int64_t fixed = FixedCostOf(copies);
+    for (size_t k = 0; k + 1 < copies.size(); ++k) {
+      RemoveLaunchAndOps(copies[k], /*keep_wait=*/true);
+      DropGpu(copies[k]);
+    }
+    SetDur(copies.back(), total - fixed * static_cast<int64_t>(copies.size() - 1));
   }
   bool IsCpuRegion(int32_t row) const {
     const EventKind k = trace.events.kind[row];
@@ -251,22 +270,7 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       }
       copies.push_back(gn);
     }
-    // The batched copy is sent once every tensor is made: the last launch stays, and a copy
-    // that blocked still blocks. It moves every copy's bytes, each but one without the fixed
-    // cost of a copy (kFusedFixedShare of the shortest).
-    if (!copies.empty()) {
-      int64_t shortest = g.dur[copies.front()], total = 0;
-      for (int32_t gn : copies) {
-        shortest = std::min(shortest, g.dur[gn]);
-        total += g.dur[gn];
-      }
-      for (size_t k = 0; k + 1 < copies.size(); ++k) {
-        b.RemoveLaunchAndOps(copies[k], true);
-        b.DropGpu(copies[k]);
-      }
-      const int64_t fixed = static_cast<int64_t>(kFusedFixedShare * static_cast<double>(shortest));
-      b.SetDur(copies.back(), total - fixed * static_cast<int64_t>(copies.size() - 1));
-    }
+    b.BatchIntoLast(copies);
     if (code == "TTA014") {
       // The host work on the data between a copy out and its copy back (rows come in pairs)
       // becomes device work, when nothing else is launched in between: CPU slices and waits go.
