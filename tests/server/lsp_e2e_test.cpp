@@ -68,6 +68,16 @@ void ExpectStallDiagnostic(LspClient* c, const std::string& root) {
   CHECK(pub["params"]["diagnostics"][0]["code"] == "TTA001");
 }
 
+// Opens |uri| with |text| and hovers at (|line|, |character|); returns the reply.
+json OpenAndHover(LspClient* c, const std::string& uri, const std::string& text, int line,
+                  int character) {
+  c->Notify(
+      "textDocument/didOpen",
+      {{"textDocument", {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", text}}}});
+  return c->Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
+                                        {"position", {{"line", line}, {"character", character}}}});
+}
+
 }  // namespace
 
 TEST_CASE("lsp: lifecycle and error codes", "[lsp][e2e]") {
@@ -222,12 +232,7 @@ TEST_CASE("lsp: a deleted trace takes its diagnostics and hovers with it", "[lsp
            m["params"]["uri"] == uri && m["params"]["diagnostics"].empty();
   });
   REQUIRE_FALSE(cleared.is_null());
-  c.Notify("textDocument/didOpen",
-           {{"textDocument",
-             {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}});
-  auto hover = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
-                                             {"position", {{"line", 11}, {"character", 2}}}});
-  CHECK(hover["result"].is_null());
+  CHECK(OpenAndHover(&c, uri, kTrainPy, 11, 2)["result"].is_null());
   c.Notify("exit", nullptr);
 }
 
@@ -239,11 +244,7 @@ TEST_CASE("lsp: malformed percent-escapes in URIs keep the server up", "[lsp][e2
   for (const char* uri : {"file:///tmp/50%off.py", "file:///tmp/%G1.py", "file:///tmp/x%",
                           "file:///tmp/x%4", "file:///tmp/%%%.py"}) {
     INFO(uri);
-    c.Notify("textDocument/didOpen",
-             {{"textDocument",
-               {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", "x = 1\n"}}}});
-    auto hover = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
-                                               {"position", {{"line", 0}, {"character", 0}}}});
+    auto hover = OpenAndHover(&c, uri, "x = 1\n", 0, 0);
     CHECK((hover.contains("result") || hover.contains("error")));
   }
   CHECK(c.Call("shutdown", nullptr).contains("result"));
@@ -287,11 +288,7 @@ TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick f
   REQUIRE_FALSE(status.is_null());
   CHECK(status["params"]["findings"].get<int>() >= 1);
   // Open the file; hover on the flagged line shows the numbers.
-  c.Notify("textDocument/didOpen",
-           {{"textDocument",
-             {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}});
-  auto hover = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
-                                             {"position", {{"line", 11}, {"character", 2}}}});
+  auto hover = OpenAndHover(&c, uri, kTrainPy, 11, 2);
   REQUIRE(hover["result"].is_object());
   std::string md = hover["result"]["contents"]["value"];
   CHECK(md.find("TTA001 dataloader-stall") != std::string::npos);
