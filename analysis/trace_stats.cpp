@@ -188,7 +188,7 @@ HtaFigures ComputeHtaFigures(const Trace& trace) {
   return h;
 }
 
-TraceSummary Summarize(const Trace& trace, size_t top_n) {
+TraceSummary Summarize(const Trace& trace, size_t top_n, bool causal) {
   const EventTable& ev = trace.events;
   const size_t n = ev.size();
   TraceSummary s;
@@ -351,6 +351,7 @@ TraceSummary Summarize(const Trace& trace, size_t top_n) {
   std::sort(s.top_cpu_ops.begin(), s.top_cpu_ops.end(), by_total);
   if (s.top_cpu_ops.size() > top_n) s.top_cpu_ops.resize(top_n);
 
+  if (!causal) return s;
   s.hta = ComputeHtaFigures(trace);
   s.time = WhereTimeWent(trace);
   return s;

@@ -82,7 +82,9 @@ struct TraceSummary {
   TimeBreakdown time;  // where each step's time went (causal_graph.h)
 };
 
-TraceSummary Summarize(const Trace& trace, size_t top_n = 10);
+// |causal| false leaves out the HTA figures and the causal replay (hta, time): the language
+// server's summary takes those from the rules' own replay instead of replaying twice.
+TraceSummary Summarize(const Trace& trace, size_t top_n = 10, bool causal = true);
 HtaFigures ComputeHtaFigures(const Trace& trace);
 
 // HTA's kernel type of a name (hta/utils/utils.py order).

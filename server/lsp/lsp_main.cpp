@@ -88,6 +88,7 @@ int RunLspCommand(const std::vector<std::string>& args) {
       return 2;
     }
     std::fprintf(stderr, "ttap lsp: listening on %s:%d\n", host.c_str(), (*listener)->port());
+    options.exit_with_client_process = false;
     while (auto channel = (*listener)->Accept()) {
       // Each connection is its own session; `exit` ends that session, not the server.
       std::thread([ch = std::shared_ptr<ByteChannel>(std::move(channel)), options] {

@@ -8,6 +8,8 @@
 #endif
 
 #include <dirent.h>
+#include <malloc.h>
+#include <signal.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
 
@@ -16,13 +18,17 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cerrno>
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "analysis/trace_loader.h"
 #include "analysis/trace_stats.h"
@@ -190,6 +196,14 @@ class Session {
     std::string path;
     int64_t version = 0;
     std::string text;
+    // The buffer as last parsed, and the edits since then that turn parsed->text() into |text|:
+    // the next parse is incremental (a keystroke in a 1 MB buffer costs about a millisecond).
+    std::shared_ptr<const PythonSource> parsed;
+    std::vector<BufferEdit> edits_since_parse;
+  };
+  // A request or notification handled on the request thread, in arrival order.
+  struct Task {
+    std::function<void()> run;
   };
   // A finding placed in a file, with its line as it moves with the user's edits.
   struct Placed {
@@ -203,13 +217,23 @@ class Session {
     std::unique_ptr<ScanResult> scan;
     bool has_gpu = false;                                // the trace has GPU activity
     std::map<std::string, std::vector<Placed>> by_file;  // absolute path -> findings
+    // What hovers and the summary need, computed once by the worker, so the trace's events
+    // (scan->trace) can be released after the analysis (and the LLM drafts, which read them).
+    int64_t span_start_ns = 0;
+    std::vector<Interval> gpu_busy;  // merged kernel/memcpy/memset intervals
+    std::unordered_map<int64_t, size_t> step_index;  // step number -> rules.time.steps index
+    std::string summary_head;                        // the summary's lines above the findings
+    // Hover text by finding index, made on first hover (under snap_mu_).
+    std::map<size_t, std::string> hover_markdown;
     // LLM drafts by finding index, filled in by the worker after publishing (under snap_mu_).
     std::map<size_t, std::shared_ptr<const llm::FindingDraft>> drafts;
   };
 
   // Dispatch.
   void Handle(const json& msg);
-  void HandleRequest(const std::string& method, const json& params, Reply reply);
+  void HandleRequest(const std::string& method, const json& params, Reply reply,
+                     const std::shared_ptr<std::atomic<bool>>& cancelled);
+  void ForgetRequest(const std::string& key);
   void HandleNotification(const std::string& method, const json& params);
   // Lifecycle and settings.
   void OnInitialize(const json& params, Reply reply);
@@ -220,7 +244,20 @@ class Session {
   void OnDidOpen(const json& params);
   void OnDidChange(const json& params);
   void OnDidClose(const json& params);
-  std::shared_ptr<const PythonSource> SourceFor(const std::string& path);
+  // The file as the editor has it (or as on disk); |version| gets the buffer's version (-1 on
+  // disk). Parses incrementally from the buffer's previous parse.
+  std::shared_ptr<const PythonSource> SourceFor(const std::string& path,
+                                                int64_t* version = nullptr);
+  // Request thread.
+  void Enqueue(std::function<void()> run);
+  void RequestLoop();
+  void StopRequestThread();
+  // Publishes |uri|'s diagnostics from the request thread (coalesced: one per queued batch).
+  void QueuePublish(const std::string& uri);
+  // Runs |fn| on its own thread, so a slow request (a trace summary) never holds up hovers.
+  void RunSlow(std::function<void()> fn);
+  // True when the editor's process (initialize's processId) is gone.
+  bool ClientGone() const;
   // Analysis.
   void StartWorkers();
   void StopWorkers();
@@ -253,11 +290,18 @@ class Session {
   void OnCodeAction(const json& params, Reply reply);
   void OnCodeActionResolve(const json& params, Reply reply);
   void OnCodeLens(const json& params, Reply reply);
-  void OnExecuteCommand(const json& params, Reply reply);
+  void OnExecuteCommand(const json& params, Reply reply,
+                        const std::shared_ptr<std::atomic<bool>>& cancelled);
   void OnDocumentDiagnostic(const json& params, Reply reply);
   void OnWorkspaceDiagnostic(const json& params, Reply reply);
   std::string HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf);
-  std::string SummaryMarkdown();
+  // HoverMarkdown cached per finding.
+  std::string HoverOf(Snapshot& snap, size_t finding);
+  // Fills the snapshot's hover and summary fields from its trace (worker thread).
+  static void PrepareForHovers(Snapshot* snap);
+  // Drops the trace's events once nothing reads them, and gives the memory back to the system.
+  static void ReleaseTrace(Snapshot* snap);
+  std::string SummaryMarkdown(const std::atomic<bool>* cancel);
   bool RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
                SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
                bool* stale);
@@ -271,6 +315,24 @@ class Session {
   Framer* framer_;
   Outbox out_;
   ServerOptions options_;
+
+  // The request thread: requests and notifications other than document edits run there in the
+  // order they arrived; the reader thread only decodes, applies document edits and cancels.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Task> queue_;
+  bool queue_stop_ = false;
+  std::set<std::string> publish_queued_;  // uris whose publish is queued (under queue_mu_)
+  std::thread request_thread_;
+  // Requests not yet answered, by id (dumped), with the flag $/cancelRequest sets.
+  std::mutex requests_mu_;
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> requests_;
+  struct SlowThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<SlowThread> slow_threads_;  // under queue_mu_
+  int64_t client_pid_ = 0;                 // initialize's processId; 0: not watched
 
   enum class State { kUninitialized, kRunning, kShutdown } state_ = State::kUninitialized;
   bool exit_received_ = false;
@@ -346,6 +408,7 @@ class Session {
 };
 
 int Session::Run() {
+  request_thread_ = std::thread([this] { RequestLoop(); });
   std::string body, error;
   while (!exit_received_) {
     auto r = framer_->Read(&body, &error);
@@ -362,8 +425,116 @@ int Session::Run() {
     }
     Handle(msg);
   }
+  // `exit`, or the client is gone (end of stream): nothing is left to answer.
+  StopRequestThread();
   StopWorkers();
   return state_ == State::kShutdown && exit_received_ ? 0 : 1;
+}
+
+void Session::Enqueue(std::function<void()> run) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (queue_stop_) return;
+    queue_.push_back({std::move(run)});
+  }
+  queue_cv_.notify_one();
+}
+
+void Session::RequestLoop() {
+  while (true) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait_for(lock, std::chrono::seconds(1),
+                         [&] { return queue_stop_ || !queue_.empty(); });
+      if (queue_stop_) return;
+      if (queue_.empty()) {
+        if (ClientGone()) {
+          // The spec: exit when the editor's process is gone (its pipe may stay open).
+          Log("the client process " + std::to_string(client_pid_) + " is gone; exiting");
+          std::_Exit(1);
+        }
+        continue;
+      }
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task.run();
+  }
+}
+
+void Session::StopRequestThread() {
+  {
+    std::lock_guard<std::mutex> lock(requests_mu_);
+    for (auto& [id, cancelled] : requests_) cancelled->store(true);
+  }
+  std::vector<SlowThread> slow;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    queue_stop_ = true;
+    queue_.clear();  // their replies (ReplyOnce) answer that no reply came
+    slow.swap(slow_threads_);
+  }
+  queue_cv_.notify_all();
+  if (request_thread_.joinable()) request_thread_.join();
+  for (auto& t : slow) t.thread.join();
+}
+
+void Session::RunSlow(std::function<void()> fn) {
+  std::vector<SlowThread> finished;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (queue_stop_) return;
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    // Threads that finished are joined as new ones start.
+    auto last = std::partition(slow_threads_.begin(), slow_threads_.end(),
+                               [](const SlowThread& t) { return !t.done->load(); });
+    std::move(last, slow_threads_.end(), std::back_inserter(finished));
+    slow_threads_.erase(last, slow_threads_.end());
+    slow_threads_.push_back({std::thread([fn = std::move(fn), done] {
+                               fn();
+                               done->store(true);
+                             }),
+                             done});
+  }
+  for (auto& t : finished) t.thread.join();
+}
+
+bool Session::ClientGone() const {
+  if (client_pid_ <= 0 || !options_.exit_with_client_process) return false;
+  return kill(static_cast<pid_t>(client_pid_), 0) != 0 && errno == ESRCH;
+}
+
+void Session::QueuePublish(const std::string& uri) {
+  if (pull_diagnostics_) return;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    if (!publish_queued_.insert(uri).second) return;  // the queued one will see this change
+  }
+  Enqueue([this, uri] {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      publish_queued_.erase(uri);
+    }
+    std::string path;
+    int64_t version = 0;
+    {
+      std::lock_guard<std::mutex> lock(docs_mu_);
+      auto it = docs_.find(uri);
+      if (it == docs_.end()) return;  // closed since
+      path = it->second.path;
+      version = it->second.version;
+    }
+    bool has_findings = false;
+    {
+      std::lock_guard<std::mutex> lock(snap_mu_);
+      has_findings = snapshot_ && snapshot_->by_file.count(path);
+    }
+    // Parsed first, so the version published is the one the ranges were computed on.
+    if (has_findings) SourceFor(path, &version);
+    out_.Notify("textDocument/publishDiagnostics",
+                {{"uri", uri}, {"version", version}, {"diagnostics", DiagnosticsFor(path)}});
+  });
 }
 
 void Session::Handle(const json& msg) {
@@ -397,11 +568,35 @@ void Session::Handle(const json& msg) {
       reply->Error(kInvalidRequest, "the server is shutting down");
       return;
     }
-    try {
-      HandleRequest(method, params, reply);
-    } catch (const json::exception& e) {
-      reply->Error(kInvalidParams, method + ": " + e.what());
+    if (method == "initialize") {  // on the reader: what it negotiates, the reader uses
+      if (state_ != State::kUninitialized)
+        return reply->Error(kInvalidRequest, "already initialized");
+      try {
+        OnInitialize(params, reply);
+      } catch (const json::exception& e) {
+        reply->Error(kInvalidParams, method + ": " + e.what());
+      }
+      return;
     }
+    if (method == "shutdown") state_ = State::kShutdown;  // answered in order, below
+    const std::string key = id.dump();
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    {
+      std::lock_guard<std::mutex> lock(requests_mu_);
+      requests_[key] = cancelled;
+    }
+    Enqueue([this, method, params, reply, cancelled, key] {
+      if (cancelled->load()) {
+        reply->Error(kRequestCancelled, "cancelled");
+      } else {
+        try {
+          HandleRequest(method, params, reply, cancelled);
+        } catch (const json::exception& e) {
+          reply->Error(kInvalidParams, method + ": " + e.what());
+        }
+      }
+      if (reply->done()) ForgetRequest(key);  // else a slow handler forgets it when it replies
+    });
     return;
   }
   if (method == "exit") {
@@ -409,21 +604,38 @@ void Session::Handle(const json& msg) {
     return;
   }
   if (state_ == State::kUninitialized) return;  // notifications before initialize are dropped
-  try {
-    HandleNotification(method, params);
-  } catch (const json::exception& e) {
-    Log(method + ": bad params: " + e.what());
+  if (method == "$/cancelRequest") {
+    const std::string key = params.value("id", json()).dump();
+    std::lock_guard<std::mutex> lock(requests_mu_);
+    auto it = requests_.find(key);
+    if (it != requests_.end()) it->second->store(true);
+    return;
   }
+  // Document edits are applied here, in order, so a request that follows sees them; they are
+  // cheap (the parse waits until something needs the tree).
+  const bool document = method == "textDocument/didOpen" || method == "textDocument/didChange" ||
+                        method == "textDocument/didClose";
+  auto run = [this, method, params] {
+    try {
+      HandleNotification(method, params);
+    } catch (const json::exception& e) {
+      Log(method + ": bad params: " + e.what());
+    }
+  };
+  if (document)
+    run();
+  else
+    Enqueue(run);
 }
 
-void Session::HandleRequest(const std::string& method, const json& params, Reply reply) {
-  if (method == "initialize") {
-    if (state_ != State::kUninitialized)
-      return reply->Error(kInvalidRequest, "already initialized");
-    return OnInitialize(params, reply);
-  }
+void Session::ForgetRequest(const std::string& key) {
+  std::lock_guard<std::mutex> lock(requests_mu_);
+  requests_.erase(key);
+}
+
+void Session::HandleRequest(const std::string& method, const json& params, Reply reply,
+                            const std::shared_ptr<std::atomic<bool>>& cancelled) {
   if (method == "shutdown") {
-    state_ = State::kShutdown;
     StopWorkers();
     return reply->Result(nullptr);
   }
@@ -431,7 +643,7 @@ void Session::HandleRequest(const std::string& method, const json& params, Reply
   if (method == "textDocument/codeAction") return OnCodeAction(params, reply);
   if (method == "codeAction/resolve") return OnCodeActionResolve(params, reply);
   if (method == "textDocument/codeLens") return OnCodeLens(params, reply);
-  if (method == "workspace/executeCommand") return OnExecuteCommand(params, reply);
+  if (method == "workspace/executeCommand") return OnExecuteCommand(params, reply, cancelled);
   if (method == "textDocument/diagnostic") return OnDocumentDiagnostic(params, reply);
   if (method == "workspace/diagnostic") return OnWorkspaceDiagnostic(params, reply);
   if (method == "$/sync") {  // tests: wait until queued analysis is published
@@ -492,7 +704,7 @@ void Session::HandleNotification(const std::string& method, const json& params) 
     RequestAnalysis(true);
     return;
   }
-  if (method == "$/cancelRequest" || method == "$/setTrace" || method == "$/progress") return;
+  if (method == "$/setTrace" || method == "$/progress") return;
   // Unknown notifications are ignored, as the spec asks ($/ ones silently).
 }
 
@@ -500,6 +712,8 @@ void Session::HandleNotification(const std::string& method, const json& params) 
 
 void Session::OnInitialize(const json& params, Reply reply) {
   const json caps = params.value("capabilities", json::object());
+  if (params.contains("processId") && params["processId"].is_number_integer())
+    client_pid_ = params["processId"].get<int64_t>();
   auto flag = [&](std::initializer_list<const char*> path) {
     const json* j = &caps;
     for (const char* k : path) {
@@ -675,15 +889,12 @@ void Session::OnDidOpen(const json& params) {
   d.path = UriToPath(td.at("uri"));
   d.version = td.value("version", 0);
   d.text = td.at("text");
+  const std::string uri = td.at("uri");
   {
     std::lock_guard<std::mutex> lock(docs_mu_);
-    docs_[td.at("uri")] = d;
+    docs_[uri] = std::move(d);
   }
-  if (!pull_diagnostics_) {
-    json diags = DiagnosticsFor(d.path);
-    out_.Notify("textDocument/publishDiagnostics",
-                {{"uri", td.at("uri")}, {"version", d.version}, {"diagnostics", diags}});
-  }
+  QueuePublish(uri);
 }
 
 void Session::OnDidChange(const json& params) {
@@ -695,6 +906,8 @@ void Session::OnDidChange(const json& params) {
   for (const auto& change : params.at("contentChanges")) {
     if (!change.contains("range")) {
       d.text = change.at("text");
+      d.parsed.reset();  // parsed afresh
+      d.edits_since_parse.clear();
       continue;
     }
     SourcePosition a{change["range"]["start"]["line"], change["range"]["start"]["character"]};
@@ -702,6 +915,7 @@ void Session::OnDidChange(const json& params) {
     uint32_t ba = ByteOffsetInText(d.text, a, encoding_);
     uint32_t bb = std::max(ba, ByteOffsetInText(d.text, b, encoding_));
     const std::string text = change.at("text");
+    if (d.parsed) d.edits_since_parse.push_back(DescribeEdit(d.text, ba, bb, text));
     d.text.replace(ba, bb - ba, text);
     // Findings below the edit move with their lines.
     int added = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
@@ -721,14 +935,8 @@ void Session::OnDidChange(const json& params) {
     }
   }
   d.version = td.value("version", d.version + 1);
-  const std::string path = d.path;
-  const int64_t version = d.version;
   docs_lock.unlock();
-  if (!pull_diagnostics_) {
-    out_.Notify(
-        "textDocument/publishDiagnostics",
-        {{"uri", td.at("uri")}, {"version", version}, {"diagnostics", DiagnosticsFor(path)}});
-  }
+  QueuePublish(td.at("uri"));
 }
 
 void Session::OnDidClose(const json& params) {
@@ -740,14 +948,50 @@ void Session::OnDidClose(const json& params) {
   docs_.erase(it);
 }
 
-std::shared_ptr<const PythonSource> Session::SourceFor(const std::string& path) {
+std::shared_ptr<const PythonSource> Session::SourceFor(const std::string& path,
+                                                       int64_t* version) {
+  // The buffer's text, its last parse and the edits since, copied out so the reader thread can
+  // go on applying edits while this parses.
+  std::shared_ptr<const PythonSource> base;
+  std::string text;
+  std::vector<BufferEdit> edits;
+  std::string uri;
+  int64_t copied_version = 0;
   {
     std::lock_guard<std::mutex> lock(docs_mu_);
-    for (const auto& [uri, d] : docs_) {
-      if (d.path == path) return sources_.GetBuffer(path, d.version, d.text);
+    for (const auto& [u, d] : docs_) {
+      if (d.path != path) continue;
+      if (version) *version = d.version;
+      if (d.parsed && d.edits_since_parse.empty()) return d.parsed;
+      uri = u;
+      base = d.parsed;
+      text = d.text;
+      edits = d.edits_since_parse;
+      copied_version = d.version;
+      break;
     }
   }
-  return sources_.GetFile(path);
+  if (uri.empty()) {
+    if (version) *version = -1;
+    return sources_.GetFile(path);
+  }
+  auto parsed = base ? PythonSource::Reparse(*base, std::move(text), edits)
+                     : PythonSource::Parse(std::move(text));
+  std::lock_guard<std::mutex> lock(docs_mu_);
+  auto it = docs_.find(uri);
+  if (it == docs_.end()) return parsed;
+  Document& d = it->second;
+  // Kept as the next parse's base when the buffer did not change under it in a way the queued
+  // edits do not describe; edits that arrived meanwhile stay queued for the next parse.
+  if (base && d.parsed == base && d.edits_since_parse.size() >= edits.size()) {
+    d.parsed = parsed;
+    d.edits_since_parse.erase(d.edits_since_parse.begin(),
+                              d.edits_since_parse.begin() + edits.size());
+  } else if (!base && !d.parsed && d.version == copied_version) {
+    d.parsed = parsed;
+    d.edits_since_parse.clear();
+  }
+  return parsed;
 }
 
 // ---- Analysis ----
@@ -1059,12 +1303,7 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   snap->trace_path = trace;
   snap->trace_mtime = mtime;
   snap->scan = std::make_unique<ScanResult>(ScanTrace(std::move(loaded.value()), so));
-  for (EventKind k : snap->scan->trace->events.kind) {
-    if (IsGpuKind(k)) {
-      snap->has_gpu = true;
-      break;
-    }
-  }
+  PrepareForHovers(snap.get());
   for (size_t i = 0; i < snap->scan->findings.size(); ++i) {
     const LocatedFinding& lf = snap->scan->findings[i];
     if (lf.absolute_path.empty() || lf.line <= 0) continue;
@@ -1097,7 +1336,45 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
             " ms, mapping " + std::to_string(static_cast<int>(snap->scan->mapping_ms)) + " ms)");
   Status("ready");
   DraftFindingsOf(snap);
+  ReleaseTrace(snap.get());
   return true;
+}
+
+void Session::PrepareForHovers(Snapshot* snap) {
+  const Trace& t = *snap->scan->trace;
+  const EventTable& ev = t.events;
+  snap->span_start_ns = t.span_start();
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    if (IsGpuKind(k)) snap->has_gpu = true;
+    if (k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset)
+      snap->gpu_busy.push_back({ev.ts[i], ev.end(i)});
+  }
+  MergeIntervals(&snap->gpu_busy);
+  snap->gpu_busy.shrink_to_fit();
+  const RuleResult& rr = snap->scan->rules;
+  for (size_t k = 0; k < rr.time.step_numbers.size(); ++k)
+    snap->step_index.emplace(rr.time.step_numbers[k], k);
+  // The summary's head: the trace's own counts (no second replay: the rules' is reused).
+  TraceSummary s = Summarize(t, 5, /*causal=*/false);
+  std::string md = "**" + snap->trace_path + "** (rank " + std::to_string(t.rank) + ", " +
+                   s.device_type + ", " + std::to_string(t.steps.size()) + " steps)\n\n";
+  md += "GPU active " + FormatPercent(s.overall.Pct(s.overall.kernel_ns) / 100) +
+        ", data movement " + FormatPercent(s.overall.Pct(s.overall.data_movement_ns) / 100) +
+        ", idle " + FormatPercent(s.overall.Pct(s.overall.idle_ns) / 100) + "\n\n";
+  StepAttribution all;
+  for (const StepAttribution& st : rr.time.steps)
+    for (int c = 0; c < kCauseCount; ++c) all.ns[c] += st.ns[c];
+  if (all.total() > 0)
+    md += "Where the steps' time went: `" + CauseBar(all, 30) + "` " + FormatCauses(all, 5) +
+          "\n\n";
+  snap->summary_head = std::move(md);
+}
+
+void Session::ReleaseTrace(Snapshot* snap) {
+  // Hovers, diagnostics, fixes and the summary read only the snapshot's own fields from here on.
+  snap->scan->trace.reset();
+  malloc_trim(0);
 }
 
 std::shared_future<std::shared_ptr<const WindowModel>> Session::WindowScorer() {
@@ -1340,7 +1617,6 @@ void Session::OnWorkspaceDiagnostic(const json& params, Reply reply) {
 
 std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf) {
   const Finding& f = lf.finding;
-  const Trace& t = *snap.scan->trace;
   char buf[256];
   std::string md = "**" + f.code + " " + f.name + "** (" + SeverityName(f.severity) + ")\n\n" +
                    f.message + "\n\n";
@@ -1353,7 +1629,7 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
                     : (std::to_string(f.step_ids.front()) +
                        (f.step_ids.size() > 1 ? "-" + std::to_string(f.step_ids.back()) : ""))
                           .c_str(),
-                (f.start_ns - t.span_start()) / 1e6, (f.end_ns - t.span_start()) / 1e6);
+                (f.start_ns - snap.span_start_ns) / 1e6, (f.end_ns - snap.span_start_ns) / 1e6);
   md += buf;
   if (!f.top_events.empty()) {
     md += "Top events: ";
@@ -1368,32 +1644,26 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
   }
   // GPU busy share across the finding's extent, as a sparkline of 24 slices.
   int64_t a = f.start_ns, b = std::max(f.end_ns, f.start_ns + 1);
-  std::vector<Interval> busy;
-  const EventTable& ev = t.events;
-  auto [lo, hi] =
-      std::pair<uint32_t, uint32_t>{MakeWindow(t, a - (b - a), b).begin, MakeWindow(t, a, b).end};
-  for (uint32_t i = lo; i < hi; ++i) {
-    if (ev.kind[i] == EventKind::kKernel || ev.kind[i] == EventKind::kMemcpy ||
-        ev.kind[i] == EventKind::kMemset)
-      busy.push_back({ev.ts[i], ev.end(i)});
-  }
-  MergeIntervals(&busy);
   std::vector<double> slices;
   for (int k = 0; k < 24; ++k) {
     int64_t s0 = a + (b - a) * k / 24, s1 = a + (b - a) * (k + 1) / 24;
-    slices.push_back(s1 > s0 ? static_cast<double>(ClippedLength(busy, s0, s1)) / (s1 - s0) : 0);
+    slices.push_back(
+        s1 > s0 ? static_cast<double>(ClippedLength(snap.gpu_busy, s0, s1)) / (s1 - s0) : 0);
   }
   md += "GPU busy over the finding: `" + Sparkline(slices) + "`\n\n";
   // Where the finding's steps spent their time (critical path) and what the fix would save.
   const RuleResult& rr = snap.scan->rules;
   StepAttribution steps_time;
-  for (size_t k = 0; k < rr.time.steps.size(); ++k) {
-    const int64_t number = rr.time.step_numbers[k];
-    if (!f.step_ids.empty() &&
-        std::find(f.step_ids.begin(), f.step_ids.end(), number) == f.step_ids.end()) {
-      continue;
-    }
+  auto add_step = [&](size_t k) {
     for (int c = 0; c < kCauseCount; ++c) steps_time.ns[c] += rr.time.steps[k].ns[c];
+  };
+  if (f.step_ids.empty()) {
+    for (size_t k = 0; k < rr.time.steps.size(); ++k) add_step(k);
+  } else {
+    for (int64_t number : std::set<int64_t>(f.step_ids.begin(), f.step_ids.end())) {
+      auto it = snap.step_index.find(number);
+      if (it != snap.step_index.end()) add_step(it->second);
+    }
   }
   if (steps_time.total() > 0) {
     md += "Where these steps' time went: `" + CauseBar(steps_time, 30) + "` " +
@@ -1412,6 +1682,17 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
   if (!f.fix.empty()) md += "Fix: `" + f.fix + "` (quick fix available). ";
   md += "[Docs](" + RuleDocsUrl(f.code, f.name) + ")";
   return md;
+}
+
+std::string Session::HoverOf(Snapshot& snap, size_t finding) {
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    auto it = snap.hover_markdown.find(finding);
+    if (it != snap.hover_markdown.end()) return it->second;
+  }
+  std::string md = HoverMarkdown(snap, snap.scan->findings[finding]);
+  std::lock_guard<std::mutex> lock(snap_mu_);
+  return snap.hover_markdown.emplace(finding, std::move(md)).first->second;
 }
 
 void Session::OnHover(const json& params, Reply reply) {
@@ -1439,7 +1720,7 @@ void Session::OnHover(const json& params, Reply reply) {
         (pos.line < r.end.line || (pos.line == r.end.line && pos.character <= r.end.character));
     if (!inside) continue;
     if (!md.empty()) md += "\n\n---\n\n";
-    md += HoverMarkdown(*snap, lf);
+    md += HoverOf(*snap, p.finding);
     if (auto d = DraftOf(*snap, p.finding)) {
       char conf[16];
       std::snprintf(conf, sizeof(conf), "%.0f%%", 100 * d->draft.confidence);
@@ -1662,35 +1943,41 @@ void Session::OnCodeLens(const json& params, Reply reply) {
   reply->Result(lenses);
 }
 
-std::string Session::SummaryMarkdown() {
+std::string Session::SummaryMarkdown(const std::atomic<bool>* cancel) {
   std::shared_ptr<Snapshot> snap;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
     snap = snapshot_;
   }
   if (!snap) return "No trace analysed yet.";
-  const Trace& t = *snap->scan->trace;
-  TraceSummary s = Summarize(t, 5);
-  std::string md = "**" + snap->trace_path + "** (rank " + std::to_string(t.rank) + ", " +
-                   s.device_type + ", " + std::to_string(t.steps.size()) + " steps)\n\n";
-  md += "GPU active " + FormatPercent(s.overall.Pct(s.overall.kernel_ns) / 100) +
-        ", data movement " + FormatPercent(s.overall.Pct(s.overall.data_movement_ns) / 100) +
-        ", idle " + FormatPercent(s.overall.Pct(s.overall.idle_ns) / 100) + "\n\n";
-  for (const auto& lf : snap->scan->findings)
+  std::string md = snap->summary_head;
+  for (const auto& lf : snap->scan->findings) {
+    if (cancel && cancel->load()) break;
     md += "- " + lf.finding.code + " " + lf.finding.name + ": " + lf.finding.message + "\n";
+  }
   return md;
 }
 
-void Session::OnExecuteCommand(const json& params, Reply reply) {
+void Session::OnExecuteCommand(const json& params, Reply reply,
+                               const std::shared_ptr<std::atomic<bool>>& cancelled) {
   const std::string cmd = params.at("command");
   if (cmd == "ttap.rescan") {
     RequestAnalysis(true);
     return reply->Result(nullptr);
   }
   if (cmd == "ttap.showTraceSummary") {
-    std::string md = SummaryMarkdown();
-    out_.Notify("window/showMessage", {{"type", 3}, {"message", md}});
-    return reply->Result({{"markdown", md}});
+    // On its own thread: a summary of a large trace must not hold up hovers behind it.
+    const std::string key = reply->id().dump();
+    return RunSlow([this, reply, cancelled, key] {
+      std::string md = cancelled->load() ? "" : SummaryMarkdown(cancelled.get());
+      if (cancelled->load()) {
+        reply->Error(kRequestCancelled, "cancelled");
+      } else {
+        out_.Notify("window/showMessage", {{"type", 3}, {"message", md}});
+        reply->Result({{"markdown", md}});
+      }
+      ForgetRequest(key);
+    });
   }
   reply->Error(kInvalidParams, "unknown command " + cmd);
 }

@@ -15,6 +15,9 @@ namespace ttap::lsp {
 
 struct ServerOptions {
   int poll_interval_ms = 1000;  // own trace watching when the client cannot register watchers
+  // Exit when the editor process (initialize's processId) is gone, as the spec asks; off under
+  // --listen, where one process serves many sessions (a dead client's socket ends its session).
+  bool exit_with_client_process = true;
 };
 
 // Runs one session on |framer| until `exit` or the end of the stream; returns the process exit

@@ -79,3 +79,50 @@ TEST_CASE("byte offsets on plain text agree with the parsed source", "[mapping][
     }
   }
 }
+
+TEST_CASE("Reparse after edits gives the tree a full parse gives", "[mapping][source]") {
+  std::string text =
+      "import torch\n\ndef step(model, batch):\n    loss = model(batch)\n    loss.backward()\n"
+      "    return loss.item()\n\nfor b in loader:\n    step(m, b)\n";
+  auto current = PythonSource::Parse(text);
+  // Inserts, deletions, replacements across lines, and an edit that breaks then mends the syntax.
+  struct Change {
+    std::string find, replace;
+  };
+  const std::vector<Change> changes = {
+      {"loss.item()", "loss.detach()"}, {"\n\nfor", "\n\n# loop\nfor"},
+      {"def step(", "def step_fn("},    {"    return", "    retur"},
+      {"    retur", "    return"},      {"import torch\n\n", ""},
+      {"step(m, b)", "step_fn(m, b)\n    print(b)"}};
+  for (const auto& c : changes) {
+    const size_t at = text.find(c.find);
+    REQUIRE(at != std::string::npos);
+    BufferEdit e = DescribeEdit(text, at, at + c.find.size(), c.replace);
+    std::string next = text;
+    next.replace(at, c.find.size(), c.replace);
+    current = PythonSource::Reparse(*current, next, {e});
+    text = next;
+    auto fresh = PythonSource::Parse(text);
+    char* a = ts_node_string(current->root());
+    char* b = ts_node_string(fresh->root());
+    CHECK(std::string(a) == std::string(b));
+    free(a);
+    free(b);
+    CHECK(current->line_count() == fresh->line_count());
+    CHECK(current->HasErrors() == fresh->HasErrors());
+  }
+}
+
+TEST_CASE("DescribeEdit gives tree-sitter's points", "[mapping][source]") {
+  const std::string text = "ab\ncd\nef";
+  BufferEdit e = DescribeEdit(text, 4, 7, "X\nYZ");  // "d\ne" -> "X\nYZ"
+  CHECK(e.start == 4);
+  CHECK(e.old_end == 7);
+  CHECK(e.new_end == 8);
+  CHECK(e.start_point.row == 1);
+  CHECK(e.start_point.column == 1);
+  CHECK(e.old_end_point.row == 2);
+  CHECK(e.old_end_point.column == 1);
+  CHECK(e.new_end_point.row == 2);
+  CHECK(e.new_end_point.column == 2);
+}
