@@ -423,7 +423,11 @@ int Session::Run() {
       out_.ReplyError(nullptr, kParseError, "invalid JSON");
       continue;
     }
-    Handle(msg);
+    try {
+      Handle(msg);
+    } catch (const std::exception& e) {  // a message no handler expected must not end the session
+      Log(std::string("dropped a message: ") + e.what());
+    }
   }
   // `exit`, or the client is gone (end of stream): nothing is left to answer.
   StopRequestThread();
@@ -538,7 +542,7 @@ void Session::QueuePublish(const std::string& uri) {
 }
 
 void Session::Handle(const json& msg) {
-  if (!msg.is_object() || msg.value("jsonrpc", "") != "2.0") {
+  if (!msg.is_object() || !msg.contains("jsonrpc") || msg["jsonrpc"] != "2.0") {
     json id = msg.is_object() && msg.contains("id") ? msg["id"] : json();
     out_.ReplyError(id, kInvalidRequest, "not a JSON-RPC 2.0 message");
     return;
@@ -593,6 +597,9 @@ void Session::Handle(const json& msg) {
           HandleRequest(method, params, reply, cancelled);
         } catch (const json::exception& e) {
           reply->Error(kInvalidParams, method + ": " + e.what());
+        } catch (const std::exception& e) {  // a bug, not the client's: answered, logged
+          Log(method + ": " + e.what());
+          reply->Error(kInternalError, method + ": " + e.what());
         }
       }
       if (reply->done()) ForgetRequest(key);  // else a slow handler forgets it when it replies
@@ -605,7 +612,8 @@ void Session::Handle(const json& msg) {
   }
   if (state_ == State::kUninitialized) return;  // notifications before initialize are dropped
   if (method == "$/cancelRequest") {
-    const std::string key = params.value("id", json()).dump();
+    if (!params.is_object() || !params.contains("id")) return;
+    const std::string key = params["id"].dump();
     std::lock_guard<std::mutex> lock(requests_mu_);
     auto it = requests_.find(key);
     if (it != requests_.end()) it->second->store(true);
@@ -618,7 +626,7 @@ void Session::Handle(const json& msg) {
   auto run = [this, method, params] {
     try {
       HandleNotification(method, params);
-    } catch (const json::exception& e) {
+    } catch (const std::exception& e) {
       Log(method + ": bad params: " + e.what());
     }
   };

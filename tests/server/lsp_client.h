@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <nlohmann/json.hpp>
@@ -65,13 +66,29 @@ class LspClient {
     }
   }
 
+  // Writes |bytes|, reading what the server sends meanwhile (kept for WaitFor), as a real client
+  // does: a server answering while the client writes must never fill both pipes.
   void SendRaw(const std::string& bytes) {
+    const int flags = fcntl(write_fd_, F_GETFL);
+    fcntl(write_fd_, F_SETFL, flags | O_NONBLOCK);
     size_t off = 0;
     while (off < bytes.size()) {
       ssize_t n = ::write(write_fd_, bytes.data() + off, bytes.size() - off);
-      if (n <= 0) return;
-      off += static_cast<size_t>(n);
+      if (n > 0) {
+        off += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break;
+      pollfd p[2] = {{write_fd_, POLLOUT, 0}, {read_fd_, POLLIN, 0}};
+      if (poll(p, 2, 20000) <= 0) break;
+      if (p[1].revents & POLLIN) {
+        char chunk[65536];
+        ssize_t r = ::read(read_fd_, chunk, sizeof(chunk));
+        if (r > 0) buffer_.append(chunk, static_cast<size_t>(r));
+      }
+      if ((p[1].revents & (POLLHUP | POLLERR)) && !(p[0].revents & POLLOUT)) break;
     }
+    fcntl(write_fd_, F_SETFL, flags);
   }
   void Send(const json& msg) {
     std::string body = msg.dump();

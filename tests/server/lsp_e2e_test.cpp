@@ -13,72 +13,15 @@
 
 #include "fixture_traces.h"
 #include "lsp_client.h"
+#include "lsp_fixtures.h"
 #include "test_support.h"
 
+using ttap_test::ExpectStallDiagnostic;
+using ttap_test::InitParams;
 using ttap_test::json;
+using ttap_test::kTrainPy;
 using ttap_test::LspClient;
-
-namespace {
-
-const char* kTrainPy =
-    "import torch\n"
-    "from torch.utils.data import DataLoader\n"
-    "\n"
-    "ds = make_dataset()\n"
-    "loader = DataLoader(ds, batch_size=32)\n"
-    "model = make_model()\n"
-    "\n"
-    "\n"
-    "\n"
-    "\n"
-    "# the training loop: é 𝛼\n"
-    "for batch in loader:\n"
-    "    loss = model(batch)\n";
-
-json InitParams(const std::string& root, bool utf8 = false) {
-  json caps = {
-      {"textDocument",
-       {{"publishDiagnostics",
-         {{"relatedInformation", true}, {"codeDescriptionSupport", true}, {"dataSupport", true}}},
-        {"hover", {{"contentFormat", {"markdown"}}}},
-        {"codeAction",
-         {{"codeActionLiteralSupport", {{"codeActionKind", {{"valueSet", {"quickfix"}}}}}}}}}},
-      {"window", {{"workDoneProgress", true}}}};
-  if (utf8) caps["general"] = {{"positionEncodings", {"utf-8", "utf-16"}}};
-  return {{"processId", nullptr},
-          {"rootUri", "file://" + root},
-          {"workspaceFolders", {{{"uri", "file://" + root}, {"name", "ws"}}}},
-          {"capabilities", caps},
-          {"initializationOptions", {{"windows", 20}}}};
-}
-
-}  // namespace
-
-namespace {
-
-// Waits for the non-empty diagnostics of |root|/train.py and checks they start with the
-// StallTrace's TTA001.
-void ExpectStallDiagnostic(LspClient* c, const std::string& root) {
-  const std::string uri = "file://" + root + "/train.py";
-  auto pub = c->WaitFor([&](const json& m) {
-    return m.value("method", "") == "textDocument/publishDiagnostics" &&
-           m["params"]["uri"] == uri && !m["params"]["diagnostics"].empty();
-  });
-  REQUIRE_FALSE(pub.is_null());
-  CHECK(pub["params"]["diagnostics"][0]["code"] == "TTA001");
-}
-
-// Opens |uri| with |text| and hovers at (|line|, |character|); returns the reply.
-json OpenAndHover(LspClient* c, const std::string& uri, const std::string& text, int line,
-                  int character) {
-  c->Notify(
-      "textDocument/didOpen",
-      {{"textDocument", {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", text}}}});
-  return c->Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
-                                        {"position", {{"line", line}, {"character", character}}}});
-}
-
-}  // namespace
+using ttap_test::OpenAndHover;
 
 TEST_CASE("lsp: lifecycle and error codes", "[lsp][e2e]") {
   LspClient c(ttap_test::Binary(), {}, /*quiet_stderr=*/true);

@@ -1,0 +1,344 @@
+// Reliability of `ttap lsp` under busy and hostile clients (issue 24): requests queued behind
+// slow work can be cancelled (-32800), the server exits when its client is gone (end of stream,
+// or initialize's processId no longer running), incremental edits re-parse to the same
+// diagnostics as a fresh open, and mutated params of every method (URIs, positions, ranges,
+// ids, settings) keep every session alive over stdio and --listen.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "fixture_traces.h"
+#include "lsp_client.h"
+#include "lsp_fixtures.h"
+#include "test_support.h"
+
+using ttap_test::ExpectStallDiagnostic;
+using ttap_test::InitParams;
+using ttap_test::json;
+using ttap_test::kTrainPy;
+using ttap_test::LspClient;
+
+namespace {
+
+std::string Frame(const json& msg) {
+  const std::string body = msg.dump();
+  return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// A workspace with train.py and the StallTrace; returns its root.
+std::string StallWorkspace() {
+  std::string root = ttap_test::MakeTempDir();
+  REQUIRE(ttap_test::WriteFile(root + "/train.py", kTrainPy));
+  mkdir((root + "/log").c_str(), 0755);
+  REQUIRE(ttap_test::WriteFile(root + "/log/host_1.1700000000000.pt.trace.json",
+                               ttap_test::StallTrace()));
+  return root;
+}
+
+json ChangeAt(const std::string& uri, int version, int line, int character,
+              const std::string& text) {
+  json pos = {{"line", line}, {"character", character}};
+  return {{"textDocument", {{"uri", uri}, {"version", version}}},
+          {"contentChanges", {{{"range", {{"start", pos}, {"end", pos}}}, {"text", text}}}}};
+}
+
+// The diagnostics published for |uri| at |version|.
+json DiagnosticsAt(LspClient* c, const std::string& uri, int version) {
+  auto pub = c->WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && m["params"].value("version", -1) == version;
+  });
+  REQUIRE_FALSE(pub.is_null());
+  return pub["params"]["diagnostics"];
+}
+
+}  // namespace
+
+TEST_CASE("lsp: $/cancelRequest answers a request still queued with -32800, once",
+          "[lsp][e2e][reliability]") {
+  std::string root = StallWorkspace();
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  c.Call("initialize", InitParams(root));
+  // In one write: the analysis starts, `$/sync` holds the request thread until it is published,
+  // and the hover behind it is cancelled while it waits. The reader handles the cancellation
+  // at once; it used to ignore it.
+  c.SendRaw(Frame({{"jsonrpc", "2.0"}, {"method", "initialized"}, {"params", json::object()}}) +
+            Frame({{"jsonrpc", "2.0"}, {"id", 900}, {"method", "$/sync"}, {"params", nullptr}}) +
+            Frame({{"jsonrpc", "2.0"},
+                   {"id", 901},
+                   {"method", "textDocument/hover"},
+                   {"params",
+                    {{"textDocument", {{"uri", "file://" + root + "/train.py"}}},
+                     {"position", {{"line", 11}, {"character", 2}}}}}}) +
+            Frame({{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", 901}}}}));
+  auto cancelled = c.Response(901);
+  REQUIRE(cancelled.contains("error"));
+  CHECK(cancelled["error"]["code"] == -32800);
+  CHECK(c.Response(900).contains("result"));
+  // Cancelling what was already answered, or was never asked, changes nothing.
+  c.Notify("$/cancelRequest", {{"id", 900}});
+  c.Notify("$/cancelRequest", {{"id", "nope"}});
+  auto again = c.Call("textDocument/hover", {{"textDocument", {{"uri", "file:///x.py"}}},
+                                             {"position", {{"line", 0}, {"character", 0}}}});
+  CHECK(again.contains("result"));
+  c.Call("shutdown", nullptr);
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+  // Exactly one reply per id.
+  for (const json& m : c.inbox()) CHECK_FALSE((m.contains("id") && m["id"] == 901));
+}
+
+TEST_CASE("lsp: the server exits when its client is gone", "[lsp][e2e][reliability]") {
+  SECTION("end of stream while requests are in flight") {
+    std::string root = StallWorkspace();
+    LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+    c.Call("initialize", InitParams(root));
+    c.Notify("initialized", json::object());
+    for (int i = 0; i < 20; ++i)
+      c.Request("workspace/executeCommand", {{"command", "ttap.showTraceSummary"}});
+    c.CloseInput();
+    CHECK(c.WaitExit(10000) == 1);  // no shutdown came first
+  }
+  SECTION("initialize's processId is no longer running, the pipe still open") {
+    const pid_t gone = fork();
+    if (gone == 0) _exit(0);
+    REQUIRE(gone > 0);
+    waitpid(gone, nullptr, 0);
+    LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+    json params = InitParams(ttap_test::MakeTempDir());
+    params["processId"] = gone;
+    REQUIRE(c.Call("initialize", params).contains("result"));
+    CHECK(c.WaitExit(8000) == 1);
+  }
+  SECTION("a running client process keeps it up") {
+    LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+    json params = InitParams(ttap_test::MakeTempDir());
+    params["processId"] = getpid();
+    REQUIRE(c.Call("initialize", params).contains("result"));
+    usleep(2500 * 1000);
+    CHECK(c.alive());
+  }
+}
+
+TEST_CASE("lsp: incremental edits re-parse to the diagnostics a fresh open gives",
+          "[lsp][e2e][reliability]") {
+  std::string root = StallWorkspace();
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  const std::string uri = "file://" + root + "/train.py";
+  c.Notify("textDocument/didOpen", {{"textDocument",
+                                     {{"uri", uri},
+                                      {"languageId", "python"},
+                                      {"version", 1},
+                                      {"text", kTrainPy}}}});
+  DiagnosticsAt(&c, uri, 1);
+  // Typing: lines above the loop, characters inside it, a statement broken and mended, a
+  // non-ASCII comment; each edit is applied to the previous buffer (and its parse).
+  std::string text = kTrainPy;
+  int version = 1;
+  auto edit = [&](int line, int character, const std::string& insert) {
+    c.Notify("textDocument/didChange", ChangeAt(uri, ++version, line, character, insert));
+    // Mirror the edit here (ASCII columns only) for the fresh open below.
+    size_t at = 0;
+    for (int l = 0; l < line; ++l) at = text.find('\n', at) + 1;
+    text.insert(at + character, insert);
+  };
+  edit(0, 0, "# header\n");
+  edit(3, 0, "import os\n");
+  for (const char* ch : {"d", "e", "f", " ", "g", "(", ")", ":", "\n", " ", " ", "p", "a", "s",
+                         "s", "\n"})
+    edit(5, std::string(ch) == "\n" ? 0 : 0, ch);
+  edit(2, 0, "x = (\n");  // breaks the syntax...
+  edit(3, 0, ")\n");      // ...and mends it
+  edit(1, 0, "# ünïcode\n");
+  const json incremental = DiagnosticsAt(&c, uri, version);
+  REQUIRE_FALSE(incremental.empty());
+  // The same text opened afresh.
+  c.Notify("textDocument/didClose", {{"textDocument", {{"uri", uri}}}});
+  c.Notify("textDocument/didOpen", {{"textDocument",
+                                     {{"uri", uri},
+                                      {"languageId", "python"},
+                                      {"version", 1000},
+                                      {"text", text}}}});
+  const json fresh = DiagnosticsAt(&c, uri, 1000);
+  REQUIRE(fresh.size() == incremental.size());
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    CHECK(fresh[i]["range"] == incremental[i]["range"]);
+    CHECK(fresh[i]["code"] == incremental[i]["code"]);
+  }
+  c.Notify("exit", nullptr);
+}
+
+namespace {
+
+// A random JSON value of any type, with the values that have broken servers before: malformed
+// percent-escapes, relative and host URIs, negative, huge and fractional numbers.
+json RandomValue(std::mt19937* rng, int depth = 0) {
+  static const std::vector<json> atoms = {
+      nullptr, true, false, 0, -1, 1, 2147483648LL, -9223372036854775807LL, 1e300, 0.5, "",
+      "file:///tmp/50%off.py", "file:///%G1", "file://torch/x.py", "file:///", "relative.py",
+      "file:///tmp/x%", std::string(1000, 'a'), "\u00e9\U0001d6fc", "ttap.showTraceSummary",
+      "ttap.rescan", json::array(), json::object()};
+  const unsigned pick = (*rng)() % 10;
+  if (depth < 2 && pick == 0) {
+    json a = json::array();
+    for (unsigned i = (*rng)() % 3; i > 0; --i) a.push_back(RandomValue(rng, depth + 1));
+    return a;
+  }
+  if (depth < 2 && pick == 1) {
+    json o = json::object();
+    for (const char* k : {"uri", "line", "character", "start", "end", "text", "id"})
+      if ((*rng)() % 3 == 0) o[k] = RandomValue(rng, depth + 1);
+    return o;
+  }
+  return atoms[(*rng)() % atoms.size()];
+}
+
+// Replaces one value somewhere in |j| (any depth) by a random one, or deletes it.
+void Mutate(json* j, std::mt19937* rng) {
+  if (!j->is_structured() || j->empty() || (*rng)() % 4 == 0) {
+    *j = RandomValue(rng);
+    return;
+  }
+  if (j->is_array()) return Mutate(&(*j)[(*rng)() % j->size()], rng);
+  auto it = j->begin();
+  std::advance(it, (*rng)() % j->size());
+  if ((*rng)() % 6 == 0) {
+    j->erase(it.key());
+    return;
+  }
+  Mutate(&it.value(), rng);
+}
+
+// Every method the server handles, with valid params to start from.
+std::vector<json> Templates(const std::string& root) {
+  const std::string uri = "file://" + root + "/train.py";
+  const json pos = {{"line", 11}, {"character", 2}};
+  const json range = {{"start", pos}, {"end", pos}};
+  const json doc = {{"uri", uri}};
+  auto request = [](const char* method, json params) {
+    return json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", method}, {"params", params}};
+  };
+  auto note = [](const char* method, json params) {
+    return json{{"jsonrpc", "2.0"}, {"method", method}, {"params", params}};
+  };
+  return {
+      request("textDocument/hover", {{"textDocument", doc}, {"position", pos}}),
+      request("textDocument/codeAction",
+              {{"textDocument", doc},
+               {"range", range},
+               {"context", {{"diagnostics", json::array()}, {"only", {"quickfix"}}}}}),
+      request("codeAction/resolve",
+              {{"title", "t"}, {"data", {{"uri", uri}, {"finding", 0}, {"title", "t"}}}}),
+      request("textDocument/codeLens", {{"textDocument", doc}}),
+      request("textDocument/diagnostic", {{"textDocument", doc}}),
+      request("workspace/diagnostic", {{"previousResultIds", json::array()}}),
+      request("workspace/executeCommand", {{"command", "ttap.showTraceSummary"}}),
+      note("textDocument/didOpen",
+           {{"textDocument",
+             {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}}),
+      note("textDocument/didChange",
+           {{"textDocument", {{"uri", uri}, {"version", 2}}},
+            {"contentChanges", {{{"range", range}, {"text", "x\n"}}}}}),
+      note("textDocument/didClose", {{"textDocument", doc}}),
+      note("workspace/didChangeWatchedFiles", {{"changes", {{{"uri", uri}, {"type", 2}}}}}),
+      note("workspace/didChangeConfiguration",
+           {{"settings", {{"ttap", {{"rank", 0}, {"traceGlobs", {"**/*.json"}}}}}}}),
+      note("workspace/didChangeWorkspaceFolders",
+           {{"event", {{"added", json::array()}, {"removed", json::array()}}}}),
+      note("$/cancelRequest", {{"id", 1}}),
+      note("$/setTrace", {{"value", "off"}}),
+  };
+}
+
+// Sends |count| mutated messages of every method, then checks the session still answers.
+void FuzzSession(LspClient* c, const std::string& root, unsigned seed, int count) {
+  std::mt19937 rng(seed);
+  const std::vector<json> templates = Templates(root);
+  for (int i = 0; i < count; ++i) {
+    json msg = templates[rng() % templates.size()];
+    if (msg.contains("id")) msg["id"] = 10000 + i;
+    for (int m = 1 + static_cast<int>(rng() % 3); m > 0; --m) Mutate(&msg["params"], &rng);
+    if (rng() % 20 == 0) Mutate(&msg, &rng);  // now and then the envelope itself
+    c->SendRaw(Frame(msg));
+    if (i % 100 == 0) c->Drain();
+  }
+  // Still answering, and every request above got a reply (no -32603 "sent no reply" is needed:
+  // the replies were read and dropped by Drain; here the last word).
+  auto r = c->Call("textDocument/hover", {{"textDocument", {{"uri", "file:///nothing.py"}}},
+                                          {"position", {{"line", 0}, {"character", 0}}}},
+                   20000);
+  CHECK((r.contains("result") || r.contains("error")));
+}
+
+}  // namespace
+
+TEST_CASE("lsp: thousands of mutated params of every method keep the session alive (stdio)",
+          "[lsp][fuzz][reliability]") {
+  std::string root = StallWorkspace();
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/getenv("TTAP_TEST_STDERR") == nullptr);
+  REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  FuzzSession(&c, root, 7, 3000);
+  CHECK(c.alive());
+  CHECK(c.Call("shutdown", nullptr).contains("result"));
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+}
+
+TEST_CASE("lsp: mutated params over --listen keep every session and the server alive",
+          "[lsp][fuzz][reliability][tcp]") {
+  const int port = 20000 + ((getpid() + 7919) % 20000);
+  LspClient server(ttap_test::Binary(), {"--listen", "127.0.0.1:" + std::to_string(port)},
+                   /*quiet_stderr=*/true);
+  auto connect = [&]() {
+    for (int i = 0; i < 100; ++i) {
+      int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(port));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+      close(fd);
+      usleep(50000);
+    }
+    return -1;
+  };
+  std::string root = StallWorkspace();
+  // Three sessions at once: one is fuzzed, one idles, one disconnects mid-stream.
+  int idle_fd = connect();
+  REQUIRE(idle_fd >= 0);
+  LspClient idle(idle_fd, -1);
+  REQUIRE(idle.Call("initialize", InitParams(root)).contains("result"));
+  {
+    int fd = connect();
+    REQUIRE(fd >= 0);
+    LspClient dropped(fd, -1);
+    REQUIRE(dropped.Call("initialize", InitParams(root)).contains("result"));
+    dropped.Notify("initialized", json::object());
+    dropped.Request("workspace/executeCommand", {{"command", "ttap.showTraceSummary"}});
+  }  // closed with a request in flight
+  for (unsigned seed : {11u, 12u}) {
+    int fd = connect();
+    REQUIRE(fd >= 0);
+    LspClient c(fd, -1);
+    REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
+    c.Notify("initialized", json::object());
+    FuzzSession(&c, root, seed, 1500);
+    c.Call("shutdown", nullptr);
+    c.Notify("exit", nullptr);
+  }
+  auto r = idle.Call("textDocument/hover", {{"textDocument", {{"uri", "file:///nothing.py"}}},
+                                            {"position", {{"line", 0}, {"character", 0}}}});
+  CHECK(r.contains("result"));
+  CHECK(server.alive());
+}
