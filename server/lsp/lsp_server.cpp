@@ -8,17 +8,17 @@
 #endif
 
 #include <dirent.h>
+#include <fnmatch.h>
 #include <malloc.h>
 #include <signal.h>
-#include <fnmatch.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cerrno>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -40,6 +40,7 @@
 #include "server/config.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
+#include "server/lsp/dir_watcher.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/scan.h"
 #include "server/window_model.h"
@@ -115,6 +116,12 @@ bool SkippedDir(const std::string& n) {
          n == "site-packages" || n == ".tox" || n == ".mypy_cache";
 }
 
+// Folders neither searched nor watched for traces: tools' caches and virtual environments.
+bool SkipDirectory(const std::string& name, const std::string& path) {
+  struct stat cfg;
+  return SkippedDir(name) || stat((path + "/pyvenv.cfg").c_str(), &cfg) == 0;
+}
+
 // fnmatch with "**/" meaning any directories (including none).
 bool GlobMatch(const std::string& glob, const std::string& rel) {
   if (fnmatch(glob.c_str(), rel.c_str(), 0) == 0) return true;
@@ -162,10 +169,8 @@ void FindTraces(const std::string& root, const std::string& rel,
     struct stat st;
     if (stat((root + "/" + r).c_str(), &st) != 0) continue;  // follows links; dangling: skip
     if (S_ISDIR(st.st_mode)) {
-      struct stat cfg;
-      if (!SkippedDir(n) && stat((root + "/" + r + "/pyvenv.cfg").c_str(), &cfg) != 0) {
+      if (!SkipDirectory(n, root + "/" + r))
         FindTraces(root, r, globs, depth + 1, out, dirs_left, visited);
-      }
     } else if (S_ISREG(st.st_mode) && matches(r)) {
       out->push_back(root + "/" + r);
     }
@@ -1083,18 +1088,58 @@ std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
 }
 
 void Session::WatchLoop() {
-  // Polling fallback: a new or changed trace whose size has stopped changing.
+  // A new or changed trace is analysed once its size has stopped changing (two looks a poll
+  // interval apart). Between changes the thread sleeps on inotify (DirWatcher); without it, or
+  // past its watch budget, it polls, backing off to 30 s while nothing changes.
   int64_t seen_size = -1, seen_mtime = -1;
   std::string seen;
+  std::unique_ptr<DirWatcher> watcher;
+  std::vector<std::string> watched_roots;
+  bool settled = false;  // the last two looks agreed: wait for an event
+  int quiet_polls = 0;
+  auto stopping = [&] {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    return stopping_;
+  };
   while (true) {
+    std::vector<std::string> roots, globs;
     {
+      std::lock_guard<std::mutex> lock(settings_mu_);
+      roots = roots_;
+      globs = config_.trace_globs;
+    }
+    if (!watcher || roots != watched_roots) {
+      watcher = std::make_unique<DirWatcher>(roots, SkipDirectory);
+      watched_roots = roots;
+      settled = false;
+      if (!watcher->ok()) ClientLog("polling for traces: " + watcher->why_not());
+    }
+    if (settled && watcher->ok()) {
+      auto relevant = [&](const std::string& path) {
+        for (const auto& r : roots) {
+          if (path.rfind(r + "/", 0) != 0) continue;
+          const std::string rel = path.substr(r.size() + 1);
+          for (const auto& g : globs)
+            if (GlobMatch(g, rel)) return true;
+        }
+        return false;
+      };
+      const bool changed = watcher->Wait(250, relevant);  // short slices: stopping is prompt
+      if (stopping()) return;
+      if (!changed) continue;
+      settled = false;
+      quiet_polls = 0;
+    } else {
+      const int wait_ms =
+          watcher->ok() ? options_.poll_interval_ms
+                        : std::min(30000, options_.poll_interval_ms << std::min(quiet_polls, 5));
       std::unique_lock<std::mutex> lock(work_mu_);
-      work_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
-                        [&] { return stopping_; });
+      work_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return stopping_; });
       if (stopping_) return;
     }
     int64_t mtime = -1, size = -1;
     std::string newest = NewestTrace(&mtime, &size);
+    const bool stable = newest == seen && size == seen_size && mtime == seen_mtime;
     if (newest.empty()) {
       // The shown trace was deleted and none is left: the worker drops its findings.
       std::lock_guard<std::mutex> lock(work_mu_);
@@ -1102,19 +1147,19 @@ void Session::WatchLoop() {
         work_pending_ = true;
         work_cv_.notify_all();
       }
-      continue;
-    }
-    bool changed;
-    {
-      std::lock_guard<std::mutex> lock(work_mu_);
-      changed = newest != last_trace_ || mtime != last_trace_mtime_;
-    }
-    if (changed && newest == seen && size == seen_size && mtime == seen_mtime) {
-      RequestAnalysisOf(newest, mtime);
+    } else {
+      bool changed;
+      {
+        std::lock_guard<std::mutex> lock(work_mu_);
+        changed = newest != last_trace_ || mtime != last_trace_mtime_;
+      }
+      if (changed && stable) RequestAnalysisOf(newest, mtime);
     }
     seen = newest;
     seen_size = size;
     seen_mtime = mtime;
+    settled = stable;
+    quiet_polls = stable ? quiet_polls + 1 : 0;
   }
 }
 

@@ -57,7 +57,7 @@ inline void ExpectStallDiagnostic(LspClient* c, const std::string& root) {
 
 // Opens |uri| with |text| and hovers at (|line|, |character|); returns the reply.
 inline json OpenAndHover(LspClient* c, const std::string& uri, const std::string& text, int line,
-                  int character) {
+                         int character) {
   c->Notify(
       "textDocument/didOpen",
       {{"textDocument", {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", text}}}});

@@ -134,11 +134,9 @@ TEST_CASE("lsp: incremental edits re-parse to the diagnostics a fresh open gives
   c.Notify("initialized", json::object());
   ExpectStallDiagnostic(&c, root);
   const std::string uri = "file://" + root + "/train.py";
-  c.Notify("textDocument/didOpen", {{"textDocument",
-                                     {{"uri", uri},
-                                      {"languageId", "python"},
-                                      {"version", 1},
-                                      {"text", kTrainPy}}}});
+  c.Notify("textDocument/didOpen",
+           {{"textDocument",
+             {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}});
   DiagnosticsAt(&c, uri, 1);
   // Typing: lines above the loop, characters inside it, a statement broken and mended, a
   // non-ASCII comment; each edit is applied to the previous buffer (and its parse).
@@ -153,8 +151,8 @@ TEST_CASE("lsp: incremental edits re-parse to the diagnostics a fresh open gives
   };
   edit(0, 0, "# header\n");
   edit(3, 0, "import os\n");
-  for (const char* ch : {"d", "e", "f", " ", "g", "(", ")", ":", "\n", " ", " ", "p", "a", "s",
-                         "s", "\n"})
+  for (const char* ch :
+       {"d", "e", "f", " ", "g", "(", ")", ":", "\n", " ", " ", "p", "a", "s", "s", "\n"})
     edit(5, std::string(ch) == "\n" ? 0 : 0, ch);
   edit(2, 0, "x = (\n");  // breaks the syntax...
   edit(3, 0, ")\n");      // ...and mends it
@@ -163,11 +161,9 @@ TEST_CASE("lsp: incremental edits re-parse to the diagnostics a fresh open gives
   REQUIRE_FALSE(incremental.empty());
   // The same text opened afresh.
   c.Notify("textDocument/didClose", {{"textDocument", {{"uri", uri}}}});
-  c.Notify("textDocument/didOpen", {{"textDocument",
-                                     {{"uri", uri},
-                                      {"languageId", "python"},
-                                      {"version", 1000},
-                                      {"text", text}}}});
+  c.Notify("textDocument/didOpen",
+           {{"textDocument",
+             {{"uri", uri}, {"languageId", "python"}, {"version", 1000}, {"text", text}}}});
   const json fresh = DiagnosticsAt(&c, uri, 1000);
   REQUIRE(fresh.size() == incremental.size());
   for (size_t i = 0; i < fresh.size(); ++i) {
@@ -182,11 +178,29 @@ namespace {
 // A random JSON value of any type, with the values that have broken servers before: malformed
 // percent-escapes, relative and host URIs, negative, huge and fractional numbers.
 json RandomValue(std::mt19937* rng, int depth = 0) {
-  static const std::vector<json> atoms = {
-      nullptr, true, false, 0, -1, 1, 2147483648LL, -9223372036854775807LL, 1e300, 0.5, "",
-      "file:///tmp/50%off.py", "file:///%G1", "file://torch/x.py", "file:///", "relative.py",
-      "file:///tmp/x%", std::string(1000, 'a'), "\u00e9\U0001d6fc", "ttap.showTraceSummary",
-      "ttap.rescan", json::array(), json::object()};
+  static const std::vector<json> atoms = {nullptr,
+                                          true,
+                                          false,
+                                          0,
+                                          -1,
+                                          1,
+                                          2147483648LL,
+                                          -9223372036854775807LL,
+                                          1e300,
+                                          0.5,
+                                          "",
+                                          "file:///tmp/50%off.py",
+                                          "file:///%G1",
+                                          "file://torch/x.py",
+                                          "file:///",
+                                          "relative.py",
+                                          "file:///tmp/x%",
+                                          std::string(1000, 'a'),
+                                          "\u00e9\U0001d6fc",
+                                          "ttap.showTraceSummary",
+                                          "ttap.rescan",
+                                          json::array(),
+                                          json::object()};
   const unsigned pick = (*rng)() % 10;
   if (depth < 2 && pick == 0) {
     json a = json::array();
@@ -245,9 +259,8 @@ std::vector<json> Templates(const std::string& root) {
       note("textDocument/didOpen",
            {{"textDocument",
              {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}}),
-      note("textDocument/didChange",
-           {{"textDocument", {{"uri", uri}, {"version", 2}}},
-            {"contentChanges", {{{"range", range}, {"text", "x\n"}}}}}),
+      note("textDocument/didChange", {{"textDocument", {{"uri", uri}, {"version", 2}}},
+                                      {"contentChanges", {{{"range", range}, {"text", "x\n"}}}}}),
       note("textDocument/didClose", {{"textDocument", doc}}),
       note("workspace/didChangeWatchedFiles", {{"changes", {{{"uri", uri}, {"type", 2}}}}}),
       note("workspace/didChangeConfiguration",
@@ -273,8 +286,9 @@ void FuzzSession(LspClient* c, const std::string& root, unsigned seed, int count
   }
   // Still answering, and every request above got a reply (no -32603 "sent no reply" is needed:
   // the replies were read and dropped by Drain; here the last word).
-  auto r = c->Call("textDocument/hover", {{"textDocument", {{"uri", "file:///nothing.py"}}},
-                                          {"position", {{"line", 0}, {"character", 0}}}},
+  auto r = c->Call("textDocument/hover",
+                   {{"textDocument", {{"uri", "file:///nothing.py"}}},
+                    {"position", {{"line", 0}, {"character", 0}}}},
                    20000);
   CHECK((r.contains("result") || r.contains("error")));
 }
@@ -284,7 +298,8 @@ void FuzzSession(LspClient* c, const std::string& root, unsigned seed, int count
 TEST_CASE("lsp: thousands of mutated params of every method keep the session alive (stdio)",
           "[lsp][fuzz][reliability]") {
   std::string root = StallWorkspace();
-  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/getenv("TTAP_TEST_STDERR") == nullptr);
+  LspClient c(ttap_test::Binary(), {"--stdio"},
+              /*quiet_stderr=*/getenv("TTAP_TEST_STDERR") == nullptr);
   REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
   c.Notify("initialized", json::object());
   ExpectStallDiagnostic(&c, root);
@@ -341,4 +356,27 @@ TEST_CASE("lsp: mutated params over --listen keep every session and the server a
                                             {"position", {{"line", 0}, {"character", 0}}}});
   CHECK(r.contains("result"));
   CHECK(server.alive());
+}
+
+TEST_CASE("lsp: without client watchers, a trace in a folder made after start-up is shown",
+          "[lsp][e2e][reliability][watch]") {
+  // The tree is watched (inotify), not walked every poll; the new folders are watched as they
+  // come, and the trace is shown once its size has settled.
+  std::string root = ttap_test::MakeTempDir();
+  REQUIRE(ttap_test::WriteFile(root + "/train.py", kTrainPy));
+  LspClient c(ttap_test::Binary(), {"--stdio", "--poll-ms=50"}, /*quiet_stderr=*/true);
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  auto none = c.WaitFor([](const json& m) {
+    return m.value("method", "") == "ttap/status" && m["params"]["state"] == "no-trace";
+  });
+  REQUIRE_FALSE(none.is_null());
+  usleep(300 * 1000);  // settled: the watch thread now sleeps on events
+  mkdir((root + "/log").c_str(), 0755);
+  mkdir((root + "/log/run1").c_str(), 0755);
+  const std::string trace = root + "/log/run1/host_1.1700000000000.pt.trace.json";
+  REQUIRE(ttap_test::WriteFile(trace + ".part", ttap_test::StallTrace()));
+  REQUIRE(rename((trace + ".part").c_str(), trace.c_str()) == 0);
+  ExpectStallDiagnostic(&c, root);
+  c.Notify("exit", nullptr);
 }
