@@ -271,8 +271,17 @@ class Session {
   void WorkerLoop();
   void WatchLoop();
   std::string NewestTrace(int64_t* mtime, int64_t* size);
-  // False when the trace failed to load (recorded in failed_traces_).
+  // False when the trace failed to load (recorded in failed_traces_) or is still being written.
   bool Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel);
+  // A trace written in the last second may still be being written: waits until its (size,
+  // mtime) hold still for 250 ms, and returns them.
+  std::pair<int64_t, int64_t> WhenQuiet(const std::string& trace, const std::atomic<bool>* cancel);
+  // After a failed load: true when |trace| has changed since |before| or changes before it is
+  // 5 s old (a writer still at work), false when it holds still (broken).
+  bool ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> before,
+                   const std::atomic<bool>* cancel);
+  // Waits |ms| on the worker's condition; false when the session stops or |cancel| is set.
+  bool Pause(int ms, const std::atomic<bool>* cancel);
   // The window scorer the settings name, opened once per (path, device) on a helper thread that
   // runs while the trace loads; null when it is off or unusable (the rules run alone).
   std::shared_future<std::shared_ptr<const WindowModel>> WindowScorer();
@@ -1283,11 +1292,19 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   LoadOptions lo;
   lo.window_count = config.windows;
   lo.cancel = cancel;
+  std::pair<int64_t, int64_t> before = WhenQuiet(trace, cancel);
   auto loaded = LoadTrace(trace, lo);
   if (!loaded.ok()) {
     if (cancel && cancel->load()) return true;  // cancelled, not broken
-    // Passed over until it changes (a trace still being written changes, and is retried then);
-    // said once.
+    // A trace still being written (it changes while it loads, or soon after) is loaded again
+    // when it changes; falling back meanwhile would flash an older trace's findings first.
+    if (ChangesSoon(trace, before, cancel)) {
+      if (progress)
+        out_.Notify("$/progress",
+                    {{"token", token}, {"value", {{"kind", "end"}, {"message", "being written"}}}});
+      return false;
+    }
+    // Broken: passed over until it changes; said once.
     int64_t size = -1;
     const int64_t now_mtime = MtimeNs(trace, &size);
     const std::string message = loaded.status().message();
@@ -1391,6 +1408,50 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   DraftFindingsOf(snap);
   ReleaseTrace(snap.get());
   return true;
+}
+
+namespace {
+
+int64_t WallNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::pair<int64_t, int64_t> SizeAndMtime(const std::string& path) {
+  int64_t size = -1;
+  const int64_t mtime = MtimeNs(path, &size);
+  return {size, mtime};
+}
+
+}  // namespace
+
+bool Session::Pause(int ms, const std::atomic<bool>* cancel) {
+  std::unique_lock<std::mutex> lock(work_mu_);
+  work_cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping_; });
+  return !stopping_ && !(cancel && cancel->load());
+}
+
+std::pair<int64_t, int64_t> Session::WhenQuiet(const std::string& trace,
+                                               const std::atomic<bool>* cancel) {
+  auto now = SizeAndMtime(trace);
+  for (int looks = 0; looks < 240 && WallNowNs() - now.second < 1000000000LL; ++looks) {
+    if (!Pause(250, cancel)) break;
+    auto again = SizeAndMtime(trace);
+    if (again == now) break;
+    now = again;
+  }
+  return now;
+}
+
+bool Session::ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> before,
+                          const std::atomic<bool>* cancel) {
+  while (true) {
+    const auto now = SizeAndMtime(trace);
+    if (now != before) return true;
+    if (now.second < 0 || WallNowNs() - now.second >= 5000000000LL) return false;
+    if (!Pause(100, cancel)) return true;  // stopping or superseded: not judged broken
+  }
 }
 
 void Session::PrepareForHovers(Snapshot* snap) {

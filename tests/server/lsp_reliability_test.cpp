@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -378,5 +379,54 @@ TEST_CASE("lsp: without client watchers, a trace in a folder made after start-up
   REQUIRE(ttap_test::WriteFile(trace + ".part", ttap_test::StallTrace()));
   REQUIRE(rename((trace + ".part").c_str(), trace.c_str()) == 0);
   ExpectStallDiagnostic(&c, root);
+  c.Notify("exit", nullptr);
+}
+
+TEST_CASE("lsp: a trace rewritten in place is waited for; an older trace never flashes",
+          "[lsp][e2e][reliability]") {
+  // `prof.export_chrome_trace("b.pt.trace.json")` rewrites the file: the editor's watcher
+  // reports it while it is half written. The server used to fail on it, fall back to the older
+  // trace and publish that one's findings before the new ones.
+  std::string root = ttap_test::MakeTempDir();
+  REQUIRE(ttap_test::WriteFile(root + "/train.py", kTrainPy));
+  mkdir((root + "/log").c_str(), 0755);
+  const std::string older = root + "/log/a.pt.trace.json";
+  const std::string newer = root + "/log/b.pt.trace.json";
+  const std::string content = ttap_test::StallTrace();
+  REQUIRE(ttap_test::WriteFile(older, content));
+  REQUIRE(ttap_test::WriteFile(newer, content));
+  struct timeval past[2] = {{1700000000, 0}, {1700000000, 0}};
+  REQUIRE(utimes(older.c_str(), past) == 0);
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  json params = InitParams(root);
+  params["capabilities"]["workspace"] = {
+      {"didChangeWatchedFiles", {{"dynamicRegistration", true}}}};
+  c.Call("initialize", params);
+  c.Notify("initialized", json::object());
+  auto ready = [&](const std::string& trace) {
+    return c.WaitFor([&](const json& m) {
+      return m.value("method", "") == "ttap/status" && m["params"]["state"] == "ready" &&
+             m["params"].value("trace", "") == trace;
+    });
+  };
+  REQUIRE_FALSE(ready(newer).is_null());
+  c.AnswerServerRequests();
+  c.Drain();
+  const json changed = {{"changes", {{{"uri", "file://" + newer}, {"type", 2}}}}};
+  REQUIRE(ttap_test::WriteFile(newer, content.substr(0, content.size() / 2)));
+  c.Notify("workspace/didChangeWatchedFiles", changed);
+  usleep(1200 * 1000);
+  REQUIRE(ttap_test::WriteFile(newer, content));
+  c.Notify("workspace/didChangeWatchedFiles", changed);
+  REQUIRE_FALSE(ready(newer).is_null());
+  for (const json& m : c.inbox()) {
+    INFO(m.dump());
+    if (m.value("method", "") == "ttap/status") {
+      CHECK(m["params"].value("trace", "") != older);
+      CHECK(m["params"].value("detail", "") != older);
+    }
+    if (m.value("method", "") == "window/showMessage")
+      CHECK(m["params"]["message"].get<std::string>().find("cannot read") == std::string::npos);
+  }
   c.Notify("exit", nullptr);
 }
