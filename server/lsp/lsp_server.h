@@ -1,9 +1,13 @@
-// LspServer: the language server session. The reader thread (Run) decodes and dispatches every
-// message and never blocks: trace loading, rule analysis and the learned window scorer (opened
-// once per session on a helper thread) run off the reader thread and publish
-// immutable snapshots; hovers, code actions and diagnostics read the latest snapshot. Every
-// request gets exactly one reply (ReplyOnce). stdout (or the socket) carries only protocol;
-// logs go to stderr and window/logMessage. Called by `ttap lsp` (lsp_main.cpp) per connection.
+// LspServer: the language server session. The reader thread (Run) decodes every message, applies
+// document edits (cheap: the parse waits until something needs the tree, then reuses the last
+// one) and honours $/cancelRequest; it never blocks. A request thread answers requests and
+// notifications in arrival order (a trace summary runs on its own thread). Trace loading, rules
+// and the learned window scorer run on a worker and publish immutable snapshots that hold what
+// hovers, code actions, diagnostics and the summary read; the trace's events are released after
+// analysis. A watch thread sleeps on inotify (dir_watcher.h) or polls. Every request gets exactly
+// one reply (ReplyOnce). stdout (or the socket) carries only protocol; logs go to stderr and
+// window/logMessage. The session ends at `exit`, at the end of the stream, or when the client's
+// process (initialize's processId) is gone. Called by `ttap lsp` (lsp_main.cpp) per connection.
 #pragma once
 
 #include <memory>
