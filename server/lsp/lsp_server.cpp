@@ -178,6 +178,58 @@ void FindTraces(const std::string& root, const std::string& rel,
   closedir(d);
 }
 
+// The hover's Markdown as plain text for clients that ask for it: emphasis and code marks
+// dropped, links written out, table rules removed, cells separated by two spaces.
+std::string MarkdownToPlainText(const std::string& md) {
+  std::string out;
+  size_t line_start = 0;
+  while (line_start <= md.size()) {
+    size_t end = md.find('\n', line_start);
+    if (end == std::string::npos) end = md.size();
+    std::string line = md.substr(line_start, end - line_start);
+    line_start = end + 1;
+    if (line.find_first_not_of("|-: ") == std::string::npos && line.find("--") != std::string::npos)
+      continue;  // a table rule
+    if (line == "---") line = "";
+    std::string text;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line.compare(i, 2, "**") == 0) {
+        ++i;
+        continue;
+      }
+      if (line[i] == '`') continue;
+      if (line[i] == '[') {  // [label](url) -> label: url
+        const size_t close = line.find("](", i);
+        const size_t paren = close == std::string::npos ? close : line.find(')', close);
+        if (paren != std::string::npos) {
+          text +=
+              line.substr(i + 1, close - i - 1) + ": " + line.substr(close + 2, paren - close - 2);
+          i = paren;
+          continue;
+        }
+      }
+      text += line[i];
+    }
+    if (!text.empty() && text.front() == '|') {  // a table row: cells apart
+      std::string row;
+      size_t a = 1;
+      while (a < text.size()) {
+        size_t b = text.find('|', a);
+        if (b == std::string::npos) b = text.size();
+        std::string cell = text.substr(a, b - a);
+        const size_t x = cell.find_first_not_of(' '), y = cell.find_last_not_of(' ');
+        if (x != std::string::npos) row += (row.empty() ? "" : "  ") + cell.substr(x, y - x + 1);
+        a = b + 1;
+      }
+      text = row;
+    }
+    out += text + "\n";
+    if (end == md.size()) break;
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 std::string Sparkline(const std::vector<double>& v) {
   static const char* kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
   std::string s;
@@ -290,8 +342,9 @@ class Session {
   std::shared_ptr<const llm::FindingDraft> DraftOf(const Snapshot& snap, size_t finding);
   void Status(const std::string& state, const std::string& detail = "");
   // A log line to stderr and to the client's log (window/logMessage, type Log).
+  // Once: editors show stderr and window/logMessage in the same output channel.
   void ClientLog(const std::string& message) {
-    Log(message);
+    if (!out_.alive()) return Log(message);
     out_.Notify("window/logMessage", {{"type", 4}, {"message", "ttap: " + message}});
   }
   // Diagnostics.
@@ -364,6 +417,7 @@ class Session {
   bool watch_registration_ = false;
   bool work_done_progress_ = false;
   bool code_lens_refresh_ = false;
+  bool hover_markdown_ = true;  // false when the client asks for plaintext hovers (eglot)
 
   // Settings.
   std::mutex settings_mu_;
@@ -769,6 +823,13 @@ void Session::OnInitialize(const json& params, Reply reply) {
     }
   }
   workspace_configuration_ = flag({"workspace", "configuration"});
+  // The client's preferred hover format comes first; markdown unless plaintext is preferred.
+  if (caps.contains("textDocument") && caps["textDocument"].is_object() &&
+      caps["textDocument"].contains("hover") && caps["textDocument"]["hover"].is_object()) {
+    const json formats = caps["textDocument"]["hover"].value("contentFormat", json::array());
+    if (formats.is_array() && !formats.empty() && formats[0] == "plaintext")
+      hover_markdown_ = false;
+  }
   watch_registration_ = flag({"workspace", "didChangeWatchedFiles", "dynamicRegistration"});
   work_done_progress_ = flag({"window", "workDoneProgress"});
   code_lens_refresh_ = flag({"workspace", "codeLens", "refreshSupport"});
@@ -802,7 +863,11 @@ void Session::OnInitialize(const json& params, Reply reply) {
        {{"codeActionKinds", {"quickfix", "source.fixAll.ttap"}},
         {"resolveProvider", resolve_code_actions_}}},
       {"codeLensProvider", {{"resolveProvider", false}}},
-      {"executeCommandProvider", {{"commands", {"ttap.rescan", "ttap.showTraceSummary"}}}},
+      // Ids of their own: vscode-languageclient registers every listed id as an editor command,
+      // and the extension registers ttap.rescan / ttap.showTraceSummary itself (both are still
+      // accepted here, for clients that send a code lens's command to the server).
+      {"executeCommandProvider",
+       {{"commands", {"ttap.server.rescan", "ttap.server.showTraceSummary"}}}},
       {"workspace", {{"workspaceFolders", {{"supported", true}, {"changeNotifications", true}}}}}};
   if (pull_diagnostics_) {
     capabilities["diagnosticProvider"] = {
@@ -1634,6 +1699,9 @@ json Session::DiagnosticsFor(const std::string& path) {
   if (!snap) return diags;
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return diags;
+  // One diagnostic per code and line (a loop can hold fifteen TTA009 findings): the first
+  // (findings come most severe first) stands for the others, which its hover lists.
+  std::map<std::pair<std::string, int>, std::pair<size_t, int>> shown;  // -> (diag, others)
   for (const Placed& p : PlacedIn(*snap, path)) {
     const LocatedFinding& lf = snap->scan->findings[p.finding];
     const Finding& f = lf.finding;
@@ -1641,6 +1709,12 @@ json Session::DiagnosticsFor(const std::string& path) {
     ByteRange b;
     bool stale = false;
     if (!RangeOf(path, p, lf, &r, &b, nullptr, &stale)) continue;
+    auto [slot, first] =
+        shown.emplace(std::make_pair(f.code, r.start.line), std::make_pair(diags.size(), 0));
+    if (!first) {
+      ++slot->second.second;
+      continue;
+    }
     json d = {{"range", RangeJson(r)},
               {"severity", LspSeverity(f.severity)},
               {"code", f.code},
@@ -1668,6 +1742,13 @@ json Session::DiagnosticsFor(const std::string& path) {
     if (diagnostic_data_)
       d["data"] = {{"finding", p.finding}, {"fix", f.fix}, {"trace", snap->trace_path}};
     diags.push_back(std::move(d));
+  }
+  for (const auto& [key, slot] : shown) {
+    if (slot.second == 0) continue;
+    diags[slot.first]["message"] = diags[slot.first]["message"].get<std::string>() + " (and " +
+                                   std::to_string(slot.second) + " more " + key.first + " finding" +
+                                   (slot.second > 1 ? "s" : "") +
+                                   " on this line: the hover lists each one's saving)";
   }
   return diags;
 }
@@ -1822,6 +1903,9 @@ void Session::OnHover(const json& params, Reply reply) {
   if (it == snap->by_file.end()) return reply->Result(nullptr);
   std::string md;
   json range;
+  // A code repeated on one line (as its diagnostic is published once) is shown in full once;
+  // the others follow it as one line each.
+  std::map<std::pair<std::string, int>, std::string> more;  // (code, line) -> their lines
   for (const Placed& p : PlacedIn(*snap, path)) {
     const LocatedFinding& lf = snap->scan->findings[p.finding];
     SourceRange r;
@@ -1833,6 +1917,14 @@ void Session::OnHover(const json& params, Reply reply) {
          (pos.line == r.start.line && pos.character >= r.start.character)) &&
         (pos.line < r.end.line || (pos.line == r.end.line && pos.character <= r.end.character));
     if (!inside) continue;
+    const auto key = std::make_pair(lf.finding.code, r.start.line);
+    auto repeated = more.find(key);
+    if (repeated != more.end()) {
+      repeated->second += "- " + lf.finding.message + " (saves " +
+                          FormatMs(lf.finding.time_lost_us_per_step) + "/step)\n";
+      continue;
+    }
+    more[key];
     if (!md.empty()) md += "\n\n---\n\n";
     md += HoverOf(*snap, p.finding);
     if (auto d = DraftOf(*snap, p.finding)) {
@@ -1846,7 +1938,14 @@ void Session::OnHover(const json& params, Reply reply) {
     }
     range = RangeJson(r);
   }
+  for (const auto& [key, lines] : more) {
+    if (!lines.empty()) md += "\n\n---\n\nAlso " + key.first + " on this line:\n\n" + lines;
+  }
   if (md.empty()) return reply->Result(nullptr);
+  if (!hover_markdown_) {
+    return reply->Result({{"contents", {{"kind", "plaintext"}, {"value", MarkdownToPlainText(md)}}},
+                          {"range", range}});
+  }
   reply->Result({{"contents", {{"kind", "markdown"}, {"value", md}}}, {"range", range}});
 }
 
@@ -2075,11 +2174,11 @@ std::string Session::SummaryMarkdown(const std::atomic<bool>* cancel) {
 void Session::OnExecuteCommand(const json& params, Reply reply,
                                const std::shared_ptr<std::atomic<bool>>& cancelled) {
   const std::string cmd = params.at("command");
-  if (cmd == "ttap.rescan") {
+  if (cmd == "ttap.rescan" || cmd == "ttap.server.rescan") {
     RequestAnalysis(true);
     return reply->Result(nullptr);
   }
-  if (cmd == "ttap.showTraceSummary") {
+  if (cmd == "ttap.showTraceSummary" || cmd == "ttap.server.showTraceSummary") {
     // On its own thread: a summary of a large trace must not hold up hovers behind it.
     const std::string key = reply->id().dump();
     return RunSlow([this, reply, cancelled, key] {

@@ -456,3 +456,68 @@ TEST_CASE("lsp: thousands of random and mutated frames never bring the server do
   CHECK(answered);
   CHECK(c.alive());
 }
+
+TEST_CASE("lsp: one diagnostic per code and line; the hover lists the others", "[lsp][e2e]") {
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  mkdir((root + "/log").c_str(), 0755);
+  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json",
+              ttap_test::StallTraceWithTwoMatmuls());
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  json params = InitParams(root);
+  params["initializationOptions"]["model"] = {{"enabled", false}};
+  c.Call("initialize", params);
+  c.Notify("initialized", json::object());
+  const std::string uri = "file://" + root + "/train.py";
+  auto pub = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && !m["params"]["diagnostics"].empty();
+  });
+  REQUIRE_FALSE(pub.is_null());
+  int tta009 = 0;
+  for (const json& d : pub["params"]["diagnostics"]) {
+    if (d["code"] != "TTA009") continue;
+    ++tta009;
+    CHECK(d["message"].get<std::string>().find("and 1 more TTA009 finding on this line") !=
+          std::string::npos);
+  }
+  CHECK(tta009 == 1);  // two findings (aten::mm, aten::addmm) on line 12
+  auto hover = OpenAndHover(&c, uri, kTrainPy, 11, 2);
+  REQUIRE(hover["result"].is_object());
+  const std::string md = hover["result"]["contents"]["value"];
+  CHECK(md.find("Also TTA009 on this line:") != std::string::npos);
+  c.Notify("exit", nullptr);
+}
+
+TEST_CASE("lsp: plaintext hovers for clients that prefer them; server command ids of its own",
+          "[lsp][e2e]") {
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  mkdir((root + "/log").c_str(), 0755);
+  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  json params = InitParams(root);
+  params["capabilities"]["textDocument"]["hover"]["contentFormat"] = {"plaintext", "markdown"};
+  auto init = c.Call("initialize", params);
+  // vscode-languageclient registers each listed id as an editor command: they must not be the
+  // extension's own (ttap.rescan, ttap.showTraceSummary), or activation fails.
+  const json ids = init["result"]["capabilities"]["executeCommandProvider"]["commands"];
+  CHECK(ids == json({"ttap.server.rescan", "ttap.server.showTraceSummary"}));
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  auto hover = OpenAndHover(&c, "file://" + root + "/train.py", kTrainPy, 11, 2);
+  REQUIRE(hover["result"].is_object());
+  CHECK(hover["result"]["contents"]["kind"] == "plaintext");
+  const std::string text = hover["result"]["contents"]["value"];
+  CHECK(text.find("TTA001 dataloader-stall") != std::string::npos);
+  CHECK(text.find("**") == std::string::npos);
+  CHECK(text.find('`') == std::string::npos);
+  CHECK(text.find("|---") == std::string::npos);
+  CHECK(text.find("Docs: http") != std::string::npos);
+  // Both the server's ids and the editor-facing ones run.
+  for (const char* id : {"ttap.server.showTraceSummary", "ttap.showTraceSummary"}) {
+    auto r = c.Call("workspace/executeCommand", {{"command", id}});
+    CHECK(r["result"].contains("markdown"));
+  }
+  c.Notify("exit", nullptr);
+}

@@ -1,78 +1,173 @@
 // TorchTraceAP for VS Code: starts `ttap lsp` over stdio with vscode-languageclient, forwards
-// the `ttap.*` settings, and shows the server's `ttap/status` in the status bar.
+// the `ttap.*` settings, and shows the server's `ttap/status` in the status bar. The commands
+// are registered before the server starts, so a missing or failing binary still leaves them
+// answering (with what is wrong) and a status bar that says so; the server's own command ids
+// (ttap.server.*) differ from these, since the client registers every id the server lists.
 import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, TransportKind } from "vscode-languageclient/node";
 
 let client: LanguageClient | undefined;
+let output: vscode.OutputChannel|undefined;
+let status: vscode.StatusBarItem|undefined;
+let startError: string|undefined;
 
-function serverPath(context: vscode.ExtensionContext): string {
+// The configured binary, else the bundled one (linux-x64), else `ttap` on PATH; undefined when
+// none exists.
+function serverPath(context: vscode.ExtensionContext): string|undefined {
   const configured = vscode.workspace.getConfiguration("ttap").get<string>("serverPath", "");
-  if (configured) return configured;
+  if (configured) return fs.existsSync(configured) ? configured : undefined;
   const bundled = context.asAbsolutePath(path.join("bin", "linux-x64", "ttap"));
   if (process.platform === "linux" && process.arch === "x64" && fs.existsSync(bundled)) return bundled;
-  return "ttap";
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, 'ttap');
+    if (dir && fs.existsSync(candidate)) return candidate;
+  }
+  return undefined;
 }
 
 function settings(): object {
   const c = vscode.workspace.getConfiguration("ttap");
   return {
-    traceGlobs: c.get("traceGlobs"),
-    rank: c.get("rank"),
-    windows: c.get("windows"),
-    thresholds: c.get("thresholds"),
-    pathMaps: c.get("pathMaps"),
-    userFramesInclude: c.get("userFramesInclude"),
-    userFramesExclude: c.get("userFramesExclude"),
-    llm: { baseUrl: c.get("llm.baseUrl"), model: c.get("llm.model"), apiKeyEnv: c.get("llm.apiKeyEnv") },
+    traceGlobs: c.get('traceGlobs'),
+    rank: c.get('rank'),
+    windows: c.get('windows'),
+    thresholds: c.get('thresholds'),
+    pathMaps: c.get('pathMaps'),
+    userFramesInclude: c.get('userFramesInclude'),
+    userFramesExclude: c.get('userFramesExclude'),
+    llm: {
+      enabled: c.get('llm.enabled'),
+      baseUrl: c.get('llm.baseUrl'),
+      model: c.get('llm.model'),
+      apiKeyEnv: c.get('llm.apiKeyEnv'),
+      authHeader: c.get('llm.authHeader'),
+      maxDrafts: c.get('llm.maxDrafts'),
+      timeoutSeconds: c.get('llm.timeoutSeconds'),
+    },
     model: {
-      enabled: c.get("model.enabled"),
-      path: c.get("model.path"),
-      device: c.get("model.device"),
-      threshold: c.get("model.threshold"),
+      enabled: c.get('model.enabled'),
+      path: c.get('model.path'),
+      device: c.get('model.device'),
+      threshold: c.get('model.threshold'),
     },
   };
 }
 
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+function showStatus(text: string, tooltip: string, error = false): void {
+  if (!status) return;
+  status.text = text;
+  status.tooltip = tooltip;
+  status.backgroundColor =
+      error ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+}
+
+async function startServer(context: vscode.ExtensionContext): Promise<void> {
   const command = serverPath(context);
+  if (!command) {
+    const configured = vscode.workspace.getConfiguration('ttap').get<string>('serverPath', '');
+    startError = configured ?
+        `ttap.serverPath names ${configured}, which does not exist.` :
+        'No ttap binary: none is bundled for this platform and none is on PATH. Build it (scripts/build.sh) and set ttap.serverPath.';
+    showStatus('$(error) ttap: no server', startError, true);
+    const choice =
+        await vscode.window.showErrorMessage(`TorchTraceAP: ${startError}`, 'Open Settings');
+    if (choice === 'Open Settings')
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'ttap.serverPath');
+    return;
+  }
   const serverOptions: ServerOptions = {
     run: { command, args: ["lsp"], transport: TransportKind.stdio },
     debug: { command, args: ["lsp"], transport: TransportKind.stdio },
   };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: [{ scheme: "file", language: "python" }],
+    documentSelector: [{scheme: 'file', language: 'python'}],
     initializationOptions: settings(),
-    synchronize: { configurationSection: "ttap" },
+    synchronize: {configurationSection: 'ttap'},
+    outputChannel: output,
   };
   client = new LanguageClient("ttap", "TorchTraceAP", serverOptions, clientOptions);
+  showStatus('$(sync~spin) ttap: starting', command);
+  try {
+    await client.start();
+  } catch (e) {
+    startError = `${command} did not start: ${e instanceof Error ? e.message : String(e)}`;
+    showStatus('$(error) ttap: server failed', startError, true);
+    output?.appendLine(startError);
+    client = undefined;
+    return;
+  }
+  startError = undefined;
+  showStatus('$(pulse) ttap', command);
+  client.onNotification(
+      'ttap/status',
+      (p: {state: string; trace?: string; rank?: number; findings?: number; detail?: string}) => {
+        const findings = p.findings !== undefined ? ` · ${p.findings} findings` : '';
+        showStatus(
+            `$(pulse) ttap: ${p.state}${findings}`,
+            p.trace ? `${p.trace} (rank ${p.rank ?? 0})` : p.detail ?? 'no trace yet');
+      });
+}
 
-  const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
-  status.text = "$(pulse) ttap";
+async function stopServer(): Promise<void> {
+  const c = client;
+  client = undefined;
+  if (!c) return;
+  try {
+    await c.stop();
+  } catch (e) {
+    output?.appendLine(`stopping the server: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+// Runs a server command, or says why there is no server.
+async function serverCommand(id: string): Promise<unknown> {
+  if (!client) {
+    void vscode.window.showErrorMessage(
+        `TorchTraceAP: ${startError ?? 'the server is not running.'}`);
+    return undefined;
+  }
+  return client.sendRequest('workspace/executeCommand', {command: id, arguments: []});
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel('TorchTraceAP');
+  status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
   status.command = "ttap.showTraceSummary";
   status.show();
-  context.subscriptions.push(status);
-
-  await client.start();
-  client.onNotification("ttap/status", (p: { state: string; trace?: string; rank?: number; findings?: number }) => {
-    const findings = p.findings !== undefined ? ` · ${p.findings} findings` : "";
-    status.text = `$(pulse) ttap: ${p.state}${findings}`;
-    status.tooltip = p.trace ? `${p.trace} (rank ${p.rank ?? 0})` : "no trace yet";
-  });
   context.subscriptions.push(
-    vscode.commands.registerCommand("ttap.rescan", () =>
-      client?.sendRequest("workspace/executeCommand", { command: "ttap.rescan", arguments: [] })),
-    vscode.commands.registerCommand("ttap.showTraceSummary", async () => {
-      const r = (await client?.sendRequest("workspace/executeCommand", { command: "ttap.showTraceSummary", arguments: [] })) as { markdown?: string } | undefined;
-      if (r?.markdown) {
-        const doc = await vscode.workspace.openTextDocument({ content: r.markdown, language: "markdown" });
-        await vscode.window.showTextDocument(doc, { preview: true });
-      }
-    }),
+      output,
+      status,
+      vscode.commands.registerCommand('ttap.rescan', () => serverCommand('ttap.server.rescan')),
+      vscode.commands.registerCommand(
+          'ttap.showTraceSummary',
+          async () => {
+            const r = (await serverCommand('ttap.server.showTraceSummary')) as {markdown?: string} |
+                undefined;
+            if (r?.markdown) {
+              const doc = await vscode.workspace.openTextDocument(
+                  {content: r.markdown, language: "markdown"});
+              await vscode.window.showTextDocument(doc, {preview: true});
+            }
+          }),
+      vscode.commands.registerCommand(
+          'ttap.restart',
+          async () => {
+            await stopServer();
+            await startServer(context);
+          }),
+      vscode.commands.registerCommand('ttap.showOutput', () => output?.show(true)),
+      vscode.workspace.onDidChangeConfiguration(async (e) => {
+        if (e.affectsConfiguration('ttap.serverPath')) {
+          await stopServer();
+          await startServer(context);
+        }
+      }),
   );
+  await startServer(context);
 }
 
 export async function deactivate(): Promise<void> {
-  await client?.stop();
+  await stopServer();
 }
