@@ -49,6 +49,8 @@ constexpr const char* kUsage =
     "        responsible, the time it costs per step and the fix; a directory is scanned in\n"
     "        parallel with a summary table. Exit code 1 when findings at or above LEVEL\n"
     "        (default info) remain; `# ttap: ignore[TTA005]` on a line suppresses them\n"
+    "        [--select CODES] [--ignore CODES] report only these codes / not these (codes or\n"
+    "        prefixes, comma-separated: TTA001,TTA9; [tool.ttap] select / ignore)\n"
     "        [--llm [--llm-base-url URL] [--llm-model NAME] [--llm-api-key-env VAR]]\n"
     "        adds LLM drafts (category, explanation, fix) from an OpenAI-compatible endpoint;\n"
     "        nothing is sent unless --llm is given (README: what is sent)\n"

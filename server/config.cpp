@@ -7,6 +7,8 @@
 #include <tuple>
 #include <utility>
 
+#include "mapping/suppressions.h"
+
 namespace ttap {
 
 namespace {
@@ -89,6 +91,14 @@ Status Apply(const cpptoml::table& t, Config* c) {
     c->window_fusion = *v;
   }
   if (auto v = t.get_array_of<std::string>("trace_globs")) c->trace_globs = *v;
+  for (const char* key : {"select", "ignore"}) {
+    if (!t.contains(key)) continue;
+    auto v = t.get_array_of<std::string>(key);
+    if (!v) return Status::Error(std::string(key) + " must be an array of codes");
+    const std::string wrong = CheckCodeList(*v);
+    if (!wrong.empty()) return Status::Error(std::string(key) + ": " + wrong);
+    (std::string(key) == "select" ? c->select : c->ignore) = *v;
+  }
   for (const char* key : {"user_frames_include", "user_frames_exclude"}) {
     if (!t.contains(key)) continue;
     auto v = t.get_array_of<std::string>(key);

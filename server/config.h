@@ -46,6 +46,9 @@ struct Config {
   std::vector<std::pair<std::string, std::string>> path_maps;
   std::vector<std::string> user_frames_include;  // fnmatch globs over recorded frame paths
   std::vector<std::string> user_frames_exclude;
+  // Codes reported, as ruff's lint.select / lint.ignore: codes or prefixes ("TTA00") or "ALL";
+  // empty select: every code; ignore wins.
+  std::vector<std::string> select, ignore;
   std::string source;  // file the values came from, empty for defaults
   LlmConfig llm;
   // How window scores combine the rules' and the learned scorer's (server/window_fusion.h).

@@ -24,6 +24,7 @@
 #include "mapping/python_frames.h"
 #include "mapping/python_source.h"
 #include "mapping/source_ranges.h"
+#include "mapping/suppressions.h"
 #include "server/cli_util.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
@@ -72,46 +73,6 @@ bool Later(const struct timespec& a, const struct timespec& b) {
 SourceCache& ProcessSourceCache() {
   static SourceCache cache;
   return cache;
-}
-
-// `# ttap: ignore` or `# ttap: ignore[TTA001, TTA005]` on the line.
-bool Suppressed(const std::string& line, const std::string& code) {
-  size_t hash = line.find('#');
-  while (hash != std::string::npos) {
-    size_t p = line.find_first_not_of(" \t", hash + 1);
-    if (p != std::string::npos && line.compare(p, 5, "ttap:") == 0) {
-      p = line.find_first_not_of(" \t", p + 5);
-      if (p != std::string::npos && line.compare(p, 6, "ignore") == 0) {
-        p += 6;
-        if (p >= line.size() || line[p] != '[') return true;
-        size_t close = line.find(']', p);
-        std::string list =
-            line.substr(p + 1, close == std::string::npos ? std::string::npos : close - p - 1);
-        std::stringstream ss(list);
-        std::string item;
-        while (std::getline(ss, item, ',')) {
-          item.erase(0, item.find_first_not_of(" \t"));
-          item.erase(item.find_last_not_of(" \t") + 1);
-          if (item == code) return true;
-        }
-        return false;
-      }
-    }
-    hash = line.find('#', hash + 1);
-  }
-  return false;
-}
-
-// A suppression comment on any line of the narrowed range, or on the frame's own line.
-bool SuppressedAt(const PythonSource& src, const MappedRange& m, int frame_line,
-                  const std::string& code) {
-  if (m.past_end) return false;
-  int first = src.ToPosition(m.range.start, PositionEncoding::kUtf8).line;
-  int last = std::min(src.ToPosition(m.range.end, PositionEncoding::kUtf8).line, first + 50);
-  for (int l = first; l <= last; ++l) {
-    if (Suppressed(std::string(src.LineText(l)), code)) return true;
-  }
-  return !m.reanchored && Suppressed(std::string(src.LineText(frame_line - 1)), code);
 }
 
 std::string Relative(const std::string& path, const std::string& root) {
@@ -276,6 +237,7 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   const bool have_trace_mtime = ModifiedTime(trace->path, &trace_mtime);
   for (Finding& f : r.rules.findings) {
     if (SeverityRank(f.severity) < SeverityRank(options.min_severity)) continue;
+    if (!CodeSelected(f.code, options.select, options.ignore)) continue;
     LocatedFinding lf;
     if (f.anchor_row >= 0) {
       for (auto& pf : FramesOf(*trace, static_cast<size_t>(f.anchor_row))) {
@@ -305,7 +267,7 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
         q.file_newer_than_trace = have_trace_mtime && ModifiedTime(lf.absolute_path, &file_mtime) &&
                                   Later(file_mtime, trace_mtime);
         MappedRange m = MapToSource(*src, q);
-        if (SuppressedAt(*src, m, uf.line, f.code)) {
+        if (options.apply_suppressions && SuppressedAt(*src, m, uf.line, f.code)) {
           ++r.suppressed;
           continue;
         }
@@ -572,6 +534,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   double model_threshold = -1;                    // `--model-threshold`; < 0: the file's
   bool no_model = false;  // `--no-model`: rules only, even where shipped weights are found
   llm::LlmOverrides llm_flags;
+  std::vector<std::string> select = config.select, ignore = config.ignore;  // --select / --ignore
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto next = [&](std::string* out) {
@@ -608,6 +571,15 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       (a == "--llm-base-url" ? llm_flags.base_url
        : a == "--llm-model"  ? llm_flags.model
                              : llm_flags.api_key_env) = v;
+    } else if (a == "--select" || a == "--ignore") {
+      if (!next(&v)) return UsageError(a + " needs codes, e.g. TTA001,TTA9");
+      std::vector<std::string> codes;
+      std::stringstream list(v);
+      for (std::string c; std::getline(list, c, ',');)
+        if (!c.empty()) codes.push_back(c);
+      const std::string wrong = CheckCodeList(codes);
+      if (!wrong.empty()) return UsageError(a + ": " + wrong);
+      (a == "--select" ? select : ignore) = codes;
     } else if (a == "--min-severity") {
       if (!next(&v) || !ParseSeverity(v, &min_severity)) {
         return UsageError("--min-severity is error, warning, info or hint");
@@ -639,6 +611,8 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   ScanOptions opts;
   opts.rules.values = config.thresholds;
   opts.min_severity = min_severity;
+  opts.select = select;
+  opts.ignore = ignore;
   opts.workspace = &workspace;
   FrameFilter filter{config.user_frames_include, config.user_frames_exclude};
   opts.frame_filter = &filter;

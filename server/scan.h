@@ -58,6 +58,11 @@ struct ScanOptions {
   double model_threshold = -1;  // window score that flags a window; < 0: the file's own
   // How window scores combine rules and model (config `window_fusion`); null: the default.
   const WindowFusion* window_fusion = nullptr;
+  // Codes reported (config `select` / `ignore`, mapping/suppressions.h); empty select: all.
+  std::vector<std::string> select, ignore;
+  // `# ttap: ignore[...]` comments in the files on disk drop findings; the language server
+  // turns this off and applies the comments of the buffers as they are typed.
+  bool apply_suppressions = true;
 };
 
 // Runs the rules on a loaded trace and locates the findings.

@@ -35,6 +35,7 @@
 #include "mapping/python_source.h"
 #include "mapping/quick_fixes.h"
 #include "mapping/source_ranges.h"
+#include "mapping/suppressions.h"
 #include "mapping/syntax_util.h"
 #include "mapping/workspace_index.h"
 #include "server/config.h"
@@ -369,6 +370,7 @@ class Session {
   // Drops the trace's events once nothing reads them, and gives the memory back to the system.
   static void ReleaseTrace(Snapshot* snap);
   std::string SummaryMarkdown(const std::atomic<bool>* cancel);
+  // False when the finding cannot be placed in |path| now, or a comment there suppresses it.
   bool RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
                SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
                bool* stale);
@@ -931,6 +933,15 @@ void Session::ApplySettings(const json& s) {
       model_threshold_ = t >= 0 && t <= 1 ? t : -1;
     }
   }
+  for (const char* key : {"select", "ignore"}) {
+    if (!s.contains(key) || !s[key].is_array()) continue;
+    std::vector<std::string> codes;
+    for (const auto& c : s[key])
+      if (c.is_string()) codes.push_back(c);
+    // Empty (the editor's default) keeps the project's list.
+    if (!codes.empty() && CheckCodeList(codes).empty())
+      (std::string(key) == "select" ? config_.select : config_.ignore) = codes;
+  }
   for (const char* key : {"userFramesInclude", "userFramesExclude"}) {
     if (!s.contains(key) || !s[key].is_array()) continue;
     auto& dst = std::string(key) == "userFramesInclude" ? config_.user_frames_include
@@ -1428,6 +1439,9 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
   ScanOptions so;
   so.rules.values = config.thresholds;
   so.min_severity = Severity::kHint;
+  so.select = config.select;
+  so.ignore = config.ignore;
+  so.apply_suppressions = false;  // applied to the buffers as typed (RangeOf)
   so.workspace = &index;
   so.frame_filter = &filter;
   std::shared_ptr<const WindowModel> model = scorer.valid() ? scorer.get() : nullptr;
@@ -1676,6 +1690,8 @@ bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFin
   q.function = p.function;
   q.code = lf.finding.code;
   MappedRange m = MapToSource(*src, q);
+  // `# ttap: ignore[...]` as the buffer has it now: typed or deleted, it applies at once.
+  if (SuppressedAt(*src, m, p.line, lf.finding.code)) return false;
   *bytes = m.range;
   *range = src->ToRange(m.range, encoding_);
   *stale = m.stale;
@@ -2062,18 +2078,34 @@ void Session::OnCodeAction(const json& params, Reply reply) {
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return reply->Result(actions);
   json all_edits = json::array();
+  std::set<std::pair<std::string, int>> suppress_offered;  // (code, line)
+  json suppressions = json::array();                       // after every fix
   for (const Placed& p : PlacedIn(*snap, path)) {
     const LocatedFinding& lf = snap->scan->findings[p.finding];
     SourceRange r;
     ByteRange b;
     bool stale;
-    if (!RangeOf(path, p, lf, &r, &b, nullptr, &stale) || stale) continue;
+    std::shared_ptr<const PythonSource> src;
+    if (!RangeOf(path, p, lf, &r, &b, &src, &stale) || stale) continue;
     if (wants("quickfix") && r.start.line <= last && r.end.line >= first) {
       json diag = {{"range", RangeJson(r)},
                    {"code", lf.finding.code},
                    {"source", "ttap"},
                    {"message", lf.finding.name + ": " + lf.finding.message}};
       for (auto& a : FixesFor(uri, path, p, lf, diag, !resolve_code_actions_)) actions.push_back(a);
+      if (suppress_offered.insert({lf.finding.code, r.start.line}).second) {
+        const TextEdit e = SuppressionEdit(*src, r.start.line, lf.finding.code);
+        suppressions.push_back(
+            {{"title", "Suppress " + lf.finding.code + " on this line (# ttap: ignore)"},
+             {"kind", "quickfix"},
+             {"isPreferred", false},
+             {"diagnostics", json::array({diag})},
+             {"edit",
+              {{"changes",
+                {{uri,
+                  {{{"range", RangeJson(src->ToRange(e.range, encoding_))},
+                    {"newText", e.new_text}}}}}}}}});
+      }
     }
     if (wants("source.fixAll.ttap") && !only.empty()) {
       for (auto& a : FixesFor(uri, path, p, lf, nullptr, true)) {
@@ -2082,6 +2114,7 @@ void Session::OnCodeAction(const json& params, Reply reply) {
       }
     }
   }
+  for (auto& a : suppressions) actions.push_back(std::move(a));
   if (!all_edits.empty()) {
     actions.push_back({{"title", "ttap: apply every safe fix in this file"},
                        {"kind", "source.fixAll.ttap"},
@@ -2135,6 +2168,10 @@ void Session::OnCodeLens(const json& params, Reply reply) {
   std::map<uint32_t, std::pair<double, double>> per_scope;  // start byte -> (share, ms/step)
   for (const Placed& p : PlacedIn(*snap, path)) {
     const Finding& f = snap->scan->findings[p.finding].finding;
+    SourceRange r;
+    ByteRange b;
+    bool stale;
+    if (!RangeOf(path, p, snap->scan->findings[p.finding], &r, &b, nullptr, &stale)) continue;
     TSNode stmt = StatementAtLine(*src, p.line - 1);
     uint32_t at = 0;
     if (!IsNull(stmt)) {

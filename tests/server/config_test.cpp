@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "fixture_traces.h"
 #include "test_support.h"
 
 using namespace ttap;
@@ -84,4 +85,28 @@ TEST_CASE("config: window_fusion names one of the combinations eval tries", "[co
   auto bad = LoadConfigFile(dir + "/bad.toml");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("noisy-OR m/2") != std::string::npos);
+}
+
+TEST_CASE("config: select and ignore code lists, and ttap scan honours them", "[config]") {
+  const std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/pyproject.toml",
+              "[tool.ttap]\nselect = [\"TTA00\", \"TTA9\"]\nignore = [\"TTA009\"]\n");
+  auto c = LoadConfigFile(dir + "/pyproject.toml");
+  REQUIRE(c.ok());
+  CHECK(c->select == std::vector<std::string>{"TTA00", "TTA9"});
+  CHECK(c->ignore == std::vector<std::string>{"TTA009"});
+  WriteOrFail(dir + "/bad.toml", "ignore = [\"E501\"]\n");
+  auto bad = LoadConfigFile(dir + "/bad.toml");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("ignore: 'E501' is not a code") != std::string::npos);
+  // The StallTrace gives TTA001: ignored by the project's list, or selected away by a flag.
+  WriteOrFail(dir + "/trace.json", ttap_test::StallTrace());
+  auto all = ttap_test::RunTtap("scan --no-model trace.json", dir);
+  CHECK(all.out.find("TTA001") != std::string::npos);
+  WriteOrFail(dir + "/pyproject.toml", "[tool.ttap]\nignore = [\"TTA001\"]\n");
+  auto ignored = ttap_test::RunTtap("scan --no-model trace.json", dir);
+  CHECK(ignored.out.find("TTA001") == std::string::npos);
+  auto flag = ttap_test::RunTtap("scan --no-model --select TTA9 --ignore TTA9 trace.json", dir);
+  CHECK(flag.out.find("TTA001") == std::string::npos);
+  CHECK(ttap_test::RunTtap("scan --select nope trace.json", dir).exit_code == 2);
 }

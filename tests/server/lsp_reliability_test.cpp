@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 #include <random>
+#include <set>
 
 #include "fixture_traces.h"
 #include "lsp_client.h"
@@ -428,5 +429,51 @@ TEST_CASE("lsp: a trace rewritten in place is waited for; an older trace never f
     if (m.value("method", "") == "window/showMessage")
       CHECK(m["params"]["message"].get<std::string>().find("cannot read") == std::string::npos);
   }
+  c.Notify("exit", nullptr);
+}
+
+TEST_CASE("lsp: a suppression typed in the buffer applies at once; the code action writes one",
+          "[lsp][e2e][suppress]") {
+  std::string root = StallWorkspace();
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  const std::string uri = "file://" + root + "/train.py";
+  c.Notify("textDocument/didOpen",
+           {{"textDocument",
+             {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}});
+  auto codes = [](const json& diags) {
+    std::set<std::string> out;
+    for (const json& d : diags) out.insert(d["code"].get<std::string>());
+    return out;
+  };
+  REQUIRE(codes(DiagnosticsAt(&c, uri, 1)).count("TTA001"));
+  // The code action offers the suppression; its edit is what the user would get.
+  auto actions = c.Call(
+      "textDocument/codeAction",
+      {{"textDocument", {{"uri", uri}}},
+       {"range",
+        {{"start", {{"line", 11}, {"character", 0}}}, {"end", {{"line", 11}, {"character", 3}}}}},
+       {"context", {{"diagnostics", json::array()}}}});
+  json suppress;
+  for (const json& a : actions["result"])
+    if (a["title"].get<std::string>().rfind("Suppress TTA001 on this line", 0) == 0) suppress = a;
+  REQUIRE_FALSE(suppress.is_null());
+  const json edit = suppress["edit"]["changes"][uri][0];
+  CHECK(edit["newText"] == "  # ttap: ignore[TTA001]");
+  CHECK(edit["range"]["start"]["line"] == 11);
+  // Typed (not saved): the squiggle goes with this version.
+  c.Notify("textDocument/didChange",
+           ChangeAt(uri, 2, 11, edit["range"]["start"]["character"], edit["newText"]));
+  CHECK_FALSE(codes(DiagnosticsAt(&c, uri, 2)).count("TTA001"));
+  auto hover = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
+                                             {"position", {{"line", 11}, {"character", 2}}}});
+  CHECK((hover["result"].is_null() || hover["result"]["contents"]["value"].get<std::string>().find(
+                                          "TTA001") == std::string::npos));
+  // Deleted again: back at once.
+  c.Notify("textDocument/didChange", {{"textDocument", {{"uri", uri}, {"version", 3}}},
+                                      {"contentChanges", {{{"text", kTrainPy}}}}});
+  CHECK(codes(DiagnosticsAt(&c, uri, 3)).count("TTA001"));
   c.Notify("exit", nullptr);
 }
