@@ -178,6 +178,11 @@ std::vector<std::optional<FindingDraft>> DraftFindings(const ScanResult& scan, L
       if (!s.ok()) log("draft cache: " + s.message());
     }
     fd.draft = *best;
+    if (!fd.draft.fix_dropped.empty()) {
+      fd.fix_dropped = fd.draft.fix_dropped;
+      log("dropped the fix drafted by " + model + " for " + lf.finding.code + ": " +
+          fd.fix_dropped + " (the category and explanation are kept)");
+    }
     if (fd.draft.fix) {
       Status why = Status::Ok();
       if (!src) {

@@ -155,6 +155,46 @@ bool IsDraftCategory(const std::string& code) {
   return code == "TTA900" || FindRule(code) != nullptr;
 }
 
+// The draft's "fix" object; an error names what is wrong with it.
+StatusOr<DraftFix> DraftFixFromJson(const nlohmann::json& f) {
+  if (!f.is_object()) return Status::Error("fix: not an object or null");
+  DraftFix fix;
+  if (!f.contains("description") || !f["description"].is_string())
+    return Status::Error("fix.description: missing or not a string");
+  fix.description = f["description"].get<std::string>();
+  if (!f.contains("edits") || !f["edits"].is_array())
+    return Status::Error("fix.edits: missing or not an array");
+  if (f["edits"].empty() || f["edits"].size() > kMaxEdits)
+    return Status::Error("fix.edits: needs 1 to " + std::to_string(kMaxEdits) + " edits");
+  for (size_t i = 0; i < f["edits"].size(); ++i) {
+    const nlohmann::json& e = f["edits"][i];
+    std::string where = "fix.edits[" + std::to_string(i) + "]";
+    if (!e.is_object()) return Status::Error(where + ": not an object");
+    DraftEdit edit;
+    int* fields[] = {&edit.start_line, &edit.start_column, &edit.end_line, &edit.end_column};
+    const char* names[] = {"start_line", "start_column", "end_line", "end_column"};
+    for (int k = 0; k < 4; ++k) {
+      if (!e.contains(names[k]) || !e[names[k]].is_number_integer())
+        return Status::Error(where + "." + names[k] + ": missing or not an integer");
+      int64_t v = e[names[k]].get<int64_t>();
+      if (v < 1 || v > 10000000)
+        return Status::Error(where + "." + names[k] + ": must be >= 1 (1-based)");
+      *fields[k] = static_cast<int>(v);
+    }
+    if (edit.end_line < edit.start_line ||
+        (edit.end_line == edit.start_line && edit.end_column < edit.start_column))
+      return Status::Error(where + ": ends before it starts");
+    if (!e.contains("new_text") || !e["new_text"].is_string())
+      return Status::Error(where + ".new_text: missing or not a string");
+    edit.new_text = e["new_text"].get<std::string>();
+    if (edit.new_text.size() > kMaxNewTextBytes)
+      return Status::Error(where + ".new_text: over " + std::to_string(kMaxNewTextBytes) +
+                           " bytes");
+    fix.edits.push_back(std::move(edit));
+  }
+  return fix;
+}
+
 StatusOr<Draft> DraftFromJson(const nlohmann::json& j, const std::string& model) {
   if (!j.is_object()) return Status::Error("the draft is not a JSON object");
   Draft d;
@@ -182,44 +222,14 @@ StatusOr<Draft> DraftFromJson(const nlohmann::json& j, const std::string& model)
       return Status::Error("need_more_context: not a boolean");
     d.wants_more_context = j["need_more_context"].get<bool>();
   }
+  // A fix that does not hold up is dropped, and why is kept: the category and the
+  // explanation stand on their own (local models often draft a fix with no edits).
   if (j.contains("fix") && !j["fix"].is_null()) {
-    const nlohmann::json& f = j["fix"];
-    if (!f.is_object()) return Status::Error("fix: not an object or null");
-    DraftFix fix;
-    if (!f.contains("description") || !f["description"].is_string())
-      return Status::Error("fix.description: missing or not a string");
-    fix.description = f["description"].get<std::string>();
-    if (!f.contains("edits") || !f["edits"].is_array())
-      return Status::Error("fix.edits: missing or not an array");
-    if (f["edits"].empty() || f["edits"].size() > kMaxEdits)
-      return Status::Error("fix.edits: needs 1 to " + std::to_string(kMaxEdits) + " edits");
-    for (size_t i = 0; i < f["edits"].size(); ++i) {
-      const nlohmann::json& e = f["edits"][i];
-      std::string where = "fix.edits[" + std::to_string(i) + "]";
-      if (!e.is_object()) return Status::Error(where + ": not an object");
-      DraftEdit edit;
-      int* fields[] = {&edit.start_line, &edit.start_column, &edit.end_line, &edit.end_column};
-      const char* names[] = {"start_line", "start_column", "end_line", "end_column"};
-      for (int k = 0; k < 4; ++k) {
-        if (!e.contains(names[k]) || !e[names[k]].is_number_integer())
-          return Status::Error(where + "." + names[k] + ": missing or not an integer");
-        int64_t v = e[names[k]].get<int64_t>();
-        if (v < 1 || v > 10000000)
-          return Status::Error(where + "." + names[k] + ": must be >= 1 (1-based)");
-        *fields[k] = static_cast<int>(v);
-      }
-      if (edit.end_line < edit.start_line ||
-          (edit.end_line == edit.start_line && edit.end_column < edit.start_column))
-        return Status::Error(where + ": ends before it starts");
-      if (!e.contains("new_text") || !e["new_text"].is_string())
-        return Status::Error(where + ".new_text: missing or not a string");
-      edit.new_text = e["new_text"].get<std::string>();
-      if (edit.new_text.size() > kMaxNewTextBytes)
-        return Status::Error(where + ".new_text: over " + std::to_string(kMaxNewTextBytes) +
-                             " bytes");
-      fix.edits.push_back(std::move(edit));
-    }
-    d.fix = std::move(fix);
+    auto fix = DraftFixFromJson(j["fix"]);
+    if (fix.ok())
+      d.fix = std::move(fix.value());
+    else
+      d.fix_dropped = fix.status().message();
   }
   return d;
 }

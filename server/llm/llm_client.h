@@ -77,6 +77,7 @@ struct Draft {
   double confidence = 0;  // 0..1
   std::string explanation_markdown;
   std::optional<DraftFix> fix;
+  std::string fix_dropped;          // why the reply's fix was not kept ("" when none was)
   bool wants_more_context = false;  // the reply set "need_more_context": true
 };
 

@@ -272,15 +272,6 @@ TEST_CASE("llm: replies off the schema are rejected, naming the field", "[llm]")
   d = GoodDraft();
   d.erase("explanation_markdown");
   cases.push_back({d, "explanation_markdown"});
-  d = GoodDraft();
-  d["fix"]["edits"][0]["start_line"] = 0;
-  cases.push_back({d, "fix.edits[0].start_line"});
-  d = GoodDraft();
-  d["fix"]["edits"][0]["end_line"] = 4;  // ends before it starts
-  cases.push_back({d, "fix.edits[0]"});
-  d = GoodDraft();
-  d["fix"] = "add num_workers";
-  cases.push_back({d, "fix"});
   cases.push_back({json::array({GoodDraft()}), "not a JSON object"});
   size_t next = 0;
   HttpTestServer server([&](const HttpRequest&) {
@@ -301,6 +292,37 @@ TEST_CASE("llm: replies off the schema are rejected, naming the field", "[llm]")
   std::string log = capture.Finish();
   CHECK(log.find("off the schema: category") != std::string::npos);
   CheckStillWorks(client);
+}
+
+TEST_CASE("llm: a fix off the schema is dropped, the category and explanation kept", "[llm]") {
+  std::vector<std::pair<json, std::string>> cases;
+  json d = GoodDraft();
+  d["fix"]["edits"] = json::array();  // what local models often send
+  cases.push_back({d, "fix.edits: needs 1 to"});
+  d = GoodDraft();
+  d["fix"]["edits"][0]["start_line"] = 0;
+  cases.push_back({d, "fix.edits[0].start_line"});
+  d = GoodDraft();
+  d["fix"]["edits"][0]["end_line"] = 4;  // ends before it starts
+  cases.push_back({d, "fix.edits[0]"});
+  d = GoodDraft();
+  d["fix"] = "add num_workers";
+  cases.push_back({d, "fix: not an object"});
+  size_t next = 0;
+  HttpTestServer server([&](const HttpRequest&) {
+    size_t k = next++;
+    return k < cases.size() ? Ok(cases[k].first) : Ok();
+  });
+  LlmClient client(SettingsFor(server));
+  for (const auto& [draft, why] : cases) {
+    LlmReply r = client.Complete({"s", "u"});
+    INFO(draft.dump() << " -> " << r.message);
+    REQUIRE(r.ok());
+    CHECK(r.draft->category == GoodDraft()["category"]);
+    CHECK_FALSE(r.draft->explanation_markdown.empty());
+    CHECK_FALSE(r.draft->fix.has_value());
+    CHECK(r.draft->fix_dropped.find(why) != std::string::npos);
+  }
 }
 
 TEST_CASE("llm: a slow reply past the timeout gives up cleanly", "[llm]") {
