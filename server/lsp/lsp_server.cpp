@@ -2218,12 +2218,15 @@ void Session::OnExecuteCommand(const json& params, Reply reply,
   if (cmd == "ttap.showTraceSummary" || cmd == "ttap.server.showTraceSummary") {
     // On its own thread: a summary of a large trace must not hold up hovers behind it.
     const std::string key = reply->id().dump();
-    return RunSlow([this, reply, cancelled, key] {
+    // The editor plugins ask with the server's id and show the result themselves; a client that
+    // sends the code lens's id (eglot, lsp-mode) gets it as a message too.
+    const bool show = cmd == "ttap.showTraceSummary";
+    return RunSlow([this, reply, cancelled, key, show] {
       std::string md = cancelled->load() ? "" : SummaryMarkdown(cancelled.get());
       if (cancelled->load()) {
         reply->Error(kRequestCancelled, "cancelled");
       } else {
-        out_.Notify("window/showMessage", {{"type", 3}, {"message", md}});
+        if (show) out_.Notify("window/showMessage", {{"type", 3}, {"message", md}});
         reply->Result({{"markdown", md}});
       }
       ForgetRequest(key);

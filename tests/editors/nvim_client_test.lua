@@ -20,7 +20,29 @@ local function finish()
   vim.cmd(failed == 0 and "qa!" or "cq!")
 end
 
-require("ttap").setup({ cmd = { ttap, "lsp", "--poll-ms=200" } })
+local attached_with
+local caps = vim.lsp.protocol.make_client_capabilities()
+caps.experimental = { ttap_test_marker = true }
+require("ttap").setup({
+  cmd = { ttap, "lsp", "--poll-ms=200" },
+  on_attach = function(client, bufnr)
+    attached_with = client.name
+  end,
+  capabilities = caps,
+})
+check(vim.fn.exists(":TtapRescan") == 2 and vim.fn.exists(":TtapSummary") == 2 and vim.fn.exists(":TtapRestart") == 2,
+  "the :Ttap commands exist")
+
+-- Root markers: the nearest directory holding any marker wins (not the first marker found
+-- anywhere above).
+vim.fn.mkdir(workspace .. "/sub/pkg/.git", "p")
+vim.fn.writefile({ "[tool.ttap]" }, workspace .. "/pyproject.toml")
+check(require("ttap").find_root(workspace .. "/sub/pkg/x.py", { "pyproject.toml", ".git" }) == workspace .. "/sub/pkg",
+  "nearest root first")
+check(require("ttap").find_root(workspace .. "/sub/y.py", { "pyproject.toml", ".git" }) == workspace,
+  "a marker further up when none is nearer")
+vim.fn.delete(workspace .. "/pyproject.toml")
+vim.fn.delete(workspace .. "/sub", "rf")
 vim.cmd("edit " .. workspace .. "/train.py")
 vim.bo.filetype = "python"
 local buf = vim.api.nvim_get_current_buf()
@@ -46,6 +68,32 @@ local clients = vim.lsp.buf_get_clients(buf)
 local client
 for _, c in pairs(clients) do if c.name == "ttap" then client = c end end
 check(client ~= nil, "ttap client attached")
+check(attached_with == "ttap", "the user's on_attach ran")
+check(client.config.capabilities and client.config.capabilities.experimental
+  and client.config.capabilities.experimental.ttap_test_marker == true, "the user's capabilities were passed on")
+
+-- Code lenses: fetched on attach and refreshed when the server asks.
+vim.lsp.codelens.refresh()
+check(vim.wait(10000, function() return #(vim.lsp.codelens.get(buf) or {}) > 0 end, 100), "code lenses are shown")
+local lens = (vim.lsp.codelens.get(buf) or {})[1]
+check(lens and lens.command and lens.command.title:find("of the step lost here") ~= nil, "the lens says what the step loses")
+
+-- :TtapSummary opens the summary.
+local before = #vim.api.nvim_list_bufs()
+vim.cmd("TtapSummary")
+check(vim.wait(10000, function() return #vim.api.nvim_list_bufs() > before end, 50), ":TtapSummary opens a buffer")
+local summary = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+check(summary:find("TTA001") ~= nil, ":TtapSummary lists the findings")
+check(vim.bo.filetype == "markdown", "the summary is markdown")
+vim.cmd("close")
+
+-- :checkhealth ttap reports the binary and the client.
+vim.cmd("checkhealth ttap")
+local health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+check(health:find("ttap") ~= nil and health:find("OK") ~= nil, ":checkhealth ttap reports")
+check(health:find("client %d+") ~= nil, ":checkhealth ttap names the attached client")
+vim.cmd("bwipeout!")
+vim.api.nvim_set_current_buf(buf)
 local hover = client.request_sync("textDocument/hover", {
   textDocument = { uri = vim.uri_from_bufnr(buf) },
   position = { line = found.lnum, character = found.col + 1 },
@@ -76,4 +124,15 @@ if chosen and chosen.edit then
   check(line5:find("num_workers=") ~= nil, "DataLoader gained num_workers: " .. line5)
   check(line5:find("pin_memory=True") ~= nil, "DataLoader gained pin_memory=True: " .. line5)
 end
+
+-- :TtapRestart: a new client, attached again, diagnostics again.
+local old_id = client.id
+vim.cmd("TtapRestart")
+local restarted = vim.wait(20000, function()
+  for _, c in pairs(vim.lsp.buf_get_clients(buf)) do
+    if c.name == "ttap" and c.id ~= old_id then return true end
+  end
+  return false
+end, 100)
+check(restarted, ":TtapRestart attaches a new client")
 finish()

@@ -1,6 +1,11 @@
--- TorchTraceAP for Neovim: starts `ttap lsp` for Python buffers and attaches it.
--- Works on Neovim 0.7.2 (vim.lsp.start_client + buf_attach_client) and newer (vim.lsp.start).
---   require("ttap").setup{ cmd = { "ttap", "lsp" }, settings = { windows = 100 } }
+-- TorchTraceAP for Neovim: starts `ttap lsp` for Python buffers and attaches it, with commands
+-- (:TtapRescan, :TtapSummary, :TtapRestart), code lenses kept fresh, and :checkhealth ttap
+-- (lua/ttap/health.lua). Works on Neovim 0.7.2 (vim.lsp.start_client + buf_attach_client) and
+-- newer (vim.lsp.start, 0.8+).
+--   require("ttap").setup{ cmd = { "ttap", "lsp" }, settings = { windows = 100 },
+--                          on_attach = function(client, bufnr) ... end, capabilities = ... }
+-- Every other key of vim.lsp.ClientConfig given to setup (flags, before_init, handlers, ...)
+-- is passed through to the client.
 local M = {}
 
 local defaults = {
@@ -8,41 +13,99 @@ local defaults = {
   filetypes = { "python" },
   -- Sent as initializationOptions (Neovim 0.7 declares no workspace/configuration).
   settings = {},
-  root_markers = { "pyproject.toml", "ttap.toml", "setup.py", ".git" },
+  root_markers = { "pyproject.toml", "ttap.toml", "setup.py", "setup.cfg", ".git" },
+  codelens = true, -- show the server's "x% of the step lost here" lenses
 }
 
--- The nearest directory above the buffer holding a marker; else the buffer's own directory.
-local function find_root(bufnr, markers)
-  local path = vim.api.nvim_buf_get_name(bufnr)
+-- Keys of setup{} that are this plugin's, not the LSP client's.
+local own_keys = { cmd = true, filetypes = true, settings = true, root_markers = true, codelens = true }
+
+-- The nearest directory at or above the buffer's that holds any of the markers (as lspconfig's
+-- root_pattern: nearest first, not marker by marker); else the buffer's own directory.
+function M.find_root(path, markers)
   local dir = path ~= "" and vim.fn.fnamemodify(path, ":p:h") or vim.fn.getcwd()
-  for _, marker in ipairs(markers) do
-    local f = vim.fn.findfile(marker, dir .. ";")
-    if f == "" then
-      f = vim.fn.finddir(marker, dir .. ";")
+  local start = dir
+  while dir and dir ~= "" do
+    for _, marker in ipairs(markers) do
+      local candidate = dir .. "/" .. marker
+      if vim.fn.filereadable(candidate) == 1 or vim.fn.isdirectory(candidate) == 1 then
+        return dir
+      end
     end
-    if f ~= "" then
-      return vim.fn.fnamemodify(f, ":p:h"):gsub("/%.git$", "")
+    local parent = vim.fn.fnamemodify(dir, ":h")
+    if parent == dir then
+      break
     end
+    dir = parent
   end
-  return dir
+  return start
 end
 
-local client_ids = {}
+local client_ids = {} -- root -> client id (Neovim 0.7)
+local options = vim.deepcopy(defaults)
+
+local function ttap_clients(bufnr)
+  local out = {}
+  for _, c in pairs(bufnr and vim.lsp.buf_get_clients(bufnr) or vim.lsp.get_active_clients()) do
+    if c.name == "ttap" then
+      table.insert(out, c)
+    end
+  end
+  return out
+end
+
+local function refresh_codelens(bufnr)
+  if options.codelens and vim.api.nvim_buf_is_valid(bufnr) then
+    pcall(vim.lsp.codelens.refresh)
+  end
+end
 
 function M.attach(bufnr, opts)
-  local root = find_root(bufnr, opts.root_markers)
-  local config = {
-    name = "ttap",
-    cmd = opts.cmd,
-    root_dir = root,
-    workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
-    init_options = opts.settings,
-    handlers = {
-      ["ttap/status"] = function(_, result)
-        vim.g.ttap_status = result and result.state or ""
-      end,
-    },
-  }
+  opts = opts or options
+  local root = M.find_root(vim.api.nvim_buf_get_name(bufnr), opts.root_markers)
+  local config = {}
+  for k, v in pairs(opts) do
+    if not own_keys[k] then
+      config[k] = v
+    end
+  end
+  config.name = "ttap"
+  config.cmd = opts.cmd
+  config.root_dir = root
+  config.workspace_folders = { { uri = vim.uri_from_fname(root), name = root } }
+  config.init_options = opts.settings
+  config.handlers = vim.tbl_extend("force", {
+    ["ttap/status"] = function(_, result)
+      vim.g.ttap_status = result and result.state or ""
+    end,
+    -- The server asks for fresh lenses after each analysis.
+    ["workspace/codeLens/refresh"] = function()
+      for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+        if vim.api.nvim_buf_is_loaded(buf) and #ttap_clients(buf) > 0 then
+          vim.api.nvim_buf_call(buf, function()
+            refresh_codelens(buf)
+          end)
+        end
+      end
+      return vim.NIL
+    end,
+  }, opts.handlers or {})
+  local user_on_attach = opts.on_attach
+  config.on_attach = function(client, attached)
+    if options.codelens then
+      vim.api.nvim_create_autocmd({ "BufEnter", "InsertLeave", "BufWritePost" }, {
+        group = vim.api.nvim_create_augroup("ttap_codelens_" .. attached, { clear = true }),
+        buffer = attached,
+        callback = function()
+          refresh_codelens(attached)
+        end,
+      })
+      refresh_codelens(attached)
+    end
+    if user_on_attach then
+      user_on_attach(client, attached)
+    end
+  end
   if vim.lsp.start then -- Neovim >= 0.8 reuses a running client with the same name and root
     return vim.lsp.start(config, { bufnr = bufnr })
   end
@@ -57,20 +120,96 @@ function M.attach(bufnr, opts)
   return id
 end
 
+local function execute(command, on_result)
+  local clients = ttap_clients(vim.api.nvim_get_current_buf())
+  if #clients == 0 then
+    clients = ttap_clients()
+  end
+  if #clients == 0 then
+    vim.notify("ttap: no server attached (see :checkhealth ttap)", vim.log.levels.WARN)
+    return
+  end
+  clients[1].request("workspace/executeCommand", { command = command, arguments = {} }, function(err, result)
+    if err then
+      vim.notify("ttap: " .. (err.message or tostring(err)), vim.log.levels.ERROR)
+    elseif on_result then
+      on_result(result)
+    end
+  end)
+end
+
+function M.rescan()
+  execute("ttap.server.rescan")
+end
+
+-- The trace summary in a scratch markdown buffer.
+function M.summary()
+  execute("ttap.server.showTraceSummary", function(result)
+    local text = result and result.markdown or "no summary"
+    vim.cmd("new")
+    local buf = vim.api.nvim_get_current_buf()
+    vim.bo[buf].buftype = "nofile"
+    vim.bo[buf].bufhidden = "wipe"
+    vim.bo[buf].filetype = "markdown"
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+    vim.bo[buf].modifiable = false
+  end)
+end
+
+-- Stops every ttap client and attaches the Python buffers again.
+function M.restart()
+  local ids = {}
+  for _, c in ipairs(ttap_clients()) do
+    table.insert(ids, c.id)
+    c.stop()
+  end
+  client_ids = {}
+  vim.wait(5000, function()
+    for _, id in ipairs(ids) do
+      if vim.lsp.get_client_by_id(id) then
+        return false
+      end
+    end
+    return true
+  end, 50)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(options.filetypes, vim.bo[buf].filetype) then
+      M.attach(buf, options)
+    end
+  end
+end
+
+function M.options()
+  return options
+end
+
 function M.setup(user)
-  local opts = vim.tbl_deep_extend("force", defaults, user or {})
+  options = vim.tbl_deep_extend("force", defaults, user or {})
+  -- Functions and tables the user passes are kept as given (capabilities, on_attach).
+  for _, k in ipairs({ "on_attach", "capabilities", "handlers", "before_init", "on_init" }) do
+    if user and user[k] ~= nil then
+      options[k] = user[k]
+    end
+  end
   local group = vim.api.nvim_create_augroup("ttap", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
-    pattern = opts.filetypes,
+    pattern = options.filetypes,
     callback = function(args)
-      M.attach(args.buf, opts)
+      M.attach(args.buf, options)
     end,
   })
+  vim.api.nvim_create_user_command("TtapRescan", M.rescan, { desc = "ttap: analyse the newest trace again" })
+  vim.api.nvim_create_user_command("TtapSummary", M.summary, { desc = "ttap: the trace summary" })
+  vim.api.nvim_create_user_command("TtapRestart", M.restart, { desc = "ttap: restart the server" })
+  -- The code lenses' command runs here (a scratch buffer), not as a message from the server.
+  vim.lsp.commands["ttap.showTraceSummary"] = function()
+    M.summary()
+  end
   -- Buffers already open when setup runs.
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(opts.filetypes, vim.bo[buf].filetype) then
-      M.attach(buf, opts)
+    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(options.filetypes, vim.bo[buf].filetype) then
+      M.attach(buf, options)
     end
   end
 end
