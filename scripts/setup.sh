@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PKGS=(build-essential cmake ninja-build ccache pkg-config python3
       libsimdjson-dev nlohmann-json3-dev libtorch-dev libopenblas0-pthread libtree-sitter-dev
       libasio-dev libcurl4-openssl-dev catch2 zlib1g-dev libdeflate-dev libcpptoml-dev
-      clang libclang-rt-14-dev neovim time emacs-nox elpa-eglot elpa-lsp-mode)
+      clang libclang-rt-14-dev neovim time emacs-nox elpa-eglot elpa-lsp-mode unzip)
 # node/npm: Debian's packages unless a node with npm is already there (nodesource bundles npm).
 if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
 
@@ -44,7 +44,7 @@ fi
 
 # The VS Code extension's packages (vscode-languageclient, TypeScript, vsce): its build and the
 # vscode-jsonrpc client test use them.
-if [ ! -d editors/vscode/node_modules/vscode-languageserver-protocol ]; then
+if [ ! -d editors/vscode/node_modules/vscode-languageserver-protocol ] || [ ! -d editors/vscode/node_modules/esbuild ]; then
   echo "setup: installing the VS Code extension's npm packages" >&2
   (cd editors/vscode && npm ci --silent --no-audit --no-fund >/dev/null)
 fi

@@ -20,6 +20,7 @@
 #include "server/config.h"
 #include "server/eval_command.h"
 #include "server/gen_command.h"
+#include "server/llm/llm_client.h"
 #include "server/lsp/lsp_main.h"
 #include "server/models_loader.h"
 #include "server/scan.h"
@@ -258,6 +259,9 @@ int RunCli(int argc, char** argv) {
     } else {
       std::printf("models: %s\n", models.status().message().c_str());
     }
+    const std::string curl = llm::LibcurlProblem();
+    std::printf("llm: %s\n", curl.empty() ? "libcurl found (LLM drafts can run when turned on)"
+                                          : (curl + "; everything else works").c_str());
     return 0;
   }
   return UsageError("unknown command '" + command + "'");

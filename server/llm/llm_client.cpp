@@ -2,12 +2,14 @@
 #include "server/llm/llm_client.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "analysis/rules.h"
 
@@ -19,9 +21,51 @@ constexpr size_t kMaxExplanationBytes = 32 * 1024;
 constexpr size_t kMaxEdits = 20;
 constexpr size_t kMaxNewTextBytes = 8 * 1024;
 
-void EnsureCurlGlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+// libcurl, opened on first use (dlopen): a machine without it gets everything but LLM drafts,
+// and the binary carries no libcurl dependency (nor its ~35 libraries) for the editor packages.
+struct CurlApi {
+  CURLcode (*global_init)(long) = nullptr;
+  CURL* (*easy_init)() = nullptr;
+  void (*easy_cleanup)(CURL*) = nullptr;
+  void (*easy_reset)(CURL*) = nullptr;
+  CURLcode (*easy_setopt)(CURL*, CURLoption, ...) = nullptr;
+  CURLcode (*easy_perform)(CURL*) = nullptr;
+  CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...) = nullptr;
+  const char* (*easy_strerror)(CURLcode) = nullptr;
+  curl_slist* (*slist_append)(curl_slist*, const char*) = nullptr;
+  void (*slist_free_all)(curl_slist*) = nullptr;
+  std::string error;  // why it could not be opened ("" when it was)
+};
+
+const CurlApi& Curl() {
+  static const CurlApi api = [] {
+    CurlApi a;
+    void* lib = nullptr;
+    for (const char* name : {"libcurl.so.4", "libcurl-gnutls.so.4", "libcurl.so"}) {
+      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    }
+    if (!lib) {
+      a.error = "libcurl is not installed (LLM drafts need libcurl.so.4: apt-get install libcurl4)";
+      return a;
+    }
+    auto load = [&](auto* fn, const char* symbol) {
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(lib, symbol));
+      if (!*fn && a.error.empty()) a.error = std::string("libcurl lacks ") + symbol;
+    };
+    load(&a.global_init, "curl_global_init");
+    load(&a.easy_init, "curl_easy_init");
+    load(&a.easy_cleanup, "curl_easy_cleanup");
+    load(&a.easy_reset, "curl_easy_reset");
+    load(&a.easy_setopt, "curl_easy_setopt");
+    load(&a.easy_perform, "curl_easy_perform");
+    load(&a.easy_getinfo, "curl_easy_getinfo");
+    load(&a.easy_strerror, "curl_easy_strerror");
+    load(&a.slist_append, "curl_slist_append");
+    load(&a.slist_free_all, "curl_slist_free_all");
+    if (a.error.empty()) a.global_init(CURL_GLOBAL_DEFAULT);
+    return a;
+  }();
+  return api;
 }
 
 std::string Trim(const std::string& s) {
@@ -195,6 +239,8 @@ StatusOr<DraftFix> DraftFixFromJson(const nlohmann::json& f) {
   return fix;
 }
 
+std::string LibcurlProblem() { return Curl().error; }
+
 StatusOr<Draft> DraftFromJson(const nlohmann::json& j, const std::string& model) {
   if (!j.is_object()) return Status::Error("the draft is not a JSON object");
   Draft d;
@@ -313,7 +359,7 @@ std::string ChatCompletionsUrl(const std::string& base_url) {
 
 LlmClient::LlmClient(LlmSettings settings, Log log)
     : settings_(std::move(settings)), log_(std::move(log)) {
-  EnsureCurlGlobalInit();
+  Curl();
 }
 
 LlmClient::~LlmClient() {
@@ -372,7 +418,8 @@ LlmReply LlmClient::Complete(ChatRequest request, CancelFlag cancel) {
 
 void LlmClient::WorkerLoop() {
   // One easy handle per worker: connections to the endpoint are reused between requests.
-  CURL* curl = curl_easy_init();
+  const CurlApi& api = Curl();
+  CURL* curl = api.error.empty() ? api.easy_init() : nullptr;
   while (true) {
     Job job;
     {
@@ -385,14 +432,14 @@ void LlmClient::WorkerLoop() {
     LlmReply r;
     if (!curl) {
       r.error = ReplyError::kTransport;
-      r.message = "curl_easy_init failed";
+      r.message = api.error.empty() ? "curl_easy_init failed" : api.error;
     } else {
       r = Run(curl, job.request, job.cancel.get());
     }
     if (job.on_done) job.on_done(r);
     job.promise.set_value(std::move(r));
   }
-  if (curl) curl_easy_cleanup(curl);
+  if (curl) api.easy_cleanup(curl);
 }
 
 bool LlmClient::Backoff(int ms, const std::atomic<bool>* cancel) {
@@ -406,6 +453,7 @@ bool LlmClient::Backoff(int ms, const std::atomic<bool>* cancel) {
 
 LlmReply LlmClient::Run(void* handle, const ChatRequest& request, const std::atomic<bool>* cancel) {
   CURL* curl = static_cast<CURL*>(handle);
+  const CurlApi& api = Curl();
   LlmReply r;
   const std::string url = ChatCompletionsUrl(settings_.base_url);
   // The key: read now, from the variable the settings name; only ever placed in a header.
@@ -447,46 +495,46 @@ LlmReply LlmClient::Run(void* handle, const ChatRequest& request, const std::ato
                            ? "api-key: " + key
                            : "Authorization: Bearer " + key;
     curl_slist* headers = nullptr;
-    headers = curl_slist_append(headers, "Content-Type: application/json");
-    headers = curl_slist_append(headers, "Accept: application/json");
-    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-    if (!key.empty()) headers = curl_slist_append(headers, auth.c_str());
-    curl_easy_reset(curl);
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // the key never follows a redirect
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(settings_.timeout_ms));
-    curl_easy_setopt(
+    headers = api.slist_append(headers, "Content-Type: application/json");
+    headers = api.slist_append(headers, "Accept: application/json");
+    headers = api.slist_append(headers, "Expect:");  // no 100-continue round trip
+    if (!key.empty()) headers = api.slist_append(headers, auth.c_str());
+    api.easy_reset(curl);
+    api.easy_setopt(curl, CURLOPT_URL, url.c_str());
+    api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // the key never follows a redirect
+    api.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+    api.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+    api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    api.easy_setopt(curl, CURLOPT_POST, 1L);
+    api.easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+    api.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    api.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    api.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(settings_.timeout_ms));
+    api.easy_setopt(
         curl, CURLOPT_CONNECTTIMEOUT_MS,
         static_cast<long>(std::min(settings_.connect_timeout_ms, settings_.timeout_ms)));
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "ttap-llm/1");
-    CURLcode rc = curl_easy_perform(curl);
+    api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
+    api.easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+    api.easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
+    api.easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+    api.easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    api.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    api.easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
+    api.easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+    api.easy_setopt(curl, CURLOPT_USERAGENT, "ttap-llm/1");
+    CURLcode rc = api.easy_perform(curl);
     long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
-    curl_slist_free_all(headers);
+    api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    api.easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+    api.slist_free_all(headers);
     std::fill(auth.begin(), auth.end(), '\0');
     ++r.attempts;
     r.http_status = static_cast<int>(status);
     // A server that echoes the key (in an error, or in the draft) must not carry it further.
     t.body = Redact(std::move(t.body), key);
     if (rc != CURLE_OK) {
-      std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+      std::string detail = errbuf[0] ? errbuf : api.easy_strerror(rc);
       if (t.too_large) {
         return fail(ReplyError::kTooLarge, "the reply is larger than " +
                                                std::to_string(settings_.max_reply_bytes) +

@@ -117,6 +117,9 @@ bool IsDraftCategory(const std::string& code);
 // Validates one draft object (the message content, or a cache entry): category, confidence in
 // 0..1, explanation_markdown (non-empty, at most 32 KiB), fix null or {description, edits[1..20]
 // with 1 <= start <= end}. The error names the offending field.
+// "" when libcurl (opened at run time, only for LLM drafts) can be loaded; else why not.
+std::string LibcurlProblem();
+
 StatusOr<Draft> DraftFromJson(const nlohmann::json& j, const std::string& model);
 nlohmann::json DraftToJson(
     const Draft& d);  // {model, category, confidence, explanation_markdown, fix}

@@ -151,9 +151,12 @@ TEST_CASE("libtorch stays out of start-up: loaded by dlopen only when asked", "[
   pclose(p);
   CHECK(ldd.find("libtorch") == std::string::npos);
   CHECK(ldd.find("libc10") == std::string::npos);
+  // libcurl too is opened only when LLM drafts run (a machine without it gets the rest).
+  CHECK(ldd.find("libcurl") == std::string::npos);
   auto r = RunTtap("doctor");
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("models: ") != std::string::npos);
+  CHECK(r.out.find("llm: libcurl found") != std::string::npos);
   // A module that is not ours gives a clear message instead of a crash.
   std::string dir = ttap_test::MakeTempDir();
   WriteOrFail(dir + "/libttap_models.so", "not an ELF file");
