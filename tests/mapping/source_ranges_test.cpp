@@ -613,3 +613,62 @@ TEST_CASE("scan: findings are narrowed, re-anchored or marked stale", "[mapping]
   CHECK(Stall(r) == nullptr);
   CHECK(r.suppressed >= 1);
 }
+
+TEST_CASE("ranges: the innermost statement at the frame's line, at any nesting",
+          "[mapping][ranges]") {
+  // Profiling scripts wrap the loop in `with torch.profiler.profile(...)` at module level (or
+  // inside for/while/try/if/match/async blocks and decorated functions): the finding belongs on
+  // the statement the frame names, never on the block's header.
+  const std::string script =
+      "import torch\n"
+      "with torch.profiler.profile() as prof:\n"
+      "    for batch in loader:\n"
+      "        loss = model(batch).sum()\n"
+      "        print(loss.item())\n"
+      "        prof.step()\n"
+      "while True:\n"
+      "    try:\n"
+      "        if ready:\n"
+      "            x = y.item()\n"
+      "    except Exception:\n"
+      "        z = w.item()\n"
+      "    finally:\n"
+      "        pass\n"
+      "match mode:\n"
+      "    case 'train':\n"
+      "        v = t.item()\n"
+      "@torch.no_grad()\n"
+      "def evaluate():\n"
+      "    with torch.autocast('cuda'):\n"
+      "        for b in loader:\n"
+      "            s = b.sum().item()\n"
+      "async def serve():\n"
+      "    async with lock:\n"
+      "        async for req in queue:\n"
+      "            r = req.item()\n";
+  auto src = PythonSource::Parse(script);
+  REQUIRE_FALSE(src->HasErrors());
+  struct Case {
+    const char* at;        // text on the frame's line
+    const char* function;  // the frame's function
+    const char* code;
+    const char* expected;  // what is underlined
+  };
+  const Case cases[] = {
+      {"for batch in loader:", "<module>", "TTA001", "for batch in loader:"},
+      {"print(loss.item())", "<module>", "TTA002", "loss.item()"},
+      {"loss = model", "<module>", "TTA013", "loss = model(batch).sum()"},
+      {"x = y.item()", "<module>", "TTA002", "y.item()"},
+      {"z = w.item()", "<module>", "TTA002", "w.item()"},
+      {"v = t.item()", "<module>", "TTA002", "t.item()"},
+      {"for b in loader:", "evaluate", "TTA001", "for b in loader:"},
+      {"s = b.sum().item()", "evaluate", "TTA002", "b.sum().item()"},
+      {"r = req.item()", "serve", "TTA002", "req.item()"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.at << " (" << c.code << ")");
+    MappedRange m = Map(*src, LineOf(script, c.at), c.function, c.code);
+    CHECK_FALSE(m.stale);
+    CHECK(Text(*src, m.range) == c.expected);
+  }
+}
