@@ -24,12 +24,6 @@ using Fixes = std::vector<QuickFix>;
 // ---------------------------------------------------------------------------------------------
 // Tree helpers
 
-void Walk(TSNode n, const std::function<bool(TSNode)>& visit) {
-  if (!visit(n)) return;
-  uint32_t count = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < count; ++i) Walk(ts_node_named_child(n, i), visit);
-}
-
 TSNode Field(TSNode n, const char* name) {
   if (ts_node_is_null(n)) return n;
   return ts_node_child_by_field_name(n, name, static_cast<uint32_t>(std::strlen(name)));

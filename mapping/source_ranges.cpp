@@ -66,25 +66,6 @@ bool IsDefinition(std::string_view t) {
   return t == "function_definition" || t == "class_definition";
 }
 
-// Pre-order over named nodes; |visit| returns whether to descend. A tree cursor keeps it linear
-// (ts_node_named_child(i) walks the siblings from the first each time).
-void Walk(TSNode root, const std::function<bool(TSNode)>& visit) {
-  TSTreeCursor cursor = ts_tree_cursor_new(root);
-  bool descend = visit(root);
-  while (true) {
-    if (!descend || !ts_tree_cursor_goto_first_child(&cursor)) {
-      while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
-        if (!ts_tree_cursor_goto_parent(&cursor)) {
-          ts_tree_cursor_delete(&cursor);
-          return;
-        }
-      }
-    }
-    TSNode n = ts_tree_cursor_current_node(&cursor);
-    descend = ts_node_is_named(n) && visit(n);
-  }
-}
-
 // The end of a compound statement's header: just past its own ':' token.
 uint32_t HeaderEnd(TSNode stmt) {
   if (NodeType(stmt) == "decorated_definition") {

@@ -15,9 +15,9 @@ namespace {
 bool IsStatement(std::string_view t) {
   return t.size() > 10 && t.substr(t.size() - 10) == "_statement";
 }
-// Pre-order walk over named nodes with a tree cursor (indexed child access would restart from
-// the first child each time: quadratic on long statement lists). |visit| returns false to skip
-// a node's children.
+
+}  // namespace
+
 void Walk(TSNode root, const std::function<bool(TSNode)>& visit) {
   TSTreeCursor cursor = ts_tree_cursor_new(root);
   bool descend = true;
@@ -40,8 +40,6 @@ void Walk(TSNode root, const std::function<bool(TSNode)>& visit) {
   }
   ts_tree_cursor_delete(&cursor);
 }
-
-}  // namespace
 
 TSNode StatementAtLine(const PythonSource& src, int line0) {
   // The outermost statement that starts on the line (a compound statement's header line gives

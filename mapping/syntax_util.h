@@ -5,6 +5,7 @@
 
 #include <tree_sitter/api.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,10 @@ namespace ttap {
 
 std::string_view NodeType(TSNode n);
 bool IsNull(TSNode n);
+// Pre-order walk over the named nodes under |root| (|root| included) with a tree cursor, linear
+// in the tree (indexed child access restarts from the first child each time: quadratic on long
+// statement lists). |visit| returns whether to descend into a node's children.
+void Walk(TSNode root, const std::function<bool(TSNode)>& visit);
 
 // The innermost statement node (expression_statement, for_statement, assignment's statement,
 // return_statement, ...) that starts on |line0| (0-based), else the innermost one covering it.
