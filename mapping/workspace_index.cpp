@@ -250,4 +250,10 @@ int SelectUserFrame(const std::vector<FindingFrame>& frames, const WorkspaceInde
   return -1;
 }
 
+std::vector<std::string> WorkspaceIndex::AbsoluteFiles(size_t limit) const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < files_.size() && i < limit; ++i) out.push_back(root_ + "/" + files_[i]);
+  return out;
+}
+
 }  // namespace ttap

@@ -58,6 +58,8 @@ class WorkspaceIndex {
   // Walks the root again (e.g. after a directory was moved).
   void Rescan();
   const std::string& root() const { return root_; }
+  // The indexed files as absolute paths, at most |limit| of them.
+  std::vector<std::string> AbsoluteFiles(size_t limit) const;
   bool empty() const { return files_.empty(); }
   size_t size() const { return files_.size(); }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: set up, build, then analyse the ResNet-50 trace
-# (per-step breakdown, then the anti-pattern findings).
+# (per-step breakdown, then the anti-pattern findings on the lines of the training loop beside
+# it, examples/resnet50_num_workers_0/train.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,4 +10,4 @@ scripts/build.sh
 echo
 # Findings make `ttap scan` exit 1 (as CI wants); here they are the expected result.
 ./build/ttap scan examples/resnet50_num_workers_0/worker0.pt.trace.json.gz \
-  --model models/ttap-window-scorer.pt || [ $? -eq 1 ]
+  --workspace examples/resnet50_num_workers_0 --model models/ttap-window-scorer.pt || [ $? -eq 1 ]

@@ -23,6 +23,7 @@
 #include "analysis/trace_loader.h"
 #include "mapping/python_frames.h"
 #include "mapping/python_source.h"
+#include "mapping/shape_locator.h"
 #include "mapping/source_ranges.h"
 #include "mapping/suppressions.h"
 #include "server/cli_util.h"
@@ -235,6 +236,8 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   SourceCache& sources = options.sources ? *options.sources : ProcessSourceCache();
   struct timespec trace_mtime;
   const bool have_trace_mtime = ModifiedTime(trace->path, &trace_mtime);
+  std::vector<std::string> shape_files;  // the workspace's files, listed on first use
+  std::map<std::string, std::optional<ShapeLocation>> shapes;  // by code
   for (Finding& f : r.rules.findings) {
     if (SeverityRank(f.severity) < SeverityRank(options.min_severity)) continue;
     if (!CodeSelected(f.code, options.select, options.ignore)) continue;
@@ -246,9 +249,12 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
     }
     ResolvedPath resolved;
     f.user_frame = SelectUserFrame(f.frames, options.workspace, &resolved, options.frame_filter);
+    int where_line = 0;  // the frame's line, or the shape's
+    std::string where_function;
     if (f.user_frame >= 0) {
       const FindingFrame& uf = f.frames[f.user_frame];
-      lf.line = uf.line;
+      lf.line = where_line = uf.line;
+      where_function = uf.function;
       if (resolved.status == Resolution::kResolved) {
         lf.absolute_path = resolved.path;
         lf.file = Relative(resolved.path, options.workspace ? options.workspace->root() : "");
@@ -256,18 +262,36 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
         lf.file = uf.file;
         lf.ambiguous = resolved.candidates;
       }
+    } else if (f.frames.empty() && options.workspace && options.locate_by_shape &&
+               HasCodeShape(f.code)) {
+      // No Python stack in the trace for it: the workspace's one statement with the shape its
+      // fix edits, when there is exactly one (said so wherever the finding is shown).
+      auto cached = shapes.find(f.code);
+      if (cached == shapes.end()) {
+        if (shape_files.empty()) shape_files = options.workspace->AbsoluteFiles(5000);
+        cached = shapes.emplace(f.code, LocateByShape(shape_files, &sources, f.code)).first;
+      }
+      if (cached->second) {
+        lf.absolute_path = cached->second->path;
+        lf.file = Relative(lf.absolute_path, options.workspace->root());
+        lf.line = where_line = cached->second->line;
+        where_function = cached->second->function;
+        lf.located_by_shape = true;
+      }
+    }
+    {
       std::shared_ptr<const PythonSource> src;
-      if (!lf.absolute_path.empty() && uf.line > 0) src = sources.GetFile(lf.absolute_path);
+      if (!lf.absolute_path.empty() && where_line > 0) src = sources.GetFile(lf.absolute_path);
       if (src) {
         RangeQuery q;
-        q.line = uf.line;
-        q.function = uf.function;
+        q.line = where_line;
+        q.function = where_function;
         q.code = f.code;
         struct timespec file_mtime;
         q.file_newer_than_trace = have_trace_mtime && ModifiedTime(lf.absolute_path, &file_mtime) &&
                                   Later(file_mtime, trace_mtime);
         MappedRange m = MapToSource(*src, q);
-        if (options.apply_suppressions && SuppressedAt(*src, m, uf.line, f.code)) {
+        if (options.apply_suppressions && SuppressedAt(*src, m, where_line, f.code)) {
           ++r.suppressed;
           continue;
         }
@@ -361,6 +385,7 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
       j["stale"] = true;
       j["stale_reason"] = lf.stale_reason;
     }
+    if (lf.located_by_shape) j["located_by"] = "code shape (the trace has no Python stacks)";
     findings.push_back(std::move(j));
   }
   return {{"trace", r.trace_path},
@@ -396,6 +421,7 @@ std::string FindingText(const ScanResult& r, const LocatedFinding& lf) {
   if (!lf.ambiguous.empty())
     out += " [ambiguous source: " + std::to_string(lf.ambiguous.size()) + " files match]";
   if (lf.stale) out += " [stale location: " + lf.stale_reason + "]";
+  if (lf.located_by_shape) out += " [located by code shape: the trace has no Python stacks]";
   out += "\n";
   return out;
 }
@@ -456,6 +482,7 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
                               {"step_ids", f.step_ids}};
       if (!f.fix.empty()) props["fix"] = f.fix;
       if (lf.stale) props["stale_location"] = lf.stale_reason;
+      if (lf.located_by_shape) props["located_by"] = "code shape";
       size_t rule_index = 0;
       for (size_t i = 0; i < catalogue.size(); ++i) {
         if (f.code == catalogue[i].code) rule_index = i;

@@ -32,6 +32,9 @@ struct LocatedFinding {
   bool stale = false;  // the file changed after the trace and the line could not be re-anchored
   std::string stale_reason;
   std::vector<std::string> ambiguous;  // candidate files when the frame path was ambiguous
+  // No Python stack: placed on the workspace's one statement with the code's shape
+  // (mapping/shape_locator.h), not by a frame.
+  bool located_by_shape = false;
 };
 
 struct ScanResult {
@@ -63,6 +66,8 @@ struct ScanOptions {
   // `# ttap: ignore[...]` comments in the files on disk drop findings; the language server
   // turns this off and applies the comments of the buffers as they are typed.
   bool apply_suppressions = true;
+  // Findings without Python frames go to the workspace's one statement with their fix's shape.
+  bool locate_by_shape = true;
 };
 
 // Runs the rules on a loaded trace and locates the findings.

@@ -1737,7 +1737,11 @@ json Session::DiagnosticsFor(const std::string& path) {
               {"source", "ttap"},
               {"message",
                f.name + ": " + f.message +
-                   (stale ? " (source changed since the trace; this location may be stale)" : "")}};
+                   (stale ? " (source changed since the trace; this location may be stale)" : "") +
+                   (lf.located_by_shape
+                        ? " (placed by code shape: the trace has no Python stacks; record with "
+                          "with_stack=True for exact lines)"
+                        : "")}};
     if (code_description_) d["codeDescription"] = {{"href", RuleDocsUrl(f.code, f.name)}};
     if (related_information_) {
       json rel = json::array();
@@ -1888,6 +1892,10 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
           "could be " +
           buf + " faster.\n\n";
   }
+  if (lf.located_by_shape)
+    md +=
+        "Placed on the one statement of the workspace with this fix's shape: the trace has no "
+        "Python stacks (record with `with_stack=True` for exact lines).\n\n";
   const RuleInfo* info = FindRule(f.code);
   if (info) md += "Why: " + std::string(info->summary) + ". ";
   if (!f.fix.empty()) md += "Fix: `" + f.fix + "` (quick fix available). ";

@@ -245,3 +245,25 @@ TEST_CASE("scan: with the scorer, window scores are the rules' and the model's f
   CHECK(k["window_fusion"].is_null());
   CHECK_FALSE(k["windows"][0].contains("model_score"));
 }
+
+TEST_CASE("scan: a trace without Python stacks is placed by code shape, and says so",
+          "[scan][cli][shape]") {
+  // The bundled example: the kineto sample trace (no stacks) and the loop written beside it.
+  const std::string dir = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
+  auto text = ttap_test::RunTtap("scan --no-model --workspace '" + dir + "' '" + dir +
+                                 "/worker0.pt.trace.json.gz'");
+  CHECK(text.exit_code == 1);
+  CHECK(text.out.find("train.py:31:5: warning[TTA001 dataloader-stall]") != std::string::npos);
+  CHECK(text.out.find("train.py:37:9: warning[TTA005") != std::string::npos);
+  CHECK(text.out.find("train.py:39:9: warning[TTA006") != std::string::npos);
+  CHECK(text.out.find("[located by code shape: the trace has no Python stacks]") !=
+        std::string::npos);
+  auto json = ttap_test::RunTtap("scan --no-model --format json --workspace '" + dir + "' '" + dir +
+                                 "/worker0.pt.trace.json.gz'");
+  CHECK(json.out.find("\"located_by\": \"code shape (the trace has no Python stacks)\"") !=
+        std::string::npos);
+  // Without a workspace holding the shape, the findings stay on the trace.
+  auto none = ttap_test::RunTtap("scan --no-model --workspace '" + ttap_test::MakeTempDir() +
+                                 "' '" + dir + "/worker0.pt.trace.json.gz'");
+  CHECK(none.out.find("train.py") == std::string::npos);
+}

@@ -1,0 +1,91 @@
+// LocateByShape; see shape_locator.h.
+#include "mapping/shape_locator.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "mapping/syntax_util.h"
+
+namespace ttap {
+
+namespace {
+
+bool ContainsNoCase(std::string_view hay, std::string_view needle) {
+  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != hay.end();
+}
+
+std::string ScopeName(const PythonSource& src, TSNode n) {
+  TSNode scope = EnclosingScope(n);
+  if (NodeType(scope) != "function_definition") return "<module>";
+  TSNode id = ts_node_child_by_field_name(scope, "name", 4);
+  return IsNull(id) ? "<module>" : std::string(src.NodeText(id));
+}
+
+// A `for` over a DataLoader: its iterable names a loader, or is a name assigned from a call
+// whose callee is *DataLoader*.
+bool LoopsOverLoader(const PythonSource& src, TSNode loop) {
+  TSNode it = ts_node_child_by_field_name(loop, "right", 5);
+  if (IsNull(it)) return false;
+  const std::string_view text = src.NodeText(it);
+  if (ContainsNoCase(text, "loader")) return true;
+  if (NodeType(it) == "identifier") {
+    TSNode call = FindCallAssignedTo(src, EnclosingScope(loop), text, ts_node_start_byte(loop));
+    return !IsNull(call) && ContainsNoCase(CalleeName(src, call), "dataloader");
+  }
+  if (NodeType(it) == "call") return ContainsNoCase(CalleeName(src, it), "dataloader");
+  return false;
+}
+
+bool MatchesCall(const PythonSource& src, TSNode call, const std::string& code) {
+  const std::string name = CalleeName(src, call);
+  if (code == "TTA005") return name == "zero_grad";
+  if (code == "TTA013") return name == "empty_cache";
+  if (code == "TTA006") {
+    if (name != "step") return false;
+    const std::string callee = CalleeText(src, call);
+    const std::string receiver = callee.size() > 5 ? callee.substr(0, callee.size() - 5) : "";
+    return !receiver.empty() && !ContainsNoCase(receiver, "sched") &&
+           !ContainsNoCase(receiver, "scaler") && !ContainsNoCase(receiver, "prof") &&
+           !ContainsNoCase(receiver, "env");
+  }
+  return false;
+}
+
+}  // namespace
+
+bool HasCodeShape(const std::string& code) {
+  return code == "TTA001" || code == "TTA005" || code == "TTA006" || code == "TTA013";
+}
+
+std::optional<ShapeLocation> LocateByShape(const std::vector<std::string>& files,
+                                           SourceCache* cache, const std::string& code,
+                                           int* matches) {
+  int found = 0;
+  std::optional<ShapeLocation> only;
+  if (HasCodeShape(code)) {
+    for (const auto& path : files) {
+      auto src = cache->GetFile(path);
+      if (!src) continue;
+      Walk(src->root(), [&](TSNode n) {
+        const std::string_view type = NodeType(n);
+        const bool hit = code == "TTA001" ? type == "for_statement" && LoopsOverLoader(*src, n)
+                                          : type == "call" && MatchesCall(*src, n, code);
+        if (hit) {
+          ++found;
+          only = ShapeLocation{path, static_cast<int>(ts_node_start_point(n).row) + 1,
+                               ScopeName(*src, n)};
+        }
+        return true;
+      });
+    }
+  }
+  if (matches) *matches = found;
+  if (found != 1) return std::nullopt;
+  return only;
+}
+
+}  // namespace ttap

@@ -1,0 +1,58 @@
+// LocateByShape (mapping/shape_locator.h): findings of traces without Python stacks go to the
+// workspace's one statement with their fix's shape, and nowhere when there are none or several.
+#include "mapping/shape_locator.h"
+
+#include <catch2/catch.hpp>
+
+#include "test_support.h"
+
+using namespace ttap;
+
+TEST_CASE("code shapes: a unique statement is found, several or none give nothing",
+          "[mapping][shape]") {
+  const std::string root = ttap_test::MakeTempDir();
+  const std::string train = root + "/train.py", util = root + "/util.py";
+  REQUIRE(ttap_test::WriteFile(train,
+                               "import torch\n"
+                               "data = torch.utils.data.DataLoader(ds, batch_size=8)\n"
+                               "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+                               "sched = torch.optim.lr_scheduler.StepLR(opt, 10)\n"
+                               "def train():\n"
+                               "    for x in data:\n"
+                               "        opt.zero_grad()\n"
+                               "        model(x).sum().backward()\n"
+                               "        opt.step()\n"
+                               "        sched.step()\n"
+                               "        scaler.step(opt)\n"));
+  REQUIRE(ttap_test::WriteFile(util,
+                               "def cleanup():\n"
+                               "    torch.cuda.empty_cache()\n"
+                               "for epoch in range(3):\n"
+                               "    pass\n"));
+  SourceCache cache;
+  const std::vector<std::string> files = {train, util};
+  int matches = 0;
+  // The loop over a name assigned from DataLoader(...); `for epoch in range(3)` is not one.
+  auto loop = LocateByShape(files, &cache, "TTA001", &matches);
+  REQUIRE(loop);
+  CHECK(loop->path == train);
+  CHECK(loop->line == 6);
+  CHECK(loop->function == "train");
+  auto zero = LocateByShape(files, &cache, "TTA005");
+  REQUIRE(zero);
+  CHECK(zero->line == 7);
+  // The optimizer's step, not the scheduler's or the GradScaler's.
+  auto step = LocateByShape(files, &cache, "TTA006", &matches);
+  REQUIRE(step);
+  CHECK(step->line == 9);
+  CHECK(matches == 1);
+  auto empty = LocateByShape(files, &cache, "TTA013");
+  REQUIRE(empty);
+  CHECK(empty->path == util);
+  CHECK(empty->function == "cleanup");
+  // No shape for the code, or two statements with it: nowhere.
+  CHECK_FALSE(LocateByShape(files, &cache, "TTA009"));
+  REQUIRE(ttap_test::WriteFile(root + "/eval.py", "for b in val_loader:\n    pass\n"));
+  CHECK_FALSE(LocateByShape({train, util, root + "/eval.py"}, &cache, "TTA001", &matches));
+  CHECK(matches == 2);
+}
