@@ -93,6 +93,32 @@ constexpr const char* kUsage =
     "\n"
     "exit codes: 0 ok, 1 findings (scan), 2 unusable input or bad usage\n";
 
+// One command's help: its block of kUsage (the line naming it and the indented lines under it),
+// then the options every command takes. Empty when |command| is not one.
+std::string CommandUsage(const std::string& command) {
+  const std::string usage = kUsage;
+  const std::string head = "\n  " + command + " ";
+  size_t at = usage.find(head);
+  if (at == std::string::npos) at = usage.find("\n  " + command + "\n");
+  if (at == std::string::npos) return "";
+  size_t end = at + 1;
+  while (true) {  // the block ends at the next command or the end of the list
+    const size_t next = usage.find('\n', end);
+    if (next == std::string::npos || next + 3 >= usage.size() || usage[next + 1] != ' ' ||
+        usage[next + 2] != ' ' || usage[next + 3] != ' ') {
+      end = next == std::string::npos ? usage.size() : next + 1;
+      break;
+    }
+    end = next + 1;
+  }
+  std::string block = usage.substr(at + 3, end - at - 3);
+  return "usage: ttap [--config FILE] " + block +
+         "\noptions:\n"
+         "  --config FILE   read settings from FILE (default: ttap.toml or [tool.ttap] in\n"
+         "                  pyproject.toml, searched from the current directory upwards)\n"
+         "  -h, --help      show this help ('ttap --help' lists every command)\n";
+}
+
 int RunStats(const std::vector<std::string>& args, Config config) {
   std::string target;
   bool json = false;
@@ -229,7 +255,8 @@ int RunCli(int argc, char** argv) {
   std::vector<std::string> rest(args.begin() + i + 1, args.end());
   for (auto it = rest.begin(); it != rest.end(); ++it) {
     if (*it == "--help" || *it == "-h") {
-      std::fputs(kUsage, stdout);
+      const std::string own = CommandUsage(command);
+      std::fputs(own.empty() ? kUsage : own.c_str(), stdout);
       return 0;
     }
     if (*it == "--config" && it + 1 != rest.end()) {

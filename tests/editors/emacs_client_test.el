@@ -75,7 +75,17 @@
         (ttap-test-check (cl-some (lambda (a) (string-match-p "num_workers\\|DataLoader" (plist-get a :title))) actions)
                          "the DataLoader quick fix is offered")
         (ttap-test-check (cl-some (lambda (a) (string-match-p "Suppress TTA001" (plist-get a :title))) actions)
-                         "the suppress action is offered"))
+                         "the suppress action is offered")
+        ;; The preferred quick fix, applied as eglot applies it.
+        (let ((preferred (cl-find-if (lambda (a) (eq (plist-get a :isPreferred) t)) actions)))
+          (ttap-test-check (and preferred (plist-get preferred :edit)) "a preferred fix with its edit")
+          (when (and preferred (plist-get preferred :edit))
+            (eglot--apply-workspace-edit (plist-get preferred :edit))
+            (save-excursion
+              (goto-char (point-min)) (forward-line 4)
+              (let ((line5 (buffer-substring (line-beginning-position) (line-end-position))))
+                (ttap-test-check (string-match-p "num_workers=" line5)
+                                 (format "the DataLoader gained num_workers: %s" line5)))))))
       (eglot-shutdown server)))
    ((equal client "lsp-mode")
     (require 'lsp-mode)

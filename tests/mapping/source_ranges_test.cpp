@@ -13,6 +13,7 @@
 #include <string>
 
 #include "analysis/trace_loader.h"
+#include "mapping/quick_fixes.h"
 #include "mapping/workspace_index.h"
 #include "server/fixture_traces.h"
 #include "server/scan.h"
@@ -671,4 +672,74 @@ TEST_CASE("ranges: the innermost statement at the frame's line, at any nesting",
     CHECK_FALSE(m.stale);
     CHECK(Text(*src, m.range) == c.expected);
   }
+}
+
+TEST_CASE("ranges: a tutorial-shaped profiling script, the loop inside `with profile(...)`",
+          "[mapping][ranges][fixes]") {
+  // Shaped like PyTorch's profiler recipes: everything at module level, the training loop
+  // inside `with torch.profiler.profile(...) as prof:`. Each finding lands on its own statement,
+  // never on the `with` line, and the DataLoader's quick fix is offered from the loop.
+  const std::string script =
+      "import torch\n"
+      "import torchvision\n"
+      "device = torch.device('cuda')\n"
+      "model = torchvision.models.resnet18().to(device)\n"
+      "optimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+      "train_loader = torch.utils.data.DataLoader(train_set, batch_size=32, shuffle=True)\n"
+      "with torch.profiler.profile(\n"
+      "        schedule=torch.profiler.schedule(wait=1, warmup=1, active=3),\n"
+      "        on_trace_ready=torch.profiler.tensorboard_trace_handler('./log'),\n"
+      "        with_stack=True) as prof:\n"
+      "    for step, (inputs, labels) in enumerate(train_loader):\n"
+      "        inputs, labels = inputs.to(device), labels.to(device)\n"
+      "        outputs = model(inputs)\n"
+      "        loss = torch.nn.functional.cross_entropy(outputs, labels)\n"
+      "        optimizer.zero_grad(set_to_none=False)\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        prof.step()\n";
+  auto src = PythonSource::Parse(script);
+  REQUIRE_FALSE(src->HasErrors());
+  const int with_line = LineOf(script, "with torch.profiler.profile(");
+  struct Case {
+    const char* at;
+    const char* code;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"for step, (inputs, labels)", "TTA001",
+       "for step, (inputs, labels) in enumerate(train_loader):"},
+      {"inputs.to(device)", "TTA003", "inputs.to(device)"},
+      {"optimizer.zero_grad", "TTA005", "optimizer.zero_grad(set_to_none=False)"},
+      {"optimizer.step()", "TTA006", "optimizer.step()"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.code << " at " << c.at);
+    const int line = LineOf(script, c.at);
+    MappedRange m = Map(*src, line, "<module>", c.code);
+    CHECK_FALSE(m.stale);
+    CHECK(Text(*src, m.range) == c.expected);
+    CHECK(src->ToPosition(m.range.start, PositionEncoding::kUtf8).line + 1 == line);
+    CHECK(line != with_line);
+  }
+  // The DataLoader fix from the loop's line edits the DataLoader(...) the loop iterates.
+  FixRequest req;
+  req.recipe = "dataloader-workers";
+  req.line = LineOf(script, "for step, (inputs, labels)");
+  req.facts["device"] = "cuda";
+  auto fixes = ComputeFixes(*src, req);
+  REQUIRE(fixes.ok());
+  REQUIRE_FALSE(fixes->empty());
+  const std::string fixed = ApplyEdits(src->text(), fixes->front().edits);
+  const size_t ctor = fixed.find("DataLoader(train_set, batch_size=32, shuffle=True,");
+  REQUIRE(ctor != std::string::npos);
+  CHECK(fixed.find("num_workers=", ctor) < fixed.find("with torch.profiler"));
+  // The zero_grad fix from its own line.
+  req.recipe = "zero-grad-set-to-none";
+  req.line = LineOf(script, "optimizer.zero_grad");
+  auto zero = ComputeFixes(*src, req);
+  REQUIRE(zero.ok());
+  REQUIRE_FALSE(zero->empty());
+  CHECK(ApplyEdits(src->text(), zero->front().edits).find("optimizer.zero_grad()\n") !=
+        std::string::npos);
 }

@@ -246,3 +246,16 @@ TEST_CASE("stats reads a pipe, '-' (standard input), and refuses a FIFO without 
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("empty") != std::string::npos);
 }
+
+TEST_CASE("cli: each command has its own --help", "[cli]") {
+  for (const char* command : {"stats", "scan", "gen", "eval", "train", "lsp", "doctor"}) {
+    INFO(command);
+    auto r = RunTtap(std::string(command) + " --help");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind(std::string("usage: ttap [--config FILE] ") + command, 0) == 0);
+    CHECK(r.out.find("commands:") == std::string::npos);  // not the global list
+    CHECK(r.out.find("--config FILE") != std::string::npos);
+  }
+  CHECK(RunTtap("scan --help").out.find("--select CODES") != std::string::npos);
+  CHECK(RunTtap("--help").out.find("commands:") != std::string::npos);
+}
