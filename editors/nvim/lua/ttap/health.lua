@@ -45,8 +45,8 @@ function M.check()
     warn("require('ttap').setup{} has not run")
   end
   local attached = 0
-  for _, c in pairs(vim.lsp.get_active_clients()) do
-    if c.name == "ttap" then
+  for _, c in pairs(ttap.clients()) do
+    do
       attached = attached + 1
       ok(string.format("client %d, root %s, status %s", c.id, c.config.root_dir or "?", vim.g.ttap_status or "?"))
     end

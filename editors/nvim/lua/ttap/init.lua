@@ -45,6 +45,9 @@ local client_ids = {} -- root -> client id (Neovim 0.7)
 local options = vim.deepcopy(defaults)
 
 local function ttap_clients(bufnr)
+  if vim.lsp.get_clients then -- 0.10+ (buf_get_clients / get_active_clients are deprecated)
+    return vim.lsp.get_clients({ bufnr = bufnr, name = "ttap" })
+  end
   local out = {}
   for _, c in pairs(bufnr and vim.lsp.buf_get_clients(bufnr) or vim.lsp.get_active_clients()) do
     if c.name == "ttap" then
@@ -56,7 +59,11 @@ end
 
 local function refresh_codelens(bufnr)
   if options.codelens and vim.api.nvim_buf_is_valid(bufnr) then
-    pcall(vim.lsp.codelens.refresh)
+    if vim.fn.has("nvim-0.10") == 1 then
+      pcall(vim.lsp.codelens.refresh, { bufnr = bufnr })
+    else
+      pcall(vim.lsp.codelens.refresh)
+    end
   end
 end
 
@@ -182,6 +189,8 @@ end
 function M.options()
   return options
 end
+
+M.clients = ttap_clients
 
 function M.setup(user)
   options = vim.tbl_deep_extend("force", defaults, user or {})
