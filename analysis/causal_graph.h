@@ -117,7 +117,7 @@ struct CausalGraph {
     uint64_t negative_latency = 0;    // GPU activity recorded before its launch call started
     uint64_t cycles_broken = 0;       // dependencies dropped to keep the graph acyclic
     uint64_t syncs = 0;
-    uint64_t stream_waits = 0;  // recorded cudaStreamWaitEvent edges between streams
+    uint64_t stream_waits = 0;           // recorded cudaStreamWaitEvent edges between streams
     uint64_t inferred_stream_waits = 0;  // unexplained stream starts right after another's end
     uint64_t cold_calls = 0;
   } stats;

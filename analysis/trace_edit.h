@@ -36,7 +36,7 @@ struct EditEvent {
   // work ended they returned (-1: did not wait, or added by an edit). A reflow that ends the
   // awaited work earlier than the shifted call expects shortens the call to that.
   int64_t sync_return = -1;
-  bool added = false;      // inserted by an edit (has no original placement)
+  bool added = false;  // inserted by an edit (has no original placement)
 };
 
 // A compute stream that must wait for |until_event| before running work launched at or after

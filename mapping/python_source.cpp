@@ -59,16 +59,14 @@ std::shared_ptr<const PythonSource> PythonSource::Parse(std::string text) {
   return s;
 }
 
-std::shared_ptr<const PythonSource> PythonSource::Reparse(const PythonSource& old,
-                                                          std::string text,
+std::shared_ptr<const PythonSource> PythonSource::Reparse(const PythonSource& old, std::string text,
                                                           const std::vector<BufferEdit>& edits) {
   std::shared_ptr<PythonSource> s(new PythonSource());
   s->text_ = std::move(text);
   s->IndexLines();
   TSTree* edited = ts_tree_copy(old.tree_);
   for (const BufferEdit& e : edits) {
-    TSInputEdit in{e.start,       e.old_end,       e.new_end,
-                   e.start_point, e.old_end_point, e.new_end_point};
+    TSInputEdit in{e.start, e.old_end, e.new_end, e.start_point, e.old_end_point, e.new_end_point};
     ts_tree_edit(edited, &in);
   }
   TSParser* parser = ts_parser_new();

@@ -278,7 +278,7 @@ class Session {
     // What hovers and the summary need, computed once by the worker, so the trace's events
     // (scan->trace) can be released after the analysis (and the LLM drafts, which read them).
     int64_t span_start_ns = 0;
-    std::vector<Interval> gpu_busy;  // merged kernel/memcpy/memset intervals
+    std::vector<Interval> gpu_busy;                  // merged kernel/memcpy/memset intervals
     std::unordered_map<int64_t, size_t> step_index;  // step number -> rules.time.steps index
     std::string summary_head;                        // the summary's lines above the findings
     // Hover text by finding index, made on first hover (under snap_mu_).
@@ -401,7 +401,7 @@ class Session {
     std::shared_ptr<std::atomic<bool>> done;
   };
   std::vector<SlowThread> slow_threads_;  // under queue_mu_
-  int64_t client_pid_ = 0;                 // initialize's processId; 0: not watched
+  int64_t client_pid_ = 0;                // initialize's processId; 0: not watched
 
   enum class State { kUninitialized, kRunning, kShutdown } state_ = State::kUninitialized;
   bool exit_received_ = false;
@@ -1046,8 +1046,7 @@ void Session::OnDidClose(const json& params) {
   docs_.erase(it);
 }
 
-std::shared_ptr<const PythonSource> Session::SourceFor(const std::string& path,
-                                                       int64_t* version) {
+std::shared_ptr<const PythonSource> Session::SourceFor(const std::string& path, int64_t* version) {
   // The buffer's text, its last parse and the edits since, copied out so the reader thread can
   // go on applying edits while this parses.
   std::shared_ptr<const PythonSource> base;
@@ -1559,8 +1558,8 @@ void Session::PrepareForHovers(Snapshot* snap) {
   for (const StepAttribution& st : rr.time.steps)
     for (int c = 0; c < kCauseCount; ++c) all.ns[c] += st.ns[c];
   if (all.total() > 0)
-    md += "Where the steps' time went: `" + CauseBar(all, 30) + "` " + FormatCauses(all, 5) +
-          "\n\n";
+    md +=
+        "Where the steps' time went: `" + CauseBar(all, 30) + "` " + FormatCauses(all, 5) + "\n\n";
   snap->summary_head = std::move(md);
 }
 
@@ -1862,8 +1861,8 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
   std::vector<double> slices;
   for (int k = 0; k < 24; ++k) {
     int64_t s0 = a + (b - a) * k / 24, s1 = a + (b - a) * (k + 1) / 24;
-    slices.push_back(
-        s1 > s0 ? static_cast<double>(ClippedLength(snap.gpu_busy, s0, s1)) / (s1 - s0) : 0);
+    slices.push_back(s1 > s0 ? static_cast<double>(ClippedLength(snap.gpu_busy, s0, s1)) / (s1 - s0)
+                             : 0);
   }
   md += "GPU busy over the finding: `" + Sparkline(slices) + "`\n\n";
   // Where the finding's steps spent their time (critical path) and what the fix would save.

@@ -89,11 +89,13 @@ TEST_CASE("Reparse after edits gives the tree a full parse gives", "[mapping][so
   struct Change {
     std::string find, replace;
   };
-  const std::vector<Change> changes = {
-      {"loss.item()", "loss.detach()"}, {"\n\nfor", "\n\n# loop\nfor"},
-      {"def step(", "def step_fn("},    {"    return", "    retur"},
-      {"    retur", "    return"},      {"import torch\n\n", ""},
-      {"step(m, b)", "step_fn(m, b)\n    print(b)"}};
+  const std::vector<Change> changes = {{"loss.item()", "loss.detach()"},
+                                       {"\n\nfor", "\n\n# loop\nfor"},
+                                       {"def step(", "def step_fn("},
+                                       {"    return", "    retur"},
+                                       {"    retur", "    return"},
+                                       {"import torch\n\n", ""},
+                                       {"step(m, b)", "step_fn(m, b)\n    print(b)"}};
   for (const auto& c : changes) {
     const size_t at = text.find(c.find);
     REQUIRE(at != std::string::npos);
