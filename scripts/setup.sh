@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 PKGS=(build-essential cmake ninja-build ccache pkg-config python3
       libsimdjson-dev nlohmann-json3-dev libtorch-dev libopenblas0-pthread libtree-sitter-dev
       libasio-dev libcurl4-openssl-dev catch2 zlib1g-dev libdeflate-dev libcpptoml-dev
-      clang libclang-rt-14-dev neovim time emacs-nox elpa-eglot elpa-lsp-mode unzip)
+      clang libclang-rt-14-dev neovim time emacs-nox elpa-eglot elpa-lsp-mode unzip
+      clang-format)
 # node/npm: Debian's packages unless a node with npm is already there (nodesource bundles npm).
 if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
 

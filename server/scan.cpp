@@ -234,7 +234,7 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   auto t1 = std::chrono::steady_clock::now();
   r.rules_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   SourceCache& sources = options.sources ? *options.sources : ProcessSourceCache();
-  struct timespec trace_mtime;
+  struct timespec trace_mtime {};
   const bool have_trace_mtime = ModifiedTime(trace->path, &trace_mtime);
   std::vector<std::string> shape_files;  // the workspace's files, listed on first use
   std::map<std::string, std::optional<ShapeLocation>> shapes;  // by code
@@ -287,7 +287,7 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
         q.line = where_line;
         q.function = where_function;
         q.code = f.code;
-        struct timespec file_mtime;
+        struct timespec file_mtime {};
         q.file_newer_than_trace = have_trace_mtime && ModifiedTime(lf.absolute_path, &file_mtime) &&
                                   Later(file_mtime, trace_mtime);
         MappedRange m = MapToSource(*src, q);

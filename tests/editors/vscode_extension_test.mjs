@@ -6,14 +6,14 @@
 // too), diagnostics reach the diagnostic collection, the summary command opens a document,
 // restart works, deactivate does not throw; and with a missing binary, activation still
 // succeeds, the status bar says so and the commands answer with the reason.
-// Usage: node vscode_extension_test.mjs TTAP REPO
+// Usage: node vscode_extension_test.mjs TTAP REPO [EXTENSION_JS]
 import { cpSync, mkdtempSync } from "node:fs";
 import { createRequire } from "node:module";
 import Module from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const [ttap, repo] = process.argv.slice(2);
+const [ttap, repo, bundle] = process.argv.slice(2);  // bundle: the extension.js to load
 const extDir = join(repo, "editors/vscode");
 const require = createRequire(join(extDir, "package.json"));
 
@@ -148,7 +148,7 @@ state.folder = ws;
 
 // 1. The real server: activation, diagnostics, summary, restart, deactivate.
 state.config = { "ttap.serverPath": ttap, "ttap.model.enabled": false };
-const ext = require(join(extDir, "out/extension.js"));
+const ext = require(bundle ?? join(extDir, "out/extension.js"));
 const ctx = context();
 let activated = true;
 try { await ext.activate(ctx); } catch (e) { activated = false; check(false, `activate threw: ${e.message}`); }
