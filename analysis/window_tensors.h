@@ -1,4 +1,4 @@
-// The learned window scorer's input (models/, issue 7): every window of a Trace (Trace::windows)
+// The learned window scorer's input (models/): every window of a Trace (Trace::windows)
 // as a fixed-size set of events, each with hashed name sub-tokens, its kind, launch delay,
 // duration, depth, relative time in the window and a lane (GPU stream or CPU thread), plus the
 // window's summary features (analysis/window_features.h). Flat arrays

@@ -2,7 +2,7 @@
 // finding points at (and the DataLoader / optimizer / model construction it depends on) following
 // the finding's fix recipe. Every fix is applied and re-parsed before it is returned; fixes are
 // idempotent and refuse code shapes they do not understand. Called by the language server's code
-// actions and by `ttap scan --fix`; tests in tests/mapping/quick_fixes_test.cpp.
+// actions; tests in tests/mapping/quick_fixes_test.cpp.
 #pragma once
 
 #include <map>

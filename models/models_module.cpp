@@ -1,4 +1,4 @@
-// The models module's exported functions; see models_api.h. The window scorer joins it later.
+// The models module's exported functions; see models_api.h.
 #include <torch/torch.h>
 
 #include <cstdio>

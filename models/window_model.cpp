@@ -1,4 +1,4 @@
-// The TorchTraceAP window scorer in libtorch (issue 7; C ABI in models_api.h, used through
+// The TorchTraceAP window scorer in libtorch (C ABI in models_api.h, used through
 // server/window_model.h by `ttap train`, `ttap eval` and `ttap scan --model`):
 //  - event encoder: hashed name sub-tokens (mean of learned embeddings + adapter), kind, launch
 //    delay, duration and depth, d = 128 each, fused into one event vector;

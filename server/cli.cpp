@@ -27,9 +27,7 @@
 #include "server/stats_report.h"
 #include "server/train_command.h"
 
-#ifndef TTAP_VERSION
-#define TTAP_VERSION "0.0.0"
-#endif
+#include "version.h"
 
 namespace ttap {
 

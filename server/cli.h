@@ -1,4 +1,4 @@
-// The `ttap` command line: subcommand dispatch (stats, and later scan, lsp, gen, eval, train),
+// The `ttap` command line: subcommand dispatch (stats, scan, gen, eval, train, lsp, doctor),
 // --help, --version and --config. main() only calls RunCli. Exit codes: 0 success, 1 findings
 // (scan), 2 unusable input or bad usage.
 #pragma once

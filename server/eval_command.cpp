@@ -438,7 +438,7 @@ class FusedMethod : public EvalMethod {
   std::string note_;
 };
 
-// The rules with LLM drafts (`--llm`, issue 8): the rules' scores and findings; the category of
+// The rules with LLM drafts (`--llm`): the rules' scores and findings; the category of
 // every window a drafted finding covers is the draft's. Reported next to the category head's
 // accuracy (method "model"). Traces are reloaded for ScanTrace, and drafting is serialised.
 class LlmMethod : public EvalMethod {

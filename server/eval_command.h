@@ -1,6 +1,6 @@
 // `ttap eval DATASET_DIR`: the benchmark. Reads a labelled dataset written by `ttap gen`
 // (DIR/*.pt.trace.json.gz with DIR/labels/<stem>.labels.json), runs each method (the rules, the
-// unsupervised baselines of analysis/eval_baselines.h, later the learned window scorer) on the
+// unsupervised baselines of analysis/eval_baselines.h, the learned window scorer) on the
 // held-out traces, and reports trace- and window-level AUC-ROC with bootstrap CIs, per-code
 // precision/recall of findings, category accuracy of flagged windows and source-line top-1
 // accuracy (analysis/eval_metrics.h), per split, as Markdown (stdout, OUT/eval.md) and JSON

@@ -31,9 +31,7 @@
 #include "server/llm/llm_config.h"
 #include "server/window_model.h"
 
-#ifndef TTAP_VERSION
-#define TTAP_VERSION "0.0.0"
-#endif
+#include "version.h"
 
 namespace ttap {
 

@@ -3,9 +3,7 @@
 // (hover, code actions, code lens, commands), lifecycle and dispatch.
 #include "server/lsp/lsp_server.h"
 
-#ifndef TTAP_VERSION
-#define TTAP_VERSION "0.0.0"
-#endif
+#include "version.h"
 
 #include <dirent.h>
 #include <fnmatch.h>
