@@ -26,7 +26,6 @@
 #include "server/scan.h"
 #include "server/stats_report.h"
 #include "server/train_command.h"
-
 #include "version.h"
 
 namespace ttap {

@@ -30,7 +30,6 @@
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
 #include "server/window_model.h"
-
 #include "version.h"
 
 namespace ttap {

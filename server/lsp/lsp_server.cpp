@@ -3,8 +3,6 @@
 // (hover, code actions, code lens, commands), lifecycle and dispatch.
 #include "server/lsp/lsp_server.h"
 
-#include "version.h"
-
 #include <dirent.h>
 #include <fnmatch.h>
 #include <malloc.h>
@@ -43,6 +41,7 @@
 #include "server/lsp/jsonrpc.h"
 #include "server/scan.h"
 #include "server/window_model.h"
+#include "version.h"
 
 namespace ttap::lsp {
 
