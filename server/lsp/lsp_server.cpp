@@ -3,8 +3,6 @@
 // (hover, code actions, code lens, commands), lifecycle and dispatch.
 #include "server/lsp/lsp_server.h"
 
-#include <dirent.h>
-#include <fnmatch.h>
 #include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -38,7 +36,10 @@
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
 #include "server/lsp/dir_watcher.h"
+#include "server/lsp/hover_text.h"
 #include "server/lsp/jsonrpc.h"
+#include "server/lsp/trace_discovery.h"
+#include "server/lsp/uri.h"
 #include "server/scan.h"
 #include "server/window_model.h"
 #include "version.h"
@@ -50,48 +51,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 void Log(const std::string& s) { std::fprintf(stderr, "ttap-lsp: %s\n", s.c_str()); }
-
-// ---- URIs and paths ----
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// A `%` not followed by two hex digits (`50%off.py`, `%G1`, a trailing `%`) is kept as it is: a
-// client's malformed URI names a file, it must not bring the server down.
-std::string UriToPath(const std::string& uri) {
-  if (uri.rfind("file://", 0) != 0) return "";
-  std::string out;
-  for (size_t i = 7; i < uri.size(); ++i) {
-    const int hi = uri[i] == '%' && i + 2 < uri.size() ? HexDigit(uri[i + 1]) : -1;
-    const int lo = hi >= 0 ? HexDigit(uri[i + 2]) : -1;
-    if (lo >= 0) {
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else {
-      out.push_back(uri[i]);
-    }
-  }
-  return out;
-}
-
-std::string PathToUri(const std::string& path) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out = "file://";
-  for (unsigned char c : path) {
-    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
 
 int64_t MtimeNs(const std::string& path, int64_t* size = nullptr) {
   struct stat st;
@@ -105,134 +64,6 @@ json PositionJson(const SourcePosition& p) {
 }
 json RangeJson(const SourceRange& r) {
   return {{"start", PositionJson(r.start)}, {"end", PositionJson(r.end)}};
-}
-
-// ---- Trace discovery ----
-
-bool SkippedDir(const std::string& n) {
-  return n == ".git" || n == "node_modules" || n == "__pycache__" || n == ".venv" || n == "venv" ||
-         n == "site-packages" || n == ".tox" || n == ".mypy_cache";
-}
-
-// Folders neither searched nor watched for traces: tools' caches and virtual environments.
-bool SkipDirectory(const std::string& name, const std::string& path) {
-  struct stat cfg;
-  return SkippedDir(name) || stat((path + "/pyvenv.cfg").c_str(), &cfg) == 0;
-}
-
-// fnmatch with "**/" meaning any directories (including none).
-bool GlobMatch(const std::string& glob, const std::string& rel) {
-  if (fnmatch(glob.c_str(), rel.c_str(), 0) == 0) return true;
-  if (glob.rfind("**/", 0) == 0) {
-    std::string rest = glob.substr(3);
-    if (fnmatch(rest.c_str(), rel.c_str(), 0) == 0) return true;
-    size_t slash = rel.find('/');
-    while (slash != std::string::npos) {
-      if (fnmatch(rest.c_str(), rel.substr(slash + 1).c_str(), 0) == 0) return true;
-      slash = rel.find('/', slash + 1);
-    }
-  }
-  return false;
-}
-
-// Walks |root| for files matching |globs|. Symbolic links are followed (a `log -> /scratch/run`
-// link, a linked trace), each directory once by (device, inode), so link loops end. Plain files
-// cost no stat unless a glob matches: a dataset folder of 100k images is listed, not probed.
-// |dirs_left| bounds the directories visited.
-void FindTraces(const std::string& root, const std::string& rel,
-                const std::vector<std::string>& globs, int depth, std::vector<std::string>* out,
-                size_t* dirs_left, std::set<std::pair<dev_t, ino_t>>* visited) {
-  if (depth > 32 || *dirs_left == 0) return;
-  std::string dir = rel.empty() ? root : root + "/" + rel;
-  struct stat self;
-  if (stat(dir.c_str(), &self) != 0 || !visited->insert({self.st_dev, self.st_ino}).second) return;
-  --*dirs_left;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
-  auto matches = [&](const std::string& r) {
-    for (const auto& g : globs) {
-      if (GlobMatch(g, r)) return true;
-    }
-    return false;
-  };
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    std::string r = rel.empty() ? n : rel + "/" + n;
-    if (e->d_type == DT_REG) {
-      if (matches(r)) out->push_back(root + "/" + r);
-      continue;
-    }
-    if (e->d_type != DT_DIR && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
-    struct stat st;
-    if (stat((root + "/" + r).c_str(), &st) != 0) continue;  // follows links; dangling: skip
-    if (S_ISDIR(st.st_mode)) {
-      if (!SkipDirectory(n, root + "/" + r))
-        FindTraces(root, r, globs, depth + 1, out, dirs_left, visited);
-    } else if (S_ISREG(st.st_mode) && matches(r)) {
-      out->push_back(root + "/" + r);
-    }
-  }
-  closedir(d);
-}
-
-// The hover's Markdown as plain text for clients that ask for it: emphasis and code marks
-// dropped, links written out, table rules removed, cells separated by two spaces.
-std::string MarkdownToPlainText(const std::string& md) {
-  std::string out;
-  size_t line_start = 0;
-  while (line_start <= md.size()) {
-    size_t end = md.find('\n', line_start);
-    if (end == std::string::npos) end = md.size();
-    std::string line = md.substr(line_start, end - line_start);
-    line_start = end + 1;
-    if (line.find_first_not_of("|-: ") == std::string::npos && line.find("--") != std::string::npos)
-      continue;  // a table rule
-    if (line == "---") line = "";
-    std::string text;
-    for (size_t i = 0; i < line.size(); ++i) {
-      if (line.compare(i, 2, "**") == 0) {
-        ++i;
-        continue;
-      }
-      if (line[i] == '`') continue;
-      if (line[i] == '[') {  // [label](url) -> label: url
-        const size_t close = line.find("](", i);
-        const size_t paren = close == std::string::npos ? close : line.find(')', close);
-        if (paren != std::string::npos) {
-          text +=
-              line.substr(i + 1, close - i - 1) + ": " + line.substr(close + 2, paren - close - 2);
-          i = paren;
-          continue;
-        }
-      }
-      text += line[i];
-    }
-    if (!text.empty() && text.front() == '|') {  // a table row: cells apart
-      std::string row;
-      size_t a = 1;
-      while (a < text.size()) {
-        size_t b = text.find('|', a);
-        if (b == std::string::npos) b = text.size();
-        std::string cell = text.substr(a, b - a);
-        const size_t x = cell.find_first_not_of(' '), y = cell.find_last_not_of(' ');
-        if (x != std::string::npos) row += (row.empty() ? "" : "  ") + cell.substr(x, y - x + 1);
-        a = b + 1;
-      }
-      text = row;
-    }
-    out += text + "\n";
-    if (end == md.size()) break;
-  }
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-std::string Sparkline(const std::vector<double>& v) {
-  static const char* kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-  std::string s;
-  for (double x : v) s += kBars[std::clamp(static_cast<int>(x * 7.999), 0, 7)];
-  return s;
 }
 
 }  // namespace
