@@ -669,6 +669,10 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
         const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
         if (g.obs_end[v] <= a || b - g.obs_end[v] > 50000) continue;
         if (d >= 0 && g.obs_end[v] <= g.obs_end[d]) continue;
+        // A wait for a stream ends when the stream runs dry: one still running work that started
+        // before the slice ended was not what the thread waited for (a gap in the middle of a
+        // long run of collectives or kernels is the thread's own time).
+        if (l.gpu && v + 1 < l.end_node && g.obs_start[v + 1] < b) continue;
         int64_t covered = l.gpu ? ClippedLength(gpu_busy, a, b) : 0;
         for (int32_t u = v; !l.gpu && u >= 0 && g.obs_end[u] > a; u = g.lane_prev[u]) {
           // A thread blocked in a wait or a sleep was not working for the main thread.

@@ -391,3 +391,27 @@ TEST_CASE("degenerate traces (a zero-length step, timestamps far apart) do not b
   auto f = far.Load();
   CHECK(WhereTimeWent(*f).overall.total() >= 0);
 }
+
+TEST_CASE("a main-thread gap while a stream keeps running is not a wait for that stream",
+          "[causal]") {
+  // Collectives queue up on a stream faster than they run; the main thread's 30 us gap outside
+  // any op ends while the stream is still busy (a kernel started before it ended). It waited for
+  // nothing: shortening the collectives must not hold it. A gap that ends when the stream runs
+  // dry is a wait (no recorded sync).
+  auto joins = [](double gap_end) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+    t.Python("train.py", 10, "<module>", 1000, 3000);
+    // Ten 50 us kernels back to back from 1010 to 1510, launched 1000..1045.
+    for (int k = 0; k < 10; ++k)
+      t.Kernel("ncclKernel_AllReduce", 1000 + 5 * k, 4, 1010 + 50 * k, 50, 9);
+    // The gap: 1100..gap_end, then an op.
+    t.Cpu("aten::add", gap_end, 20);
+    auto trace = t.Load();
+    CausalGraph g = BuildCausalGraph(*trace);
+    RequireReplayMatches(*trace, g, RunReplay(g));
+    return std::count(g.role.begin(), g.role.end(), NodeRole::kJoin);
+  };
+  CHECK(joins(1212) == 0);  // the stream runs until 1510
+  CHECK(joins(1520) == 1);  // it ran dry at 1510: the thread waited for it
+}
