@@ -152,8 +152,6 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
   const double min_cpu_share = o.Get("launch_bound_cpu_share", 0.01);
   const size_t min_burst = static_cast<size_t>(std::max(2.0, o.Get("launch_bound_min_burst", 8)));
   const int64_t max_gap_ns = static_cast<int64_t>(o.Get("launch_bound_max_gap_us", 200) * 1000);
-  std::vector<Finding> raw;
-  std::map<std::string, std::pair<int64_t, int32_t>> op_kernels;  // cause -> (kernels, row)
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
@@ -162,35 +160,49 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
       int64_t idle_ns = 0;
       int64_t last_end = 0;
     };
+    // The bursts of one step, grouped by the user-level op that launched most of each burst's
+    // kernels: zero_grad's, the optimizer's and the model's own bursts are separate findings, so
+    // one that is another finding's symptom is costed as such and the others on their own.
+    struct Group {
+      int64_t lost_ns = 0, kernels = 0, bursts = 0, kernel_ns = 0, launch_ns = 0;
+      int64_t cpu_span_ns = 0;  // the CPU time from each burst's first launch to its last
+      int64_t first = INT64_MAX, last = INT64_MIN;
+      int32_t op = -1;
+      std::vector<int32_t> rows;
+      std::map<std::string, std::pair<int64_t, double>> kernel_names;  // name -> (count, us)
+    };
+    std::map<std::string, Group> groups;
     std::map<int32_t, Burst> open;  // per device
-    int64_t lost_ns = 0, kernels_in_bursts = 0, bursts = 0, kernel_ns = 0, launch_ns = 0;
-    int64_t cpu_span_ns = 0;  // the CPU time from each burst's first launch to its last
-    int64_t first = INT64_MAX, last = INT64_MIN;
-    std::vector<int32_t> burst_rows;
-    std::map<std::string, std::pair<int64_t, int32_t>> step_ops;
-    std::map<std::string, std::pair<int64_t, double>> step_kernels;  // name -> (count, us)
     auto close = [&](Burst& b) {
       if (b.rows.size() >= min_burst) {
-        ++bursts;
-        lost_ns += b.idle_ns;
+        std::map<std::string, std::pair<int64_t, int32_t>> ops;  // cause -> (kernels, op row)
+        for (uint32_t r : b.rows) {
+          const int32_t launch = ctx.LaunchOf(r);
+          const int32_t top = ctx.TopOp(launch);
+          const int32_t op = top >= 0 ? top : launch;
+          auto& e = ops[CauseKey(ctx, op)];
+          if (e.first++ == 0) e.second = op;
+        }
+        auto most = std::max_element(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
+          return a.second.first < b.second.first;
+        });
+        Group& g = groups[most->first];
+        if (g.op < 0) g.op = most->second.second;
+        ++g.bursts;
+        g.lost_ns += b.idle_ns;
         const int32_t first_launch = ctx.LaunchOf(b.rows.front());
         const int32_t last_launch = ctx.LaunchOf(b.rows.back());
         if (first_launch >= 0 && last_launch >= 0) {
-          cpu_span_ns += std::max<int64_t>(0, ev.end(last_launch) - ev.ts[first_launch]);
+          g.cpu_span_ns += std::max<int64_t>(0, ev.end(last_launch) - ev.ts[first_launch]);
         }
-        first = std::min(first, ev.ts[b.rows.front()]);
-        last = std::max(last, b.last_end);
+        g.first = std::min(g.first, ev.ts[b.rows.front()]);
+        g.last = std::max(g.last, b.last_end);
         for (uint32_t r : b.rows) {
-          burst_rows.push_back(static_cast<int32_t>(r));
-          ++kernels_in_bursts;
-          kernel_ns += ev.dur[r];
-          const int32_t launch = ctx.LaunchOf(r);
-          launch_ns += ev.dur[launch];
-          const int32_t top = ctx.TopOp(launch);
-          const int32_t op = top >= 0 ? top : launch;
-          auto& e = step_ops[CauseKey(ctx, op)];
-          if (e.first++ == 0) e.second = op;
-          auto& k = step_kernels[ShortKernelName(ctx.Name(r))];
+          g.rows.push_back(static_cast<int32_t>(r));
+          ++g.kernels;
+          g.kernel_ns += ev.dur[r];
+          g.launch_ns += ev.dur[ctx.LaunchOf(r)];
+          auto& k = g.kernel_names[ShortKernelName(ctx.Name(r))];
           k.first++;
           k.second += ev.dur[r] / 1000.0;
         }
@@ -224,52 +236,32 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
     // The bursts cost the step their GPU idle time where the GPU waits for them, or the CPU
     // time that launches them where queued GPU work hides that wait but the CPU's path runs
     // through them (the replay decides which, and how much CUDA graphs would save).
-    if (kernels_in_bursts == 0 || step.duration() <= 0 ||
-        (lost_ns < min_share * static_cast<double>(step.duration()) &&
-         cpu_span_ns < min_cpu_share * static_cast<double>(step.duration()))) {
-      continue;
+    for (auto& [key, g] : groups) {
+      if (g.kernels == 0 || step.duration() <= 0 ||
+          (g.lost_ns < min_share * static_cast<double>(step.duration()) &&
+           g.cpu_span_ns < min_cpu_share * static_cast<double>(step.duration()))) {
+        continue;
+      }
+      Finding f = MakeRawFinding(ctx, "TTA007", static_cast<int>(s), g.first, g.last,
+                                 g.lost_ns / 1000.0, g.op, "launch-bound " + key);
+      f.rows = std::move(g.rows);
+      AddNumber(&f, "short_kernels", static_cast<double>(g.kernels));
+      AddNumber(&f, "bursts", static_cast<double>(g.bursts));
+      AddNumber(&f, "gpu_idle_between_us", g.lost_ns / 1000.0);
+      AddNumber(&f, "kernel_us", g.kernel_ns / 1000.0);
+      AddNumber(&f, "launch_us", g.launch_ns / 1000.0);
+      const double n = static_cast<double>(g.kernels);
+      const std::string op_name = g.op >= 0 ? std::string(ctx.Name(g.op)) : "";
+      AddText(&f, "detail",
+              std::to_string(g.kernels) + " kernels in " + std::to_string(g.bursts) +
+                  " burst(s) average " + FormatNumber("%.1f", g.kernel_ns / 1000.0 / n) +
+                  " us on the GPU but " + FormatNumber("%.1f", g.launch_ns / 1000.0 / n) +
+                  " us to launch; the GPU idles " + FormatNumber("%.1f", g.lost_ns / 1000.0 / n) +
+                  " us between them" + (op_name.empty() ? "" : " (launched by " + op_name + ")"));
+      if (!op_name.empty()) AddText(&f, "op", op_name);
+      for (auto& [name, e] : g.kernel_names) AddEvent(&f, name, e.first, e.second);
+      out->push_back(std::move(f));
     }
-    Finding f = MakeRawFinding(ctx, "TTA007", static_cast<int>(s), first, last, lost_ns / 1000.0,
-                               -1, "launch-bound");
-    f.rows = std::move(burst_rows);
-    AddNumber(&f, "short_kernels", static_cast<double>(kernels_in_bursts));
-    AddNumber(&f, "bursts", static_cast<double>(bursts));
-    AddNumber(&f, "gpu_idle_between_us", lost_ns / 1000.0);
-    AddNumber(&f, "kernel_us", kernel_ns / 1000.0);
-    AddNumber(&f, "launch_us", launch_ns / 1000.0);
-    const double n = static_cast<double>(kernels_in_bursts);
-    AddText(&f, "detail",
-            std::to_string(kernels_in_bursts) + " kernels in " + std::to_string(bursts) +
-                " burst(s) average " + FormatNumber("%.1f", kernel_ns / 1000.0 / n) +
-                " us on the GPU but " + FormatNumber("%.1f", launch_ns / 1000.0 / n) +
-                " us to launch; the GPU idles " + FormatNumber("%.1f", lost_ns / 1000.0 / n) +
-                " us between them");
-    for (auto& [name, e] : step_kernels) AddEvent(&f, name, e.first, e.second);
-    for (auto& [key, e] : step_ops) {
-      auto& g = op_kernels[key];
-      if (g.first == 0) g.second = e.second;
-      g.first += e.first;
-    }
-    raw.push_back(std::move(f));
-  }
-  // Anchor: the user-level op that launched the most burst kernels over all steps.
-  int32_t anchor = -1;
-  int64_t most = 0;
-  std::string anchor_name;
-  for (auto& [key, e] : op_kernels) {
-    if (e.first > most) {
-      most = e.first;
-      anchor = e.second;
-    }
-  }
-  if (anchor >= 0) anchor_name = std::string(ctx.Name(anchor));
-  for (Finding& f : raw) {
-    f.anchor_row = anchor;
-    if (!anchor_name.empty()) {
-      AddText(&f, "op", anchor_name);
-      f.evidence["detail"].text += " (mostly launched by " + anchor_name + ")";
-    }
-    out->push_back(std::move(f));
   }
 }
 

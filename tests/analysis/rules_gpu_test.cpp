@@ -2,6 +2,7 @@
 // inline traces (positive and negative for each), then the shared real traces (skipped when
 // ../shared is absent).
 #include <catch2/catch.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -133,7 +134,8 @@ TEST_CASE("TTA007: short runs below the burst length and CUDA graphs are not fla
   ttap::RuleOptions o;
   o.values["launch_bound_min_burst"] = 4;
   REQUIRE(FindingsWithCode(*broken, "TTA007", o).size() == 1);
-  CHECK(FindingsWithCode(*broken, "TTA007", o)[0].cause_key == "launch-bound");
+  CHECK(FindingsWithCode(*broken, "TTA007", o)[0].cause_key ==
+        "launch-bound Optimizer.step#SGD.step");
   // Kernels from graph launches: graphs are the fix, not the problem.
   auto graphs = LaunchLoop(40, 2, "cudaGraphLaunch").Load();
   CHECK(FindingsWithCode(*graphs, "TTA007").empty());
@@ -174,7 +176,7 @@ TEST_CASE("TTA007: a burst queued behind GPU work is a candidate by its CPU time
   auto trace = t.Load();
   auto f = FindingsWithCode(*trace, "TTA007");
   REQUIRE(f.size() == 1);
-  CHECK(f[0].cause_key == "launch-bound");
+  CHECK(f[0].cause_key == "launch-bound aten::add_");
   // 1 us between kernels: 39 us per step, under the 5% of idle the burst rule asks for.
   CHECK(f[0].evidence.at("gpu_idle_between_us").number == Approx(3 * 39).margin(3));
   ttap::RuleOptions o;
@@ -428,4 +430,32 @@ TEST_CASE("real traces: ROCm, MTIA and CPU-only traces give no false GPU-rule fi
     CHECK(CountCode(fs, "TTA009") == 0);
     CHECK(CountCode(fs, "TTA010") == 0);
   }
+}
+
+TEST_CASE("TTA007: bursts launched by different ops are separate findings", "[rules][TTA007]") {
+  // Per step, 40 tiny adds, then (300 us later) 40 tiny fills: two bursts, two causes. One
+  // finding for both would cost a symptom of one cause (zero_grad's fills, the optimizer's
+  // updates) together with the other.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10;
+    for (const char* op : {"aten::add_", "aten::fill_"}) {
+      for (int k = 0; k < 40; ++k, cpu += 13) {
+        t.Cpu(op, cpu, 12);
+        t.Launch("void at::native::vectorized_elementwise_kernel<4, Functor<float>>()", cpu + 1, 10,
+                 cpu + 8, 2, "kernel", 7);
+      }
+      cpu += 300;
+    }
+    t.Step(s, base, cpu + 20 - base);
+    base = cpu + 40;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA007");
+  REQUIRE(f.size() == 2);
+  std::set<std::string> keys = {f[0].cause_key, f[1].cause_key};
+  CHECK(keys == std::set<std::string>{"launch-bound aten::add_", "launch-bound aten::fill_"});
+  for (const auto& x : f) CHECK(x.evidence.at("short_kernels").number == 3 * 40);
 }
