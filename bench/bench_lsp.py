@@ -12,72 +12,7 @@ Usage: bench/bench_lsp.py [--ttap build/ttap] [--trace bench/out/ddp100.json]
 """
 import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, threading, time
 
-def frame(msg):
-    body = json.dumps(msg).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-class Client:
-    def __init__(self, cmd):
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.lock = threading.Lock()
-        self.messages = []
-        self.cv = threading.Condition()
-        self.next_id = 1
-        threading.Thread(target=self._reader, daemon=True).start()
-
-    def _reader(self):
-        f = self.p.stdout
-        while True:
-            headers = {}
-            while True:
-                line = f.readline()
-                if not line:
-                    return
-                line = line.strip()
-                if not line:
-                    break
-                k, v = line.split(b":", 1)
-                headers[k.strip().lower()] = v.strip()
-            body = f.read(int(headers[b"content-length"]))
-            with self.cv:
-                self.messages.append((time.perf_counter(), json.loads(body)))
-                self.cv.notify_all()
-
-    def send(self, msg):
-        with self.lock:
-            self.p.stdin.write(frame(msg))
-            self.p.stdin.flush()
-
-    def request(self, method, params):
-        with self.lock:
-            i = self.next_id
-            self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
-        return i
-
-    def wait(self, pred, timeout=120):
-        deadline = time.perf_counter() + timeout
-        with self.cv:
-            while True:
-                for k, (t, m) in enumerate(self.messages):
-                    if pred(m):
-                        del self.messages[k]
-                        return t, m
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    return None, None
-                self.cv.wait(left)
-
-    def call(self, method, params):
-        t0 = time.perf_counter()
-        i = self.request(method, params)
-        t, m = self.wait(lambda m: m.get("id") == i and "method" not in m)
-        return (t - t0) * 1000, m
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from lsp_bench_client import Client, cpu_seconds
 
 def main():
     ap = argparse.ArgumentParser()

@@ -24,6 +24,7 @@
 #include "fixture_traces.h"
 #include "http_test_server.h"
 #include "lsp_client.h"
+#include "lsp_fixtures.h"
 #include "mapping/workspace_index.h"
 #include "server/config.h"
 #include "server/llm/draft_cache.h"
@@ -51,20 +52,7 @@ double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-const char* kTrainPy =
-    "import torch\n"
-    "from torch.utils.data import DataLoader\n"
-    "\n"
-    "ds = make_dataset()\n"
-    "loader = DataLoader(ds, batch_size=32)\n"
-    "model = make_model()\n"
-    "\n"
-    "\n"
-    "\n"
-    "\n"
-    "# the training loop\n"
-    "for batch in loader:\n"
-    "    loss = model(batch)\n";
+using ttap_test::kTrainPy;  // train.py of the LSP fixtures (lsp_fixtures.h)
 
 json GoodDraft(double confidence = 0.82) {
   return {{"category", "TTA001"},

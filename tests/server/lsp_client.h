@@ -204,4 +204,20 @@ class LspClient {
   std::deque<json> inbox_;
 };
 
+// Connects to 127.0.0.1:|port|, retrying for about 5 s while a server starts listening; the
+// socket, or -1.
+inline int ConnectLoopback(int port) {
+  for (int i = 0; i < 100; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+    close(fd);
+    usleep(50000);
+  }
+  return -1;
+}
+
 }  // namespace ttap_test

@@ -358,19 +358,7 @@ TEST_CASE("lsp: --listen serves sessions over TCP, exit ends one session, not th
           "[lsp][e2e][tcp]") {
   int port = 20000 + (getpid() % 20000);
   LspClient server(ttap_test::Binary(), {"--listen", "127.0.0.1:" + std::to_string(port)});
-  auto connect = [&]() {
-    for (int i = 0; i < 100; ++i) {
-      int fd = socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_port = htons(static_cast<uint16_t>(port));
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
-      close(fd);
-      usleep(50000);
-    }
-    return -1;
-  };
+  auto connect = [&]() { return ttap_test::ConnectLoopback(port); };
   std::string root = ttap_test::MakeTempDir();
   for (int session = 0; session < 2; ++session) {
     int fd = connect();

@@ -55,6 +55,14 @@ inline void ExpectStallDiagnostic(LspClient* c, const std::string& root) {
   CHECK(pub["params"]["diagnostics"][0]["code"] == "TTA001");
 }
 
+// Sends didOpen for |uri| (Python) with |text| at |version|.
+inline void OpenDocument(LspClient* c, const std::string& uri, const std::string& text,
+                         int version = 1) {
+  c->Notify("textDocument/didOpen",
+            {{"textDocument",
+              {{"uri", uri}, {"languageId", "python"}, {"version", version}, {"text", text}}}});
+}
+
 // Opens |uri| with |text| and hovers at (|line|, |character|); returns the reply.
 inline json OpenAndHover(LspClient* c, const std::string& uri, const std::string& text, int line,
                          int character) {

@@ -43,6 +43,17 @@ std::string StallWorkspace() {
   return root;
 }
 
+// Initializes a session on |root|, waits for the StallTrace's diagnostic, opens train.py (as
+// kTrainPy, version 1) and returns its URI.
+std::string OpenTrainPy(LspClient* c, const std::string& root) {
+  c->Call("initialize", InitParams(root));
+  c->Notify("initialized", json::object());
+  ExpectStallDiagnostic(c, root);
+  const std::string uri = "file://" + root + "/train.py";
+  ttap_test::OpenDocument(c, uri, kTrainPy);
+  return uri;
+}
+
 json ChangeAt(const std::string& uri, int version, int line, int character,
               const std::string& text) {
   json pos = {{"line", line}, {"character", character}};
@@ -132,13 +143,7 @@ TEST_CASE("lsp: incremental edits re-parse to the diagnostics a fresh open gives
           "[lsp][e2e][reliability]") {
   std::string root = StallWorkspace();
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
-  c.Call("initialize", InitParams(root));
-  c.Notify("initialized", json::object());
-  ExpectStallDiagnostic(&c, root);
-  const std::string uri = "file://" + root + "/train.py";
-  c.Notify("textDocument/didOpen",
-           {{"textDocument",
-             {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}});
+  const std::string uri = OpenTrainPy(&c, root);
   DiagnosticsAt(&c, uri, 1);
   // Typing: lines above the loop, characters inside it, a statement broken and mended, a
   // non-ASCII comment; each edit is applied to the previous buffer (and its parse).
@@ -163,9 +168,7 @@ TEST_CASE("lsp: incremental edits re-parse to the diagnostics a fresh open gives
   REQUIRE_FALSE(incremental.empty());
   // The same text opened afresh.
   c.Notify("textDocument/didClose", {{"textDocument", {{"uri", uri}}}});
-  c.Notify("textDocument/didOpen",
-           {{"textDocument",
-             {{"uri", uri}, {"languageId", "python"}, {"version", 1000}, {"text", text}}}});
+  ttap_test::OpenDocument(&c, uri, text, 1000);
   const json fresh = DiagnosticsAt(&c, uri, 1000);
   REQUIRE(fresh.size() == incremental.size());
   for (size_t i = 0; i < fresh.size(); ++i) {
@@ -317,19 +320,7 @@ TEST_CASE("lsp: mutated params over --listen keep every session and the server a
   const int port = 20000 + ((getpid() + 7919) % 20000);
   LspClient server(ttap_test::Binary(), {"--listen", "127.0.0.1:" + std::to_string(port)},
                    /*quiet_stderr=*/true);
-  auto connect = [&]() {
-    for (int i = 0; i < 100; ++i) {
-      int fd = socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_port = htons(static_cast<uint16_t>(port));
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
-      close(fd);
-      usleep(50000);
-    }
-    return -1;
-  };
+  auto connect = [&]() { return ttap_test::ConnectLoopback(port); };
   std::string root = StallWorkspace();
   // Three sessions at once: one is fuzzed, one idles, one disconnects mid-stream.
   int idle_fd = connect();
@@ -436,13 +427,7 @@ TEST_CASE("lsp: a suppression typed in the buffer applies at once; the code acti
           "[lsp][e2e][suppress]") {
   std::string root = StallWorkspace();
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
-  c.Call("initialize", InitParams(root));
-  c.Notify("initialized", json::object());
-  ExpectStallDiagnostic(&c, root);
-  const std::string uri = "file://" + root + "/train.py";
-  c.Notify("textDocument/didOpen",
-           {{"textDocument",
-             {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", kTrainPy}}}});
+  const std::string uri = OpenTrainPy(&c, root);
   auto codes = [](const json& diags) {
     std::set<std::string> out;
     for (const json& d : diags) out.insert(d["code"].get<std::string>());

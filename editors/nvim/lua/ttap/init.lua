@@ -127,6 +127,15 @@ function M.attach(bufnr, opts)
   return id
 end
 
+-- Attaches every loaded buffer of a handled filetype (after setup, or a restart).
+local function attach_open_buffers()
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(options.filetypes, vim.bo[buf].filetype) then
+      M.attach(buf, options)
+    end
+  end
+end
+
 local function execute(command, on_result)
   local clients = ttap_clients(vim.api.nvim_get_current_buf())
   if #clients == 0 then
@@ -179,11 +188,7 @@ function M.restart()
     end
     return true
   end, 50)
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(options.filetypes, vim.bo[buf].filetype) then
-      M.attach(buf, options)
-    end
-  end
+  attach_open_buffers()
 end
 
 function M.options()
@@ -215,12 +220,7 @@ function M.setup(user)
   vim.lsp.commands["ttap.showTraceSummary"] = function()
     M.summary()
   end
-  -- Buffers already open when setup runs.
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(options.filetypes, vim.bo[buf].filetype) then
-      M.attach(buf, options)
-    end
-  end
+  attach_open_buffers() -- buffers already open when setup runs
 end
 
 return M
