@@ -5,12 +5,11 @@
 #include <map>
 
 #include "analysis/causal_graph.h"
+#include "analysis/string_util.h"
 
 namespace ttap {
 
-namespace {
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-}  // namespace
+namespace {}  // namespace
 
 RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   const EventTable& ev = trace.events;

@@ -11,15 +11,9 @@
 #include "analysis/findings.h"
 #include "analysis/rule_context.h"
 #include "analysis/rules.h"
+#include "analysis/string_util.h"
 
 namespace ttap {
-
-inline bool StartsWith(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-inline bool Contains(std::string_view s, std::string_view p) {
-  return s.find(p) != std::string_view::npos;
-}
 
 // The runtime calls that synchronise the host with the device (stream, device, event).
 inline bool IsSyncCall(std::string_view n) {

@@ -7,16 +7,11 @@
 #include <unordered_map>
 
 #include "analysis/rule_util.h"
+#include "analysis/string_util.h"
 
 namespace ttap {
 
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // A kernel's short display name: without "void ", template arguments and parameters.
 std::string ShortKernelName(std::string_view n) {

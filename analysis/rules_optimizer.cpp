@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/rule_util.h"
+#include "analysis/string_util.h"
 
 namespace ttap {
 
@@ -21,12 +22,6 @@ double Us(int64_t ns) { return ns / 1000.0; }
 // A duration given in us, as "12.3 us" or "4.56 ms".
 std::string Dur(double us) {
   return us >= 1000 ? FormatNumber("%.2f ms", us / 1000.0) : FormatNumber("%.1f us", us);
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // A cpu_op that is an operator, not a record_function label: 2021 traces write ProfilerStep#N,

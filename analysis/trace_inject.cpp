@@ -9,14 +9,12 @@
 #include <random>
 #include <set>
 
+#include "analysis/string_util.h"
+
 namespace ttap {
 
 namespace {
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 bool Has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 // Where to inject: the main thread, its stream, and each step as the top-level ops on the main

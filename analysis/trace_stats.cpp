@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/string_util.h"
+
 namespace ttap {
 
 void MergeIntervals(std::vector<Interval>* v) {
@@ -58,11 +60,6 @@ int64_t ClippedLength(const std::vector<Interval>& merged, int64_t lo, int64_t h
 }
 
 namespace {
-
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool Contains(std::string_view s, std::string_view p) {
-  return s.find(p) != std::string_view::npos;
-}
 
 Breakdown BreakdownOver(const std::vector<Interval>& kernels, const std::vector<Interval>& all_gpu,
                         int64_t lo, int64_t hi) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "analysis/string_util.h"
 #include "mapping/syntax_util.h"
 
 namespace ttap {
@@ -55,14 +56,6 @@ std::string Compact(std::string_view s) {
 }
 std::string CompactNode(const PythonSource& src, TSNode n) { return Compact(View(src, n)); }
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool EndsWith(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];

@@ -1,22 +1,12 @@
 // LocateByShape; see shape_locator.h.
 #include "mapping/shape_locator.h"
 
-#include <algorithm>
-#include <cctype>
-
+#include "analysis/string_util.h"
 #include "mapping/syntax_util.h"
 
 namespace ttap {
 
 namespace {
-
-bool ContainsNoCase(std::string_view hay, std::string_view needle) {
-  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) ==
-           std::tolower(static_cast<unsigned char>(b));
-  });
-  return it != hay.end();
-}
 
 std::string ScopeName(const PythonSource& src, TSNode n) {
   TSNode scope = EnclosingScope(n);
@@ -31,12 +21,12 @@ bool LoopsOverLoader(const PythonSource& src, TSNode loop) {
   TSNode it = ts_node_child_by_field_name(loop, "right", 5);
   if (IsNull(it)) return false;
   const std::string_view text = src.NodeText(it);
-  if (ContainsNoCase(text, "loader")) return true;
+  if (ContainsIgnoreCase(text, "loader")) return true;
   if (NodeType(it) == "identifier") {
     TSNode call = FindCallAssignedTo(src, EnclosingScope(loop), text, ts_node_start_byte(loop));
-    return !IsNull(call) && ContainsNoCase(CalleeName(src, call), "dataloader");
+    return !IsNull(call) && ContainsIgnoreCase(CalleeName(src, call), "dataloader");
   }
-  if (NodeType(it) == "call") return ContainsNoCase(CalleeName(src, it), "dataloader");
+  if (NodeType(it) == "call") return ContainsIgnoreCase(CalleeName(src, it), "dataloader");
   return false;
 }
 
@@ -48,9 +38,9 @@ bool MatchesCall(const PythonSource& src, TSNode call, const std::string& code) 
     if (name != "step") return false;
     const std::string callee = CalleeText(src, call);
     const std::string receiver = callee.size() > 5 ? callee.substr(0, callee.size() - 5) : "";
-    return !receiver.empty() && !ContainsNoCase(receiver, "sched") &&
-           !ContainsNoCase(receiver, "scaler") && !ContainsNoCase(receiver, "prof") &&
-           !ContainsNoCase(receiver, "env");
+    return !receiver.empty() && !ContainsIgnoreCase(receiver, "sched") &&
+           !ContainsIgnoreCase(receiver, "scaler") && !ContainsIgnoreCase(receiver, "prof") &&
+           !ContainsIgnoreCase(receiver, "env");
   }
   return false;
 }

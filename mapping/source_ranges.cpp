@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "analysis/string_util.h"
 #include "mapping/syntax_util.h"
 
 namespace ttap {
@@ -31,17 +32,6 @@ const char* RangeKindName(RangeKind k) {
 namespace {
 
 constexpr uint32_t kAnyByte = UINT32_MAX;
-
-bool ContainsIgnoreCase(std::string_view hay, std::string_view needle) {
-  if (needle.empty()) return true;
-  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) ==
-           std::tolower(static_cast<unsigned char>(b));
-  });
-  return it != hay.end();
-}
-
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 int Row(TSNode n) { return static_cast<int>(ts_node_start_point(n).row); }
 

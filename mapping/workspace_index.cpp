@@ -8,13 +8,11 @@
 #include <algorithm>
 #include <functional>
 
+#include "analysis/string_util.h"
+
 namespace ttap {
 
 namespace {
-
-bool EndsWith(std::string_view s, std::string_view suf) {
-  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
-}
 
 std::string Basename(std::string_view p) {
   size_t slash = p.find_last_of("/\\");

@@ -28,6 +28,7 @@
 #include "analysis/eval_baselines.h"
 #include "analysis/eval_metrics.h"
 #include "analysis/rules.h"
+#include "analysis/string_util.h"
 #include "analysis/trace_loader.h"
 #include "analysis/window_features.h"
 #include "mapping/python_frames.h"
@@ -89,11 +90,6 @@ Status ParseIntervals(const nlohmann::json& j, const char* key, std::vector<Eval
 }
 
 // ---- small helpers ----
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
