@@ -54,4 +54,25 @@ int TakeTraceArgument(const std::string& command, const std::string& arg, std::s
   return 0;
 }
 
+int TakeSharedFlag(const std::vector<std::string>& args, size_t* i, SharedFlags* flags) {
+  const std::string& a = args[*i];
+  const bool model = a == "--model", device = a == "--device";
+  const bool llm = a == "--llm-base-url" || a == "--llm-model" || a == "--llm-api-key-env";
+  if (!model && !device && !llm) return 0;
+  if (*i + 1 >= args.size()) return UsageError(a + " needs a value");
+  const std::string& value = args[++*i];
+  if (model) {
+    flags->model_path = value;
+  } else if (device) {
+    if (value != "auto" && value != "cpu" && value != "cuda")
+      return UsageError("--device is auto, cpu or cuda");
+    flags->device = value;
+  } else {
+    (a == "--llm-base-url" ? flags->llm.base_url
+     : a == "--llm-model"  ? flags->llm.model
+                           : flags->llm.api_key_env) = value;
+  }
+  return 1;
+}
+
 }  // namespace ttap

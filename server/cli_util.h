@@ -1,11 +1,13 @@
 // Small pieces shared by the CLI commands (cli.cpp, scan.cpp, gen/train/eval_command.cpp): usage
-// errors, number arguments, and expanding a TRACE_OR_DIR argument into trace files.
+// errors, number arguments, expanding a TRACE_OR_DIR argument into trace files, and the options
+// scan and eval share.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "analysis/status.h"
+#include "server/llm/llm_config.h"
 
 namespace ttap {
 
@@ -27,5 +29,17 @@ StatusOr<TraceTarget> ExpandTraceTarget(const std::string& target);
 // Handles a positional TRACE_OR_DIR argument of |command|; returns 0, or the usage-error exit
 // code for an unknown option or a second positional argument.
 int TakeTraceArgument(const std::string& command, const std::string& arg, std::string* target);
+
+// The options `scan` and `eval` share, parsed in one place: the learned window scorer's weights
+// and device (--model FILE, --device auto|cpu|cuda) and the LLM endpoint overrides
+// (--llm-base-url URL, --llm-model NAME, --llm-api-key-env VAR).
+struct SharedFlags {
+  std::string model_path;       // "" unless --model was given
+  std::string device = "auto";  // --device
+  llm::LlmOverrides llm;        // --llm-*
+};
+// 1 when args[*i] is one of the shared options (then *i is past its value), 0 when it is not,
+// and the usage-error exit code (2) when its value is missing or not allowed.
+int TakeSharedFlag(const std::vector<std::string>& args, size_t* i, SharedFlags* flags);
 
 }  // namespace ttap

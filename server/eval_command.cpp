@@ -1149,7 +1149,7 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   EvalModelOptions model_options;
   bool use_llm = false;      // `--llm`: adds the "llm" method (rules with LLM-drafted categories)
   bool windows_tsv = false;  // `--windows-tsv`: every window's scores into OUT/windows.tsv
-  llm::LlmOverrides llm_flags;
+  SharedFlags shared;        // --model, --device, --llm-*
   info.command_line = "ttap eval";
   for (const auto& a : args) info.command_line += " " + a;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -1174,17 +1174,10 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       info.settings.seed = static_cast<uint64_t>(v);
     } else if (a == "--with-pre-existing") {
       info.settings.with_pre_existing = true;
-    } else if (a == "--model" && has_value) {
-      model_options.path = args[++i];
+    } else if (int taken = TakeSharedFlag(args, &i, &shared)) {
+      if (taken != 1) return taken;
     } else if (a == "--llm") {
       use_llm = true;
-    } else if ((a == "--llm-base-url" || a == "--llm-model" || a == "--llm-api-key-env") &&
-               has_value) {
-      (a == "--llm-base-url" ? llm_flags.base_url
-       : a == "--llm-model"  ? llm_flags.model
-                             : llm_flags.api_key_env) = args[++i];
-    } else if (a == "--device" && has_value) {
-      model_options.device = args[++i];
     } else if (!a.empty() && a[0] == '-') {
       return UsageError("eval: unknown or incomplete option '" + a + "'");
     } else if (info.dataset.empty()) {
@@ -1214,6 +1207,8 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     while (std::getline(ss, name, ',')) {
       if (name.empty() || !seen_names.insert(name).second) continue;
       if ((name == "model" || name == "fused") && !model) {
+        model_options.path = shared.model_path;
+        model_options.device = shared.device;
         if (model_options.path.empty()) model_options.path = WindowModel::DefaultPath();
         auto opened = WindowModel::Open(model_options.path, model_options.device, 2);
         if (!opened.ok()) {
@@ -1245,7 +1240,7 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     }
   }
   if (use_llm) {
-    auto resolved = llm::ResolveLlmSettings(LlmConfig{}, llm_flags);
+    auto resolved = llm::ResolveLlmSettings(LlmConfig{}, shared.llm);
     if (!resolved.ok()) return UsageError(resolved.status().message());
     info.methods.push_back("llm");
     methods.push_back(std::make_unique<LlmMethod>(resolved.value()));

@@ -553,11 +553,10 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   Severity min_severity = Severity::kInfo;
   bool timing = false;
   int windows = config.windows;
-  bool use_llm = false;                           // `--llm`: the only thing that turns drafting on
-  std::string model_path, model_device = "auto";  // `--model`: adds TTA900 unusual windows
-  double model_threshold = -1;                    // `--model-threshold`; < 0: the file's
-  bool no_model = false;  // `--no-model`: rules only, even where shipped weights are found
-  llm::LlmOverrides llm_flags;
+  bool use_llm = false;         // `--llm`: the only thing that turns drafting on
+  SharedFlags shared;           // --model FILE (adds TTA900 unusual windows), --device, --llm-*
+  double model_threshold = -1;  // `--model-threshold`; < 0: the file's
+  bool no_model = false;        // `--no-model`: rules only, even where shipped weights are found
   std::vector<std::string> select = config.select, ignore = config.ignore;  // --select / --ignore
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -579,22 +578,15 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       timing = true;
     } else if (a == "--llm") {
       use_llm = true;
-    } else if (a == "--model") {
-      if (!next(&model_path)) return UsageError("--model needs a weights file");
+    } else if (int taken = TakeSharedFlag(args, &i, &shared)) {
+      if (taken != 1) return taken;
     } else if (a == "--no-model") {
       no_model = true;
-    } else if (a == "--device") {
-      if (!next(&model_device)) return UsageError("--device is auto, cpu or cuda");
     } else if (a == "--model-threshold") {
       if (!next(&v) || !ParseNumber(v, &model_threshold) ||
           !(model_threshold >= 0 && model_threshold <= 1)) {
         return UsageError("--model-threshold needs a score in [0, 1]");
       }
-    } else if (a == "--llm-base-url" || a == "--llm-model" || a == "--llm-api-key-env") {
-      if (!next(&v)) return UsageError(a + " needs a value");
-      (a == "--llm-base-url" ? llm_flags.base_url
-       : a == "--llm-model"  ? llm_flags.model
-                             : llm_flags.api_key_env) = v;
     } else if (a == "--select" || a == "--ignore") {
       if (!next(&v)) return UsageError(a + " needs codes, e.g. TTA001,TTA9");
       std::vector<std::string> codes;
@@ -619,7 +611,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   if (target.empty()) return UsageError("scan: missing TRACE_OR_DIR");
   std::optional<llm::LlmSettings> llm_settings;
   if (use_llm) {
-    auto resolved = llm::ResolveLlmSettings(config.llm, llm_flags);
+    auto resolved = llm::ResolveLlmSettings(config.llm, shared.llm);
     if (!resolved.ok()) return UsageError(resolved.status().message());
     llm_settings = resolved.value();
   }
@@ -648,11 +640,12 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   std::future<StatusOr<std::unique_ptr<WindowModel>>> opening;
   // The learned scorer runs by default when weights are found (beside the binary, TTAP_MODEL or
   // ./models), as in the language server; --no-model skips it.
+  std::string model_path = shared.model_path;
   if (model_path.empty() && !no_model) model_path = WindowModel::DefaultPath();
   if (no_model) model_path.clear();
   if (!model_path.empty()) {
     opening = std::async(std::launch::async,
-                         [&] { return WindowModel::Open(model_path, model_device, 1); });
+                         [&] { return WindowModel::Open(model_path, shared.device, 1); });
   }
   std::once_flag model_settled;
   auto await_model = [&] {
