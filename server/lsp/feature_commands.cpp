@@ -1,0 +1,92 @@
+// textDocument/codeLens and workspace/executeCommand (see session.h): per-function lenses, the
+// trace summary, rescan.
+#include "server/lsp/session.h"
+
+namespace ttap::lsp {
+
+// ---- Code lens and commands ----
+
+void Session::OnCodeLens(const json& params, Reply reply) {
+  const std::string path = UriToPath(params.at("textDocument").at("uri"));
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  json lenses = json::array();
+  auto src = SourceFor(path);
+  if (!snap || !src) return reply->Result(lenses);
+  auto it = snap->by_file.find(path);
+  if (it == snap->by_file.end()) return reply->Result(lenses);
+  // One lens per enclosing function (or the module's first line), summing its findings.
+  std::map<uint32_t, std::pair<double, double>> per_scope;  // start byte -> (share, ms/step)
+  for (const Placed& p : PlacedIn(*snap, path)) {
+    const Finding& f = snap->scan->findings[p.finding].finding;
+    SourceRange r;
+    ByteRange b;
+    bool stale;
+    if (!RangeOf(path, p, snap->scan->findings[p.finding], &r, &b, nullptr, &stale)) continue;
+    TSNode stmt = StatementAtLine(*src, p.line - 1);
+    uint32_t at = 0;
+    if (!IsNull(stmt)) {
+      TSNode scope = EnclosingScope(stmt);
+      if (NodeType(scope) == "function_definition") at = ts_node_start_byte(scope);
+    }
+    auto& acc = per_scope[at];
+    acc.first += f.share_of_step;
+    acc.second += f.time_lost_us_per_step / 1000.0;
+  }
+  for (const auto& [at, acc] : per_scope) {
+    SourcePosition pos = src->ToPosition(at, encoding_);
+    char title[128];
+    std::snprintf(title, sizeof(title), "ttap: %s of the step lost here · %.1f ms/step",
+                  FormatPercent(std::min(1.0, acc.first)).c_str(), acc.second);
+    lenses.push_back({{"range", RangeJson({pos, pos})},
+                      {"command", {{"title", title}, {"command", "ttap.showTraceSummary"}}}});
+  }
+  reply->Result(lenses);
+}
+
+std::string Session::SummaryMarkdown(const std::atomic<bool>* cancel) {
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  if (!snap) return "No trace analysed yet.";
+  std::string md = snap->summary_head;
+  for (const auto& lf : snap->scan->findings) {
+    if (cancel && cancel->load()) break;
+    md += "- " + lf.finding.code + " " + lf.finding.name + ": " + lf.finding.message + "\n";
+  }
+  return md;
+}
+
+void Session::OnExecuteCommand(const json& params, Reply reply,
+                               const std::shared_ptr<std::atomic<bool>>& cancelled) {
+  const std::string cmd = params.at("command");
+  if (cmd == "ttap.rescan" || cmd == "ttap.server.rescan") {
+    RequestAnalysis(true);
+    return reply->Result(nullptr);
+  }
+  if (cmd == "ttap.showTraceSummary" || cmd == "ttap.server.showTraceSummary") {
+    // On its own thread: a summary of a large trace must not hold up hovers behind it.
+    const std::string key = reply->id().dump();
+    // The editor plugins ask with the server's id and show the result themselves; a client that
+    // sends the code lens's id (eglot, lsp-mode) gets it as a message too.
+    const bool show = cmd == "ttap.showTraceSummary";
+    return RunSlow([this, reply, cancelled, key, show] {
+      std::string md = cancelled->load() ? "" : SummaryMarkdown(cancelled.get());
+      if (cancelled->load()) {
+        reply->Error(kRequestCancelled, "cancelled");
+      } else {
+        if (show) out_.Notify("window/showMessage", {{"type", 3}, {"message", md}});
+        reply->Result({{"markdown", md}});
+      }
+      ForgetRequest(key);
+    });
+  }
+  reply->Error(kInvalidParams, "unknown command " + cmd);
+}
+
+}  // namespace ttap::lsp

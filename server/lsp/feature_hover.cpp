@@ -1,0 +1,152 @@
+// textDocument/hover (see session.h): the finding's numbers, where its steps' time went, what
+// the fix saves, drafted explanations; Markdown or plain text.
+#include "server/lsp/session.h"
+
+namespace ttap::lsp {
+
+// ---- Hover ----
+
+std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf) {
+  const Finding& f = lf.finding;
+  char buf[256];
+  std::string md = "**" + f.code + " " + f.name + "** (" + SeverityName(f.severity) + ")\n\n" +
+                   f.message + "\n\n";
+  std::snprintf(buf, sizeof(buf),
+                "| time lost per step | share of step | steps | window |\n|---:|---:|---|---|\n| "
+                "%s | %s | %s | %.3f-%.3f ms |\n\n",
+                FormatMs(f.time_lost_us_per_step).c_str(), FormatPercent(f.share_of_step).c_str(),
+                f.step_ids.empty()
+                    ? "-"
+                    : (std::to_string(f.step_ids.front()) +
+                       (f.step_ids.size() > 1 ? "-" + std::to_string(f.step_ids.back()) : ""))
+                          .c_str(),
+                (f.start_ns - snap.span_start_ns) / 1e6, (f.end_ns - snap.span_start_ns) / 1e6);
+  md += buf;
+  if (!f.top_events.empty()) {
+    md += "Top events: ";
+    for (size_t i = 0; i < f.top_events.size() && i < 3; ++i) {
+      std::snprintf(buf, sizeof(buf), "%s`%s` x%lld (%s)", i ? ", " : "",
+                    f.top_events[i].name.substr(0, 60).c_str(),
+                    static_cast<long long>(f.top_events[i].count),
+                    FormatMs(f.top_events[i].total_us).c_str());
+      md += buf;
+    }
+    md += "\n\n";
+  }
+  // GPU busy share across the finding's extent, as a sparkline of 24 slices.
+  int64_t a = f.start_ns, b = std::max(f.end_ns, f.start_ns + 1);
+  std::vector<double> slices;
+  for (int k = 0; k < 24; ++k) {
+    int64_t s0 = a + (b - a) * k / 24, s1 = a + (b - a) * (k + 1) / 24;
+    slices.push_back(s1 > s0 ? static_cast<double>(ClippedLength(snap.gpu_busy, s0, s1)) / (s1 - s0)
+                             : 0);
+  }
+  md += "GPU busy over the finding: `" + Sparkline(slices) + "`\n\n";
+  // Where the finding's steps spent their time (critical path) and what the fix would save.
+  const RuleResult& rr = snap.scan->rules;
+  StepAttribution steps_time;
+  auto add_step = [&](size_t k) {
+    for (int c = 0; c < kCauseCount; ++c) steps_time.ns[c] += rr.time.steps[k].ns[c];
+  };
+  if (f.step_ids.empty()) {
+    for (size_t k = 0; k < rr.time.steps.size(); ++k) add_step(k);
+  } else {
+    for (int64_t number : std::set<int64_t>(f.step_ids.begin(), f.step_ids.end())) {
+      auto it = snap.step_index.find(number);
+      if (it != snap.step_index.end()) add_step(it->second);
+    }
+  }
+  if (steps_time.total() > 0) {
+    md += "Where these steps' time went: `" + CauseBar(steps_time, 30) + "` " +
+          FormatCauses(steps_time, 4) + "\n\n";
+  }
+  if (rr.run_ns > 0) {
+    std::snprintf(buf, sizeof(buf), "%.2fx", rr.speedup);
+    md += "Fixing it saves " + FormatMs(f.time_lost_us_per_step) + "/step (" +
+          FormatPercent(f.share_of_step) +
+          " of the step, replayed); all fixes together: this run "
+          "could be " +
+          buf + " faster.\n\n";
+  }
+  if (lf.located_by_shape)
+    md +=
+        "Placed on the one statement of the workspace with this fix's shape: the trace has no "
+        "Python stacks (record with `with_stack=True` for exact lines).\n\n";
+  const RuleInfo* info = FindRule(f.code);
+  if (info) md += "Why: " + std::string(info->summary) + ". ";
+  if (!f.fix.empty()) md += "Fix: `" + f.fix + "` (quick fix available). ";
+  md += "[Docs](" + RuleDocsUrl(f.code, f.name) + ")";
+  return md;
+}
+
+std::string Session::HoverOf(Snapshot& snap, size_t finding) {
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    auto it = snap.hover_markdown.find(finding);
+    if (it != snap.hover_markdown.end()) return it->second;
+  }
+  std::string md = HoverMarkdown(snap, snap.scan->findings[finding]);
+  std::lock_guard<std::mutex> lock(snap_mu_);
+  return snap.hover_markdown.emplace(finding, std::move(md)).first->second;
+}
+
+void Session::OnHover(const json& params, Reply reply) {
+  std::string path = UriToPath(params.at("textDocument").at("uri"));
+  SourcePosition pos{params.at("position").at("line"), params.at("position").at("character")};
+  std::shared_ptr<Snapshot> snap;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snap = snapshot_;
+  }
+  if (!snap) return reply->Result(nullptr);
+  auto it = snap->by_file.find(path);
+  if (it == snap->by_file.end()) return reply->Result(nullptr);
+  std::string md;
+  json range;
+  // A code repeated on one line (as its diagnostic is published once) is shown in full once;
+  // the others follow it as one line each.
+  std::map<std::pair<std::string, int>, std::string> more;  // (code, line) -> their lines
+  for (const Placed& p : PlacedIn(*snap, path)) {
+    const LocatedFinding& lf = snap->scan->findings[p.finding];
+    SourceRange r;
+    ByteRange b;
+    bool stale;
+    if (!RangeOf(path, p, lf, &r, &b, nullptr, &stale)) continue;
+    bool inside =
+        (pos.line > r.start.line ||
+         (pos.line == r.start.line && pos.character >= r.start.character)) &&
+        (pos.line < r.end.line || (pos.line == r.end.line && pos.character <= r.end.character));
+    if (!inside) continue;
+    const auto key = std::make_pair(lf.finding.code, r.start.line);
+    auto repeated = more.find(key);
+    if (repeated != more.end()) {
+      repeated->second += "- " + lf.finding.message + " (saves " +
+                          FormatMs(lf.finding.time_lost_us_per_step) + "/step)\n";
+      continue;
+    }
+    more[key];
+    if (!md.empty()) md += "\n\n---\n\n";
+    md += HoverOf(*snap, p.finding);
+    if (auto d = DraftOf(*snap, p.finding)) {
+      char conf[16];
+      std::snprintf(conf, sizeof(conf), "%.0f%%", 100 * d->draft.confidence);
+      const RuleInfo* cat = FindRule(d->draft.category);
+      md += "\n\n**Drafted by " + d->draft.model + "** (unverified; " + d->draft.category +
+            (cat ? std::string(" ") + cat->name : std::string(" unusual-window")) +
+            ", confidence " + conf + ")\n\n" + d->draft.explanation_markdown;
+      if (d->draft.fix) md += "\n\nDrafted fix: " + d->draft.fix->description + " (code action)";
+    }
+    range = RangeJson(r);
+  }
+  for (const auto& [key, lines] : more) {
+    if (!lines.empty()) md += "\n\n---\n\nAlso " + key.first + " on this line:\n\n" + lines;
+  }
+  if (md.empty()) return reply->Result(nullptr);
+  if (!hover_markdown_) {
+    return reply->Result({{"contents", {{"kind", "plaintext"}, {"value", MarkdownToPlainText(md)}}},
+                          {"range", range}});
+  }
+  reply->Result({{"contents", {{"kind", "markdown"}, {"value", md}}}, {"range", range}});
+}
+
+}  // namespace ttap::lsp

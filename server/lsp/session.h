@@ -1,0 +1,306 @@
+// Session: the language server session's class, shared by the files that implement it (the
+// server's internal header; nothing outside server/lsp/ includes it). lsp_server.cpp holds the
+// dispatch, lifecycle and documents; session_analysis.cpp the worker and watcher threads, trace
+// loading and snapshots; feature_diagnostics.cpp, feature_hover.cpp, feature_code_actions.cpp
+// and feature_commands.cpp one LSP feature each. Locks held together: only docs_mu_ then snap_mu_
+// (OnDidChange moves the findings' lines); every other lock is taken alone, so no cycle can form.
+#pragma once
+
+#include <malloc.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "analysis/trace_loader.h"
+#include "analysis/trace_stats.h"
+#include "mapping/python_source.h"
+#include "mapping/quick_fixes.h"
+#include "mapping/source_ranges.h"
+#include "mapping/suppressions.h"
+#include "mapping/syntax_util.h"
+#include "mapping/workspace_index.h"
+#include "server/config.h"
+#include "server/llm/drafter.h"
+#include "server/llm/llm_config.h"
+#include "server/lsp/dir_watcher.h"
+#include "server/lsp/hover_text.h"
+#include "server/lsp/jsonrpc.h"
+#include "server/lsp/lsp_server.h"
+#include "server/lsp/trace_discovery.h"
+#include "server/lsp/uri.h"
+#include "server/scan.h"
+#include "server/window_model.h"
+#include "version.h"
+
+namespace ttap::lsp {
+
+using Clock = std::chrono::steady_clock;
+
+inline void Log(const std::string& s) { std::fprintf(stderr, "ttap-lsp: %s\n", s.c_str()); }
+
+inline int64_t MtimeNs(const std::string& path, int64_t* size = nullptr) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return -1;
+  if (size) *size = st.st_size;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+inline json PositionJson(const SourcePosition& p) {
+  return {{"line", p.line}, {"character", p.character}};
+}
+inline json RangeJson(const SourceRange& r) {
+  return {{"start", PositionJson(r.start)}, {"end", PositionJson(r.end)}};
+}
+
+class Session {
+ public:
+  Session(Framer* framer, const ServerOptions& options)
+      : framer_(framer), out_(framer), options_(options) {}
+  ~Session() { StopWorkers(); }
+  int Run();
+
+ private:
+  struct Document {
+    std::string path;
+    int64_t version = 0;
+    std::string text;
+    // The buffer as last parsed, and the edits since then that turn parsed->text() into |text|:
+    // the next parse is incremental (a keystroke in a 1 MB buffer costs about a millisecond).
+    std::shared_ptr<const PythonSource> parsed;
+    std::vector<BufferEdit> edits_since_parse;
+  };
+  // A request or notification handled on the request thread, in arrival order.
+  struct Task {
+    std::function<void()> run;
+  };
+  // A finding placed in a file, with its line as it moves with the user's edits.
+  struct Placed {
+    size_t finding;  // index into the snapshot's scan findings
+    int line = 0;    // 1-based, current
+    std::string function;
+  };
+  struct Snapshot {
+    std::string trace_path;
+    int64_t trace_mtime = 0;
+    std::unique_ptr<ScanResult> scan;
+    bool has_gpu = false;                                // the trace has GPU activity
+    std::map<std::string, std::vector<Placed>> by_file;  // absolute path -> findings
+    // What hovers and the summary need, computed once by the worker, so the trace's events
+    // (scan->trace) can be released after the analysis (and the LLM drafts, which read them).
+    int64_t span_start_ns = 0;
+    std::vector<Interval> gpu_busy;                  // merged kernel/memcpy/memset intervals
+    std::unordered_map<int64_t, size_t> step_index;  // step number -> rules.time.steps index
+    std::string summary_head;                        // the summary's lines above the findings
+    // Hover text by finding index, made on first hover (under snap_mu_).
+    std::map<size_t, std::string> hover_markdown;
+    // LLM drafts by finding index, filled in by the worker after publishing (under snap_mu_).
+    std::map<size_t, std::shared_ptr<const llm::FindingDraft>> drafts;
+  };
+
+  // Dispatch.
+  void Handle(const json& msg);
+  void HandleRequest(const std::string& method, const json& params, Reply reply,
+                     const std::shared_ptr<std::atomic<bool>>& cancelled);
+  void ForgetRequest(const std::string& key);
+  void HandleNotification(const std::string& method, const json& params);
+  // Lifecycle and settings.
+  void OnInitialize(const json& params, Reply reply);
+  void OnInitialized();
+  void ApplySettings(const json& settings);
+  void PullConfiguration();
+  // Documents.
+  void OnDidOpen(const json& params);
+  void OnDidChange(const json& params);
+  void OnDidClose(const json& params);
+  // The file as the editor has it (or as on disk); |version| gets the buffer's version (-1 on
+  // disk). Parses incrementally from the buffer's previous parse.
+  std::shared_ptr<const PythonSource> SourceFor(const std::string& path,
+                                                int64_t* version = nullptr);
+  // Request thread.
+  void Enqueue(std::function<void()> run);
+  void RequestLoop();
+  void StopRequestThread();
+  // Publishes |uri|'s diagnostics from the request thread (coalesced: one per queued batch).
+  void QueuePublish(const std::string& uri);
+  // Runs |fn| on its own thread, so a slow request (a trace summary) never holds up hovers.
+  void RunSlow(std::function<void()> fn);
+  // True when the editor's process (initialize's processId) is gone.
+  bool ClientGone() const;
+  // Analysis.
+  void StartWorkers();
+  void StopWorkers();
+  void RequestAnalysis(bool force);
+  void RequestAnalysisOf(const std::string& trace, int64_t mtime);
+  void WorkerLoop();
+  void WatchLoop();
+  std::string NewestTrace(int64_t* mtime, int64_t* size);
+  // False when the trace failed to load (recorded in failed_traces_) or is still being written.
+  bool Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel);
+  // A trace written in the last second may still be being written: waits until its (size,
+  // mtime) hold still for 250 ms, and returns them.
+  std::pair<int64_t, int64_t> WhenQuiet(const std::string& trace, const std::atomic<bool>* cancel);
+  // After a failed load: true when |trace| has changed since |before| or changes before it is
+  // 5 s old (a writer still at work), false when it holds still (broken).
+  bool ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> before,
+                   const std::atomic<bool>* cancel);
+  // Waits |ms| on the worker's condition; false when the session stops or |cancel| is set.
+  bool Pause(int ms, const std::atomic<bool>* cancel);
+  // The window scorer the settings name, opened once per (path, device) on a helper thread that
+  // runs while the trace loads; null when it is off or unusable (the rules run alone).
+  std::shared_future<std::shared_ptr<const WindowModel>> WindowScorer();
+  // LLM drafts for |snap|'s findings when the editor turned drafting on (worker thread).
+  void DraftFindingsOf(const std::shared_ptr<Snapshot>& snap);
+  std::shared_ptr<const llm::FindingDraft> DraftOf(const Snapshot& snap, size_t finding);
+  void Status(const std::string& state, const std::string& detail = "");
+  // A log line to stderr and to the client's log (window/logMessage, type Log).
+  // Once: editors show stderr and window/logMessage in the same output channel.
+  void ClientLog(const std::string& message) {
+    if (!out_.alive()) return Log(message);
+    out_.Notify("window/logMessage", {{"type", 4}, {"message", "ttap: " + message}});
+  }
+  // Diagnostics.
+  json DiagnosticsFor(const std::string& path);
+  // A copy of the findings placed in |path| (their lines move with edits under snap_mu_).
+  std::vector<Placed> PlacedIn(const Snapshot& snap, const std::string& path);
+  void PublishAll();
+  // Features.
+  void OnHover(const json& params, Reply reply);
+  void OnCodeAction(const json& params, Reply reply);
+  void OnCodeActionResolve(const json& params, Reply reply);
+  void OnCodeLens(const json& params, Reply reply);
+  void OnExecuteCommand(const json& params, Reply reply,
+                        const std::shared_ptr<std::atomic<bool>>& cancelled);
+  void OnDocumentDiagnostic(const json& params, Reply reply);
+  void OnWorkspaceDiagnostic(const json& params, Reply reply);
+  std::string HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf);
+  // HoverMarkdown cached per finding.
+  std::string HoverOf(Snapshot& snap, size_t finding);
+  // Fills the snapshot's hover and summary fields from its trace (worker thread).
+  static void PrepareForHovers(Snapshot* snap);
+  // Drops the trace's events once nothing reads them, and gives the memory back to the system.
+  static void ReleaseTrace(Snapshot* snap);
+  std::string SummaryMarkdown(const std::atomic<bool>* cancel);
+  // False when the finding cannot be placed in |path| now, or a comment there suppresses it.
+  bool RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
+               SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
+               bool* stale);
+  json FixesFor(const std::string& uri, const std::string& path, const Placed& p,
+                const LocatedFinding& lf, const json& diagnostic, bool with_edits);
+  // The finding's LLM-drafted fix as a code action, when it still applies to |src|.
+  void AddDraftedFix(const std::string& uri, const Placed& p, const LocatedFinding& lf,
+                     const PythonSource& src, const json& diagnostic, bool with_edits,
+                     json* actions);
+
+  Framer* framer_;
+  Outbox out_;
+  ServerOptions options_;
+
+  // The request thread: requests and notifications other than document edits run there in the
+  // order they arrived; the reader thread only decodes, applies document edits and cancels.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Task> queue_;
+  bool queue_stop_ = false;
+  std::set<std::string> publish_queued_;  // uris whose publish is queued (under queue_mu_)
+  std::thread request_thread_;
+  // Requests not yet answered, by id (dumped), with the flag $/cancelRequest sets.
+  std::mutex requests_mu_;
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> requests_;
+  struct SlowThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<SlowThread> slow_threads_;  // under queue_mu_
+  int64_t client_pid_ = 0;                // initialize's processId; 0: not watched
+
+  enum class State { kUninitialized, kRunning, kShutdown } state_ = State::kUninitialized;
+  bool exit_received_ = false;
+
+  // Client capabilities we use.
+  PositionEncoding encoding_ = PositionEncoding::kUtf16;
+  std::string encoding_name_ = "utf-16";
+  bool pull_diagnostics_ = false;
+  bool diagnostic_refresh_ = false;
+  bool related_information_ = false;
+  bool code_description_ = false;
+  bool diagnostic_data_ = false;
+  bool resolve_code_actions_ = false;
+  bool workspace_configuration_ = false;
+  bool watch_registration_ = false;
+  bool work_done_progress_ = false;
+  bool code_lens_refresh_ = false;
+  bool hover_markdown_ = true;  // false when the client asks for plaintext hovers (eglot)
+
+  // Settings.
+  std::mutex settings_mu_;
+  std::vector<std::string> roots_;
+  Config config_;
+  int rank_ = 0;
+  // LLM drafts: on only when the editor's `llm` settings give a baseUrl or enabled: true; the
+  // editor's values win over TTAP_LLM_* variables, which win over [tool.ttap.llm].
+  bool llm_enabled_ = false;
+  llm::LlmOverrides llm_editor_;
+  // The window scorer (`model` settings): on by default with the shipped weights
+  // (WindowModel::DefaultPath); threshold < 0 keeps the file's flag threshold.
+  bool model_enabled_ = true;
+  std::string model_path_, model_device_ = "auto";
+  double model_threshold_ = -1;
+  // The worker's client (recreated when the settings change) and cache.
+  std::unique_ptr<llm::LlmClient> llm_client_;
+  std::string llm_client_key_;
+  // The open window scorer (worker thread) and what it is: "path (device)", or why there is none.
+  std::string model_key_;
+  std::shared_future<std::shared_ptr<const WindowModel>> model_;
+  std::mutex model_mu_;
+  std::string model_state_ = "off";
+
+  // Documents (reader thread only) and the parse cache (shared).
+  std::mutex docs_mu_;  // docs_ is written by the reader thread, read by the worker too
+  std::map<std::string, Document> docs_;
+  SourceCache sources_;
+
+  // Analysis state.
+  std::mutex snap_mu_;
+  std::shared_ptr<Snapshot> snapshot_;
+  std::set<std::string> published_;  // files we pushed diagnostics to
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  bool work_pending_ = false;
+  bool work_force_ = false;
+  bool stopping_ = false;
+  std::shared_ptr<std::atomic<bool>> current_cancel_;
+  std::string in_flight_trace_;  // the trace the worker is analysing (under work_mu_)
+  int64_t in_flight_mtime_ = -1;
+  std::thread worker_;
+  std::thread watcher_;
+  std::mutex index_mu_;
+  std::shared_ptr<WorkspaceIndex> index_;
+  std::string index_key_;
+  std::string last_trace_;
+  int64_t last_trace_mtime_ = -1;
+  // Traces that failed to load, by path, as (size, mtime) when they failed (under work_mu_):
+  // passed over until they change, so a broken newest trace is reported once and the newest
+  // one that loads is shown instead of reloading the broken one forever.
+  std::map<std::string, std::pair<int64_t, int64_t>> failed_traces_;
+  std::string last_failure_;  // the latest load error, for the status
+  bool told_no_trace_ = false;
+  int progress_token_ = 0;
+};
+
+}  // namespace ttap::lsp

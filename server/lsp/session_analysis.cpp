@@ -1,0 +1,583 @@
+// The session's analysis side (see session.h): worker and watcher threads, trace discovery and
+// loading, snapshots prepared for hovers, the window scorer and LLM drafts.
+#include "server/lsp/session.h"
+
+namespace ttap::lsp {
+
+// ---- Analysis ----
+
+void Session::StartWorkers() {
+  if (worker_.joinable()) return;
+  worker_ = std::thread([this] { WorkerLoop(); });
+  if (!watch_registration_) watcher_ = std::thread([this] { WatchLoop(); });
+}
+
+void Session::StopWorkers() {
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    stopping_ = true;
+    if (current_cancel_) current_cancel_->store(true);
+  }
+  work_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void Session::RequestAnalysis(bool force) {
+  std::lock_guard<std::mutex> lock(work_mu_);
+  work_pending_ = true;
+  work_force_ = work_force_ || force;
+  // New settings make the analysis in flight pointless: cancel it; the worker picks up the
+  // pending request next. Hovers keep reading the previous snapshot.
+  if (force && current_cancel_) current_cancel_->store(true);
+  work_cv_.notify_all();
+}
+
+void Session::RequestAnalysisOf(const std::string& trace, int64_t mtime) {
+  std::lock_guard<std::mutex> lock(work_mu_);
+  if (trace == in_flight_trace_ && mtime == in_flight_mtime_) return;  // already on it
+  work_pending_ = true;
+  // A newer trace than the one being analysed: that analysis is pointless now.
+  if (current_cancel_ && !in_flight_trace_.empty()) current_cancel_->store(true);
+  work_cv_.notify_all();
+}
+
+std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
+  std::vector<std::string> roots, globs;
+  int rank;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    roots = roots_;
+    globs = config_.trace_globs;
+    rank = rank_;
+  }
+  std::vector<std::string> found;
+  size_t dirs_left = 50000;
+  std::set<std::pair<dev_t, ino_t>> visited;
+  for (const auto& r : roots) FindTraces(r, "", globs, 0, &found, &dirs_left, &visited);
+  // Per rank: files named for another rank ("rank-3", "rank_3") are not this session's.
+  std::vector<std::string> mine;
+  for (const auto& f : found) {
+    int r = RankFromFileName(f);
+    if (r < 0 || r == rank) mine.push_back(f);
+  }
+  if (!mine.empty()) found.swap(mine);
+  std::map<std::string, std::pair<int64_t, int64_t>> failed;
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    failed = failed_traces_;
+  }
+  std::string best;
+  int64_t best_mtime = -1;
+  for (const auto& f : found) {
+    int64_t s = 0;
+    int64_t m = MtimeNs(f, &s);
+    auto bad = failed.find(f);
+    if (bad != failed.end() && bad->second == std::make_pair(s, m)) continue;  // unchanged
+    if (m > best_mtime) {
+      best_mtime = m;
+      best = f;
+      if (size) *size = s;
+    }
+  }
+  if (mtime) *mtime = best_mtime;
+  return best;
+}
+
+void Session::WatchLoop() {
+  // A new or changed trace is analysed once its size has stopped changing (two looks a poll
+  // interval apart). Between changes the thread sleeps on inotify (DirWatcher); without it, or
+  // past its watch budget, it polls, backing off to 30 s while nothing changes.
+  int64_t seen_size = -1, seen_mtime = -1;
+  std::string seen;
+  std::unique_ptr<DirWatcher> watcher;
+  std::vector<std::string> watched_roots;
+  bool settled = false;  // the last two looks agreed: wait for an event
+  int quiet_polls = 0;
+  auto stopping = [&] {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    return stopping_;
+  };
+  while (true) {
+    std::vector<std::string> roots, globs;
+    {
+      std::lock_guard<std::mutex> lock(settings_mu_);
+      roots = roots_;
+      globs = config_.trace_globs;
+    }
+    if (!watcher || roots != watched_roots) {
+      watcher = std::make_unique<DirWatcher>(roots, SkipDirectory);
+      watched_roots = roots;
+      settled = false;
+      if (!watcher->ok()) ClientLog("polling for traces: " + watcher->why_not());
+    }
+    if (settled && watcher->ok()) {
+      auto relevant = [&](const std::string& path) {
+        for (const auto& r : roots) {
+          if (path.rfind(r + "/", 0) != 0) continue;
+          const std::string rel = path.substr(r.size() + 1);
+          for (const auto& g : globs)
+            if (GlobMatch(g, rel)) return true;
+        }
+        return false;
+      };
+      const bool changed = watcher->Wait(250, relevant);  // short slices: stopping is prompt
+      if (stopping()) return;
+      if (!changed) continue;
+      settled = false;
+      quiet_polls = 0;
+    } else {
+      const int wait_ms =
+          watcher->ok() ? options_.poll_interval_ms
+                        : std::min(30000, options_.poll_interval_ms << std::min(quiet_polls, 5));
+      std::unique_lock<std::mutex> lock(work_mu_);
+      work_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return stopping_; });
+      if (stopping_) return;
+    }
+    int64_t mtime = -1, size = -1;
+    std::string newest = NewestTrace(&mtime, &size);
+    const bool stable = newest == seen && size == seen_size && mtime == seen_mtime;
+    if (newest.empty()) {
+      // The shown trace was deleted and none is left: the worker drops its findings.
+      std::lock_guard<std::mutex> lock(work_mu_);
+      if (!last_trace_.empty() && in_flight_trace_.empty()) {
+        work_pending_ = true;
+        work_cv_.notify_all();
+      }
+    } else {
+      bool changed;
+      {
+        std::lock_guard<std::mutex> lock(work_mu_);
+        changed = newest != last_trace_ || mtime != last_trace_mtime_;
+      }
+      if (changed && stable) RequestAnalysisOf(newest, mtime);
+    }
+    seen = newest;
+    seen_size = size;
+    seen_mtime = mtime;
+    settled = stable;
+    quiet_polls = stable ? quiet_polls + 1 : 0;
+  }
+}
+
+void Session::WorkerLoop() {
+  // The window scorer starts opening now, so the first trace waits for it as little as possible.
+  WindowScorer();
+  while (true) {
+    bool force;
+    {
+      std::unique_lock<std::mutex> lock(work_mu_);
+      work_cv_.wait(lock, [&] { return work_pending_ || stopping_; });
+      if (stopping_) return;
+      work_pending_ = false;
+      force = work_force_;
+      work_force_ = false;
+      current_cancel_ = std::make_shared<std::atomic<bool>>(false);
+    }
+    int64_t mtime = -1;
+    std::string trace = NewestTrace(&mtime, nullptr);
+    std::string failure;
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      failure = failed_traces_.empty() ? "" : last_failure_;
+    }
+    if (trace.empty()) {
+      // No trace (left) to show: a deleted trace's diagnostics, hovers and memory go with it.
+      bool dropped = false;
+      {
+        std::lock_guard<std::mutex> lock(snap_mu_);
+        dropped = snapshot_ != nullptr;
+        snapshot_.reset();
+      }
+      if (dropped) {
+        {
+          std::lock_guard<std::mutex> lock(work_mu_);
+          last_trace_.clear();
+          last_trace_mtime_ = -1;
+        }
+        PublishAll();
+      }
+    }
+    if (trace.empty() && !failure.empty()) {
+      Status("waiting", failure);  // traces exist, none loads: said once when each failed
+    } else if (trace.empty()) {
+      Status("no-trace");
+      if (!told_no_trace_) {
+        told_no_trace_ = true;
+        out_.Notify(
+            "window/showMessage",
+            {{"type", 3},
+             {"message",
+              "ttap: no profiler trace in the workspace yet. Record one with "
+              "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
+              "with_stack=True, schedule=torch.profiler.schedule(wait=1, warmup=1, active=3), "
+              "on_trace_ready=torch.profiler.tensorboard_trace_handler(\"./log\")) and call "
+              "prof.step() each iteration; ttap picks it up automatically."}});
+      }
+    } else if (force || [&] {
+                 std::lock_guard<std::mutex> lock(work_mu_);
+                 return trace != last_trace_ || mtime != last_trace_mtime_;
+               }()) {
+      {
+        std::lock_guard<std::mutex> lock(work_mu_);
+        in_flight_trace_ = trace;
+        in_flight_mtime_ = mtime;
+      }
+      if (!Analyse(trace, mtime, current_cancel_.get())) {
+        // Fall back at once to the newest trace that loads (the failed one is passed over).
+        std::lock_guard<std::mutex> lock(work_mu_);
+        work_pending_ = true;
+      }
+    }
+    std::lock_guard<std::mutex> lock(work_mu_);
+    in_flight_trace_.clear();
+    in_flight_mtime_ = -1;
+    current_cancel_.reset();
+  }
+}
+
+void Session::Status(const std::string& state, const std::string& detail) {
+  // Each lock alone (rank_ is written under settings_mu_), and nothing held while sending.
+  int rank;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    rank = rank_;
+  }
+  json p = {{"state", state}, {"rank", rank}};
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    if (snapshot_) {
+      p["trace"] = snapshot_->trace_path;
+      p["findings"] = snapshot_->scan ? snapshot_->scan->findings.size() : 0;
+    }
+  }
+  if (!detail.empty()) p["detail"] = detail;
+  {
+    std::lock_guard<std::mutex> lock(model_mu_);
+    p["model"] = model_state_;
+  }
+  out_.Notify("ttap/status", p);
+}
+
+bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel) {
+  std::string token = "ttap-analysis-" + std::to_string(++progress_token_);
+  bool progress = work_done_progress_;
+  if (progress) {
+    out_.Call("window/workDoneProgress/create", {{"token", token}},
+              [](const json&, const json&) {});
+    out_.Notify("$/progress", {{"token", token},
+                               {"value",
+                                {{"kind", "begin"},
+                                 {"title", "ttap: analysing trace"},
+                                 {"message", trace},
+                                 {"percentage", 0},
+                                 {"cancellable", false}}}});
+  }
+  Status("loading", trace);
+  Config config;
+  std::vector<std::string> roots;
+  double model_threshold;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    config = config_;
+    roots = roots_;
+    model_threshold = model_threshold_;
+  }
+  // The scorer opens (libtorch alone takes ~0.5 s to map, once per session) while the trace loads.
+  std::shared_future<std::shared_ptr<const WindowModel>> scorer = WindowScorer();
+  LoadOptions lo;
+  lo.window_count = config.windows;
+  lo.cancel = cancel;
+  std::pair<int64_t, int64_t> before = WhenQuiet(trace, cancel);
+  auto loaded = LoadTrace(trace, lo);
+  if (!loaded.ok()) {
+    if (cancel && cancel->load()) return true;  // cancelled, not broken
+    // A trace still being written (it changes while it loads, or soon after) is loaded again
+    // when it changes; falling back meanwhile would flash an older trace's findings first.
+    if (ChangesSoon(trace, before, cancel)) {
+      if (progress)
+        out_.Notify("$/progress",
+                    {{"token", token}, {"value", {{"kind", "end"}, {"message", "being written"}}}});
+      return false;
+    }
+    // Broken: passed over until it changes; said once.
+    int64_t size = -1;
+    const int64_t now_mtime = MtimeNs(trace, &size);
+    const std::string message = loaded.status().message();
+    ClientLog(message);
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      failed_traces_[trace] = {size, now_mtime};
+      last_failure_ = message;
+    }
+    out_.Notify("window/showMessage",
+                {{"type", 2},
+                 {"message", "ttap: cannot read " + trace + " (" + message +
+                                 "); showing the newest trace that loads until it changes"}});
+    if (progress)
+      out_.Notify("$/progress",
+                  {{"token", token}, {"value", {{"kind", "end"}, {"message", "not readable"}}}});
+    Status("waiting", message);
+    return false;
+  }
+  if (progress)
+    out_.Notify(
+        "$/progress",
+        {{"token", token},
+         {"value",
+          {{"kind", "report"},
+           {"message", scorer.valid() ? "running rules and the window scorer" : "running rules"},
+           {"percentage", 60}}}});
+  Status("analyzing", trace);
+  std::vector<PathMap> maps;
+  for (const auto& [from, to] : config.path_maps) maps.push_back({from, to});
+  // With several workspace folders, frames resolve in the folder that holds the trace.
+  std::string root = roots.empty() ? "." : roots[0];
+  size_t longest = 0;
+  for (const auto& r : roots) {
+    if (trace.rfind(r + "/", 0) == 0 && r.size() > longest) {
+      longest = r.size();
+      root = r;
+    }
+  }
+  WorkspaceIndex index;
+  {
+    // The index is cached between analyses and kept current by file events (see
+    // didChangeWatchedFiles); rebuilt only when the root or the path maps change.
+    std::lock_guard<std::mutex> lock(index_mu_);
+    std::string key = root;
+    for (const auto& m : maps) key += "|" + m.from + ">" + m.to;
+    if (!index_ || index_key_ != key) {
+      index_ = std::make_shared<WorkspaceIndex>(WorkspaceIndex::Build(root, maps));
+      index_key_ = key;
+    }
+    index = *index_;
+  }
+  FrameFilter filter;
+  filter.include = config.user_frames_include;
+  filter.exclude = config.user_frames_exclude;
+  ScanOptions so;
+  so.rules.values = config.thresholds;
+  so.min_severity = Severity::kHint;
+  so.select = config.select;
+  so.ignore = config.ignore;
+  so.apply_suppressions = false;  // applied to the buffers as typed (RangeOf)
+  so.workspace = &index;
+  so.frame_filter = &filter;
+  std::shared_ptr<const WindowModel> model = scorer.valid() ? scorer.get() : nullptr;
+  so.model = model.get();
+  so.model_threshold = model_threshold;
+  so.window_fusion = FindWindowFusion(config.window_fusion);
+  auto snap = std::make_shared<Snapshot>();
+  snap->trace_path = trace;
+  snap->trace_mtime = mtime;
+  snap->scan = std::make_unique<ScanResult>(ScanTrace(std::move(loaded.value()), so));
+  PrepareForHovers(snap.get());
+  for (size_t i = 0; i < snap->scan->findings.size(); ++i) {
+    const LocatedFinding& lf = snap->scan->findings[i];
+    if (lf.absolute_path.empty() || lf.line <= 0) continue;
+    Placed p;
+    p.finding = i;
+    p.line = lf.line;
+    const Finding& f = lf.finding;
+    if (f.user_frame >= 0) p.function = f.frames[f.user_frame].function;
+    snap->by_file[lf.absolute_path].push_back(p);
+  }
+  if (cancel && cancel->load()) return true;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    snapshot_ = snap;
+  }
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    last_trace_ = trace;
+    last_trace_mtime_ = mtime;
+  }
+  PublishAll();
+  if (progress)
+    out_.Notify("$/progress",
+                {{"token", token},
+                 {"value",
+                  {{"kind", "end"},
+                   {"message", std::to_string(snap->scan->findings.size()) + " findings"}}}});
+  ClientLog("analysed " + trace + ": " + std::to_string(snap->scan->findings.size()) +
+            " findings (rules " + std::to_string(static_cast<int>(snap->scan->rules_ms)) +
+            " ms, mapping " + std::to_string(static_cast<int>(snap->scan->mapping_ms)) + " ms)");
+  Status("ready");
+  DraftFindingsOf(snap);
+  ReleaseTrace(snap.get());
+  return true;
+}
+
+namespace {
+
+int64_t WallNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::pair<int64_t, int64_t> SizeAndMtime(const std::string& path) {
+  int64_t size = -1;
+  const int64_t mtime = MtimeNs(path, &size);
+  return {size, mtime};
+}
+
+}  // namespace
+
+bool Session::Pause(int ms, const std::atomic<bool>* cancel) {
+  std::unique_lock<std::mutex> lock(work_mu_);
+  work_cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping_; });
+  return !stopping_ && !(cancel && cancel->load());
+}
+
+std::pair<int64_t, int64_t> Session::WhenQuiet(const std::string& trace,
+                                               const std::atomic<bool>* cancel) {
+  auto now = SizeAndMtime(trace);
+  for (int looks = 0; looks < 240 && WallNowNs() - now.second < 1000000000LL; ++looks) {
+    if (!Pause(250, cancel)) break;
+    auto again = SizeAndMtime(trace);
+    if (again == now) break;
+    now = again;
+  }
+  return now;
+}
+
+bool Session::ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> before,
+                          const std::atomic<bool>* cancel) {
+  while (true) {
+    const auto now = SizeAndMtime(trace);
+    if (now != before) return true;
+    if (now.second < 0 || WallNowNs() - now.second >= 5000000000LL) return false;
+    if (!Pause(100, cancel)) return true;  // stopping or superseded: not judged broken
+  }
+}
+
+void Session::PrepareForHovers(Snapshot* snap) {
+  const Trace& t = *snap->scan->trace;
+  const EventTable& ev = t.events;
+  snap->span_start_ns = t.span_start();
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    if (IsGpuKind(k)) snap->has_gpu = true;
+    if (k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset)
+      snap->gpu_busy.push_back({ev.ts[i], ev.end(i)});
+  }
+  MergeIntervals(&snap->gpu_busy);
+  snap->gpu_busy.shrink_to_fit();
+  const RuleResult& rr = snap->scan->rules;
+  for (size_t k = 0; k < rr.time.step_numbers.size(); ++k)
+    snap->step_index.emplace(rr.time.step_numbers[k], k);
+  // The summary's head: the trace's own counts (no second replay: the rules' is reused).
+  TraceSummary s = Summarize(t, 5, /*causal=*/false);
+  std::string md = "**" + snap->trace_path + "** (rank " + std::to_string(t.rank) + ", " +
+                   s.device_type + ", " + std::to_string(t.steps.size()) + " steps)\n\n";
+  md += "GPU active " + FormatPercent(s.overall.Pct(s.overall.kernel_ns) / 100) +
+        ", data movement " + FormatPercent(s.overall.Pct(s.overall.data_movement_ns) / 100) +
+        ", idle " + FormatPercent(s.overall.Pct(s.overall.idle_ns) / 100) + "\n\n";
+  StepAttribution all;
+  for (const StepAttribution& st : rr.time.steps)
+    for (int c = 0; c < kCauseCount; ++c) all.ns[c] += st.ns[c];
+  if (all.total() > 0)
+    md +=
+        "Where the steps' time went: `" + CauseBar(all, 30) + "` " + FormatCauses(all, 5) + "\n\n";
+  snap->summary_head = std::move(md);
+}
+
+void Session::ReleaseTrace(Snapshot* snap) {
+  // Hovers, diagnostics, fixes and the summary read only the snapshot's own fields from here on.
+  snap->scan->trace.reset();
+  malloc_trim(0);
+}
+
+std::shared_future<std::shared_ptr<const WindowModel>> Session::WindowScorer() {
+  std::string path, device;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    if (model_enabled_) {
+      path = model_path_.empty() ? WindowModel::DefaultPath() : model_path_;
+      device = model_device_;
+    }
+  }
+  const std::string key = path.empty() ? "" : path + " (" + device + ")";
+  if (key == model_key_ && model_.valid()) return model_;
+  model_key_ = key;
+  if (key.empty()) {
+    model_ = {};
+    std::lock_guard<std::mutex> lock(model_mu_);
+    model_state_ = "off";
+    return model_;
+  }
+  // One intra-op thread, as `ttap scan` (the windows are small matrices).
+  model_ = std::async(std::launch::async, [this, path, device, key]() {
+             auto opened = WindowModel::Open(path, device, 1);
+             std::shared_ptr<const WindowModel> m;
+             std::string state;
+             if (opened.ok()) {
+               m = std::move(opened.value());
+               state = m->path() + " (" + m->device() + ")";
+             } else {
+               state = "unavailable: " + opened.status().message();
+               ClientLog("window scorer " + state + "; rules only");
+             }
+             std::lock_guard<std::mutex> lock(model_mu_);
+             model_state_ = state;
+             return m;
+           }).share();
+  return model_;
+}
+
+void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap) {
+  LlmConfig file;
+  llm::LlmOverrides editor;
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    if (!llm_enabled_) return;
+    file = config_.llm;
+    editor = llm_editor_;
+  }
+  auto settings = llm::ResolveLlmSettings(file, editor);
+  if (!settings.ok()) {
+    ClientLog("llm drafts are on but " + settings.status().message());
+    return;
+  }
+  const std::string key = settings->base_url + "|" + settings->model + "|" + settings->api_key_env +
+                          "|" + file.auth_header + "|" + std::to_string(settings->timeout_ms);
+  if (!llm_client_ || llm_client_key_ != key) {
+    llm_client_.reset();
+    llm_client_ = std::make_unique<llm::LlmClient>(
+        *settings, [this](const std::string& line) { ClientLog("llm: " + line); });
+    llm_client_key_ = key;
+  }
+  llm::CancelFlag cancel;
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    cancel = current_cancel_;
+  }
+  llm::DraftCache cache(file.cache_dir, static_cast<uint64_t>(file.cache_max_mb) << 20);
+  llm::DraftOptions options = llm::DraftOptionsFrom(file);
+  options.log = [this](const std::string& line) { ClientLog("llm: " + line); };
+  Status("drafting", settings->model);
+  auto drafts = llm::DraftFindings(
+      *snap->scan, llm_client_.get(), &cache,
+      [this](const std::string& path) { return SourceFor(path); }, options, cancel);
+  if (cancel && cancel->load()) return;
+  size_t count = 0;
+  {
+    std::lock_guard<std::mutex> lock(snap_mu_);
+    for (size_t i = 0; i < drafts.size(); ++i) {
+      if (!drafts[i]) continue;
+      snap->drafts[i] = std::make_shared<const llm::FindingDraft>(std::move(*drafts[i]));
+      ++count;
+    }
+  }
+  Status("ready", std::to_string(count) + " drafts by " + settings->model);
+}
+
+std::shared_ptr<const llm::FindingDraft> Session::DraftOf(const Snapshot& snap, size_t finding) {
+  std::lock_guard<std::mutex> lock(snap_mu_);
+  auto it = snap.drafts.find(finding);
+  return it == snap.drafts.end() ? nullptr : it->second;
+}
+
+}  // namespace ttap::lsp
