@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "analysis/string_util.h"
 #include "analysis/timestamp.h"
 
 namespace ttap {
@@ -62,21 +63,8 @@ bool ReadInt(od::value v, int64_t* out) {
   }
   if (t == od::json_type::string) {
     std::string_view s;
-    if (v.get_string().get(s) || s.empty()) return false;
-    int64_t r = 0;
-    bool neg = false;
-    size_t i = 0;
-    if (s[0] == '-') {
-      neg = true;
-      i = 1;
-    }
-    if (i >= s.size()) return false;
-    for (; i < s.size(); ++i) {
-      if (s[i] < '0' || s[i] > '9' || r > INT64_MAX / 10 - 10) return false;
-      r = r * 10 + (s[i] - '0');
-    }
-    *out = neg ? -r : r;
-    return true;
+    if (v.get_string().get(s)) return false;
+    return ParseDecimalInt64(s, out);
   }
   return false;
 }

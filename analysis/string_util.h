@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,22 @@ inline std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+// |s| as a base-10 integer: an optional '-', then digits only (no spaces, no '+'); false when
+// empty, anything else follows, or it would come near INT64_MAX. Ids and step numbers in traces.
+inline bool ParseDecimalInt64(std::string_view s, int64_t* out) {
+  size_t i = 0;
+  const bool neg = !s.empty() && s[0] == '-';
+  if (neg) i = 1;
+  if (i >= s.size()) return false;
+  int64_t r = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9' || r > INT64_MAX / 10 - 10) return false;
+    r = r * 10 + (s[i] - '0');
+  }
+  *out = neg ? -r : r;
+  return true;
 }
 
 }  // namespace ttap

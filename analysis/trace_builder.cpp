@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/string_util.h"
+
 namespace ttap {
 
 namespace {
@@ -27,24 +29,6 @@ void Permute(std::vector<T>* column, const std::vector<uint32_t>& order) {
 template <typename T>
 void Release(std::vector<T>* v) {
   std::vector<T>().swap(*v);
-}
-
-bool ParseInt(std::string_view s, int64_t* out) {
-  if (s.empty()) return false;
-  int64_t r = 0;
-  size_t i = 0;
-  bool neg = false;
-  if (s[0] == '-') {
-    neg = true;
-    i = 1;
-  }
-  if (i >= s.size()) return false;
-  for (; i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9' || r > INT64_MAX / 10 - 10) return false;
-    r = r * 10 + (s[i] - '0');
-  }
-  *out = neg ? -r : r;
-  return true;
 }
 
 void ReadTopLevel(const TopLevelValues& top, Trace* trace) {
@@ -95,7 +79,7 @@ void ReadTopLevel(const TopLevelValues& top, Trace* trace) {
 bool ParseStepNumber(std::string_view name, int64_t* number) {
   constexpr std::string_view kPrefix = "ProfilerStep#";
   if (name.substr(0, kPrefix.size()) != kPrefix) return false;
-  return ParseInt(name.substr(kPrefix.size()), number);
+  return ParseDecimalInt64(name.substr(kPrefix.size()), number);
 }
 
 }  // namespace
@@ -165,8 +149,8 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
         tr.pid = pid;
         tr.tid = tid;
         int64_t v;
-        if (ParseInt(pid, &v)) tr.pid_num = v;
-        if (ParseInt(tid, &v)) tr.tid_num = v;
+        if (ParseDecimalInt64(pid, &v)) tr.pid_num = v;
+        if (ParseDecimalInt64(tid, &v)) tr.tid_num = v;
         it = track_index.emplace(key, static_cast<uint32_t>(trace->tracks.size())).first;
         trace->tracks.push_back(std::move(tr));
       }
