@@ -270,7 +270,34 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       }
       copies.push_back(gn);
     }
-    b.BatchIntoLast(copies);
+    // Batched where they were made: copies launched one after another (in one step, each within
+    // kBurstGapNs of the previous one) go in one copy; copies elsewhere in the step (the batch's
+    // own inputs and labels) and in other steps stay apart (batching every copy of the finding
+    // into the last one queued six steps of bytes behind one blocking copy).
+    std::vector<std::pair<int64_t, int32_t>> timed;  // (launch start, GPU node)
+    for (int32_t gn : copies) {
+      const int32_t l = b.LaunchOf(gn);
+      timed.emplace_back(l >= 0 ? g.obs_start[l] : g.obs_start[gn], gn);
+    }
+    std::sort(timed.begin(), timed.end());
+    auto step_of = [&](int64_t t) {
+      auto after = std::upper_bound(g.spans.begin(), g.spans.end(), t,
+                                    [](int64_t x, const StepSpan& sp) { return x < sp.start_ns; });
+      return after == g.spans.begin() ? size_t{0}
+                                      : static_cast<size_t>(after - g.spans.begin()) - 1;
+    };
+    std::vector<int32_t> group;
+    int64_t last_t = 0;
+    for (size_t k = 0; k < timed.size(); ++k) {
+      const auto [t, gn] = timed[k];
+      if (!group.empty() && (t - last_t > kBurstGapNs || step_of(t) != step_of(last_t))) {
+        b.BatchIntoLast(group);
+        group.clear();
+      }
+      group.push_back(gn);
+      last_t = t;
+    }
+    b.BatchIntoLast(group);
     if (code == "TTA014") {
       // The host work on the data between a copy out and its copy back (rows come in pairs)
       // becomes device work, when nothing else is launched in between: CPU slices and waits go.

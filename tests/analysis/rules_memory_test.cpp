@@ -4,7 +4,9 @@
 #include <functional>
 #include <string>
 
+#include "analysis/causal_graph.h"
 #include "analysis/tiny_trace.h"
+#include "analysis/what_if.h"
 
 using ttap_test::FindingsWithCode;
 using ttap_test::TinyTrace;
@@ -357,4 +359,21 @@ TEST_CASE("TTA013: empty_cache() is never warm-up, and the allocations that refi
   CHECK(f[0].evidence.at("empty_cache_calls").number == 1);
   CHECK(f[0].evidence.at("allocator_calls").number == 8);
   CHECK(f[0].evidence.at("call_us").number == Approx(1220 + 4 * 200).margin(5));
+}
+
+TEST_CASE("TTA004: each burst of copies is batched where it was made", "[rules][TTA004]") {
+  // Three steps of 32 small copies: the fix sends each step's burst as one copy, so three copies
+  // carry the bytes (one per step). Batching every copy of the finding into its very last one
+  // queued three steps of bytes at the end of the run (one copy, in the last step).
+  auto trace = SmallCopies(32, 256).Load();
+  auto f = FindingsWithCode(*trace, "TTA004");
+  REQUIRE(f.size() == 1);
+  std::vector<int32_t> keep(f[0].rows.begin(), f[0].rows.end());
+  ttap::CausalGraph g = ttap::BuildCausalGraph(*trace, keep);
+  ttap::WhatIf w = ttap::FixWhatIf(*trace, g, f[0]);
+  int batches = 0;
+  for (const auto& [n, d] : w.dur) {
+    if (g.role[n] == ttap::NodeRole::kGpu && d > g.dur[n]) ++batches;
+  }
+  CHECK(batches == 3);
 }
