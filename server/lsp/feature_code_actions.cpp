@@ -6,6 +6,15 @@ namespace ttap::lsp {
 
 // ---- Code actions ----
 
+json Session::WorkspaceEditJson(const std::string& uri, const PythonSource& src,
+                                const std::vector<TextEdit>& edits) const {
+  json lsp_edits = json::array();
+  for (const TextEdit& e : edits)
+    lsp_edits.push_back(
+        {{"range", RangeJson(src.ToRange(e.range, encoding_))}, {"newText", e.new_text}});
+  return {{"changes", {{uri, lsp_edits}}}};
+}
+
 json Session::FixesFor(const std::string& uri, const std::string& path, const Placed& p,
                        const LocatedFinding& lf, const json& diagnostic, bool with_edits) {
   json actions = json::array();
@@ -33,11 +42,7 @@ json Session::FixesFor(const std::string& uri, const std::string& path, const Pl
     json action = {{"title", fx.title}, {"kind", "quickfix"}, {"isPreferred", fx.preferred}};
     if (!diagnostic.is_null()) action["diagnostics"] = json::array({diagnostic});
     if (with_edits) {
-      json edits = json::array();
-      for (const TextEdit& e : fx.edits)
-        edits.push_back(
-            {{"range", RangeJson(src->ToRange(e.range, encoding_))}, {"newText", e.new_text}});
-      action["edit"] = {{"changes", {{uri, edits}}}};
+      action["edit"] = WorkspaceEditJson(uri, *src, fx.edits);
     } else {
       action["data"] = {{"uri", uri}, {"finding", p.finding}, {"title", fx.title}};
     }
@@ -81,11 +86,7 @@ void Session::AddDraftedFix(const std::string& uri, const Placed& p, const Locat
   json action = {{"title", title}, {"kind", "quickfix"}, {"isPreferred", false}};
   if (!diagnostic.is_null()) action["diagnostics"] = json::array({diagnostic});
   if (with_edits) {
-    json lsp_edits = json::array();
-    for (const TextEdit& e : *edits)
-      lsp_edits.push_back(
-          {{"range", RangeJson(src.ToRange(e.range, encoding_))}, {"newText", e.new_text}});
-    action["edit"] = {{"changes", {{uri, lsp_edits}}}};
+    action["edit"] = WorkspaceEditJson(uri, src, *edits);
   } else {
     action["data"] = {{"uri", uri}, {"finding", p.finding}, {"title", title}};
   }
@@ -133,17 +134,13 @@ void Session::OnCodeAction(const json& params, Reply reply) {
                    {"message", lf.finding.name + ": " + lf.finding.message}};
       for (auto& a : FixesFor(uri, path, p, lf, diag, !resolve_code_actions_)) actions.push_back(a);
       if (suppress_offered.insert({lf.finding.code, r.start.line}).second) {
-        const TextEdit e = SuppressionEdit(*src, r.start.line, lf.finding.code);
         suppressions.push_back(
             {{"title", "Suppress " + lf.finding.code + " on this line (# ttap: ignore)"},
              {"kind", "quickfix"},
              {"isPreferred", false},
              {"diagnostics", json::array({diag})},
-             {"edit",
-              {{"changes",
-                {{uri,
-                  {{{"range", RangeJson(src->ToRange(e.range, encoding_))},
-                    {"newText", e.new_text}}}}}}}}});
+             {"edit", WorkspaceEditJson(uri, *src,
+                                        {SuppressionEdit(*src, r.start.line, lf.finding.code)})}});
       }
     }
     if (wants("source.fixAll.ttap") && !only.empty()) {

@@ -44,16 +44,14 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
   md += "GPU busy over the finding: `" + Sparkline(slices) + "`\n\n";
   // Where the finding's steps spent their time (critical path) and what the fix would save.
   const RuleResult& rr = snap.scan->rules;
-  StepAttribution steps_time;
-  auto add_step = [&](size_t k) {
-    for (int c = 0; c < kCauseCount; ++c) steps_time.ns[c] += rr.time.steps[k].ns[c];
-  };
+  StepAttribution steps_time;  // every step's (the overall) when the finding names none
   if (f.step_ids.empty()) {
-    for (size_t k = 0; k < rr.time.steps.size(); ++k) add_step(k);
+    steps_time.ns = rr.time.overall.ns;
   } else {
     for (int64_t number : std::set<int64_t>(f.step_ids.begin(), f.step_ids.end())) {
       auto it = snap.step_index.find(number);
-      if (it != snap.step_index.end()) add_step(it->second);
+      if (it == snap.step_index.end()) continue;
+      for (int c = 0; c < kCauseCount; ++c) steps_time.ns[c] += rr.time.steps[it->second].ns[c];
     }
   }
   if (steps_time.total() > 0) {

@@ -168,8 +168,8 @@ class Session {
   void DraftFindingsOf(const std::shared_ptr<Snapshot>& snap);
   std::shared_ptr<const llm::FindingDraft> DraftOf(const Snapshot& snap, size_t finding);
   void Status(const std::string& state, const std::string& detail = "");
-  // A log line to stderr and to the client's log (window/logMessage, type Log).
-  // Once: editors show stderr and window/logMessage in the same output channel.
+  // A log line to the client's log (window/logMessage, type Log), or to stderr when the client
+  // is gone: never both, since editors show the two in the same output channel.
   void ClientLog(const std::string& message) {
     if (!out_.alive()) return Log(message);
     out_.Notify("window/logMessage", {{"type", 4}, {"message", "ttap: " + message}});
@@ -202,6 +202,9 @@ class Session {
                bool* stale);
   json FixesFor(const std::string& uri, const std::string& path, const Placed& p,
                 const LocatedFinding& lf, const json& diagnostic, bool with_edits);
+  // {"changes": {uri: [...]}}: |edits| of |src| in the client's position encoding.
+  json WorkspaceEditJson(const std::string& uri, const PythonSource& src,
+                         const std::vector<TextEdit>& edits) const;
   // The finding's LLM-drafted fix as a code action, when it still applies to |src|.
   void AddDraftedFix(const std::string& uri, const Placed& p, const LocatedFinding& lf,
                      const PythonSource& src, const json& diagnostic, bool with_edits,

@@ -114,10 +114,8 @@ void Session::WatchLoop() {
     if (settled && watcher->ok()) {
       auto relevant = [&](const std::string& path) {
         for (const auto& r : roots) {
-          if (path.rfind(r + "/", 0) != 0) continue;
-          const std::string rel = path.substr(r.size() + 1);
-          for (const auto& g : globs)
-            if (GlobMatch(g, rel)) return true;
+          if (path.rfind(r + "/", 0) == 0 && MatchesAnyGlob(globs, path.substr(r.size() + 1)))
+            return true;
         }
         return false;
       };
@@ -130,9 +128,7 @@ void Session::WatchLoop() {
       const int wait_ms =
           watcher->ok() ? options_.poll_interval_ms
                         : std::min(30000, options_.poll_interval_ms << std::min(quiet_polls, 5));
-      std::unique_lock<std::mutex> lock(work_mu_);
-      work_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return stopping_; });
-      if (stopping_) return;
+      if (!Pause(wait_ms, nullptr)) return;
     }
     int64_t mtime = -1, size = -1;
     std::string newest = NewestTrace(&mtime, &size);
@@ -224,7 +220,8 @@ void Session::WorkerLoop() {
         in_flight_mtime_ = mtime;
       }
       if (!Analyse(trace, mtime, current_cancel_.get())) {
-        // Fall back at once to the newest trace that loads (the failed one is passed over).
+        // Look again at once: the newest trace that loads (a broken one is passed over), or the
+        // same one when it was still being written.
         std::lock_guard<std::mutex> lock(work_mu_);
         work_pending_ = true;
       }
@@ -475,9 +472,7 @@ void Session::PrepareForHovers(Snapshot* snap) {
   md += "GPU active " + FormatPercent(s.overall.Pct(s.overall.kernel_ns) / 100) +
         ", data movement " + FormatPercent(s.overall.Pct(s.overall.data_movement_ns) / 100) +
         ", idle " + FormatPercent(s.overall.Pct(s.overall.idle_ns) / 100) + "\n\n";
-  StepAttribution all;
-  for (const StepAttribution& st : rr.time.steps)
-    for (int c = 0; c < kCauseCount; ++c) all.ns[c] += st.ns[c];
+  const StepAttribution& all = rr.time.overall;  // the steps added up
   if (all.total() > 0)
     md +=
         "Where the steps' time went: `" + CauseBar(all, 30) + "` " + FormatCauses(all, 5) + "\n\n";

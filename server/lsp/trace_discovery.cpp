@@ -36,6 +36,13 @@ bool GlobMatch(const std::string& glob, const std::string& rel) {
   return false;
 }
 
+bool MatchesAnyGlob(const std::vector<std::string>& globs, const std::string& rel) {
+  for (const auto& g : globs) {
+    if (GlobMatch(g, rel)) return true;
+  }
+  return false;
+}
+
 // Walks |root| for files matching |globs|. Symbolic links are followed (a `log -> /scratch/run`
 // link, a linked trace), each directory once by (device, inode), so link loops end. Plain files
 // cost no stat unless a glob matches: a dataset folder of 100k images is listed, not probed.
@@ -50,12 +57,7 @@ void FindTraces(const std::string& root, const std::string& rel,
   --*dirs_left;
   DIR* d = opendir(dir.c_str());
   if (!d) return;
-  auto matches = [&](const std::string& r) {
-    for (const auto& g : globs) {
-      if (GlobMatch(g, r)) return true;
-    }
-    return false;
-  };
+  auto matches = [&](const std::string& r) { return MatchesAnyGlob(globs, r); };
   while (dirent* e = readdir(d)) {
     std::string n = e->d_name;
     if (n == "." || n == "..") continue;

@@ -17,6 +17,8 @@ namespace ttap::lsp {
 bool SkipDirectory(const std::string& name, const std::string& path);
 // fnmatch with "**/" meaning any directories (including none).
 bool GlobMatch(const std::string& glob, const std::string& rel);
+// True when any of |globs| matches |rel| (a path relative to its workspace folder).
+bool MatchesAnyGlob(const std::vector<std::string>& globs, const std::string& rel);
 // Appends to |out| the files under |root|/|rel| that match |globs|; |dirs_left| bounds the
 // directories visited, |visited| holds the (device, inode) of those seen.
 void FindTraces(const std::string& root, const std::string& rel,
