@@ -47,45 +47,44 @@ void PythonSource::IndexLines() {
   }
 }
 
-std::shared_ptr<const PythonSource> PythonSource::Parse(std::string text) {
+std::shared_ptr<const PythonSource> PythonSource::Build(std::string text, TSTree* edited_old) {
   std::shared_ptr<PythonSource> s(new PythonSource());
   s->text_ = std::move(text);
   s->IndexLines();
   TSParser* parser = ts_parser_new();
   ts_parser_set_language(parser, tree_sitter_python());
-  s->tree_ = ts_parser_parse_string(parser, nullptr, s->text_.data(),
+  s->tree_ = ts_parser_parse_string(parser, edited_old, s->text_.data(),
                                     static_cast<uint32_t>(s->text_.size()));
   ts_parser_delete(parser);
   return s;
 }
 
+std::shared_ptr<const PythonSource> PythonSource::Parse(std::string text) {
+  return Build(std::move(text), nullptr);
+}
+
 std::shared_ptr<const PythonSource> PythonSource::Reparse(const PythonSource& old, std::string text,
                                                           const std::vector<BufferEdit>& edits) {
-  std::shared_ptr<PythonSource> s(new PythonSource());
-  s->text_ = std::move(text);
-  s->IndexLines();
   TSTree* edited = ts_tree_copy(old.tree_);
   for (const BufferEdit& e : edits) {
     TSInputEdit in{e.start, e.old_end, e.new_end, e.start_point, e.old_end_point, e.new_end_point};
     ts_tree_edit(edited, &in);
   }
-  TSParser* parser = ts_parser_new();
-  ts_parser_set_language(parser, tree_sitter_python());
-  s->tree_ = ts_parser_parse_string(parser, edited, s->text_.data(),
-                                    static_cast<uint32_t>(s->text_.size()));
-  ts_parser_delete(parser);
+  auto s = Build(std::move(text), edited);
   ts_tree_delete(edited);
   return s;
 }
 
 namespace {
 
-// The (row, byte column) of |byte| in |text|, rows counted by '\n'.
-TSPoint PointAt(std::string_view text, uint32_t byte) {
-  const std::string_view before = text.substr(0, byte);
-  const uint32_t row = static_cast<uint32_t>(std::count(before.begin(), before.end(), '\n'));
-  const size_t nl = before.rfind('\n');
-  return {row, static_cast<uint32_t>(nl == std::string_view::npos ? byte : byte - nl - 1)};
+// The (row, byte column) just past |text| when it starts at |from|; rows counted by '\n', as
+// tree-sitter counts them.
+TSPoint PointAfter(TSPoint from, std::string_view text) {
+  const uint32_t rows = static_cast<uint32_t>(std::count(text.begin(), text.end(), '\n'));
+  const size_t nl = text.rfind('\n');
+  if (nl == std::string_view::npos)
+    return {from.row, from.column + static_cast<uint32_t>(text.size())};
+  return {from.row + rows, static_cast<uint32_t>(text.size() - nl - 1)};
 }
 
 }  // namespace
@@ -96,23 +95,10 @@ BufferEdit DescribeEdit(std::string_view old_text, uint32_t start, uint32_t end,
   e.start = start;
   e.old_end = end;
   e.new_end = start + static_cast<uint32_t>(new_text.size());
-  e.start_point = PointAt(old_text, start);
-  // The old end from the start, so only the replaced bytes are scanned again.
-  const std::string_view replaced = old_text.substr(start, end - start);
-  const uint32_t replaced_rows =
-      static_cast<uint32_t>(std::count(replaced.begin(), replaced.end(), '\n'));
-  const size_t replaced_nl = replaced.rfind('\n');
-  e.old_end_point = {e.start_point.row + replaced_rows,
-                     replaced_nl == std::string_view::npos
-                         ? e.start_point.column + static_cast<uint32_t>(replaced.size())
-                         : static_cast<uint32_t>(replaced.size() - replaced_nl - 1)};
-  const uint32_t added_rows =
-      static_cast<uint32_t>(std::count(new_text.begin(), new_text.end(), '\n'));
-  const size_t added_nl = new_text.rfind('\n');
-  e.new_end_point = {e.start_point.row + added_rows,
-                     added_nl == std::string_view::npos
-                         ? e.start_point.column + static_cast<uint32_t>(new_text.size())
-                         : static_cast<uint32_t>(new_text.size() - added_nl - 1)};
+  e.start_point = PointAfter({0, 0}, old_text.substr(0, start));
+  // Both ends from the start, so only the replaced and the new bytes are scanned again.
+  e.old_end_point = PointAfter(e.start_point, old_text.substr(start, end - start));
+  e.new_end_point = PointAfter(e.start_point, new_text);
   return e;
 }
 

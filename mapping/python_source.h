@@ -92,6 +92,8 @@ class PythonSource {
 
  private:
   PythonSource() = default;
+  // |text| indexed and parsed, reusing |edited_old| (an edited copy of a previous tree) or not.
+  static std::shared_ptr<const PythonSource> Build(std::string text, TSTree* edited_old);
   void IndexLines();
   std::string text_;
   TSTree* tree_ = nullptr;
