@@ -39,14 +39,14 @@ void Session::Enqueue(std::function<void()> run) {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     if (queue_stop_) return;
-    queue_.push_back({std::move(run)});
+    queue_.push_back(std::move(run));
   }
   queue_cv_.notify_one();
 }
 
 void Session::RequestLoop() {
   while (true) {
-    Task task;
+    std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
       queue_cv_.wait_for(lock, std::chrono::seconds(1),
@@ -63,7 +63,7 @@ void Session::RequestLoop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task.run();
+    task();
   }
 }
 

@@ -85,10 +85,6 @@ class Session {
     std::shared_ptr<const PythonSource> parsed;
     std::vector<BufferEdit> edits_since_parse;
   };
-  // A request or notification handled on the request thread, in arrival order.
-  struct Task {
-    std::function<void()> run;
-  };
   // A finding placed in a file, with its line as it moves with the user's edits.
   struct Placed {
     size_t finding;  // index into the snapshot's scan findings
@@ -218,7 +214,7 @@ class Session {
   // order they arrived; the reader thread only decodes, applies document edits and cancels.
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
-  std::deque<Task> queue_;
+  std::deque<std::function<void()>> queue_;  // requests and notifications, in arrival order
   bool queue_stop_ = false;
   std::set<std::string> publish_queued_;  // uris whose publish is queued (under queue_mu_)
   std::thread request_thread_;
