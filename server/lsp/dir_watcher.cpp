@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "server/lsp/trace_discovery.h"
+
 namespace ttap::lsp {
 
 namespace {
@@ -26,45 +28,35 @@ DirWatcher::DirWatcher(const std::vector<std::string>& roots, SkipDir skip, size
     why_not_ = std::string("inotify: ") + std::strerror(errno);
     return;
   }
-  for (const auto& r : roots) WatchTree(r, 0);
+  for (const auto& r : roots) WatchTree(r);
 }
 
 DirWatcher::~DirWatcher() {
   if (fd_ >= 0) close(fd_);
 }
 
-void DirWatcher::WatchTree(const std::string& dir, int depth) {
-  if (over_budget_ || depth > 32) return;
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
-  if (!inodes_.insert({st.st_dev, st.st_ino}).second) return;  // a link loop, or seen already
-  if (paths_.size() >= max_watches_) {
-    over_budget_ = true;
-    why_not_ = "more than " + std::to_string(max_watches_) + " folders to watch";
-    return;
-  }
-  const int wd = inotify_add_watch(fd_, dir.c_str(), kMask);
-  if (wd < 0) {
-    if (errno == ENOSPC || errno == ENOMEM) {
+void DirWatcher::WatchTree(const std::string& dir) {
+  FolderVisitor visitor;
+  visitor.enter = [this](const std::string& folder) {
+    if (over_budget_) return false;
+    if (paths_.size() >= max_watches_) {
       over_budget_ = true;
-      why_not_ = "the system's inotify watch limit is reached (fs.inotify.max_user_watches)";
+      why_not_ = "more than " + std::to_string(max_watches_) + " folders to watch";
+      return false;
     }
-    return;  // unreadable: nothing found there by the walk either
-  }
-  paths_[wd] = dir;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
-  std::vector<std::string> subdirs;
-  while (dirent* e = readdir(d)) {
-    const std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    // Plain files cost nothing here: a dataset folder of 100k images is listed, not probed.
-    if (e->d_type != DT_DIR && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
-    const std::string p = dir + "/" + n;
-    if (!skip_(n, p)) subdirs.push_back(p);
-  }
-  closedir(d);
-  for (const auto& s : subdirs) WatchTree(s, depth + 1);
+    const int wd = inotify_add_watch(fd_, folder.c_str(), kMask);
+    if (wd < 0) {
+      if (errno == ENOSPC || errno == ENOMEM) {
+        over_budget_ = true;
+        why_not_ = "the system's inotify watch limit is reached (fs.inotify.max_user_watches)";
+      }
+      return false;  // unreadable: nothing found there by the walk either
+    }
+    paths_[wd] = folder;
+    return true;
+  };
+  // Files are not looked at: new ones arrive as events.
+  WalkFolders(dir, visitor, skip_, &inodes_);
 }
 
 bool DirWatcher::Wait(int timeout_ms, const Relevant& relevant) {
@@ -98,14 +90,14 @@ bool DirWatcher::Wait(int timeout_ms, const Relevant& relevant) {
       const std::string path = name.empty() ? dir->second : dir->second + "/" + name;
       if (ev->mask & IN_ISDIR) {
         changed = true;
-        if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && !skip_(name, path)) WatchTree(path, 0);
+        if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && !skip_(name, path)) WatchTree(path);
         continue;
       }
       if (ev->mask & IN_CREATE) {
         // A symbolic link to a folder (`log -> /scratch/run`) is watched like a folder.
         struct stat st;
         if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && !skip_(name, path)) {
-          WatchTree(path, 0);
+          WatchTree(path);
           changed = true;
           continue;
         }

@@ -38,7 +38,8 @@ class DirWatcher {
   bool Wait(int timeout_ms, const Relevant& relevant);
 
  private:
-  void WatchTree(const std::string& dir, int depth);
+  // Watches |dir| and the folders below it (trace_discovery.h's WalkFolders).
+  void WatchTree(const std::string& dir);
   int fd_ = -1;
   SkipDir skip_;
   size_t max_watches_;

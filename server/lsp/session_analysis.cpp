@@ -54,7 +54,7 @@ std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
   std::vector<std::string> found;
   size_t dirs_left = 50000;
   std::set<std::pair<dev_t, ino_t>> visited;
-  for (const auto& r : roots) FindTraces(r, "", globs, 0, &found, &dirs_left, &visited);
+  for (const auto& r : roots) FindTraces(r, globs, &found, &dirs_left, &visited);
   // Per rank: files named for another rank ("rank-3", "rank_3") are not this session's.
   std::vector<std::string> mine;
   for (const auto& f : found) {

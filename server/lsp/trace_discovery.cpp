@@ -43,40 +43,62 @@ bool MatchesAnyGlob(const std::vector<std::string>& globs, const std::string& re
   return false;
 }
 
-// Walks |root| for files matching |globs|. Symbolic links are followed (a `log -> /scratch/run`
-// link, a linked trace), each directory once by (device, inode), so link loops end. Plain files
-// cost no stat unless a glob matches: a dataset folder of 100k images is listed, not probed.
-// |dirs_left| bounds the directories visited.
-void FindTraces(const std::string& root, const std::string& rel,
-                const std::vector<std::string>& globs, int depth, std::vector<std::string>* out,
-                size_t* dirs_left, std::set<std::pair<dev_t, ino_t>>* visited) {
-  if (depth > 32 || *dirs_left == 0) return;
-  std::string dir = rel.empty() ? root : root + "/" + rel;
+namespace {
+
+void WalkFrom(const std::string& root, const std::string& rel, int depth,
+              const FolderVisitor& visitor,
+              const std::function<bool(const std::string&, const std::string&)>& skip,
+              std::set<std::pair<dev_t, ino_t>>* visited) {
+  if (depth > 32) return;
+  const std::string dir = rel.empty() ? root : root + "/" + rel;
   struct stat self;
-  if (stat(dir.c_str(), &self) != 0 || !visited->insert({self.st_dev, self.st_ino}).second) return;
-  --*dirs_left;
+  if (stat(dir.c_str(), &self) != 0 || !S_ISDIR(self.st_mode) ||
+      !visited->insert({self.st_dev, self.st_ino}).second || !visitor.enter(dir)) {
+    return;
+  }
   DIR* d = opendir(dir.c_str());
   if (!d) return;
-  auto matches = [&](const std::string& r) { return MatchesAnyGlob(globs, r); };
   while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
+    const std::string n = e->d_name;
     if (n == "." || n == "..") continue;
-    std::string r = rel.empty() ? n : rel + "/" + n;
+    const std::string r = rel.empty() ? n : rel + "/" + n;
     if (e->d_type == DT_REG) {
-      if (matches(r)) out->push_back(root + "/" + r);
+      if (visitor.file) visitor.file(r);
       continue;
     }
     if (e->d_type != DT_DIR && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
     struct stat st;
     if (stat((root + "/" + r).c_str(), &st) != 0) continue;  // follows links; dangling: skip
     if (S_ISDIR(st.st_mode)) {
-      if (!SkipDirectory(n, root + "/" + r))
-        FindTraces(root, r, globs, depth + 1, out, dirs_left, visited);
-    } else if (S_ISREG(st.st_mode) && matches(r)) {
-      out->push_back(root + "/" + r);
+      if (!skip(n, root + "/" + r)) WalkFrom(root, r, depth + 1, visitor, skip, visited);
+    } else if (S_ISREG(st.st_mode) && visitor.file) {
+      visitor.file(r);
     }
   }
   closedir(d);
+}
+
+}  // namespace
+
+void WalkFolders(const std::string& root, const FolderVisitor& visitor,
+                 const std::function<bool(const std::string&, const std::string&)>& skip,
+                 std::set<std::pair<dev_t, ino_t>>* visited) {
+  WalkFrom(root, "", 0, visitor, skip, visited);
+}
+
+void FindTraces(const std::string& root, const std::vector<std::string>& globs,
+                std::vector<std::string>* out, size_t* dirs_left,
+                std::set<std::pair<dev_t, ino_t>>* visited) {
+  FolderVisitor visitor;
+  visitor.enter = [&](const std::string&) {
+    if (*dirs_left == 0) return false;
+    --*dirs_left;
+    return true;
+  };
+  visitor.file = [&](const std::string& rel) {
+    if (MatchesAnyGlob(globs, rel)) out->push_back(root + "/" + rel);
+  };
+  WalkFolders(root, visitor, SkipDirectory, visited);
 }
 
 }  // namespace ttap::lsp
