@@ -1,6 +1,6 @@
 // Window features: one fixed-length vector of numbers per entry of Trace::windows (the N equal
 // slices of the profiled span), for the unsupervised baselines of `ttap eval`
-// (analysis/eval_baselines.h, server/eval_command.cpp) and the learned window scorer.
+// (bench/harness/eval_baselines.h, bench/harness/eval_command.cpp) and the learned window scorer.
 // Pure functions, no I/O, no exceptions; any thread.
 //
 // The features, in order (WindowFeatureNames() spells them). "Share" is the length of the union

@@ -18,14 +18,11 @@
 #include "analysis/trace_stats.h"
 #include "server/cli_util.h"
 #include "server/config.h"
-#include "server/eval_command.h"
-#include "server/gen_command.h"
 #include "server/llm/llm_client.h"
 #include "server/lsp/lsp_main.h"
 #include "server/models_loader.h"
 #include "server/scan.h"
 #include "server/stats_report.h"
-#include "server/train_command.h"
 #include "version.h"
 
 namespace ttap {
@@ -219,7 +216,7 @@ int RunStats(const std::vector<std::string>& args, Config config) {
 
 }  // namespace
 
-int RunCli(int argc, char** argv) {
+int RunCli(int argc, char** argv, const std::vector<CliCommand>& more_commands) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string config_path;
   size_t i = 0;
@@ -269,9 +266,9 @@ int RunCli(int argc, char** argv) {
   }
   if (command == "stats") return RunStats(rest, *config);
   if (command == "scan") return RunScanCommand(rest, *config);
-  if (command == "gen") return RunGenCommand(rest);
-  if (command == "eval") return RunEvalCommand(rest);
-  if (command == "train") return RunTrainCommand(rest);
+  for (const CliCommand& c : more_commands) {
+    if (command == c.name) return c.run(rest);
+  }
   if (command == "lsp") return lsp::RunLspCommand(rest);
   if (command == "doctor") {
     std::printf("ttap %s\nconfig: %s\n", TTAP_VERSION,

@@ -99,23 +99,6 @@ struct TrainSettings {
   std::string trained_on;  // one-line JSON recorded in the file
 };
 
-// The window-score compositions training chooses from, in order of preference on ties.
-inline constexpr const char* kScoreParts[] = {"mil+cat+unusual", "mil+cat", "mil+unusual", "mil",
-                                              "cat+unusual",     "cat",     "unusual"};
-
-// The entry of kScoreParts with the best validation trace AUC (mean window score, traces with a
-// label) + window AUC (windows with a known category: some code = positive) on |val|; |report|
-// gets every entry's two numbers (|report| and |flag_report| must not be null). When no entry has a
-// finite AUC (no labelled windows or traces), the first entry is returned. Then the flag threshold:
-// the kFlagQuantile quantile of the chosen score over |val|'s windows known to hold nothing
-// (category 0, clean and real-base traces alike), kept within [kMinFlagThreshold,
-// kMaxFlagThreshold]; |flag_report| gets it and the windows it flags.
-// `ttap train` calls it on the trained model and writes the choice into the file.
-inline constexpr double kFlagQuantile = 0.99, kMinFlagThreshold = 0.5, kMaxFlagThreshold = 0.995;
-StatusOr<ScoreTuning> ChooseScoreTuning(const WindowModel& model,
-                                        const std::vector<TrainExample>& val, std::string* report,
-                                        std::string* flag_report);
-
 Status TrainWindowModel(const std::vector<TrainExample>& train,
                         const std::vector<TrainExample>& val, const TrainSettings& settings,
                         const std::string& out_path,

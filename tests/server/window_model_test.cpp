@@ -14,8 +14,9 @@
 #include <cstdlib>
 
 #include "analysis/trace_loader.h"
-#include "analysis/trace_sim.h"
 #include "analysis/window_tensors.h"
+#include "bench/harness/score_tuning.h"
+#include "bench/harness/trace_sim.h"
 #include "server/scan.h"
 #include "test_support.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "server/gen_command.h"
+#include "bench/harness/gen_command.h"
 #include "test_support.h"
 
 using ttap_test::MakeTempDir;

@@ -1,5 +1,5 @@
 // `ttap eval`: the benchmark over a labelled dataset; see eval_command.h. Called by cli.cpp.
-#include "server/eval_command.h"
+#include "bench/harness/eval_command.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -25,12 +25,12 @@
 #include <thread>
 #include <tuple>
 
-#include "analysis/eval_baselines.h"
-#include "analysis/eval_metrics.h"
 #include "analysis/rules.h"
 #include "analysis/string_util.h"
 #include "analysis/trace_loader.h"
 #include "analysis/window_features.h"
+#include "bench/harness/eval_baselines.h"
+#include "bench/harness/eval_metrics.h"
 #include "mapping/python_frames.h"
 #include "mapping/workspace_index.h"
 #include "server/cli_util.h"

@@ -1,5 +1,5 @@
 // `ttap train` (train_command.h).
-#include "server/train_command.h"
+#include "bench/harness/train_command.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,8 +13,9 @@
 #include "analysis/rules.h"
 #include "analysis/trace_loader.h"
 #include "analysis/window_tensors.h"
+#include "bench/harness/eval_command.h"
+#include "bench/harness/score_tuning.h"
 #include "server/cli_util.h"
-#include "server/eval_command.h"
 #include "server/window_model.h"
 
 namespace ttap {

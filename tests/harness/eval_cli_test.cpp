@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "analysis/window_features.h"
-#include "server/eval_command.h"
+#include "bench/harness/eval_command.h"
 #include "test_support.h"
 
 using ttap_test::MakeTempDir;

@@ -1,9 +1,9 @@
-// Tests for trace surgery and the injectors behind `ttap gen --bases` (analysis/trace_edit.h,
-// analysis/trace_inject.h): a round trip through the writer keeps the trace; every injector
+// Tests for trace surgery and the injectors behind `ttap gen --bases` (bench/harness/trace_edit.h,
+// bench/harness/trace_inject.h): a round trip through the writer keeps the trace; every injector
 // produces a trace that loads, validates (no kernel before its launch, no stream overlap, HTA's
 // format rules), has its labelled intervals inside the trace, and whose labelled windows really
 // differ from the clean copy.
-#include "analysis/trace_inject.h"
+#include "bench/harness/trace_inject.h"
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -11,9 +11,9 @@
 
 #include "analysis/rules.h"
 #include "analysis/tiny_trace.h"
-#include "analysis/trace_edit.h"
 #include "analysis/trace_loader.h"
-#include "analysis/trace_sim.h"
+#include "bench/harness/trace_edit.h"
+#include "bench/harness/trace_sim.h"
 #include "tests/test_support.h"
 
 namespace {

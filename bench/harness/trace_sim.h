@@ -1,7 +1,7 @@
 // TraceSim: a simulator of computer-vision training/inference loops that writes realistic Kineto
 // traces (JSON text) with ground-truth labels of injected anti-patterns. Used by `ttap gen`
-// (server/gen_command.cpp) to build the benchmark, and by the tests (tests/analysis). Pure and
-// deterministic: the same SimSpec (seed included) gives the same bytes.
+// (bench/harness/gen_command.cpp) to build the benchmark, and by the tests (tests/analysis). Pure
+// and deterministic: the same SimSpec (seed included) gives the same bytes.
 #pragma once
 
 #include <cstdint>

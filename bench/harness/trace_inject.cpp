@@ -1,6 +1,6 @@
 // Injectors (trace_inject.h): find the trace's main CPU thread, main GPU stream and steps, then
 // splice in CpuBlocks (trace_edit.h) or change existing GPU work, one code at a time.
-#include "analysis/trace_inject.h"
+#include "bench/harness/trace_inject.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
-// Unit tests of the `ttap eval` baselines (analysis/eval_baselines.h): k-means separates obvious
-// clusters and is deterministic for a seed, the z-score flags an outlier window, random scores
-// are deterministic.
-#include "analysis/eval_baselines.h"
+// Unit tests of the `ttap eval` baselines (bench/harness/eval_baselines.h): k-means separates
+// obvious clusters and is deterministic for a seed, the z-score flags an outlier window, random
+// scores are deterministic.
+#include "bench/harness/eval_baselines.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Statistics core of the future `ttap eval` command; see eval_metrics.h.
-#include "analysis/eval_metrics.h"
+#include "bench/harness/eval_metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,14 +2,14 @@
 // CPU cursor issuing python frames, aten op hierarchies and launches, a GPU stream that runs the
 // work after its launch -- and writes the Kineto JSON with ground-truth labels of the injected
 // anti-patterns. Called by `ttap gen` and the tests.
-#include "analysis/trace_sim.h"
+#include "bench/harness/trace_sim.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 
-#include "analysis/kineto_text.h"
+#include "bench/harness/kineto_text.h"
 
 namespace ttap {
 

@@ -1,4 +1,4 @@
-// Unsupervised baselines that `ttap eval` (server/eval_command.cpp) compares the rules (and
+// Unsupervised baselines that `ttap eval` (bench/harness/eval_command.cpp) compares the rules (and
 // the learned window scorer) against. Each scores window feature vectors (window_features.h) in
 // 0..1; a trace's score is the mean of its window scores (the MIL assumption the rules use too).
 // Fitted on the train split's windows only. Pure, deterministic for a seed (std::mt19937_64), no

@@ -1,12 +1,12 @@
 // `ttap gen --out DIR --seed S [--count N] [--bases PATH...] [--split-seed S2]
 // [--only-splits train,val] [--weak-families LIST]` (gen_command.h): the labelled benchmark.
-// Simulated CV traces (analysis/trace_sim.h) for every task, backbone variant and hardware
+// Simulated CV traces (bench/harness/trace_sim.h) for every task, backbone variant and hardware
 // profile, plus, when bases are given, jittered copies of real traces with injected anti-patterns
-// (analysis/trace_inject.h). Assigns splits by workload group and labels balanced within each
+// (bench/harness/trace_inject.h). Assigns splits by workload group and labels balanced within each
 // group, keeps the families no rule covers that are not weak out of the train and val groups,
 // validates every trace it writes, records what real bases already show ("pre-existing"), and
 // prints the simulator's realism against the real bases. Called by cli.cpp.
-#include "server/gen_command.h"
+#include "bench/harness/gen_command.h"
 
 #include <sys/stat.h>
 #include <zlib.h>
@@ -29,10 +29,10 @@
 
 #include "analysis/causal_graph.h"
 #include "analysis/rules.h"
-#include "analysis/trace_edit.h"
-#include "analysis/trace_inject.h"
 #include "analysis/trace_loader.h"
-#include "analysis/trace_sim.h"
+#include "bench/harness/trace_edit.h"
+#include "bench/harness/trace_inject.h"
+#include "bench/harness/trace_sim.h"
 #include "server/cli_util.h"
 
 namespace ttap {

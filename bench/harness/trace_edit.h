@@ -1,4 +1,4 @@
-// Trace surgery for the benchmark (`ttap gen`, server/gen_command.cpp; injectors in
+// Trace surgery for the benchmark (`ttap gen`, bench/harness/gen_command.cpp; injectors in
 // trace_inject.h): an editable row copy of a loaded Trace, time insertion on a CPU thread with
 // consistent GPU reflow (a GPU event never starts before its launch, never overlaps its
 // predecessor on the stream, and a synchronize call never returns before the work it waits for),

@@ -1,15 +1,15 @@
 // Trace surgery (trace_edit.h): the editable copy, CPU time insertion, GPU reflow, inserted
 // blocks, the Kineto writer, the validator and the realism profile. Used by the injectors
 // (trace_inject.cpp) and `ttap gen`.
-#include "analysis/trace_edit.h"
+#include "bench/harness/trace_edit.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <unordered_map>
 
-#include "analysis/kineto_text.h"
 #include "analysis/rule_util.h"
+#include "bench/harness/kineto_text.h"
 
 namespace ttap {
 

@@ -1,6 +1,6 @@
-// `ttap gen`: writes the labelled benchmark: simulated Kineto traces (analysis/trace_sim.h) and
-// real base traces with injected anti-patterns (analysis/trace_inject.h), split by workload
-// group and validated. Dispatched by server/cli.cpp.
+// `ttap gen`: writes the labelled benchmark: simulated Kineto traces (bench/harness/trace_sim.h)
+// and real base traces with injected anti-patterns (bench/harness/trace_inject.h), split by
+// workload group and validated. Dispatched by server/cli.cpp.
 #pragma once
 
 #include <cstdint>

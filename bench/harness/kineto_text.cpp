@@ -1,5 +1,5 @@
 // Kineto JSON text pieces (kineto_text.h).
-#include "analysis/kineto_text.h"
+#include "bench/harness/kineto_text.h"
 
 #include <cstdio>
 

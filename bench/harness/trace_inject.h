@@ -2,14 +2,14 @@
 // catalogue code that a trace can express, each a consistent surgery on an EditableTrace
 // (trace_edit.h) with a magnitude from mild (hard to see) to severe, and python frames that name
 // a line of a generated user script (GeneratedScript) recorded in the label. Called by
-// server/gen_command.cpp and the tests. Pure, deterministic from the seed.
+// bench/harness/gen_command.cpp and the tests. Pure, deterministic from the seed.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "analysis/trace_edit.h"
+#include "bench/harness/trace_edit.h"
 
 namespace ttap {
 

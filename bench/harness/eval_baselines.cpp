@@ -1,5 +1,5 @@
 // Baselines of `ttap eval` (k-means, z-score, random); see eval_baselines.h.
-#include "analysis/eval_baselines.h"
+#include "bench/harness/eval_baselines.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Unit tests of the `ttap eval` statistics core: AUC-ROC, its bootstrap CI, finding matching,
 // window labels and category accuracy.
-#include "analysis/eval_metrics.h"
+#include "bench/harness/eval_metrics.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

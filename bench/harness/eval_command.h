@@ -1,9 +1,9 @@
 // `ttap eval DATASET_DIR`: the benchmark. Reads a labelled dataset written by `ttap gen`
 // (DIR/*.pt.trace.json.gz with DIR/labels/<stem>.labels.json), runs each method (the rules, the
-// unsupervised baselines of analysis/eval_baselines.h, the learned window scorer) on the
+// unsupervised baselines of bench/harness/eval_baselines.h, the learned window scorer) on the
 // held-out traces, and reports trace- and window-level AUC-ROC with bootstrap CIs, per-code
 // precision/recall of findings, category accuracy of flagged windows and source-line top-1
-// accuracy (analysis/eval_metrics.h), per split, as Markdown (stdout, OUT/eval.md) and JSON
+// accuracy (bench/harness/eval_metrics.h), per split, as Markdown (stdout, OUT/eval.md) and JSON
 // (OUT/eval.json). Dispatched by server/cli.cpp; the types below are the seam where new methods
 // plug in.
 #pragma once

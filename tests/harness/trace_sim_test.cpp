@@ -1,7 +1,7 @@
-// Tests for the trace simulator behind `ttap gen` (analysis/trace_sim.h): every task x hardware
-// loads cleanly with the expected steps and causal GPU timing; each injected anti-pattern is
-// labelled and found by RunRules at the label; clean traces stay clean; output is deterministic.
-#include "analysis/trace_sim.h"
+// Tests for the trace simulator behind `ttap gen` (bench/harness/trace_sim.h): every task x
+// hardware loads cleanly with the expected steps and causal GPU timing; each injected anti-pattern
+// is labelled and found by RunRules at the label; clean traces stay clean; output is deterministic.
+#include "bench/harness/trace_sim.h"
 
 #include <catch2/catch.hpp>
 
