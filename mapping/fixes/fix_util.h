@@ -109,6 +109,8 @@ std::vector<TextEdit> RemoveArgument(const PythonSource& src, const Args& a, TSN
 // Local name -> qualified name, from every import in the file.
 std::map<std::string, std::string> ReadImports(const PythonSource& src);
 
+// What a recipe computes from: the request, the file's imports and newline, and the statement at
+// the request's line (ComputeFixes sets stmt, trying each statement on the line in turn).
 struct Ctx {
   const PythonSource& src;
   const FixRequest& req;
@@ -138,6 +140,7 @@ struct Ctx {
     return Status::Error("line " + std::to_string(req.line) + ": " + msg);
   }
 };
+
 const std::set<std::string>& ForeachOptimizers();
 
 // "Adam" for torch.optim.Adam(...) (also optim.Adam, a name imported from torch.optim, or
