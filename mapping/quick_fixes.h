@@ -34,7 +34,8 @@ struct QuickFix {
 };
 
 // The recipes ComputeFixes knows: zero-grad-set-to-none, optimizer-foreach, dataloader-workers,
-// pin-memory-non-blocking, channels-last, defer-host-sync.
+// pin-memory-non-blocking, channels-last, defer-host-sync (the ids of QuickFixRegistry(), one
+// recipe per file in mapping/fixes/; see quick_fix_registry.h).
 const std::vector<std::string>& QuickFixRecipes();
 
 // The fixes that apply at the request's line, preferred first. An empty vector when the code is
