@@ -46,6 +46,7 @@ class StatusOr {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
 
  private:
   std::optional<T> value_;
@@ -53,3 +54,21 @@ class StatusOr {
 };
 
 }  // namespace ttap
+
+// Returns the Status of |expr| from the enclosing function when it is an error.
+#define TTAP_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::ttap::Status ttap_status_ = (expr);        \
+    if (!ttap_status_.ok()) return ttap_status_; \
+  } while (0)
+
+// Evaluates |rexpr| (a StatusOr<T>); on error returns its Status from the enclosing function,
+// otherwise moves the value into |lhs| (a declaration such as `auto x` or an lvalue).
+#define TTAP_ASSIGN_OR_RETURN(lhs, rexpr) \
+  TTAP_ASSIGN_OR_RETURN_IMPL_(TTAP_STATUS_CONCAT_(ttap_statusor_, __LINE__), lhs, rexpr)
+#define TTAP_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, rexpr) \
+  auto tmp = (rexpr);                                \
+  if (!tmp.ok()) return tmp.status();                \
+  lhs = std::move(tmp.value())
+#define TTAP_STATUS_CONCAT_INNER_(a, b) a##b
+#define TTAP_STATUS_CONCAT_(a, b) TTAP_STATUS_CONCAT_INNER_(a, b)

@@ -255,16 +255,14 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
 }  // namespace
 
 StatusOr<std::unique_ptr<Trace>> LoadTrace(const std::string& path, const LoadOptions& options) {
-  auto src = ByteSource::Open(path);
-  if (!src.ok()) return src.status();
-  return LoadFromSource(src->get(), path, options);
+  TTAP_ASSIGN_OR_RETURN(auto src, ByteSource::Open(path));
+  return LoadFromSource(src.get(), path, options);
 }
 
 StatusOr<std::unique_ptr<Trace>> LoadTraceFromMemory(std::string_view data, const std::string& name,
                                                      const LoadOptions& options) {
-  auto src = ByteSource::OpenMemory(data, name);
-  if (!src.ok()) return src.status();
-  return LoadFromSource(src->get(), name, options);
+  TTAP_ASSIGN_OR_RETURN(auto src, ByteSource::OpenMemory(data, name));
+  return LoadFromSource(src.get(), name, options);
 }
 
 std::vector<std::string> ListTraceFiles(const std::string& dir) {

@@ -120,8 +120,7 @@ Status Apply(const cpptoml::table& t, Config* c) {
   if (t.contains("llm")) {
     auto llm = t.get_table("llm");
     if (!llm) return Status::Error("llm must be a table ([tool.ttap.llm])");
-    Status s = ApplyLlm(*llm, &c->llm);
-    if (!s.ok()) return s;
+    TTAP_RETURN_IF_ERROR(ApplyLlm(*llm, &c->llm));
   }
   if (auto th = t.get_table("thresholds")) {
     for (const auto& [key, value] : *th) {

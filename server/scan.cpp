@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/parallel.h"
 #include "analysis/trace_loader.h"
 #include "mapping/python_frames.h"
 #include "mapping/python_source.h"
@@ -666,38 +667,27 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   // Traces of a directory are scanned in parallel, one loader thread each.
   std::vector<ScanResult> results(files.size());
   std::vector<std::string> errors(files.size());
-  std::atomic<size_t> next_file{0};
-  const size_t workers =
-      files.size() == 1
-          ? 1
-          : std::min<size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
-  auto work = [&] {
-    for (size_t k; (k = next_file.fetch_add(1)) < files.size();) {
-      LoadOptions lo;
-      lo.threads = files.size() == 1 ? config.threads : 1;
-      lo.window_count = windows;
-      auto load_start = std::chrono::steady_clock::now();
-      auto t = LoadTrace(files[k], lo);
-      if (!t.ok()) {
-        errors[k] = t.status().message();
-        continue;
-      }
-      double load_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
-              .count();
-      await_model();
-      results[k] = ScanTrace(std::move(t.value()), opts);
-      if (timing) {
-        std::fprintf(stderr, "%s: load %.1f ms; rules %.1f ms; mapping %.1f ms (%zu findings)\n",
-                     files[k].c_str(), load_ms, results[k].rules_ms, results[k].mapping_ms,
-                     results[k].findings.size());
-      }
+  ParallelFor(files.size(), files.size() == 1 ? 1 : HardwareThreads(), [&](size_t k) {
+    LoadOptions lo;
+    lo.threads = files.size() == 1 ? config.threads : 1;
+    lo.window_count = windows;
+    auto load_start = std::chrono::steady_clock::now();
+    auto t = LoadTrace(files[k], lo);
+    if (!t.ok()) {
+      errors[k] = t.status().message();
+      return;
     }
-  };
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+    double load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
+            .count();
+    await_model();
+    results[k] = ScanTrace(std::move(t.value()), opts);
+    if (timing) {
+      std::fprintf(stderr, "%s: load %.1f ms; rules %.1f ms; mapping %.1f ms (%zu findings)\n",
+                   files[k].c_str(), load_ms, results[k].rules_ms, results[k].mapping_ms,
+                   results[k].findings.size());
+    }
+  });
   await_model();  // says why a model is unusable even when no trace loaded
 
   // LLM drafts (`--llm`): the best-scoring findings of each trace, through the draft cache.

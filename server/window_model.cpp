@@ -76,13 +76,12 @@ StatusOr<std::unique_ptr<WindowModel>> WindowModel::Open(const std::string& path
         "one; the rules work without it)");
   }
   if (!Exists(path)) return Status::Error("model file " + path + " does not exist");
-  auto lib = ModelsLibrary::Get();
-  if (!lib.ok()) return lib.status();
+  TTAP_ASSIGN_OR_RETURN(const ModelsLibrary* lib, ModelsLibrary::Get());
   char err[1024] = {};
-  void* h = (*lib)->open(path.c_str(), device.c_str(), threads, err, sizeof(err));
+  void* h = lib->open(path.c_str(), device.c_str(), threads, err, sizeof(err));
   if (!h) return Status::Error(err[0] ? err : "cannot open model " + path);
   std::unique_ptr<WindowModel> m(new WindowModel());
-  m->lib_ = *lib;
+  m->lib_ = lib;
   m->handle_ = h;
   m->path_ = path;
   std::string header(m->lib_->header(h, nullptr, 0) + 1, '\0');
@@ -170,8 +169,7 @@ Status TrainWindowModel(const std::vector<TrainExample>& train,
                         const std::vector<TrainExample>& val, const TrainSettings& settings,
                         const std::string& out_path,
                         const std::function<void(const std::string&)>& progress) {
-  auto lib = ModelsLibrary::Get();
-  if (!lib.ok()) return lib.status();
+  TTAP_ASSIGN_OR_RETURN(const ModelsLibrary* lib, ModelsLibrary::Get());
   auto examples = [](const std::vector<TrainExample>& xs) {
     std::vector<ttap_train_example> out;
     for (const TrainExample& x : xs) {
@@ -200,8 +198,8 @@ Status TrainWindowModel(const std::vector<TrainExample>& train,
   };
   o.progress_ctx = const_cast<std::function<void(const std::string&)>*>(&progress);
   char err[1024] = {};
-  if ((*lib)->train(tr.data(), static_cast<int>(tr.size()), va.data(), static_cast<int>(va.size()),
-                    &o, out_path.c_str(), err, sizeof(err)) != 0) {
+  if (lib->train(tr.data(), static_cast<int>(tr.size()), va.data(), static_cast<int>(va.size()), &o,
+                 out_path.c_str(), err, sizeof(err)) != 0) {
     return Status::Error(err[0] ? err : "training failed");
   }
   return Status::Ok();

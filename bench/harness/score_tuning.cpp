@@ -20,9 +20,8 @@ StatusOr<ScoreTuning> ChooseScoreTuning(const WindowModel& model,
   };
   std::vector<Scored> scored;
   for (const TrainExample& ex : val) {
-    auto p = model.Score(ex.tensors);
-    if (!p.ok()) return p.status();
-    scored.push_back({ex.label, &ex.categories, std::move(p.value())});
+    TTAP_ASSIGN_OR_RETURN(std::vector<WindowPrediction> p, model.Score(ex.tensors));
+    scored.push_back({ex.label, &ex.categories, std::move(p)});
   }
   if (scored.empty()) return Status::Error("no validation traces to choose the score parts on");
   std::string best_parts;

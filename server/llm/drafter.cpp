@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "analysis/parallel.h"
 #include "server/llm/prompt.h"
 
 namespace ttap::llm {
@@ -215,16 +216,8 @@ std::vector<std::optional<FindingDraft>> DraftFindings(const ScanResult& scan, L
     out[pick.finding] = std::move(fd);
   };
 
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t k; (k = next.fetch_add(1)) < picks.size();) draft_one(picks[k]);
-  };
-  const size_t threads = std::min<size_t>(
-      picks.size(), static_cast<size_t>(std::max(1, client->settings().max_concurrent)));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+  ParallelFor(picks.size(), static_cast<size_t>(std::max(1, client->settings().max_concurrent)),
+              [&](size_t k) { draft_one(picks[k]); });
   return out;
 }
 
