@@ -25,6 +25,7 @@
 #include <thread>
 #include <tuple>
 
+#include "analysis/parallel.h"
 #include "analysis/rules.h"
 #include "analysis/string_util.h"
 #include "analysis/trace_loader.h"
@@ -46,48 +47,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kWindows = 100;  // the paper's N, as `ttap scan` uses by default
-constexpr const char* kLabelsSuffix = ".labels.json";
-constexpr const char* kTraceSuffix = ".pt.trace.json.gz";
-
-// ---- labels ----
-
-std::string StringField(const nlohmann::json& j, const char* key, const std::string& fallback) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-// Microseconds (integer or fractional) to ns; false when not a number.
-bool TimeField(const nlohmann::json& j, const char* key, int64_t* ns) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return false;
-  const double us = it->get<double>();
-  if (!std::isfinite(us) || std::fabs(us) > 4e15) return false;
-  *ns = it->is_number_integer() ? it->get<int64_t>() * 1000 : std::llround(us * 1000.0);
-  return true;
-}
-
-Status ParseIntervals(const nlohmann::json& j, const char* key, std::vector<EvalLabel>* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_array()) return Status::Error(std::string("\"") + key + "\" is not an array");
-  for (const auto& e : *it) {
-    if (!e.is_object())
-      return Status::Error(std::string("an entry of \"") + key + "\" is not an object");
-    EvalLabel l;
-    l.code = StringField(e, "code", "");
-    if (l.code.empty())
-      return Status::Error(std::string("an entry of \"") + key + "\" has no code");
-    l.family = StringField(e, "family", "catalogue");
-    if (!TimeField(e, "start_us", &l.start_ns) || !TimeField(e, "end_us", &l.end_ns)) {
-      return Status::Error(l.code + ": start_us/end_us missing or not numbers");
-    }
-    l.file = StringField(e, "file", "");
-    auto line = e.find("line");
-    if (line != e.end() && line->is_number_integer()) l.line = line->get<int>();
-    out->push_back(std::move(l));
-  }
-  return Status::Ok();
-}
 
 // ---- small helpers ----
 
@@ -896,62 +855,6 @@ bool WriteWindowsTsv(const std::string& path,
 
 }  // namespace
 
-StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string& stem) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Error("not valid JSON");
-  if (!j.is_object()) return Status::Error("not a JSON object");
-  EvalLabels l;
-  l.stem = stem;
-  l.trace = StringField(j, "trace", stem + kTraceSuffix);
-  const std::string label = StringField(j, "trace_label", "");
-  if (label != "clean" && label != "anti-pattern") {
-    return Status::Error("\"trace_label\" is neither \"clean\" nor \"anti-pattern\"");
-  }
-  l.anti_pattern = label == "anti-pattern";
-  l.source = StringField(j, "source", "simulated");
-  l.task = StringField(j, "task", "");
-  l.workload_group = StringField(j, "workload_group", l.task);
-  l.hardware = StringField(j, "hardware", "");
-  l.split = StringField(j, "split", "test");
-  if (j.contains("time_lost_us_per_step") && j["time_lost_us_per_step"].is_number()) {
-    l.time_lost_us_per_step = j["time_lost_us_per_step"].get<double>();
-  }
-  if (j.contains("run_us_per_step") && j["run_us_per_step"].is_number()) {
-    l.run_us_per_step = j["run_us_per_step"].get<double>();
-  }
-  Status s = ParseIntervals(j, "labels", &l.labels);
-  if (!s.ok()) return s;
-  s = ParseIntervals(j, "pre_existing", &l.pre_existing);
-  if (!s.ok()) return s;
-  if (j.contains("pre_existing_codes") && j["pre_existing_codes"].is_array()) {
-    for (const auto& c : j["pre_existing_codes"]) {
-      if (c.is_string()) l.pre_existing_codes.push_back(c.get<std::string>());
-    }
-  }
-  return l;
-}
-
-std::vector<std::string> ListLabelFiles(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (EndsWith(name, kLabelsSuffix)) out.push_back(name);
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-StatusOr<EvalLabels> ReadEvalLabels(const std::string& label_dir, const std::string& file) {
-  std::ifstream in(label_dir + "/" + file, std::ios::binary);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  if (!in) return Status::Error("unreadable");
-  return ParseEvalLabels(buf.str(), file.substr(0, file.size() - std::strlen(kLabelsSuffix)));
-}
-
 StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(const std::string& name, uint64_t seed,
                                                      std::shared_ptr<const WindowModel> model) {
   if (name == "rules") return std::unique_ptr<EvalMethod>(new RulesMethod());
@@ -1141,15 +1044,23 @@ nlohmann::json CostJson(const CostAccuracy& acc) {
           {"trace_auc", IntervalJson(acc.auc)}};
 }
 
-int RunEvalCommand(const std::vector<std::string>& args) {
-  const auto started = std::chrono::steady_clock::now();
+namespace {
+
+// ---- RunEvalCommand's stages: parsing, methods, loading, scoring, reporting ----
+
+// What the command line asks for.
+struct EvalRequest {
   RunInfo info;
-  info.split = "all";
   std::string methods_arg = "rules,clustering,zscore,random";
-  EvalModelOptions model_options;
   bool use_llm = false;      // `--llm`: adds the "llm" method (rules with LLM-drafted categories)
   bool windows_tsv = false;  // `--windows-tsv`: every window's scores into OUT/windows.tsv
   SharedFlags shared;        // --model, --device, --llm-*
+};
+
+// Parses |args| into |req|; returns 0, or the exit code of a usage error (already printed).
+int ParseEvalArgs(const std::vector<std::string>& args, EvalRequest* req) {
+  RunInfo& info = req->info;
+  info.split = "all";
   info.command_line = "ttap eval";
   for (const auto& a : args) info.command_line += " " + a;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -1157,13 +1068,13 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     const bool has_value = i + 1 < args.size();
     long long v = 0;
     if (a == "--methods" && has_value) {
-      methods_arg = args[++i];
+      req->methods_arg = args[++i];
     } else if (a == "--split" && has_value) {
       info.split = args[++i];
     } else if (a == "--out" && has_value) {
       info.out_dir = args[++i];
     } else if (a == "--windows-tsv") {
-      windows_tsv = true;
+      req->windows_tsv = true;
     } else if (a == "--bootstrap" && has_value) {
       if (!ParseInteger(args[++i], &v) || v < 0 || v > 100000) {
         return UsageError("--bootstrap needs a number of resamples (0..100000)");
@@ -1174,10 +1085,10 @@ int RunEvalCommand(const std::vector<std::string>& args) {
       info.settings.seed = static_cast<uint64_t>(v);
     } else if (a == "--with-pre-existing") {
       info.settings.with_pre_existing = true;
-    } else if (int taken = TakeSharedFlag(args, &i, &shared)) {
+    } else if (int taken = TakeSharedFlag(args, &i, &req->shared)) {
       if (taken != 1) return taken;
     } else if (a == "--llm") {
-      use_llm = true;
+      req->use_llm = true;
     } else if (!a.empty() && a[0] == '-') {
       return UsageError("eval: unknown or incomplete option '" + a + "'");
     } else if (info.dataset.empty()) {
@@ -1197,224 +1108,257 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   if (info.split != "seen" && info.split != "unseen" && info.split != "all") {
     return UsageError("--split is seen, unseen or all");
   }
+  return 0;
+}
+
+// The methods under evaluation, and the learned scorer they share with the workload groups it
+// was trained or validated on.
+struct EvalMethods {
   std::vector<std::unique_ptr<EvalMethod>> methods;
   std::shared_ptr<const WindowModel> model;
   std::set<std::string> trained_groups;
-  {
-    std::stringstream ss(methods_arg);
-    std::string name;
-    std::set<std::string> seen_names;
-    while (std::getline(ss, name, ',')) {
-      if (name.empty() || !seen_names.insert(name).second) continue;
-      if ((name == "model" || name == "fused") && !model) {
-        model_options.path = shared.model_path;
-        model_options.device = shared.device;
-        if (model_options.path.empty()) model_options.path = WindowModel::DefaultPath();
-        auto opened = WindowModel::Open(model_options.path, model_options.device, 2);
-        if (!opened.ok()) {
-          std::fprintf(stderr, "ttap: error: eval: %s\n", opened.status().message().c_str());
-          return 2;
-        }
-        model = std::shared_ptr<const WindowModel>(std::move(opened.value()));
-        info.model =
-            model->path() + " (" + model->device() + ", score parts " + model->score_parts() + ")";
-        try {
-          const auto on = nlohmann::json::parse(model->trained_on());
-          for (const auto& g : on.value("groups", nlohmann::json::array())) {
-            trained_groups.insert(g.get<std::string>());
-          }
-          info.model_trained_on = on;
-        } catch (const std::exception&) {
-          std::fprintf(stderr, "ttap: error: eval: %s does not say what it was trained on\n",
-                       model->path().c_str());
-          return 2;
-        }
-      }
-      auto m = MakeEvalMethod(name, info.settings.seed, model);
-      if (!m.ok()) {
-        std::fprintf(stderr, "ttap: error: eval: %s\n", m.status().message().c_str());
+};
+
+// Makes the methods |req| names (opening the learned scorer once when one needs it); returns 0
+// or an exit code (the error printed).
+int MakeMethods(EvalRequest* req, EvalMethods* out) {
+  RunInfo& info = req->info;
+  std::stringstream ss(req->methods_arg);
+  std::string name;
+  std::set<std::string> seen_names;
+  while (std::getline(ss, name, ',')) {
+    if (name.empty() || !seen_names.insert(name).second) continue;
+    if ((name == "model" || name == "fused") && !out->model) {
+      EvalModelOptions model_options;
+      model_options.path = req->shared.model_path;
+      model_options.device = req->shared.device;
+      if (model_options.path.empty()) model_options.path = WindowModel::DefaultPath();
+      auto opened = WindowModel::Open(model_options.path, model_options.device, 2);
+      if (!opened.ok()) {
+        std::fprintf(stderr, "ttap: error: eval: %s\n", opened.status().message().c_str());
         return 2;
       }
-      info.methods.push_back(name);
-      methods.push_back(std::move(m.value()));
+      out->model = std::shared_ptr<const WindowModel>(std::move(opened.value()));
+      const WindowModel& model = *out->model;
+      info.model =
+          model.path() + " (" + model.device() + ", score parts " + model.score_parts() + ")";
+      try {
+        const auto on = nlohmann::json::parse(model.trained_on());
+        for (const auto& g : on.value("groups", nlohmann::json::array())) {
+          out->trained_groups.insert(g.get<std::string>());
+        }
+        info.model_trained_on = on;
+      } catch (const std::exception&) {
+        std::fprintf(stderr, "ttap: error: eval: %s does not say what it was trained on\n",
+                     model.path().c_str());
+        return 2;
+      }
     }
+    auto m = MakeEvalMethod(name, info.settings.seed, out->model);
+    if (!m.ok()) {
+      std::fprintf(stderr, "ttap: error: eval: %s\n", m.status().message().c_str());
+      return 2;
+    }
+    info.methods.push_back(name);
+    out->methods.push_back(std::move(m.value()));
   }
-  if (use_llm) {
-    auto resolved = llm::ResolveLlmSettings(LlmConfig{}, shared.llm);
+  if (req->use_llm) {
+    auto resolved = llm::ResolveLlmSettings(LlmConfig{}, req->shared.llm);
     if (!resolved.ok()) return UsageError(resolved.status().message());
     info.methods.push_back("llm");
-    methods.push_back(std::make_unique<LlmMethod>(resolved.value()));
+    out->methods.push_back(std::make_unique<LlmMethod>(resolved.value()));
   }
-  if (methods.empty()) return UsageError("--methods needs at least one method");
-  while (info.dataset.size() > 1 && info.dataset.back() == '/') info.dataset.pop_back();
-  if (!IsDirectory(info.dataset)) {
-    std::fprintf(stderr, "ttap: error: eval: %s is not a directory\n", info.dataset.c_str());
+  if (out->methods.empty()) return UsageError("--methods needs at least one method");
+  return 0;
+}
+
+// The dataset's traces by role: fitted on (train), tuned on (val), evaluated.
+struct EvalDataset {
+  std::vector<EvalTrace> traces;
+  std::vector<bool> is_train, is_val;
+  std::vector<const EvalTrace*> train, val, evaluated;
+  std::vector<bool> train_clean;
+};
+
+// Reads the labels files and keeps the traces the methods and the split need; returns 0 or an
+// exit code (the error printed).
+int SelectTraces(const EvalMethods& em, RunInfo* info, EvalDataset* data) {
+  while (info->dataset.size() > 1 && info->dataset.back() == '/') info->dataset.pop_back();
+  if (!IsDirectory(info->dataset)) {
+    std::fprintf(stderr, "ttap: error: eval: %s is not a directory\n", info->dataset.c_str());
     return 2;
   }
-  const std::string label_dir = info.dataset + "/labels";
+  const std::string label_dir = info->dataset + "/labels";
   const std::vector<std::string> label_files = ListLabelFiles(label_dir);
-  info.label_files = static_cast<int>(label_files.size());
+  info->label_files = static_cast<int>(label_files.size());
   if (label_files.empty()) {
     std::fprintf(stderr, "ttap: error: eval: no label files (%s/*%s)\n", label_dir.c_str(),
                  kLabelsSuffix);
     return 2;
   }
-  if (info.out_dir.empty()) info.out_dir = info.dataset + "/eval";
+  if (info->out_dir.empty()) info->out_dir = info->dataset + "/eval";
 
   // Which traces to load: the evaluated splits, and the train split when a method is fitted.
   bool need_train = false, need_val = false;
-  for (const auto& m : methods) {
+  for (const auto& m : em.methods) {
     need_train |= m->NeedsFit();
     need_val |= m->NeedsValidation();
   }
-  std::vector<EvalTrace> traces;
-  std::vector<bool> is_train, is_val;
   std::set<std::string> refused_groups;
   for (const std::string& file : label_files) {
     auto labels = ReadEvalLabels(label_dir, file);
     if (!labels.ok()) {
-      ++info.unreadable_labels;
-      info.failures.push_back({"labels/" + file, labels.status().message()});
+      ++info->unreadable_labels;
+      info->failures.push_back({"labels/" + file, labels.status().message()});
       std::fprintf(stderr, "ttap: warning: eval: %s/%s: %s; skipped\n", label_dir.c_str(),
                    file.c_str(), labels.status().message().c_str());
       continue;
     }
     const std::string split = labels->split;
-    const bool evaluated =
-        (split == "test" && info.split != "unseen") || (split == "unseen" && info.split != "seen");
+    const bool evaluated = (split == "test" && info->split != "unseen") ||
+                           (split == "unseen" && info->split != "seen");
     if (split == "train") {
       if (!need_train) continue;
     } else if (split == "val") {
       if (!need_val || !labels->pre_existing.empty()) {
-        ++info.skipped_val;
+        ++info->skipped_val;
         continue;
       }
     } else if (!evaluated) {
-      if (split != "test" && split != "unseen") ++info.skipped_other;
+      if (split != "test" && split != "unseen") ++info->skipped_other;
       continue;
-    } else if (!labels->pre_existing.empty() && !info.settings.with_pre_existing) {
-      ++info.excluded_pre_existing;
+    } else if (!labels->pre_existing.empty() && !info->settings.with_pre_existing) {
+      ++info->excluded_pre_existing;
       continue;
     }
-    if (evaluated && trained_groups.count(labels->workload_group)) {
+    if (evaluated && em.trained_groups.count(labels->workload_group)) {
       refused_groups.insert(labels->workload_group);
     }
     EvalTrace t;
     t.labels = std::move(labels.value());
-    t.path = info.dataset + "/" + t.labels.trace;
-    is_train.push_back(split == "train");
-    is_val.push_back(split == "val");
-    traces.push_back(std::move(t));
+    t.path = info->dataset + "/" + t.labels.trace;
+    data->is_train.push_back(split == "train");
+    data->is_val.push_back(split == "val");
+    data->traces.push_back(std::move(t));
   }
-
   if (!refused_groups.empty()) {
     std::string list;
     for (const std::string& g : refused_groups) list += " " + g;
     std::fprintf(stderr,
                  "ttap: error: eval: the model %s was trained or validated on workload groups that "
                  "split %s contains:%s; refusing to report on them\n",
-                 model ? model->path().c_str() : "", info.split.c_str(), list.c_str());
+                 em.model ? em.model->path().c_str() : "", info->split.c_str(), list.c_str());
     return 2;
   }
-  // Load (two workers, one parse thread each): keep windows, features and the outputs of the
-  // methods that read the trace.
+  return 0;
+}
+
+// Loads the selected traces (two workers, one parse thread each), keeping windows, features and
+// the outputs of the methods that read the trace; sorts them into train, val and evaluated.
+// Returns 0 or an exit code (the error printed).
+int LoadTraces(const EvalMethods& em, RunInfo* info, EvalDataset* data) {
+  std::vector<EvalTrace>& traces = data->traces;
+  const auto& methods = em.methods;
   std::vector<std::string> load_errors(traces.size());
-  std::atomic<size_t> next{0}, done{0};
+  std::atomic<size_t> done{0};
   std::mutex progress_mu;
-  const size_t workers =
-      std::min<size_t>({2, traces.size(), std::max(1u, std::thread::hardware_concurrency())});
-  auto work = [&] {
-    for (size_t k; (k = next.fetch_add(1)) < traces.size();) {
-      EvalTrace& et = traces[k];
-      LoadOptions lo;
-      lo.threads = 1;
-      lo.window_count = kWindows;
-      auto loaded = LoadTrace(et.path, lo);
-      if (!loaded.ok()) {
-        load_errors[k] = loaded.status().message();
-      } else {
-        const Trace& trace = **loaded;
-        for (const Window& w : trace.windows) et.windows.emplace_back(w.start_ns, w.end_ns);
-        et.features = WindowFeatures(trace);
-        et.trace_outputs.resize(methods.size());
-        for (size_t m = 0; m < methods.size(); ++m) {
-          const bool wanted = is_val[k] ? methods[m]->NeedsValidation() : !is_train[k];
-          if (wanted && methods[m]->ReadsTraces()) {
-            et.trace_outputs[m] = methods[m]->AnalyseTrace(trace);
-          }
+  ParallelFor(traces.size(), std::min<size_t>(2, HardwareThreads()), [&](size_t k) {
+    EvalTrace& et = traces[k];
+    LoadOptions lo;
+    lo.threads = 1;
+    lo.window_count = kWindows;
+    auto loaded = LoadTrace(et.path, lo);
+    if (!loaded.ok()) {
+      load_errors[k] = loaded.status().message();
+    } else {
+      const Trace& trace = **loaded;
+      for (const Window& w : trace.windows) et.windows.emplace_back(w.start_ns, w.end_ns);
+      et.features = WindowFeatures(trace);
+      et.trace_outputs.resize(methods.size());
+      for (size_t m = 0; m < methods.size(); ++m) {
+        const bool wanted = data->is_val[k] ? methods[m]->NeedsValidation() : !data->is_train[k];
+        if (wanted && methods[m]->ReadsTraces()) {
+          et.trace_outputs[m] = methods[m]->AnalyseTrace(trace);
         }
       }
-      const size_t n = done.fetch_add(1) + 1;
-      if (n % 50 == 0 || n == traces.size()) {
-        std::lock_guard<std::mutex> lock(progress_mu);
-        std::fprintf(stderr, "ttap eval: loaded %zu/%zu traces\n", n, traces.size());
-      }
     }
-  };
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+    const size_t n = done.fetch_add(1) + 1;
+    if (n % 50 == 0 || n == traces.size()) {
+      std::lock_guard<std::mutex> lock(progress_mu);
+      std::fprintf(stderr, "ttap eval: loaded %zu/%zu traces\n", n, traces.size());
+    }
+  });
 
-  std::vector<const EvalTrace*> train, evaluated, val;
-  std::vector<bool> train_clean;
   for (size_t k = 0; k < traces.size(); ++k) {
     if (!load_errors[k].empty()) {
-      ++info.failed_to_load;
-      info.failures.push_back({traces[k].labels.trace, load_errors[k]});
+      ++info->failed_to_load;
+      info->failures.push_back({traces[k].labels.trace, load_errors[k]});
       std::fprintf(stderr, "ttap: warning: eval: %s; skipped\n", load_errors[k].c_str());
       continue;
     }
-    if (is_val[k]) {
-      val.push_back(&traces[k]);
-    } else if (is_train[k]) {
-      train.push_back(&traces[k]);
+    if (data->is_val[k]) {
+      data->val.push_back(&traces[k]);
+    } else if (data->is_train[k]) {
+      data->train.push_back(&traces[k]);
       // A trace whose base already had anti-patterns is never clean.
       const bool clean = !traces[k].labels.anti_pattern && traces[k].labels.pre_existing.empty();
-      train_clean.push_back(clean);
-      info.train_clean += clean ? 1 : 0;
-      info.train_windows += static_cast<int>(traces[k].windows.size());
+      data->train_clean.push_back(clean);
+      info->train_clean += clean ? 1 : 0;
+      info->train_windows += static_cast<int>(traces[k].windows.size());
     } else {
-      evaluated.push_back(&traces[k]);
+      data->evaluated.push_back(&traces[k]);
     }
   }
-  info.train_traces = static_cast<int>(train.size());
-  if (evaluated.empty()) {
+  info->train_traces = static_cast<int>(data->train.size());
+  if (data->evaluated.empty()) {
     std::fprintf(stderr,
                  "ttap: error: eval: no usable traces to evaluate in %s (split %s: %d label files, "
                  "%d failed to load, %d excluded for pre-existing anti-patterns)\n",
-                 info.dataset.c_str(), info.split.c_str(), info.label_files, info.failed_to_load,
-                 info.excluded_pre_existing);
+                 info->dataset.c_str(), info->split.c_str(), info->label_files,
+                 info->failed_to_load, info->excluded_pre_existing);
     return 2;
   }
+  return 0;
+}
 
+// Fits the methods that need the train split and tunes those that need val; returns each
+// method's error ("" when it has scores).
+std::vector<std::string> FitAndTune(const EvalMethods& em, const EvalDataset& data, RunInfo* info) {
+  const auto& methods = em.methods;
   std::vector<std::string> fit_errors(methods.size());
   for (size_t m = 0; m < methods.size(); ++m) {
     if (!methods[m]->NeedsFit()) continue;
-    Status s = methods[m]->Fit(train, train_clean);
+    Status s = methods[m]->Fit(data.train, data.train_clean);
     if (!s.ok()) {
       fit_errors[m] = s.message();
-      info.fit_errors[methods[m]->Name()] = s.message();
+      info->fit_errors[methods[m]->Name()] = s.message();
     }
   }
-
   for (size_t m = 0; m < methods.size(); ++m) {
     if (!methods[m]->NeedsValidation()) continue;
-    Status s = methods[m]->Tune(val, m);
+    Status s = methods[m]->Tune(data.val, m);
     if (!s.ok()) {
       fit_errors[m] = s.message();
-      info.fit_errors[methods[m]->Name()] = s.message();
+      info->fit_errors[methods[m]->Name()] = s.message();
     }
-    if (!methods[m]->Note().empty()) info.notes[methods[m]->Name()] = methods[m]->Note();
+    if (!methods[m]->Note().empty()) info->notes[methods[m]->Name()] = methods[m]->Note();
   }
+  return fit_errors;
+}
 
+// The report's sections (seen, unseen, overall, the no-rule and zero-shot families), each with
+// every method measured on it: (section, method) pairs on two threads (the window bootstrap
+// dominates).
+std::vector<Section> ScoreSections(const EvalMethods& em, const EvalDataset& data,
+                                   const std::vector<std::string>& fit_errors,
+                                   const RunInfo& info) {
   std::vector<Section> sections;
   auto add_section = [&](const std::string& name, const std::string& description, bool take_test,
                          bool take_unseen) {
     Section s;
     s.name = name;
     s.description = description;
-    for (const EvalTrace* t : evaluated) {
+    for (const EvalTrace* t : data.evaluated) {
       if ((take_test && t->labels.split == "test") || (take_unseen && t->labels.split == "unseen"))
         s.traces.push_back(t);
     }
@@ -1433,7 +1377,7 @@ int RunEvalCommand(const std::vector<std::string>& args) {
     s.name = name;
     s.description = description;
     int with_family = 0;
-    for (const EvalTrace* t : evaluated) {
+    for (const EvalTrace* t : data.evaluated) {
       bool only = !t->labels.labels.empty();
       for (const EvalLabel& l : t->labels.labels) {
         only = only && (zero_shot_only ? l.family == "unseen" : l.family != "catalogue");
@@ -1453,30 +1397,30 @@ int RunEvalCommand(const std::vector<std::string>& args) {
                      "in no train or val group",
                      true);
 
-  // Metrics: (section, method) pairs on two threads (the window bootstrap dominates).
   std::vector<std::pair<size_t, size_t>> jobs;
   for (size_t s = 0; s < sections.size(); ++s) {
-    sections[s].methods.resize(methods.size());
-    for (size_t m = 0; m < methods.size(); ++m) jobs.emplace_back(s, m);
+    sections[s].methods.resize(em.methods.size());
+    for (size_t m = 0; m < em.methods.size(); ++m) jobs.emplace_back(s, m);
   }
-  std::atomic<size_t> next_job{0};
-  auto measure = [&] {
-    for (size_t k; (k = next_job.fetch_add(1)) < jobs.size();) {
-      const auto [s, m] = jobs[k];
-      sections[s].methods[m] = Measure(sections[s], *methods[m], m, fit_errors[m], info.settings);
-    }
-  };
-  pool.clear();
-  if (workers > 1) pool.emplace_back(measure);
-  measure();
-  for (auto& th : pool) th.join();
+  const size_t threads = std::min<size_t>({2, data.traces.size(), HardwareThreads()});
+  ParallelFor(jobs.size(), threads, [&](size_t k) {
+    const auto [s, m] = jobs[k];
+    sections[s].methods[m] = Measure(sections[s], *em.methods[m], m, fit_errors[m], info.settings);
+  });
+  return sections;
+}
 
-  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+// Prints the Markdown report and writes OUT/eval.md, OUT/eval.json (and OUT/windows.tsv when
+// asked); returns 0 or an exit code (the error printed).
+int WriteReports(const EvalRequest& req, const EvalMethods& em, const EvalDataset& data,
+                 const std::vector<Section>& sections) {
+  const RunInfo& info = req.info;
+  const auto& methods = em.methods;
   size_t rules_index = methods.size();
   for (size_t m = 0; m < methods.size(); ++m) {
     if (methods[m]->Name() == "rules") rules_index = m;
   }
-  const CostAccuracy cost = MeasureCost(evaluated, rules_index, info.settings);
+  const CostAccuracy cost = MeasureCost(data.evaluated, rules_index, info.settings);
   const bool report_cost = rules_index < methods.size() && cost.positives + cost.negatives > 0;
   const std::string md = Markdown(info, sections) + (report_cost ? CostMarkdown(cost) : "");
   std::cout << md;
@@ -1496,10 +1440,10 @@ int RunEvalCommand(const std::vector<std::string>& args) {
                  info.out_dir.c_str());
     return 2;
   }
-  if (windows_tsv) {
+  if (req.windows_tsv) {
     const std::string path = info.out_dir + "/windows.tsv";
-    std::vector<const EvalTrace*> all = val;
-    all.insert(all.end(), evaluated.begin(), evaluated.end());
+    std::vector<const EvalTrace*> all = data.val;
+    all.insert(all.end(), data.evaluated.begin(), data.evaluated.end());
     if (!WriteWindowsTsv(path, methods, all, info.settings.with_pre_existing)) {
       std::fprintf(stderr, "ttap: error: eval: cannot write %s\n", path.c_str());
       return 2;
@@ -1508,6 +1452,24 @@ int RunEvalCommand(const std::vector<std::string>& args) {
   std::fprintf(stderr, "ttap eval: wrote %s/eval.md and %s/eval.json (%.1f s)\n",
                info.out_dir.c_str(), info.out_dir.c_str(), info.seconds);
   return 0;
+}
+
+}  // namespace
+
+int RunEvalCommand(const std::vector<std::string>& args) {
+  const auto started = std::chrono::steady_clock::now();
+  EvalRequest req;
+  EvalMethods em;
+  EvalDataset data;
+  if (int rc = ParseEvalArgs(args, &req)) return rc;
+  if (int rc = MakeMethods(&req, &em)) return rc;
+  if (int rc = SelectTraces(em, &req.info, &data)) return rc;
+  if (int rc = LoadTraces(em, &req.info, &data)) return rc;
+  const std::vector<std::string> fit_errors = FitAndTune(em, data, &req.info);
+  const std::vector<Section> sections = ScoreSections(em, data, fit_errors, req.info);
+  req.info.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return WriteReports(req, em, data, sections);
 }
 
 }  // namespace ttap

@@ -18,41 +18,9 @@
 
 #include "analysis/status.h"
 #include "analysis/trace.h"
+#include "bench/harness/labels.h"
 
 namespace ttap {
-
-// One labelled interval, in the trace's own clock (ns).
-struct EvalLabel {
-  std::string code;
-  std::string family = "catalogue";  // "catalogue" or "unseen" (a code the rules do not know)
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-  std::string file;  // the responsible user script, "" when unknown
-  int line = 0;      // 1-based, 0 when unknown
-};
-
-// A DIR/labels/<stem>.labels.json file. Missing fields of older files get defaults: trace =
-// <stem>.pt.trace.json.gz, split = "test", workload_group = task, family = "catalogue".
-struct EvalLabels {
-  std::string stem;
-  std::string trace;          // file name relative to the dataset directory
-  bool anti_pattern = false;  // trace_label == "anti-pattern"
-  std::string source, task, workload_group, hardware, split;
-  std::vector<EvalLabel> labels;
-  std::vector<EvalLabel> pre_existing;          // anti-patterns the real base trace already had
-  std::vector<std::string> pre_existing_codes;  // their codes (also where no window is labelled)
-  // Injected real-base copies: what the injection costs per analysed step, measured by the
-  // injector's own timing (the copy minus the same copy without it), and the copy's step time.
-  // -1 when the file does not say.
-  double time_lost_us_per_step = -1;
-  double run_us_per_step = -1;
-};
-// Parses the text of a labels file; an error names what is wrong.
-StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string& stem);
-// The names of the labels files (*.labels.json) in |label_dir|, sorted.
-std::vector<std::string> ListLabelFiles(const std::string& label_dir);
-// Reads and parses |label_dir|/|file| (a name from ListLabelFiles).
-StatusOr<EvalLabels> ReadEvalLabels(const std::string& label_dir, const std::string& file);
 
 // A finding as eval sees it: code, extent and the responsible user frame.
 struct EvalFinding {

@@ -28,8 +28,10 @@
 #include <thread>
 
 #include "analysis/causal_graph.h"
+#include "analysis/parallel.h"
 #include "analysis/rules.h"
 #include "analysis/trace_loader.h"
+#include "bench/harness/labels.h"
 #include "bench/harness/trace_edit.h"
 #include "bench/harness/trace_inject.h"
 #include "bench/harness/trace_sim.h"
@@ -166,12 +168,6 @@ struct Outcome {
   TraceProfile profile;
   bool anti = false;
 };
-
-nlohmann::json Interval(const std::string& code, int64_t start_ns, int64_t end_ns) {
-  return {{"code", code},
-          {"start_us", static_cast<long long>(std::floor(static_cast<double>(start_ns) / 1000.0))},
-          {"end_us", static_cast<long long>(std::ceil(static_cast<double>(end_ns) / 1000.0))}};
-}
 
 // A label's family: "catalogue" (a rule covers it), "no-rule" (no rule covers it; it also
 // appears in the train and val groups, where training sees only the trace label) or "unseen"
@@ -382,14 +378,7 @@ class Generator {
                 GeneratedScript(b.group));
     }
     outcomes_.resize(plans_.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t k = next++; k < plans_.size(); k = next++) outcomes_[k] = Make(plans_[k]);
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
+    ParallelFor(plans_.size(), threads, [&](size_t k) { outcomes_[k] = Make(plans_[k]); });
     return 0;
   }
 
@@ -439,29 +428,22 @@ class Generator {
  private:
   Outcome Make(const Plan& p) {
     Outcome o;
-    nlohmann::json labels = nlohmann::json::array();
-    double cost_us_per_step = -1, run_us_per_step = -1;  // injected real-base copies only
-    nlohmann::json pre = nlohmann::json::array();
+    EvalLabels doc;  // the labels file (bench/harness/labels.h)
     std::string json;
     ValidationReport expected;  // simulated traces must be spotless
-    nlohmann::json meta;
     if (p.simulated) {
       SimTrace sim = SimulateTrace(p.sim);
       json = std::move(sim.json);
       for (const SimLabel& l : sim.labels) {
-        labels.push_back({{"code", l.code},
-                          {"family", Family(l.code, weak_families_)},
-                          {"start_us", l.start_us},
-                          {"end_us", l.end_us},
-                          {"file", l.file},
-                          {"line", l.line}});
+        doc.labels.push_back({l.code, Family(l.code, weak_families_), l.start_us * 1000,
+                              l.end_us * 1000, l.file, l.line});
         o.codes.push_back(l.code);
       }
-      meta = {{"source", "simulated"},
-              {"task", p.sim.task},
-              {"variant", SimVariants()[p.sim.variant]},
-              {"hardware", p.sim.hardware},
-              {"training", p.sim.training}};
+      doc.source = "simulated";
+      doc.task = p.sim.task;
+      doc.variant = SimVariants()[p.sim.variant];
+      doc.hardware = p.sim.hardware;
+      doc.training = p.sim.training;
     } else {
       const Base& b = bases_[p.base];
       expected = b.report;
@@ -529,24 +511,21 @@ class Generator {
           size_t n_clean = 0, n_dirty = 0;
           const int64_t t_clean = wall(**clean, &n_clean), t_dirty = wall(**dirty, &n_dirty);
           if (n_clean == n_dirty && n_dirty > 0) {
-            cost_us_per_step = (t_dirty - t_clean) / 1000.0 / static_cast<double>(n_dirty);
-            run_us_per_step = t_dirty / 1000.0 / static_cast<double>(n_dirty);
+            doc.time_lost_us_per_step = (t_dirty - t_clean) / 1000.0 / static_cast<double>(n_dirty);
+            doc.run_us_per_step = t_dirty / 1000.0 / static_cast<double>(n_dirty);
           }
         }
       }
       for (const InjectedInterval& l : injected) {
-        nlohmann::json j = Interval(l.code, l.start_ns, l.end_ns);
-        j["family"] = "catalogue";
-        j["file"] = l.file;
-        j["line"] = l.line;
-        labels.push_back(j);
+        doc.labels.push_back({l.code, "catalogue", l.start_ns, l.end_ns, l.file, l.line});
         o.codes.push_back(l.code);
       }
-      meta = {{"source", "injected"},
-              {"task", b.name},
-              {"base", b.path},
-              {"hardware", b.hardware},
-              {"script", "scripts/" + script}};
+      doc.source = "injected";
+      doc.task = b.name;
+      doc.base = b.path;
+      doc.hardware = b.hardware;
+      doc.script = "scripts/" + script;
+      doc.pre_existing_codes.assign(b.pre_existing.begin(), b.pre_existing.end());
     }
     // Validate what we are about to write: it loads, nothing skipped, causal GPU timing.
     LoadOptions lo;
@@ -574,37 +553,22 @@ class Generator {
         for (const Finding& f : rr.findings) {
           if (!b.pre_existing.count(f.code)) continue;
           bool injected_here = false;
-          for (const auto& l : labels) {
-            injected_here = injected_here || l["code"] == f.code;
-          }
-          if (!injected_here) pre.push_back(Interval(f.code, f.start_ns, f.end_ns));
+          for (const EvalLabel& l : doc.labels) injected_here = injected_here || l.code == f.code;
+          if (!injected_here) doc.pre_existing.push_back({f.code, "", f.start_ns, f.end_ns, "", 0});
         }
       }
     }
     o.profile = ProfileTrace(t);
-    o.anti = !labels.empty();
-    nlohmann::json doc = meta;
-    doc["trace"] = p.stem + ".pt.trace.json.gz";
-    doc["trace_label"] = o.anti ? "anti-pattern" : "clean";
-    doc["workload_group"] = p.group;
-    doc["split"] = p.split;
-    doc["seen"] = p.split != "unseen";
-    doc["seed"] = p.seed;
-    doc["severity"] = std::round(p.severity * 1000.0) / 1000.0;
-    doc["labels"] = labels;
-    if (cost_us_per_step >= 0 || run_us_per_step >= 0) {
-      doc["time_lost_us_per_step"] = std::round(cost_us_per_step * 1000.0) / 1000.0;
-      doc["run_us_per_step"] = std::round(run_us_per_step * 1000.0) / 1000.0;
-    }
-    doc["pre_existing"] = pre;
-    if (!p.simulated) {
-      nlohmann::json codes = nlohmann::json::array();
-      for (const std::string& c : bases_[p.base].pre_existing) codes.push_back(c);
-      doc["pre_existing_codes"] = codes;
-    }
-    const std::string trace_path = out_ + "/" + p.stem + ".pt.trace.json.gz";
+    o.anti = !doc.labels.empty();
+    doc.trace = p.stem + kTraceSuffix;
+    doc.anti_pattern = o.anti;
+    doc.workload_group = p.group;
+    doc.split = p.split;
+    doc.seed = p.seed;
+    doc.severity = p.severity;
+    const std::string trace_path = out_ + "/" + p.stem + kTraceSuffix;
     if (!WriteGzip(trace_path, json) ||
-        !WriteText(out_ + "/labels/" + p.stem + ".labels.json", doc.dump(2) + "\n")) {
+        !WriteText(out_ + "/labels/" + p.stem + kLabelsSuffix, WriteLabelsFile(doc))) {
       o.ok = false;
       o.error = "cannot write " + trace_path;
       return o;

@@ -835,25 +835,4 @@ bool SimCanInject(const SimSpec& spec, const std::string& code) {
 
 SimTrace SimulateTrace(const SimSpec& spec) { return Sim(spec).Run(); }
 
-std::string LabelsToJson(const SimSpec& spec, const SimTrace& trace) {
-  std::string s = "{\n  \"trace_label\": \"";
-  s += trace.labels.empty() ? "clean" : "anti-pattern";
-  s += "\",\n  \"task\": \"" + JsonEscape(spec.task) + "\",\n  \"hardware\": \"" +
-       JsonEscape(spec.hardware) + "\",\n  \"training\": " + (spec.training ? "true" : "false") +
-       ",\n  \"seed\": " + std::to_string(spec.seed) + ",\n  \"severity\": ";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3f", spec.severity);
-  s += buf;
-  s += ",\n  \"labels\": [";
-  for (size_t i = 0; i < trace.labels.size(); ++i) {
-    const SimLabel& l = trace.labels[i];
-    s += (i ? ",\n    " : "\n    ");
-    s += "{\"code\": \"" + JsonEscape(l.code) + "\", \"start_us\": " + std::to_string(l.start_us) +
-         ", \"end_us\": " + std::to_string(l.end_us) + ", \"file\": \"" + JsonEscape(l.file) +
-         "\", \"line\": " + std::to_string(l.line) + "}";
-  }
-  s += trace.labels.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  return s;
-}
-
 }  // namespace ttap

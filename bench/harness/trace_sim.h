@@ -53,7 +53,5 @@ const std::vector<std::string>& SimUnseenFamilies();
 bool SimCanInject(const SimSpec& spec, const std::string& code);
 
 SimTrace SimulateTrace(const SimSpec& spec);
-// {"trace_label", "task", "hardware", "training", "seed", "labels": [...]}, built by hand.
-std::string LabelsToJson(const SimSpec& spec, const SimTrace& trace);
 
 }  // namespace ttap

@@ -178,43 +178,6 @@ TEST_CASE("eval refuses the train and val splits and bad input", "[eval]") {
   CHECK(RunTtap("eval '" + dir + "' --bootstrap 10").exit_code == 2);
 }
 
-TEST_CASE("labels files: new format and the defaults of old ones", "[eval]") {
-  auto full = ttap::ParseEvalLabels(R"({
-    "trace": "x.pt.trace.json.gz", "trace_label": "anti-pattern", "source": "injected",
-    "task": "base_trace", "workload_group": "real/base", "hardware": "H100", "split": "unseen",
-    "labels": [{"code": "TTX101", "family": "unseen", "start_us": 10, "end_us": 20.5,
-                "file": "train.py", "line": 52}],
-    "pre_existing": [{"code": "TTA008", "start_us": 1, "end_us": 2}]})",
-                                    "stem");
-  REQUIRE(full.ok());
-  CHECK(full->trace == "x.pt.trace.json.gz");
-  CHECK(full->anti_pattern);
-  CHECK(full->split == "unseen");
-  CHECK(full->workload_group == "real/base");
-  REQUIRE(full->labels.size() == 1);
-  CHECK(full->labels[0].family == "unseen");
-  CHECK(full->labels[0].start_ns == 10000);
-  CHECK(full->labels[0].end_ns == 20500);
-  CHECK(full->labels[0].line == 52);
-  REQUIRE(full->pre_existing.size() == 1);
-  CHECK(full->pre_existing[0].code == "TTA008");
-
-  auto old = ttap::ParseEvalLabels(
-      R"({"trace_label": "clean", "task": "classification", "hardware": "A100", "labels": []})",
-      "classification_A100_3");
-  REQUIRE(old.ok());
-  CHECK(old->trace == "classification_A100_3.pt.trace.json.gz");
-  CHECK(old->split == "test");
-  CHECK(old->workload_group == "classification");
-  CHECK_FALSE(old->anti_pattern);
-
-  CHECK_FALSE(ttap::ParseEvalLabels("{", "s").ok());
-  CHECK_FALSE(ttap::ParseEvalLabels(R"({"trace_label": "maybe"})", "s").ok());
-  CHECK_FALSE(
-      ttap::ParseEvalLabels(R"({"trace_label": "clean", "labels": [{"code": "TTA001"}]})", "s")
-          .ok());
-}
-
 TEST_CASE("eval fits baselines on the train split and excludes pre-existing traces", "[eval]") {
   const std::string dir = MakeTempDir();
   REQUIRE(RunTtap("gen --out '" + dir + "' --seed 5 --count 16").exit_code == 0);
