@@ -38,10 +38,12 @@
 #include "server/config.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
+#include "server/lsp/binder.h"
 #include "server/lsp/dir_watcher.h"
 #include "server/lsp/hover_text.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/lsp/lsp_server.h"
+#include "server/lsp/protocol.h"
 #include "server/lsp/trace_discovery.h"
 #include "server/lsp/uri.h"
 #include "server/scan.h"
@@ -71,7 +73,9 @@ inline json RangeJson(const SourceRange& r) {
 class Session {
  public:
   Session(Framer* framer, const ServerOptions& options)
-      : framer_(framer), out_(framer), options_(options) {}
+      : framer_(framer), out_(framer), options_(options) {
+    BindHandlers();
+  }
   ~Session() { StopWorkers(); }
   int Run();
 
@@ -109,21 +113,26 @@ class Session {
     std::map<size_t, std::shared_ptr<const llm::FindingDraft>> drafts;
   };
 
-  // Dispatch.
+  // Dispatch: the handlers by method, each with its params' struct (protocol.h).
+  void BindHandlers();
   void Handle(const json& msg);
-  void HandleRequest(const std::string& method, const json& params, Reply reply,
-                     const std::shared_ptr<std::atomic<bool>>& cancelled);
   void ForgetRequest(const std::string& key);
-  void HandleNotification(const std::string& method, const json& params);
+  void OnCancelRequest(const proto::CancelParams& params);
   // Lifecycle and settings.
-  void OnInitialize(const json& params, Reply reply);
-  void OnInitialized();
+  void OnInitialize(const proto::InitializeParams& params, Reply reply);
+  void OnInitialized(const NoParams&);
+  void OnShutdown(const NoParams&, Reply reply);
+  void OnSync(const NoParams&, Reply reply);  // tests: waits until queued analysis is published
+  void OnDidChangeConfiguration(const proto::DidChangeConfigurationParams& params);
+  void OnDidChangeWatchedFiles(const proto::DidChangeWatchedFilesParams& params);
+  void OnDidChangeWorkspaceFolders(const proto::DidChangeWorkspaceFoldersParams& params);
+  // ttap's settings (the editor's "ttap" section; their own schema, read as JSON).
   void ApplySettings(const json& settings);
   void PullConfiguration();
   // Documents.
-  void OnDidOpen(const json& params);
-  void OnDidChange(const json& params);
-  void OnDidClose(const json& params);
+  void OnDidOpen(const proto::DidOpenTextDocumentParams& params);
+  void OnDidChange(const proto::DidChangeTextDocumentParams& params);
+  void OnDidClose(const proto::DidCloseTextDocumentParams& params);
   // The file as the editor has it (or as on disk); |version| gets the buffer's version (-1 on
   // disk). Parses incrementally from the buffer's previous parse.
   std::shared_ptr<const PythonSource> SourceFor(const std::string& path,
@@ -168,7 +177,8 @@ class Session {
   // is gone: never both, since editors show the two in the same output channel.
   void ClientLog(const std::string& message) {
     if (!out_.alive()) return Log(message);
-    out_.Notify("window/logMessage", {{"type", 4}, {"message", "ttap: " + message}});
+    out_.Notify("window/logMessage",
+                proto::LogMessageParams{proto::MessageType::kLog, "ttap: " + message});
   }
   // Diagnostics.
   json DiagnosticsFor(const std::string& path);
@@ -180,8 +190,7 @@ class Session {
   void OnCodeAction(const json& params, Reply reply);
   void OnCodeActionResolve(const json& params, Reply reply);
   void OnCodeLens(const json& params, Reply reply);
-  void OnExecuteCommand(const json& params, Reply reply,
-                        const std::shared_ptr<std::atomic<bool>>& cancelled);
+  void OnExecuteCommand(const json& params, Reply reply, const CancelFlag& cancelled);
   void OnDocumentDiagnostic(const json& params, Reply reply);
   void OnWorkspaceDiagnostic(const json& params, Reply reply);
   std::string HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf);
@@ -209,6 +218,7 @@ class Session {
   Framer* framer_;
   Outbox out_;
   ServerOptions options_;
+  Binder binder_;
 
   // The request thread: requests and notifications other than document edits run there in the
   // order they arrived; the reader thread only decodes, applies document edits and cancels.
