@@ -137,7 +137,7 @@ void Session::QueuePublish(const std::string& uri) {
     // Parsed first, so the version published is the one the ranges were computed on.
     if (has_findings) SourceFor(path, &version);
     out_.Notify("textDocument/publishDiagnostics",
-                {{"uri", uri}, {"version", version}, {"diagnostics", DiagnosticsFor(path)}});
+                proto::PublishDiagnosticsParams{uri, version, DiagnosticsFor(path)});
   });
 }
 

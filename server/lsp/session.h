@@ -181,7 +181,7 @@ class Session {
                 proto::LogMessageParams{proto::MessageType::kLog, "ttap: " + message});
   }
   // Diagnostics.
-  json DiagnosticsFor(const std::string& path);
+  std::vector<proto::Diagnostic> DiagnosticsFor(const std::string& path);
   // A copy of the findings placed in |path| (their lines move with edits under snap_mu_).
   std::vector<Placed> PlacedIn(const Snapshot& snap, const std::string& path);
   void PublishAll();
@@ -191,8 +191,8 @@ class Session {
   void OnCodeActionResolve(const json& params, Reply reply);
   void OnCodeLens(const json& params, Reply reply);
   void OnExecuteCommand(const json& params, Reply reply, const CancelFlag& cancelled);
-  void OnDocumentDiagnostic(const json& params, Reply reply);
-  void OnWorkspaceDiagnostic(const json& params, Reply reply);
+  void OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params, Reply reply);
+  void OnWorkspaceDiagnostic(const proto::WorkspaceDiagnosticParams& params, Reply reply);
   std::string HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf);
   // HoverMarkdown cached per finding.
   std::string HoverOf(Snapshot& snap, size_t finding);
