@@ -186,7 +186,7 @@ class Session {
   std::vector<Placed> PlacedIn(const Snapshot& snap, const std::string& path);
   void PublishAll();
   // Features.
-  void OnHover(const json& params, Reply reply);
+  void OnHover(const proto::HoverParams& params, Reply reply);
   void OnCodeAction(const json& params, Reply reply);
   void OnCodeActionResolve(const json& params, Reply reply);
   void OnCodeLens(const json& params, Reply reply);
