@@ -187,8 +187,8 @@ class Session {
   void PublishAll();
   // Features.
   void OnHover(const proto::HoverParams& params, Reply reply);
-  void OnCodeAction(const json& params, Reply reply);
-  void OnCodeActionResolve(const json& params, Reply reply);
+  void OnCodeAction(const proto::CodeActionParams& params, Reply reply);
+  void OnCodeActionResolve(const proto::CodeActionResolveParams& params, Reply reply);
   void OnCodeLens(const json& params, Reply reply);
   void OnExecuteCommand(const json& params, Reply reply, const CancelFlag& cancelled);
   void OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params, Reply reply);
@@ -205,15 +205,19 @@ class Session {
   bool RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
                SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
                bool* stale);
-  json FixesFor(const std::string& uri, const std::string& path, const Placed& p,
-                const LocatedFinding& lf, const json& diagnostic, bool with_edits);
-  // {"changes": {uri: [...]}}: |edits| of |src| in the client's position encoding.
-  json WorkspaceEditJson(const std::string& uri, const PythonSource& src,
-                         const std::vector<TextEdit>& edits) const;
+  // The finding's quick fixes (for |diagnostic| when given), with their edits or the data
+  // codeAction/resolve computes them from.
+  std::vector<proto::CodeAction> FixesFor(const std::string& uri, const std::string& path,
+                                          const Placed& p, const LocatedFinding& lf,
+                                          const std::optional<proto::Diagnostic>& diagnostic,
+                                          bool with_edits);
+  // |edits| of |src| in the client's position encoding.
+  proto::WorkspaceEdit WorkspaceEditOf(const std::string& uri, const PythonSource& src,
+                                       const std::vector<TextEdit>& edits) const;
   // The finding's LLM-drafted fix as a code action, when it still applies to |src|.
   void AddDraftedFix(const std::string& uri, const Placed& p, const LocatedFinding& lf,
-                     const PythonSource& src, const json& diagnostic, bool with_edits,
-                     json* actions);
+                     const PythonSource& src, const std::optional<proto::Diagnostic>& diagnostic,
+                     bool with_edits, std::vector<proto::CodeAction>* actions);
 
   Framer* framer_;
   Outbox out_;
