@@ -63,13 +63,6 @@ inline int64_t MtimeNs(const std::string& path, int64_t* size = nullptr) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
-inline json PositionJson(const SourcePosition& p) {
-  return {{"line", p.line}, {"character", p.character}};
-}
-inline json RangeJson(const SourceRange& r) {
-  return {{"start", PositionJson(r.start)}, {"end", PositionJson(r.end)}};
-}
-
 class Session {
  public:
   Session(Framer* framer, const ServerOptions& options)
@@ -189,8 +182,9 @@ class Session {
   void OnHover(const proto::HoverParams& params, Reply reply);
   void OnCodeAction(const proto::CodeActionParams& params, Reply reply);
   void OnCodeActionResolve(const proto::CodeActionResolveParams& params, Reply reply);
-  void OnCodeLens(const json& params, Reply reply);
-  void OnExecuteCommand(const json& params, Reply reply, const CancelFlag& cancelled);
+  void OnCodeLens(const proto::CodeLensParams& params, Reply reply);
+  void OnExecuteCommand(const proto::ExecuteCommandParams& params, Reply reply,
+                        const CancelFlag& cancelled);
   void OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params, Reply reply);
   void OnWorkspaceDiagnostic(const proto::WorkspaceDiagnosticParams& params, Reply reply);
   std::string HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf);
