@@ -199,8 +199,10 @@ bool FromJson(const json& j, DiagnosticSeverity* out, const JsonPath& path) {
 }
 
 void to_json(json& j, DiagnosticTag t) { j = static_cast<int>(t); }
+// Tags added to the spec later are kept as their numbers (a code action's context can carry other
+// servers' diagnostics).
 bool FromJson(const json& j, DiagnosticTag* out, const JsonPath& path) {
-  return EnumFromJson(j, out, 1, 2, path);
+  return EnumFromJson(j, out, 1, INT_MAX, path);
 }
 
 void to_json(json& j, const CodeDescription& c) { j = {{"href", c.href}}; }

@@ -80,10 +80,14 @@ TEST_CASE("protocol: a diagnostic omits what it does not have", "[lsp][protocol]
   Diagnostic back;
   REQUIRE(ReadAs(full, &back) == "");
   CHECK(json(back) == full);
-  // The spec allows integer codes.
+  // Another server's diagnostic in a code action's context: an integer code, a newer tag.
   full["code"] = 42;
+  full["tags"] = {1, 9};
   REQUIRE(ReadAs(full, &back) == "");
   CHECK(back.code == "42");
+  CHECK(json(back)["tags"] == json::array({1, 9}));
+  full["severity"] = 5;
+  CHECK(ReadAs(full, &back) == "params.severity: expected 1 to 4");
 }
 
 TEST_CASE("protocol: replies are written as the server always wrote them", "[lsp][protocol]") {
