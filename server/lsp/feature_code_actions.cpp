@@ -6,18 +6,35 @@ namespace ttap::lsp {
 
 // ---- Code actions ----
 
-json Session::WorkspaceEditJson(const std::string& uri, const PythonSource& src,
-                                const std::vector<TextEdit>& edits) const {
-  json lsp_edits = json::array();
-  for (const TextEdit& e : edits)
-    lsp_edits.push_back(
-        {{"range", RangeJson(src.ToRange(e.range, encoding_))}, {"newText", e.new_text}});
-  return {{"changes", {{uri, lsp_edits}}}};
+namespace {
+
+// A quick fix, for |diagnostic| when there is one; its edit (or data to resolve it) comes after.
+proto::CodeAction QuickFixAction(std::string title, bool preferred,
+                                 const std::optional<proto::Diagnostic>& diagnostic) {
+  proto::CodeAction action;
+  action.title = std::move(title);
+  action.kind = proto::code_action_kind::kQuickFix;
+  action.isPreferred = preferred;
+  if (diagnostic) action.diagnostics = std::vector<proto::Diagnostic>{*diagnostic};
+  return action;
 }
 
-json Session::FixesFor(const std::string& uri, const std::string& path, const Placed& p,
-                       const LocatedFinding& lf, const json& diagnostic, bool with_edits) {
-  json actions = json::array();
+}  // namespace
+
+proto::WorkspaceEdit Session::WorkspaceEditOf(const std::string& uri, const PythonSource& src,
+                                              const std::vector<TextEdit>& edits) const {
+  proto::WorkspaceEdit edit;
+  auto& lsp_edits = edit.changes[uri];
+  for (const TextEdit& e : edits)
+    lsp_edits.push_back({proto::Range::From(src.ToRange(e.range, encoding_)), e.new_text});
+  return edit;
+}
+
+std::vector<proto::CodeAction> Session::FixesFor(const std::string& uri, const std::string& path,
+                                                 const Placed& p, const LocatedFinding& lf,
+                                                 const std::optional<proto::Diagnostic>& diagnostic,
+                                                 bool with_edits) {
+  std::vector<proto::CodeAction> actions;
   auto src = SourceFor(path);
   if (!src) return actions;
   AddDraftedFix(uri, p, lf, *src, diagnostic, with_edits, &actions);
@@ -37,15 +54,13 @@ json Session::FixesFor(const std::string& uri, const std::string& path, const Pl
     ClientLog("no mechanical fix for " + lf.finding.code + ": " + fixes.status().message());
     return actions;
   }
-  json mechanical = json::array();
+  std::vector<proto::CodeAction> mechanical;
   for (const QuickFix& fx : *fixes) {
-    json action = {{"title", fx.title}, {"kind", "quickfix"}, {"isPreferred", fx.preferred}};
-    if (!diagnostic.is_null()) action["diagnostics"] = json::array({diagnostic});
-    if (with_edits) {
-      action["edit"] = WorkspaceEditJson(uri, *src, fx.edits);
-    } else {
-      action["data"] = {{"uri", uri}, {"finding", p.finding}, {"title", fx.title}};
-    }
+    proto::CodeAction action = QuickFixAction(fx.title, fx.preferred, diagnostic);
+    if (with_edits)
+      action.edit = WorkspaceEditOf(uri, *src, fx.edits);
+    else
+      action.data = json(proto::CodeActionData{uri, p.finding, fx.title});
     mechanical.push_back(std::move(action));
   }
   // The catalogue's fixes first, the drafted one after them.
@@ -54,8 +69,9 @@ json Session::FixesFor(const std::string& uri, const std::string& path, const Pl
 }
 
 void Session::AddDraftedFix(const std::string& uri, const Placed& p, const LocatedFinding& lf,
-                            const PythonSource& src, const json& diagnostic, bool with_edits,
-                            json* actions) {
+                            const PythonSource& src,
+                            const std::optional<proto::Diagnostic>& diagnostic, bool with_edits,
+                            std::vector<proto::CodeAction>* actions) {
   std::shared_ptr<const llm::FindingDraft> d;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
@@ -83,25 +99,19 @@ void Session::AddDraftedFix(const std::string& uri, const Placed& p, const Locat
   }
   const std::string title =
       "Apply the fix drafted by " + d->draft.model + ": " + d->draft.fix->description;
-  json action = {{"title", title}, {"kind", "quickfix"}, {"isPreferred", false}};
-  if (!diagnostic.is_null()) action["diagnostics"] = json::array({diagnostic});
-  if (with_edits) {
-    action["edit"] = WorkspaceEditJson(uri, src, *edits);
-  } else {
-    action["data"] = {{"uri", uri}, {"finding", p.finding}, {"title", title}};
-  }
+  proto::CodeAction action = QuickFixAction(title, false, diagnostic);
+  if (with_edits)
+    action.edit = WorkspaceEditOf(uri, src, *edits);
+  else
+    action.data = json(proto::CodeActionData{uri, p.finding, title});
   actions->push_back(std::move(action));
 }
 
-void Session::OnCodeAction(const json& params, Reply reply) {
-  const std::string uri = params.at("textDocument").at("uri");
+void Session::OnCodeAction(const proto::CodeActionParams& params, Reply reply) {
+  const std::string& uri = params.textDocument.uri;
   const std::string path = UriToPath(uri);
-  const json& range = params.at("range");
-  int first = range.at("start").at("line"), last = range.at("end").at("line");
-  std::vector<std::string> only;
-  if (params.contains("context") && params["context"].contains("only")) {
-    for (const auto& k : params["context"]["only"]) only.push_back(k);
-  }
+  const int first = params.range.start.line, last = params.range.end.line;
+  const std::vector<std::string> only = params.context.only.value_or(std::vector<std::string>());
   auto wants = [&](const std::string& kind) {
     if (only.empty()) return true;
     for (const auto& o : only)
@@ -113,13 +123,13 @@ void Session::OnCodeAction(const json& params, Reply reply) {
     std::lock_guard<std::mutex> lock(snap_mu_);
     snap = snapshot_;
   }
-  json actions = json::array();
+  std::vector<proto::CodeAction> actions;
   if (!snap) return reply->Result(actions);
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return reply->Result(actions);
-  json all_edits = json::array();
+  std::vector<proto::TextEdit> all_edits;
   std::set<std::pair<std::string, int>> suppress_offered;  // (code, line)
-  json suppressions = json::array();                       // after every fix
+  std::vector<proto::CodeAction> suppressions;             // after every fix
   for (const Placed& p : PlacedIn(*snap, path)) {
     const LocatedFinding& lf = snap->scan->findings[p.finding];
     SourceRange r;
@@ -127,43 +137,45 @@ void Session::OnCodeAction(const json& params, Reply reply) {
     bool stale;
     std::shared_ptr<const PythonSource> src;
     if (!RangeOf(path, p, lf, &r, &b, &src, &stale) || stale) continue;
-    if (wants("quickfix") && r.start.line <= last && r.end.line >= first) {
-      json diag = {{"range", RangeJson(r)},
-                   {"code", lf.finding.code},
-                   {"source", "ttap"},
-                   {"message", lf.finding.name + ": " + lf.finding.message}};
-      for (auto& a : FixesFor(uri, path, p, lf, diag, !resolve_code_actions_)) actions.push_back(a);
+    if (wants(proto::code_action_kind::kQuickFix) && r.start.line <= last && r.end.line >= first) {
+      proto::Diagnostic diag;
+      diag.range = proto::Range::From(r);
+      diag.code = lf.finding.code;
+      diag.source = "ttap";
+      diag.message = lf.finding.name + ": " + lf.finding.message;
+      for (auto& a : FixesFor(uri, path, p, lf, diag, !resolve_code_actions_))
+        actions.push_back(std::move(a));
       if (suppress_offered.insert({lf.finding.code, r.start.line}).second) {
-        suppressions.push_back(
-            {{"title", "Suppress " + lf.finding.code + " on this line (# ttap: ignore)"},
-             {"kind", "quickfix"},
-             {"isPreferred", false},
-             {"diagnostics", json::array({diag})},
-             {"edit", WorkspaceEditJson(uri, *src,
-                                        {SuppressionEdit(*src, r.start.line, lf.finding.code)})}});
+        proto::CodeAction suppress = QuickFixAction(
+            "Suppress " + lf.finding.code + " on this line (# ttap: ignore)", false, diag);
+        suppress.edit =
+            WorkspaceEditOf(uri, *src, {SuppressionEdit(*src, r.start.line, lf.finding.code)});
+        suppressions.push_back(std::move(suppress));
       }
     }
-    if (wants("source.fixAll.ttap") && !only.empty()) {
-      for (auto& a : FixesFor(uri, path, p, lf, nullptr, true)) {
-        if (a.value("isPreferred", false))
-          for (auto& e : a["edit"]["changes"][uri]) all_edits.push_back(e);
+    if (wants(proto::code_action_kind::kSourceFixAllTtap) && !only.empty()) {
+      for (auto& a : FixesFor(uri, path, p, lf, std::nullopt, true)) {
+        if (a.isPreferred.value_or(false) && a.edit)
+          for (auto& e : a.edit->changes[uri]) all_edits.push_back(std::move(e));
       }
     }
   }
   for (auto& a : suppressions) actions.push_back(std::move(a));
   if (!all_edits.empty()) {
-    actions.push_back({{"title", "ttap: apply every safe fix in this file"},
-                       {"kind", "source.fixAll.ttap"},
-                       {"edit", {{"changes", {{uri, all_edits}}}}}});
+    proto::CodeAction fix_all;
+    fix_all.title = "ttap: apply every safe fix in this file";
+    fix_all.kind = proto::code_action_kind::kSourceFixAllTtap;
+    fix_all.edit = proto::WorkspaceEdit{{{uri, std::move(all_edits)}}};
+    actions.push_back(std::move(fix_all));
   }
   reply->Result(actions);
 }
 
-void Session::OnCodeActionResolve(const json& action, Reply reply) {
-  json resolved = action;
-  if (!action.contains("data")) return reply->Result(resolved);
-  const std::string uri = action["data"].at("uri");
-  size_t index = action["data"].at("finding");
+void Session::OnCodeActionResolve(const proto::CodeActionResolveParams& params, Reply reply) {
+  json resolved = params.action;
+  if (!params.data) return reply->Result(resolved);
+  const std::string& uri = params.data->uri;
+  const size_t index = params.data->finding;
   std::shared_ptr<Snapshot> snap;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
@@ -176,9 +188,9 @@ void Session::OnCodeActionResolve(const json& action, Reply reply) {
   if (it == snap->by_file.end()) return reply->Error(kContentModified, "the analysis changed");
   for (const Placed& p : PlacedIn(*snap, path)) {
     if (p.finding != index) continue;
-    for (auto& a : FixesFor(uri, path, p, snap->scan->findings[index], nullptr, true)) {
-      if (a["title"] == action["data"].value("title", "")) {
-        resolved["edit"] = a["edit"];
+    for (auto& a : FixesFor(uri, path, p, snap->scan->findings[index], std::nullopt, true)) {
+      if (a.title == params.data->title && a.edit) {
+        resolved["edit"] = *a.edit;
         return reply->Result(resolved);
       }
     }

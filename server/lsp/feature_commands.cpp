@@ -6,14 +6,14 @@ namespace ttap::lsp {
 
 // ---- Code lens and commands ----
 
-void Session::OnCodeLens(const json& params, Reply reply) {
-  const std::string path = UriToPath(params.at("textDocument").at("uri"));
+void Session::OnCodeLens(const proto::CodeLensParams& params, Reply reply) {
+  const std::string path = UriToPath(params.textDocument.uri);
   std::shared_ptr<Snapshot> snap;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
     snap = snapshot_;
   }
-  json lenses = json::array();
+  std::vector<proto::CodeLens> lenses;
   auto src = SourceFor(path);
   if (!snap || !src) return reply->Result(lenses);
   auto it = snap->by_file.find(path);
@@ -41,8 +41,8 @@ void Session::OnCodeLens(const json& params, Reply reply) {
     char title[128];
     std::snprintf(title, sizeof(title), "ttap: %s of the step lost here · %.1f ms/step",
                   FormatPercent(std::min(1.0, acc.first)).c_str(), acc.second);
-    lenses.push_back({{"range", RangeJson({pos, pos})},
-                      {"command", {{"title", title}, {"command", "ttap.showTraceSummary"}}}});
+    lenses.push_back({proto::Range::From({pos, pos}),
+                      proto::Command{title, "ttap.showTraceSummary", std::nullopt}});
   }
   reply->Result(lenses);
 }
@@ -62,9 +62,9 @@ std::string Session::SummaryMarkdown(const std::atomic<bool>* cancel) {
   return md;
 }
 
-void Session::OnExecuteCommand(const json& params, Reply reply,
-                               const std::shared_ptr<std::atomic<bool>>& cancelled) {
-  const std::string cmd = params.at("command");
+void Session::OnExecuteCommand(const proto::ExecuteCommandParams& params, Reply reply,
+                               const CancelFlag& cancelled) {
+  const std::string& cmd = params.command;
   if (cmd == "ttap.rescan" || cmd == "ttap.server.rescan") {
     RequestAnalysis(true);
     return reply->Result(nullptr);
@@ -80,7 +80,9 @@ void Session::OnExecuteCommand(const json& params, Reply reply,
       if (cancelled->load()) {
         reply->Error(kRequestCancelled, "cancelled");
       } else {
-        if (show) out_.Notify("window/showMessage", {{"type", 3}, {"message", md}});
+        if (show)
+          out_.Notify("window/showMessage",
+                      proto::ShowMessageParams{proto::MessageType::kInfo, md});
         reply->Result({{"markdown", md}});
       }
       ForgetRequest(key);

@@ -8,18 +8,18 @@ namespace ttap::lsp {
 
 namespace {
 
-int LspSeverity(Severity s) {
+proto::DiagnosticSeverity LspSeverity(Severity s) {
   switch (s) {
     case Severity::kError:
-      return 1;
+      return proto::DiagnosticSeverity::kError;
     case Severity::kWarning:
-      return 2;
+      return proto::DiagnosticSeverity::kWarning;
     case Severity::kInfo:
-      return 3;
+      return proto::DiagnosticSeverity::kInformation;
     case Severity::kHint:
-      return 4;
+      return proto::DiagnosticSeverity::kHint;
   }
-  return 3;
+  return proto::DiagnosticSeverity::kInformation;
 }
 
 }  // namespace
@@ -49,13 +49,13 @@ std::vector<Session::Placed> Session::PlacedIn(const Snapshot& snap, const std::
   return it == snap.by_file.end() ? std::vector<Placed>() : it->second;
 }
 
-json Session::DiagnosticsFor(const std::string& path) {
+std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) {
   std::shared_ptr<Snapshot> snap;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
     snap = snapshot_;
   }
-  json diags = json::array();
+  std::vector<proto::Diagnostic> diags;
   if (!snap) return diags;
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return diags;
@@ -75,44 +75,41 @@ json Session::DiagnosticsFor(const std::string& path) {
       ++slot->second.second;
       continue;
     }
-    json d = {{"range", RangeJson(r)},
-              {"severity", LspSeverity(f.severity)},
-              {"code", f.code},
-              {"source", "ttap"},
-              {"message",
-               f.name + ": " + f.message +
-                   (stale ? " (source changed since the trace; this location may be stale)" : "") +
-                   (lf.located_by_shape
-                        ? " (placed by code shape: the trace has no Python stacks; record with "
-                          "with_stack=True for exact lines)"
-                        : "")}};
-    if (code_description_) d["codeDescription"] = {{"href", RuleDocsUrl(f.code, f.name)}};
+    proto::Diagnostic d;
+    d.range = proto::Range::From(r);
+    d.severity = LspSeverity(f.severity);
+    d.code = f.code;
+    d.source = "ttap";
+    d.message = f.name + ": " + f.message +
+                (stale ? " (source changed since the trace; this location may be stale)" : "") +
+                (lf.located_by_shape
+                     ? " (placed by code shape: the trace has no Python stacks; record with "
+                       "with_stack=True for exact lines)"
+                     : "");
+    if (code_description_) d.codeDescription = proto::CodeDescription{RuleDocsUrl(f.code, f.name)};
     if (related_information_) {
-      json rel = json::array();
+      std::vector<proto::DiagnosticRelatedInformation> rel;
       for (size_t k = 0; k < f.frames.size() && rel.size() < 8; ++k) {
         if (static_cast<int>(k) == f.user_frame) continue;
         // A frame the trace names by a relative path (`torch/nn/modules/module.py`) has no URI:
         // "file://torch/..." would name a host.
         if (f.frames[k].file.empty() || f.frames[k].file[0] != '/') continue;
-        rel.push_back({{"location",
-                        {{"uri", PathToUri(f.frames[k].file)},
-                         {"range", RangeJson({{std::max(0, f.frames[k].line - 1), 0},
-                                              {std::max(0, f.frames[k].line - 1), 0}})}}},
-                       {"message", "called from " + f.frames[k].function + " (" + f.frames[k].file +
-                                       ":" + std::to_string(f.frames[k].line) + ")"}});
+        const proto::Position line_start{std::max(0, f.frames[k].line - 1), 0};
+        rel.push_back({{PathToUri(f.frames[k].file), {line_start, line_start}},
+                       "called from " + f.frames[k].function + " (" + f.frames[k].file + ":" +
+                           std::to_string(f.frames[k].line) + ")"});
       }
-      if (!rel.empty()) d["relatedInformation"] = rel;
+      if (!rel.empty()) d.relatedInformation = std::move(rel);
     }
     if (diagnostic_data_)
-      d["data"] = {{"finding", p.finding}, {"fix", f.fix}, {"trace", snap->trace_path}};
+      d.data = json{{"finding", p.finding}, {"fix", f.fix}, {"trace", snap->trace_path}};
     diags.push_back(std::move(d));
   }
   for (const auto& [key, slot] : shown) {
     if (slot.second == 0) continue;
-    diags[slot.first]["message"] = diags[slot.first]["message"].get<std::string>() + " (and " +
-                                   std::to_string(slot.second) + " more " + key.first + " finding" +
-                                   (slot.second > 1 ? "s" : "") +
-                                   " on this line: the hover lists each one's saving)";
+    diags[slot.first].message += " (and " + std::to_string(slot.second) + " more " + key.first +
+                                 " finding" + (slot.second > 1 ? "s" : "") +
+                                 " on this line: the hover lists each one's saving)";
   }
   return diags;
 }
@@ -134,42 +131,39 @@ void Session::PublishAll() {
   if (snap) {
     for (const auto& [path, placed] : snap->by_file) {
       now.insert(path);
-      out_.Notify("textDocument/publishDiagnostics",
-                  {{"uri", PathToUri(path)}, {"diagnostics", DiagnosticsFor(path)}});
+      out_.Notify(
+          "textDocument/publishDiagnostics",
+          proto::PublishDiagnosticsParams{PathToUri(path), std::nullopt, DiagnosticsFor(path)});
     }
   }
   // Files whose problems are gone get an empty list, so their squiggles disappear.
   for (const auto& path : published_) {
     if (!now.count(path))
       out_.Notify("textDocument/publishDiagnostics",
-                  {{"uri", PathToUri(path)}, {"diagnostics", json::array()}});
+                  proto::PublishDiagnosticsParams{PathToUri(path), std::nullopt, {}});
   }
   published_ = now;
   if (code_lens_refresh_)
     out_.Call("workspace/codeLens/refresh", nullptr, [](const json&, const json&) {});
 }
 
-void Session::OnDocumentDiagnostic(const json& params, Reply reply) {
-  std::string path = UriToPath(params.at("textDocument").at("uri"));
-  reply->Result({{"kind", "full"}, {"items", DiagnosticsFor(path)}});
+void Session::OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params, Reply reply) {
+  std::string path = UriToPath(params.textDocument.uri);
+  reply->Result(proto::FullDocumentDiagnosticReport{DiagnosticsFor(path)});
 }
 
-void Session::OnWorkspaceDiagnostic(const json& params, Reply reply) {
+void Session::OnWorkspaceDiagnostic(const proto::WorkspaceDiagnosticParams&, Reply reply) {
   std::shared_ptr<Snapshot> snap;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
     snap = snapshot_;
   }
-  json items = json::array();
+  proto::WorkspaceDiagnosticReport report;
   if (snap) {
-    for (const auto& [path, placed] : snap->by_file) {
-      items.push_back({{"uri", PathToUri(path)},
-                       {"kind", "full"},
-                       {"version", nullptr},
-                       {"items", DiagnosticsFor(path)}});
-    }
+    for (const auto& [path, placed] : snap->by_file)
+      report.items.push_back({PathToUri(path), std::nullopt, DiagnosticsFor(path)});
   }
-  reply->Result({{"items", items}});
+  reply->Result(report);
 }
 
 }  // namespace ttap::lsp

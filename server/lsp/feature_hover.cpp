@@ -88,9 +88,9 @@ std::string Session::HoverOf(Snapshot& snap, size_t finding) {
   return snap.hover_markdown.emplace(finding, std::move(md)).first->second;
 }
 
-void Session::OnHover(const json& params, Reply reply) {
-  std::string path = UriToPath(params.at("textDocument").at("uri"));
-  SourcePosition pos{params.at("position").at("line"), params.at("position").at("character")};
+void Session::OnHover(const proto::HoverParams& params, Reply reply) {
+  std::string path = UriToPath(params.textDocument.uri);
+  const SourcePosition pos = params.position.ToSource();
   std::shared_ptr<Snapshot> snap;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
@@ -100,7 +100,7 @@ void Session::OnHover(const json& params, Reply reply) {
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return reply->Result(nullptr);
   std::string md;
-  json range;
+  proto::Range range;
   // A code repeated on one line (as its diagnostic is published once) is shown in full once;
   // the others follow it as one line each.
   std::map<std::pair<std::string, int>, std::string> more;  // (code, line) -> their lines
@@ -134,17 +134,16 @@ void Session::OnHover(const json& params, Reply reply) {
             ", confidence " + conf + ")\n\n" + d->draft.explanation_markdown;
       if (d->draft.fix) md += "\n\nDrafted fix: " + d->draft.fix->description + " (code action)";
     }
-    range = RangeJson(r);
+    range = proto::Range::From(r);
   }
   for (const auto& [key, lines] : more) {
     if (!lines.empty()) md += "\n\n---\n\nAlso " + key.first + " on this line:\n\n" + lines;
   }
   if (md.empty()) return reply->Result(nullptr);
-  if (!hover_markdown_) {
-    return reply->Result({{"contents", {{"kind", "plaintext"}, {"value", MarkdownToPlainText(md)}}},
-                          {"range", range}});
-  }
-  reply->Result({{"contents", {{"kind", "markdown"}, {"value", md}}}, {"range", range}});
+  proto::MarkupContent contents{proto::MarkupKind::kMarkdown, std::move(md)};
+  if (!hover_markdown_)
+    contents = {proto::MarkupKind::kPlainText, MarkdownToPlainText(contents.value)};
+  reply->Result(proto::Hover{std::move(contents), range});
 }
 
 }  // namespace ttap::lsp

@@ -137,7 +137,7 @@ void Session::QueuePublish(const std::string& uri) {
     // Parsed first, so the version published is the one the ranges were computed on.
     if (has_findings) SourceFor(path, &version);
     out_.Notify("textDocument/publishDiagnostics",
-                {{"uri", uri}, {"version", version}, {"diagnostics", DiagnosticsFor(path)}});
+                proto::PublishDiagnosticsParams{uri, version, DiagnosticsFor(path)});
   });
 }
 
@@ -175,11 +175,7 @@ void Session::Handle(const json& msg) {
     if (method == "initialize") {  // on the reader: what it negotiates, the reader uses
       if (state_ != State::kUninitialized)
         return reply->Error(kInvalidRequest, "already initialized");
-      try {
-        OnInitialize(params, reply);
-      } catch (const json::exception& e) {
-        reply->Error(kInvalidParams, method + ": " + e.what());
-      }
+      binder_.CallRequest(method, params, reply, nullptr);
       return;
     }
     if (method == "shutdown") state_ = State::kShutdown;  // answered in order, below
@@ -194,7 +190,8 @@ void Session::Handle(const json& msg) {
         reply->Error(kRequestCancelled, "cancelled");
       } else {
         try {
-          HandleRequest(method, params, reply, cancelled);
+          if (!binder_.CallRequest(method, params, reply, cancelled))
+            reply->Error(kMethodNotFound, "unknown method " + method);
         } catch (const json::exception& e) {
           reply->Error(kInvalidParams, method + ": " + e.what());
         } catch (const std::exception& e) {  // a bug, not the client's: answered, logged
@@ -211,29 +208,52 @@ void Session::Handle(const json& msg) {
     return;
   }
   if (state_ == State::kUninitialized) return;  // notifications before initialize are dropped
-  if (method == "$/cancelRequest") {
-    if (!params.is_object() || !params.contains("id")) return;
-    const std::string key = params["id"].dump();
-    std::lock_guard<std::mutex> lock(requests_mu_);
-    auto it = requests_.find(key);
-    if (it != requests_.end()) it->second->store(true);
-    return;
-  }
-  // Document edits are applied here, in order, so a request that follows sees them; they are
-  // cheap (the parse waits until something needs the tree).
-  const bool document = method == "textDocument/didOpen" || method == "textDocument/didChange" ||
-                        method == "textDocument/didClose";
+  // Cancellations and document edits are applied here, in order, so a request that follows sees
+  // them; they are cheap (the parse waits until something needs the tree).
+  const bool here = method == "$/cancelRequest" || method == "textDocument/didOpen" ||
+                    method == "textDocument/didChange" || method == "textDocument/didClose";
   auto run = [this, method, params] {
     try {
-      HandleNotification(method, params);
+      const std::string error = binder_.CallNotification(method, params);
+      if (!error.empty()) Log(method + ": bad params: " + error);
     } catch (const std::exception& e) {
-      Log(method + ": bad params: " + e.what());
+      Log(method + ": " + e.what());
     }
   };
-  if (document)
+  // Unknown notifications are ignored, as the spec asks ($/ ones silently).
+  if (here)
     run();
   else
     Enqueue(run);
+}
+
+void Session::BindHandlers() {
+  binder_.Request("initialize", this, &Session::OnInitialize);
+  binder_.Request("shutdown", this, &Session::OnShutdown);
+  binder_.Request("textDocument/hover", this, &Session::OnHover);
+  binder_.Request("textDocument/codeAction", this, &Session::OnCodeAction);
+  binder_.Request("codeAction/resolve", this, &Session::OnCodeActionResolve);
+  binder_.Request("textDocument/codeLens", this, &Session::OnCodeLens);
+  binder_.Request("workspace/executeCommand", this, &Session::OnExecuteCommand);
+  binder_.Request("textDocument/diagnostic", this, &Session::OnDocumentDiagnostic);
+  binder_.Request("workspace/diagnostic", this, &Session::OnWorkspaceDiagnostic);
+  binder_.Request("$/sync", this, &Session::OnSync);
+  binder_.Notification("$/cancelRequest", this, &Session::OnCancelRequest);
+  binder_.Notification("initialized", this, &Session::OnInitialized);
+  binder_.Notification("textDocument/didOpen", this, &Session::OnDidOpen);
+  binder_.Notification("textDocument/didChange", this, &Session::OnDidChange);
+  binder_.Notification("textDocument/didClose", this, &Session::OnDidClose);
+  binder_.Notification("workspace/didChangeConfiguration", this,
+                       &Session::OnDidChangeConfiguration);
+  binder_.Notification("workspace/didChangeWatchedFiles", this, &Session::OnDidChangeWatchedFiles);
+  binder_.Notification("workspace/didChangeWorkspaceFolders", this,
+                       &Session::OnDidChangeWorkspaceFolders);
+}
+
+void Session::OnCancelRequest(const proto::CancelParams& params) {
+  std::lock_guard<std::mutex> lock(requests_mu_);
+  auto it = requests_.find(params.id.dump());
+  if (it != requests_.end()) it->second->store(true);
 }
 
 void Session::ForgetRequest(const std::string& key) {
@@ -241,160 +261,111 @@ void Session::ForgetRequest(const std::string& key) {
   requests_.erase(key);
 }
 
-void Session::HandleRequest(const std::string& method, const json& params, Reply reply,
-                            const std::shared_ptr<std::atomic<bool>>& cancelled) {
-  if (method == "shutdown") {
-    StopWorkers();
-    return reply->Result(nullptr);
-  }
-  if (method == "textDocument/hover") return OnHover(params, reply);
-  if (method == "textDocument/codeAction") return OnCodeAction(params, reply);
-  if (method == "codeAction/resolve") return OnCodeActionResolve(params, reply);
-  if (method == "textDocument/codeLens") return OnCodeLens(params, reply);
-  if (method == "workspace/executeCommand") return OnExecuteCommand(params, reply, cancelled);
-  if (method == "textDocument/diagnostic") return OnDocumentDiagnostic(params, reply);
-  if (method == "workspace/diagnostic") return OnWorkspaceDiagnostic(params, reply);
-  if (method == "$/sync") {  // tests: wait until queued analysis is published
-    for (int i = 0; i < 6000; ++i) {
-      {
-        std::lock_guard<std::mutex> lock(work_mu_);
-        if (!work_pending_ && !current_cancel_) break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return reply->Result(nullptr);
-  }
-  reply->Error(kMethodNotFound, "unknown method " + method);
+void Session::OnShutdown(const NoParams&, Reply reply) {
+  StopWorkers();
+  reply->Result(nullptr);
 }
 
-void Session::HandleNotification(const std::string& method, const json& params) {
-  if (method == "initialized") return OnInitialized();
-  if (method == "textDocument/didOpen") return OnDidOpen(params);
-  if (method == "textDocument/didChange") return OnDidChange(params);
-  if (method == "textDocument/didClose") return OnDidClose(params);
-  if (method == "textDocument/didSave") return;
-  if (method == "workspace/didChangeConfiguration") {
-    if (params.contains("settings") && params["settings"].is_object() &&
-        params["settings"].contains("ttap")) {
-      ApplySettings(params["settings"]["ttap"]);
-      RequestAnalysis(true);
-    } else if (workspace_configuration_) {
-      PullConfiguration();
-    }
-    return;
-  }
-  if (method == "workspace/didChangeWatchedFiles") {
-    // Python files keep the cached workspace index current; traces trigger an analysis.
-    bool trace_changed = false;
-    for (const auto& change : params.value("changes", json::array())) {
-      std::string path = UriToPath(change.value("uri", ""));
-      int type = change.value("type", 0);  // 1 created, 2 changed, 3 deleted
-      if (path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0) {
-        std::lock_guard<std::mutex> lock(index_mu_);
-        if (index_ && type == 1) index_->AddFile(path);
-        if (index_ && type == 3) index_->RemoveFile(path);
-      } else {
-        trace_changed = true;
-      }
-    }
-    if (trace_changed) RequestAnalysis(false);
-    return;
-  }
-  if (method == "workspace/didChangeWorkspaceFolders") {
-    const json& ev = params.at("event");
+void Session::OnSync(const NoParams&, Reply reply) {
+  for (int i = 0; i < 6000; ++i) {
     {
-      std::lock_guard<std::mutex> lock(settings_mu_);
-      for (const auto& f : ev.value("removed", json::array())) {
-        std::string p = UriToPath(f.value("uri", ""));
-        roots_.erase(std::remove(roots_.begin(), roots_.end(), p), roots_.end());
-      }
-      for (const auto& f : ev.value("added", json::array()))
-        roots_.push_back(UriToPath(f.value("uri", "")));
+      std::lock_guard<std::mutex> lock(work_mu_);
+      if (!work_pending_ && !current_cancel_) break;
     }
-    RequestAnalysis(true);
-    return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (method == "$/setTrace" || method == "$/progress") return;
-  // Unknown notifications are ignored, as the spec asks ($/ ones silently).
+  reply->Result(nullptr);
+}
+
+void Session::OnDidChangeConfiguration(const proto::DidChangeConfigurationParams& params) {
+  if (params.settings && params.settings->is_object() && params.settings->contains("ttap")) {
+    ApplySettings((*params.settings)["ttap"]);
+    RequestAnalysis(true);
+  } else if (workspace_configuration_) {
+    PullConfiguration();
+  }
+}
+
+void Session::OnDidChangeWatchedFiles(const proto::DidChangeWatchedFilesParams& params) {
+  // Python files keep the cached workspace index current; traces trigger an analysis.
+  bool trace_changed = false;
+  for (const proto::FileEvent& change : params.changes) {
+    std::string path = UriToPath(change.uri);
+    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0) {
+      std::lock_guard<std::mutex> lock(index_mu_);
+      if (index_ && change.type == proto::FileChangeType::kCreated) index_->AddFile(path);
+      if (index_ && change.type == proto::FileChangeType::kDeleted) index_->RemoveFile(path);
+    } else {
+      trace_changed = true;
+    }
+  }
+  if (trace_changed) RequestAnalysis(false);
+}
+
+void Session::OnDidChangeWorkspaceFolders(const proto::DidChangeWorkspaceFoldersParams& params) {
+  {
+    std::lock_guard<std::mutex> lock(settings_mu_);
+    for (const auto& f : params.event.removed) {
+      std::string p = UriToPath(f.uri);
+      roots_.erase(std::remove(roots_.begin(), roots_.end(), p), roots_.end());
+    }
+    for (const auto& f : params.event.added) roots_.push_back(UriToPath(f.uri));
+  }
+  RequestAnalysis(true);
 }
 
 // ---- Lifecycle ----
 
-void Session::OnInitialize(const json& params, Reply reply) {
-  const json caps = params.value("capabilities", json::object());
-  if (params.contains("processId") && params["processId"].is_number_integer())
-    client_pid_ = params["processId"].get<int64_t>();
-  auto flag = [&](std::initializer_list<const char*> path) {
-    const json* j = &caps;
-    for (const char* k : path) {
-      if (!j->is_object() || !j->contains(k)) return false;
-      j = &(*j)[k];
-    }
-    return j->is_boolean() ? j->get<bool>() : !j->is_null();
-  };
-  const json general = caps.value("general", json::object());
-  for (const auto& e : general.value("positionEncodings", json::array())) {
+void Session::OnInitialize(const proto::InitializeParams& params, Reply reply) {
+  const proto::ClientCapabilities& caps = params.capabilities;
+  if (params.processId) client_pid_ = *params.processId;
+  for (const auto& e : caps.positionEncodings) {
     if (e == "utf-8") {
       encoding_ = PositionEncoding::kUtf8;
       encoding_name_ = "utf-8";
       break;
     }
   }
-  pull_diagnostics_ = flag({"textDocument", "diagnostic"});
-  diagnostic_refresh_ = flag({"workspace", "diagnostics", "refreshSupport"});
-  related_information_ =
-      flag({"textDocument", "publishDiagnostics", "relatedInformation"}) || pull_diagnostics_;
-  code_description_ =
-      flag({"textDocument", "publishDiagnostics", "codeDescriptionSupport"}) || pull_diagnostics_;
-  diagnostic_data_ =
-      flag({"textDocument", "publishDiagnostics", "dataSupport"}) || pull_diagnostics_;
-  resolve_code_actions_ = false;
-  if (caps.contains("textDocument") && caps["textDocument"].contains("codeAction")) {
-    for (const auto& p : caps["textDocument"]["codeAction"]
-                             .value("resolveSupport", json::object())
-                             .value("properties", json::array())) {
-      if (p == "edit") resolve_code_actions_ = true;
-    }
-  }
-  workspace_configuration_ = flag({"workspace", "configuration"});
+  pull_diagnostics_ = caps.diagnosticPull;
+  diagnostic_refresh_ = caps.diagnosticRefresh;
+  related_information_ = caps.relatedInformation || pull_diagnostics_;
+  code_description_ = caps.codeDescriptionSupport || pull_diagnostics_;
+  diagnostic_data_ = caps.dataSupport || pull_diagnostics_;
+  const auto& resolvable = caps.codeActionResolveProperties;
+  resolve_code_actions_ = std::count(resolvable.begin(), resolvable.end(), "edit") > 0;
+  workspace_configuration_ = caps.workspaceConfiguration;
   // The client's preferred hover format comes first; markdown unless plaintext is preferred.
-  if (caps.contains("textDocument") && caps["textDocument"].is_object() &&
-      caps["textDocument"].contains("hover") && caps["textDocument"]["hover"].is_object()) {
-    const json formats = caps["textDocument"]["hover"].value("contentFormat", json::array());
-    if (formats.is_array() && !formats.empty() && formats[0] == "plaintext")
-      hover_markdown_ = false;
-  }
-  watch_registration_ = flag({"workspace", "didChangeWatchedFiles", "dynamicRegistration"});
-  work_done_progress_ = flag({"window", "workDoneProgress"});
-  code_lens_refresh_ = flag({"workspace", "codeLens", "refreshSupport"});
+  if (!caps.hoverContentFormat.empty() && caps.hoverContentFormat[0] == "plaintext")
+    hover_markdown_ = false;
+  watch_registration_ = caps.watchedFilesDynamicRegistration;
+  work_done_progress_ = caps.workDoneProgress;
+  code_lens_refresh_ = caps.codeLensRefresh;
 
   {
     std::lock_guard<std::mutex> lock(settings_mu_);
-    for (const auto& f : params.value("workspaceFolders", json::array())) {
-      if (f.is_object()) roots_.push_back(UriToPath(f.value("uri", "")));
-    }
-    if (roots_.empty() && params.contains("rootUri") && params["rootUri"].is_string()) {
-      roots_.push_back(UriToPath(params["rootUri"]));
-    }
-    if (roots_.empty() && params.contains("rootPath") && params["rootPath"].is_string()) {
-      roots_.push_back(params["rootPath"]);
-    }
+    for (const auto& f : params.workspaceFolders) roots_.push_back(UriToPath(f.uri));
+    if (roots_.empty() && params.rootUri) roots_.push_back(UriToPath(*params.rootUri));
+    if (roots_.empty() && params.rootPath) roots_.push_back(*params.rootPath);
     roots_.erase(std::remove(roots_.begin(), roots_.end(), std::string()), roots_.end());
     if (!roots_.empty()) {
       auto c = FindConfig(roots_[0]);
       if (c.ok()) config_ = *c;
     }
   }
-  if (params.contains("initializationOptions") && params["initializationOptions"].is_object()) {
-    const json& o = params["initializationOptions"];
+  if (params.initializationOptions && params.initializationOptions->is_object()) {
+    const json& o = *params.initializationOptions;
     ApplySettings(o.contains("ttap") ? o["ttap"] : o);
   }
   json capabilities = {
       {"positionEncoding", encoding_name_},
-      {"textDocumentSync", {{"openClose", true}, {"change", 2}, {"save", false}}},
+      {"textDocumentSync",
+       {{"openClose", true},
+        {"change", proto::TextDocumentSyncKind::kIncremental},
+        {"save", false}}},
       {"hoverProvider", true},
       {"codeActionProvider",
-       {{"codeActionKinds", {"quickfix", "source.fixAll.ttap"}},
+       {{"codeActionKinds",
+         {proto::code_action_kind::kQuickFix, proto::code_action_kind::kSourceFixAllTtap}},
         {"resolveProvider", resolve_code_actions_}}},
       {"codeLensProvider", {{"resolveProvider", false}}},
       // Ids of their own: vscode-languageclient registers every listed id as an editor command,
@@ -485,23 +456,22 @@ void Session::ApplySettings(const json& s) {
 }
 
 void Session::PullConfiguration() {
-  out_.Call("workspace/configuration", {{"items", {{{"section", "ttap"}}}}},
+  out_.Call("workspace/configuration",
+            proto::ConfigurationParams{{proto::ConfigurationItem{"ttap"}}},
             [this](const json& result, const json& error) {
               if (error.is_null() && result.is_array() && !result.empty()) ApplySettings(result[0]);
               RequestAnalysis(true);
             });
 }
 
-void Session::OnInitialized() {
+void Session::OnInitialized(const NoParams&) {
   if (watch_registration_) {
-    json watchers = json::array();
-    for (const auto& g : config_.trace_globs) watchers.push_back({{"globPattern", g}});
-    watchers.push_back({{"globPattern", "**/*.py"}, {"kind", 5}});  // create + delete
-    out_.Call("client/registerCapability",
-              {{"registrations",
-                {{{"id", "ttap-traces"},
-                  {"method", "workspace/didChangeWatchedFiles"},
-                  {"registerOptions", {{"watchers", watchers}}}}}}},
+    std::vector<proto::FileSystemWatcher> watchers;
+    for (const auto& g : config_.trace_globs) watchers.push_back({g, std::nullopt});
+    watchers.push_back({"**/*.py", proto::kWatchCreate | proto::kWatchDelete});
+    proto::Registration traces{"ttap-traces", "workspace/didChangeWatchedFiles",
+                               json{{"watchers", watchers}}};
+    out_.Call("client/registerCapability", proto::RegistrationParams{{traces}},
               [](const json&, const json&) {});
   }
   StartWorkers();
@@ -513,38 +483,37 @@ void Session::OnInitialized() {
 
 // ---- Documents ----
 
-void Session::OnDidOpen(const json& params) {
-  const json& td = params.at("textDocument");
+void Session::OnDidOpen(const proto::DidOpenTextDocumentParams& params) {
+  const proto::TextDocumentItem& td = params.textDocument;
   Document d;
-  d.path = UriToPath(td.at("uri"));
-  d.version = td.value("version", 0);
-  d.text = td.at("text");
-  const std::string uri = td.at("uri");
+  d.path = UriToPath(td.uri);
+  d.version = td.version.value_or(0);
+  d.text = td.text;
   {
     std::lock_guard<std::mutex> lock(docs_mu_);
-    docs_[uri] = std::move(d);
+    docs_[td.uri] = std::move(d);
   }
-  QueuePublish(uri);
+  QueuePublish(td.uri);
 }
 
-void Session::OnDidChange(const json& params) {
-  const json& td = params.at("textDocument");
+void Session::OnDidChange(const proto::DidChangeTextDocumentParams& params) {
+  const proto::VersionedTextDocumentIdentifier& td = params.textDocument;
   std::unique_lock<std::mutex> docs_lock(docs_mu_);
-  auto it = docs_.find(td.at("uri"));
+  auto it = docs_.find(td.uri);
   if (it == docs_.end()) return;
   Document& d = it->second;
-  for (const auto& change : params.at("contentChanges")) {
-    if (!change.contains("range")) {
-      d.text = change.at("text");
+  for (const proto::TextDocumentContentChangeEvent& change : params.contentChanges) {
+    const std::string& text = change.text;
+    if (!change.range) {
+      d.text = text;
       d.parsed.reset();  // parsed afresh
       d.edits_since_parse.clear();
       continue;
     }
-    SourcePosition a{change["range"]["start"]["line"], change["range"]["start"]["character"]};
-    SourcePosition b{change["range"]["end"]["line"], change["range"]["end"]["character"]};
+    SourcePosition a = change.range->start.ToSource();
+    SourcePosition b = change.range->end.ToSource();
     uint32_t ba = ByteOffsetInText(d.text, a, encoding_);
     uint32_t bb = std::max(ba, ByteOffsetInText(d.text, b, encoding_));
-    const std::string text = change.at("text");
     if (d.parsed) d.edits_since_parse.push_back(DescribeEdit(d.text, ba, bb, text));
     d.text.replace(ba, bb - ba, text);
     // Findings below the edit move with their lines.
@@ -564,15 +533,14 @@ void Session::OnDidChange(const json& params) {
       }
     }
   }
-  d.version = td.value("version", d.version + 1);
+  d.version = td.version.value_or(d.version + 1);
   docs_lock.unlock();
-  QueuePublish(td.at("uri"));
+  QueuePublish(td.uri);
 }
 
-void Session::OnDidClose(const json& params) {
-  const json& td = params.at("textDocument");
+void Session::OnDidClose(const proto::DidCloseTextDocumentParams& params) {
   std::lock_guard<std::mutex> lock(docs_mu_);
-  auto it = docs_.find(td.at("uri"));
+  auto it = docs_.find(params.textDocument.uri);
   if (it == docs_.end()) return;
   sources_.Forget(it->second.path);
   docs_.erase(it);

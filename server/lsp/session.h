@@ -38,10 +38,12 @@
 #include "server/config.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
+#include "server/lsp/binder.h"
 #include "server/lsp/dir_watcher.h"
 #include "server/lsp/hover_text.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/lsp/lsp_server.h"
+#include "server/lsp/protocol.h"
 #include "server/lsp/trace_discovery.h"
 #include "server/lsp/uri.h"
 #include "server/scan.h"
@@ -61,17 +63,12 @@ inline int64_t MtimeNs(const std::string& path, int64_t* size = nullptr) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
-inline json PositionJson(const SourcePosition& p) {
-  return {{"line", p.line}, {"character", p.character}};
-}
-inline json RangeJson(const SourceRange& r) {
-  return {{"start", PositionJson(r.start)}, {"end", PositionJson(r.end)}};
-}
-
 class Session {
  public:
   Session(Framer* framer, const ServerOptions& options)
-      : framer_(framer), out_(framer), options_(options) {}
+      : framer_(framer), out_(framer), options_(options) {
+    BindHandlers();
+  }
   ~Session() { StopWorkers(); }
   int Run();
 
@@ -109,21 +106,26 @@ class Session {
     std::map<size_t, std::shared_ptr<const llm::FindingDraft>> drafts;
   };
 
-  // Dispatch.
+  // Dispatch: the handlers by method, each with its params' struct (protocol.h).
+  void BindHandlers();
   void Handle(const json& msg);
-  void HandleRequest(const std::string& method, const json& params, Reply reply,
-                     const std::shared_ptr<std::atomic<bool>>& cancelled);
   void ForgetRequest(const std::string& key);
-  void HandleNotification(const std::string& method, const json& params);
+  void OnCancelRequest(const proto::CancelParams& params);
   // Lifecycle and settings.
-  void OnInitialize(const json& params, Reply reply);
-  void OnInitialized();
+  void OnInitialize(const proto::InitializeParams& params, Reply reply);
+  void OnInitialized(const NoParams&);
+  void OnShutdown(const NoParams&, Reply reply);
+  void OnSync(const NoParams&, Reply reply);  // tests: waits until queued analysis is published
+  void OnDidChangeConfiguration(const proto::DidChangeConfigurationParams& params);
+  void OnDidChangeWatchedFiles(const proto::DidChangeWatchedFilesParams& params);
+  void OnDidChangeWorkspaceFolders(const proto::DidChangeWorkspaceFoldersParams& params);
+  // ttap's settings (the editor's "ttap" section; their own schema, read as JSON).
   void ApplySettings(const json& settings);
   void PullConfiguration();
   // Documents.
-  void OnDidOpen(const json& params);
-  void OnDidChange(const json& params);
-  void OnDidClose(const json& params);
+  void OnDidOpen(const proto::DidOpenTextDocumentParams& params);
+  void OnDidChange(const proto::DidChangeTextDocumentParams& params);
+  void OnDidClose(const proto::DidCloseTextDocumentParams& params);
   // The file as the editor has it (or as on disk); |version| gets the buffer's version (-1 on
   // disk). Parses incrementally from the buffer's previous parse.
   std::shared_ptr<const PythonSource> SourceFor(const std::string& path,
@@ -168,22 +170,23 @@ class Session {
   // is gone: never both, since editors show the two in the same output channel.
   void ClientLog(const std::string& message) {
     if (!out_.alive()) return Log(message);
-    out_.Notify("window/logMessage", {{"type", 4}, {"message", "ttap: " + message}});
+    out_.Notify("window/logMessage",
+                proto::LogMessageParams{proto::MessageType::kLog, "ttap: " + message});
   }
   // Diagnostics.
-  json DiagnosticsFor(const std::string& path);
+  std::vector<proto::Diagnostic> DiagnosticsFor(const std::string& path);
   // A copy of the findings placed in |path| (their lines move with edits under snap_mu_).
   std::vector<Placed> PlacedIn(const Snapshot& snap, const std::string& path);
   void PublishAll();
   // Features.
-  void OnHover(const json& params, Reply reply);
-  void OnCodeAction(const json& params, Reply reply);
-  void OnCodeActionResolve(const json& params, Reply reply);
-  void OnCodeLens(const json& params, Reply reply);
-  void OnExecuteCommand(const json& params, Reply reply,
-                        const std::shared_ptr<std::atomic<bool>>& cancelled);
-  void OnDocumentDiagnostic(const json& params, Reply reply);
-  void OnWorkspaceDiagnostic(const json& params, Reply reply);
+  void OnHover(const proto::HoverParams& params, Reply reply);
+  void OnCodeAction(const proto::CodeActionParams& params, Reply reply);
+  void OnCodeActionResolve(const proto::CodeActionResolveParams& params, Reply reply);
+  void OnCodeLens(const proto::CodeLensParams& params, Reply reply);
+  void OnExecuteCommand(const proto::ExecuteCommandParams& params, Reply reply,
+                        const CancelFlag& cancelled);
+  void OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params, Reply reply);
+  void OnWorkspaceDiagnostic(const proto::WorkspaceDiagnosticParams& params, Reply reply);
   std::string HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf);
   // HoverMarkdown cached per finding.
   std::string HoverOf(Snapshot& snap, size_t finding);
@@ -196,19 +199,24 @@ class Session {
   bool RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
                SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
                bool* stale);
-  json FixesFor(const std::string& uri, const std::string& path, const Placed& p,
-                const LocatedFinding& lf, const json& diagnostic, bool with_edits);
-  // {"changes": {uri: [...]}}: |edits| of |src| in the client's position encoding.
-  json WorkspaceEditJson(const std::string& uri, const PythonSource& src,
-                         const std::vector<TextEdit>& edits) const;
+  // The finding's quick fixes (for |diagnostic| when given), with their edits or the data
+  // codeAction/resolve computes them from.
+  std::vector<proto::CodeAction> FixesFor(const std::string& uri, const std::string& path,
+                                          const Placed& p, const LocatedFinding& lf,
+                                          const std::optional<proto::Diagnostic>& diagnostic,
+                                          bool with_edits);
+  // |edits| of |src| in the client's position encoding.
+  proto::WorkspaceEdit WorkspaceEditOf(const std::string& uri, const PythonSource& src,
+                                       const std::vector<TextEdit>& edits) const;
   // The finding's LLM-drafted fix as a code action, when it still applies to |src|.
   void AddDraftedFix(const std::string& uri, const Placed& p, const LocatedFinding& lf,
-                     const PythonSource& src, const json& diagnostic, bool with_edits,
-                     json* actions);
+                     const PythonSource& src, const std::optional<proto::Diagnostic>& diagnostic,
+                     bool with_edits, std::vector<proto::CodeAction>* actions);
 
   Framer* framer_;
   Outbox out_;
   ServerOptions options_;
+  Binder binder_;
 
   // The request thread: requests and notifications other than document edits run there in the
   // order they arrived; the reader thread only decodes, applies document edits and cancels.

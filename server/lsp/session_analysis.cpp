@@ -202,13 +202,13 @@ void Session::WorkerLoop() {
         told_no_trace_ = true;
         out_.Notify(
             "window/showMessage",
-            {{"type", 3},
-             {"message",
-              "ttap: no profiler trace in the workspace yet. Record one with "
-              "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
-              "with_stack=True, schedule=torch.profiler.schedule(wait=1, warmup=1, active=3), "
-              "on_trace_ready=torch.profiler.tensorboard_trace_handler(\"./log\")) and call "
-              "prof.step() each iteration; ttap picks it up automatically."}});
+            proto::ShowMessageParams{
+                proto::MessageType::kInfo,
+                "ttap: no profiler trace in the workspace yet. Record one with "
+                "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
+                "with_stack=True, schedule=torch.profiler.schedule(wait=1, warmup=1, active=3), "
+                "on_trace_ready=torch.profiler.tensorboard_trace_handler(\"./log\")) and call "
+                "prof.step() each iteration; ttap picks it up automatically."});
       }
     } else if (force || [&] {
                  std::lock_guard<std::mutex> lock(work_mu_);
@@ -308,9 +308,10 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
       last_failure_ = message;
     }
     out_.Notify("window/showMessage",
-                {{"type", 2},
-                 {"message", "ttap: cannot read " + trace + " (" + message +
-                                 "); showing the newest trace that loads until it changes"}});
+                proto::ShowMessageParams{proto::MessageType::kWarning,
+                                         "ttap: cannot read " + trace + " (" + message +
+                                             "); showing the newest trace that loads until it "
+                                             "changes"});
     if (progress)
       out_.Notify("$/progress",
                   {{"token", token}, {"value", {{"kind", "end"}, {"message", "not readable"}}}});

@@ -315,6 +315,44 @@ TEST_CASE("lsp: thousands of mutated params of every method keep the session ali
   CHECK(c.WaitExit() == 0);
 }
 
+TEST_CASE("lsp: params that do not read are answered InvalidParams once, naming the field",
+          "[lsp][reliability]") {
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  REQUIRE(c.Call("initialize", InitParams(ttap_test::MakeTempDir())).contains("result"));
+  c.Notify("initialized", json::object());
+  const json doc = {{"uri", "file:///nothing.py"}};
+  const json pos = {{"line", 0}, {"character", 0}};
+  // Before the binder, the first two were tolerated (a context that is no object was ignored, a
+  // negative line passed through); now every handler reads its params before it runs.
+  const std::vector<std::pair<std::string, json>> cases = {
+      {"textDocument/codeAction",
+       {{"textDocument", doc}, {"range", {{"start", pos}, {"end", pos}}}, {"context", 5}}},
+      {"textDocument/hover",
+       {{"textDocument", doc}, {"position", {{"line", -1}, {"character", 0}}}}},
+      {"codeAction/resolve", {{"title", "t"}, {"data", {{"uri", "u"}, {"finding", "x"}}}}},
+      {"workspace/executeCommand", json::object()},
+      {"textDocument/codeLens", {{"textDocument", {{"uri", 3}}}}}};
+  const std::vector<std::string> messages = {
+      "textDocument/codeAction: params.context: expected an object",
+      "textDocument/hover: params.position.line: must not be negative",
+      "codeAction/resolve: params.data.finding: expected a non-negative integer",
+      "workspace/executeCommand: params.command: missing",
+      "textDocument/codeLens: params.textDocument.uri: expected a string"};
+  std::vector<int> ids;
+  for (const auto& [method, params] : cases) ids.push_back(c.Request(method, params));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    json r = c.Response(ids[i]);
+    CHECK(r["error"]["code"] == -32602);
+    CHECK(r["error"]["message"] == messages[i]);
+  }
+  // Exactly one reply each: the session goes on, and no second reply to any of them came.
+  CHECK(c.Call("$/sync", nullptr).contains("result"));
+  for (int id : ids) CHECK(c.Response(id, 200).is_null());
+  CHECK(c.Call("shutdown", nullptr).contains("result"));
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+}
+
 TEST_CASE("lsp: mutated params over --listen keep every session and the server alive",
           "[lsp][fuzz][reliability][tcp]") {
   const int port = 20000 + ((getpid() + 7919) % 20000);
