@@ -167,7 +167,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   std::vector<JsonSplitter::Range> ranges;
   std::vector<JsonSplitter::TopLevelValue> values;
   while (true) {
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
+    if (options.cancel.cancelled()) {
       error = Status::Error(name + ": cancelled");
       break;
     }

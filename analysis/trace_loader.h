@@ -11,16 +11,17 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/cancel.h"
 #include "analysis/status.h"
 #include "analysis/trace.h"
 
 namespace ttap {
 
 struct LoadOptions {
-  int threads = 0;                            // parse workers; 0 = hardware concurrency, 1 = inline
-  size_t chunk_bytes = 4u << 20;              // bytes read per chunk
-  int window_count = 100;                     // windows over the profiled span (the paper's N)
-  const std::atomic<bool>* cancel = nullptr;  // polled once per chunk
+  int threads = 0;                // parse workers; 0 = hardware concurrency, 1 = inline
+  size_t chunk_bytes = 4u << 20;  // bytes read per chunk
+  int window_count = 100;         // windows over the profiled span (the paper's N)
+  CancelToken cancel;             // polled once per chunk
 };
 
 // Loads one trace file. Errors name the file and the byte offset or the reason.

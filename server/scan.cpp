@@ -28,6 +28,7 @@
 #include "mapping/source_ranges.h"
 #include "mapping/suppressions.h"
 #include "server/cli_util.h"
+#include "server/core/analysis_core.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
 #include "server/window_model.h"
@@ -508,12 +509,6 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
 
 namespace {
 
-std::vector<PathMap> PathMapsOf(const Config& config) {
-  std::vector<PathMap> maps;
-  for (const auto& [from, to] : config.path_maps) maps.push_back({from, to});
-  return maps;
-}
-
 std::string CurrentDir() {
   char buf[4096];
   return getcwd(buf, sizeof(buf)) ? std::string(buf) : std::string(".");
@@ -623,72 +618,43 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   }
   const std::vector<std::string>& files = expanded->files;
   const bool directory = expanded->directory;
-  WorkspaceIndex workspace = WorkspaceIndex::Build(
-      workspace_dir.empty() ? CurrentDir() : workspace_dir, PathMapsOf(config));
-  ScanOptions opts;
-  opts.rules.values = config.thresholds;
-  opts.min_severity = min_severity;
-  opts.select = select;
-  opts.ignore = ignore;
-  opts.workspace = &workspace;
-  FrameFilter filter{config.user_frames_include, config.user_frames_exclude};
-  opts.frame_filter = &filter;
-  // The weights open (libtorch alone takes ~0.5 s to load) on their own thread while the traces
-  // load; the first trace ready to be scanned waits for them. A model that cannot be used is a
-  // warning: the rules still run. One intra-op thread: measured faster here than two
-  // (bench/bench_score.sh), the windows being small matrices.
-  std::unique_ptr<WindowModel> model;
-  std::future<StatusOr<std::unique_ptr<WindowModel>>> opening;
+  // What the language server does with a trace, done the same way (server/core/analysis_core.h).
+  AnalysisCore core;
+  ScanRequest request;
+  request.config = config;
+  request.workspace_root = workspace_dir.empty() ? CurrentDir() : workspace_dir;
+  request.min_severity = min_severity;
+  request.select = select;
+  request.ignore = ignore;
+  request.load_threads = files.size() == 1 ? config.threads : 1;
+  request.windows = windows;
+  request.model_threshold = model_threshold;
   // The learned scorer runs by default when weights are found (beside the binary, TTAP_MODEL or
-  // ./models), as in the language server; --no-model skips it.
+  // ./models), as in the language server; --no-model skips it. It opens while the traces load;
+  // one that cannot be used is a warning: the rules still run.
   std::string model_path = shared.model_path;
   if (model_path.empty() && !no_model) model_path = WindowModel::DefaultPath();
   if (no_model) model_path.clear();
-  if (!model_path.empty()) {
-    opening = std::async(std::launch::async,
-                         [&] { return WindowModel::Open(model_path, shared.device, 1); });
-  }
-  std::once_flag model_settled;
-  auto await_model = [&] {
-    std::call_once(model_settled, [&] {
-      if (!opening.valid()) return;
-      auto opened = opening.get();
-      if (opened.ok()) {
-        model = std::move(opened.value());
-        opts.model = model.get();
-        opts.model_threshold = model_threshold;
-        opts.window_fusion = FindWindowFusion(config.window_fusion);
-      } else {
-        std::fprintf(stderr, "ttap: warning: %s; rules only\n", opened.status().message().c_str());
-      }
-    });
-  };
+  const WindowScorerFuture scorer = core.Scorer(model_path, shared.device);
 
   // Traces of a directory are scanned in parallel, one loader thread each.
   std::vector<ScanResult> results(files.size());
   std::vector<std::string> errors(files.size());
   ParallelFor(files.size(), files.size() == 1 ? 1 : HardwareThreads(), [&](size_t k) {
-    LoadOptions lo;
-    lo.threads = files.size() == 1 ? config.threads : 1;
-    lo.window_count = windows;
-    auto load_start = std::chrono::steady_clock::now();
-    auto t = LoadTrace(files[k], lo);
-    if (!t.ok()) {
-      errors[k] = t.status().message();
+    double load_ms = 0;
+    auto scanned = core.LoadAndScan(files[k], request, scorer, &load_ms);
+    if (!scanned.ok()) {
+      errors[k] = scanned.status().message();
       return;
     }
-    double load_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
-            .count();
-    await_model();
-    results[k] = ScanTrace(std::move(t.value()), opts);
+    results[k] = std::move(scanned.value());
     if (timing) {
       std::fprintf(stderr, "%s: load %.1f ms; rules %.1f ms; mapping %.1f ms (%zu findings)\n",
                    files[k].c_str(), load_ms, results[k].rules_ms, results[k].mapping_ms,
                    results[k].findings.size());
     }
   });
-  await_model();  // says why a model is unusable even when no trace loaded
+  if (scorer.valid()) scorer.wait();  // says why a model is unusable even when no trace loaded
 
   // LLM drafts (`--llm`): the best-scoring findings of each trace, through the draft cache.
   std::vector<FindingDrafts> drafts(files.size());

@@ -153,7 +153,7 @@ std::vector<std::optional<FindingDraft>> DraftFindings(const ScanResult& scan, L
       fd.from_cache = best.has_value();
     }
     for (int round = 0; !fd.from_cache && round <= options.feedback_rounds; ++round) {
-      if (cancel && cancel->load()) break;
+      if (cancel.cancelled()) break;
       if (round > 0) {
         // Iterative feedback: only when the answer is unsure or asks for more context.
         if (!best || (best->confidence >= options.min_confidence && !best->wants_more_context))

@@ -66,12 +66,12 @@ using SourceProvider = std::function<std::shared_ptr<const PythonSource>(const s
 
 // Drafts for the findings of |scan| (same order and size as scan.findings; nullopt where no
 // draft was made or the request failed). |sources| gives the current text of a file; |cache|
-// may be null. Setting *cancel stops what is queued or in flight.
+// may be null. Cancelling |cancel| stops what is queued or in flight.
 std::vector<std::optional<FindingDraft>> DraftFindings(const ScanResult& scan, LlmClient* client,
                                                        DraftCache* cache,
                                                        const SourceProvider& sources,
                                                        const DraftOptions& options,
-                                                       CancelFlag cancel = nullptr);
+                                                       CancelFlag cancel = {});
 
 // {"model", "category", "confidence", "explanation_markdown", "fix": {...}|null}, plus
 // "fix_dropped" when a drafted fix was dropped and "cached" when it came from the cache.

@@ -125,7 +125,7 @@ struct Transfer {
   size_t cap = 0;
   bool too_large = false;
   std::string retry_after;
-  const std::atomic<bool>* cancel = nullptr;
+  const CancelToken* cancel = nullptr;
   const std::atomic<bool>* shutdown = nullptr;
 };
 
@@ -152,7 +152,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
 
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
-  if ((t->cancel && t->cancel->load()) || (t->shutdown && t->shutdown->load())) return 1;
+  if ((t->cancel && t->cancel->cancelled()) || (t->shutdown && t->shutdown->load())) return 1;
   return 0;
 }
 
@@ -434,7 +434,7 @@ void LlmClient::WorkerLoop() {
       r.error = ReplyError::kTransport;
       r.message = api.error.empty() ? "curl_easy_init failed" : api.error;
     } else {
-      r = Run(curl, job.request, job.cancel.get());
+      r = Run(curl, job.request, job.cancel);
     }
     if (job.on_done) job.on_done(r);
     job.promise.set_value(std::move(r));
@@ -442,16 +442,16 @@ void LlmClient::WorkerLoop() {
   if (curl) api.easy_cleanup(curl);
 }
 
-bool LlmClient::Backoff(int ms, const std::atomic<bool>* cancel) {
+bool LlmClient::Backoff(int ms, const CancelToken& cancel) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (std::chrono::steady_clock::now() < until) {
-    if (shutdown_.load() || (cancel && cancel->load())) return false;
+    if (shutdown_.load() || cancel.cancelled()) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return !(shutdown_.load() || (cancel && cancel->load()));
+  return !(shutdown_.load() || cancel.cancelled());
 }
 
-LlmReply LlmClient::Run(void* handle, const ChatRequest& request, const std::atomic<bool>* cancel) {
+LlmReply LlmClient::Run(void* handle, const ChatRequest& request, const CancelToken& cancel) {
   CURL* curl = static_cast<CURL*>(handle);
   const CurlApi& api = Curl();
   LlmReply r;
@@ -480,14 +480,14 @@ LlmReply LlmClient::Run(void* handle, const ChatRequest& request, const std::ato
   }
   const std::string body = ChatRequestBody(settings_, request);
   for (int attempt = 0;; ++attempt) {
-    if ((cancel && cancel->load()) || shutdown_.load()) {
+    if (cancel.cancelled() || shutdown_.load()) {
       r.error = ReplyError::kCancelled;
       r.message = "cancelled";
       return r;
     }
     Transfer t;
     t.cap = settings_.max_reply_bytes;
-    t.cancel = cancel;
+    t.cancel = &cancel;
     t.shutdown = &shutdown_;
     t.body.reserve(16 * 1024);
     char errbuf[CURL_ERROR_SIZE] = {0};

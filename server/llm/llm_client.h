@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "analysis/cancel.h"
 #include "analysis/status.h"
 
 namespace ttap::llm {
@@ -109,7 +110,7 @@ struct ChatRequest {
   std::string user;
 };
 
-using CancelFlag = std::shared_ptr<std::atomic<bool>>;
+using CancelFlag = CancelToken;  // analysis/cancel.h: the one cancellation type
 
 // The catalogue codes a draft may name: RuleCatalogue() plus TTA900.
 bool IsDraftCategory(const std::string& code);
@@ -149,11 +150,11 @@ class LlmClient {
   LlmClient& operator=(const LlmClient&) = delete;
 
   // Queues |request|; the future is set (and |on_done| called, on a worker thread) when it ends.
-  // Setting *cancel aborts it promptly, queued or in flight.
-  std::future<LlmReply> Submit(ChatRequest request, CancelFlag cancel = nullptr,
+  // Cancelling |cancel| aborts it promptly, queued or in flight.
+  std::future<LlmReply> Submit(ChatRequest request, CancelFlag cancel = {},
                                std::function<void(const LlmReply&)> on_done = nullptr);
   // Submit and wait.
-  LlmReply Complete(ChatRequest request, CancelFlag cancel = nullptr);
+  LlmReply Complete(ChatRequest request, CancelFlag cancel = {});
 
   const LlmSettings& settings() const { return settings_; }
 
@@ -165,9 +166,9 @@ class LlmClient {
     std::function<void(const LlmReply&)> on_done;
   };
   void WorkerLoop();
-  LlmReply Run(void* curl, const ChatRequest& request, const std::atomic<bool>* cancel);
+  LlmReply Run(void* curl, const ChatRequest& request, const CancelToken& cancel);
   // Sleeps |ms| unless cancelled or shutting down; false when interrupted.
-  bool Backoff(int ms, const std::atomic<bool>* cancel);
+  bool Backoff(int ms, const CancelToken& cancel);
   void Emit(const std::string& line, const std::string& key);
 
   const LlmSettings settings_;

@@ -47,7 +47,7 @@ void Session::OnCodeLens(const proto::CodeLensParams& params, Reply reply) {
   reply->Result(lenses);
 }
 
-std::string Session::SummaryMarkdown(const std::atomic<bool>* cancel) {
+std::string Session::SummaryMarkdown(const CancelToken& cancel) {
   std::shared_ptr<Snapshot> snap;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
@@ -56,7 +56,7 @@ std::string Session::SummaryMarkdown(const std::atomic<bool>* cancel) {
   if (!snap) return "No trace analysed yet.";
   std::string md = snap->summary_head;
   for (const auto& lf : snap->scan->findings) {
-    if (cancel && cancel->load()) break;
+    if (cancel.cancelled()) break;
     md += "- " + lf.finding.code + " " + lf.finding.name + ": " + lf.finding.message + "\n";
   }
   return md;
@@ -76,8 +76,8 @@ void Session::OnExecuteCommand(const proto::ExecuteCommandParams& params, Reply 
     // sends the code lens's id (eglot, lsp-mode) gets it as a message too.
     const bool show = cmd == "ttap.showTraceSummary";
     return RunSlow([this, reply, cancelled, key, show] {
-      std::string md = cancelled->load() ? "" : SummaryMarkdown(cancelled.get());
-      if (cancelled->load()) {
+      std::string md = cancelled.cancelled() ? "" : SummaryMarkdown(cancelled);
+      if (cancelled.cancelled()) {
         reply->Error(kRequestCancelled, "cancelled");
       } else {
         if (show)

@@ -46,7 +46,14 @@ bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFin
 std::vector<Session::Placed> Session::PlacedIn(const Snapshot& snap, const std::string& path) {
   std::lock_guard<std::mutex> lock(snap_mu_);
   auto it = snap.by_file.find(path);
-  return it == snap.by_file.end() ? std::vector<Placed>() : it->second;
+  if (it == snap.by_file.end()) return {};
+  std::vector<Placed> placed = it->second;
+  auto moved = moved_lines_.find(path);
+  if (&snap == snapshot_.get() && moved != moved_lines_.end() &&
+      moved->second.size() == placed.size()) {
+    for (size_t i = 0; i < placed.size(); ++i) placed[i].line = moved->second[i];
+  }
+  return placed;
 }
 
 std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) {

@@ -70,7 +70,7 @@ void Session::RequestLoop() {
 void Session::StopRequestThread() {
   {
     std::lock_guard<std::mutex> lock(requests_mu_);
-    for (auto& [id, cancelled] : requests_) cancelled->store(true);
+    for (auto& [id, cancelled] : requests_) cancelled.Cancel();
   }
   std::vector<SlowThread> slow;
   {
@@ -175,18 +175,18 @@ void Session::Handle(const json& msg) {
     if (method == "initialize") {  // on the reader: what it negotiates, the reader uses
       if (state_ != State::kUninitialized)
         return reply->Error(kInvalidRequest, "already initialized");
-      binder_.CallRequest(method, params, reply, nullptr);
+      binder_.CallRequest(method, params, reply, CancelToken());
       return;
     }
     if (method == "shutdown") state_ = State::kShutdown;  // answered in order, below
     const std::string key = id.dump();
-    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    const CancelToken cancelled = CancelToken::Cancellable();
     {
       std::lock_guard<std::mutex> lock(requests_mu_);
       requests_[key] = cancelled;
     }
     Enqueue([this, method, params, reply, cancelled, key] {
-      if (cancelled->load()) {
+      if (cancelled.cancelled()) {
         reply->Error(kRequestCancelled, "cancelled");
       } else {
         try {
@@ -253,7 +253,7 @@ void Session::BindHandlers() {
 void Session::OnCancelRequest(const proto::CancelParams& params) {
   std::lock_guard<std::mutex> lock(requests_mu_);
   auto it = requests_.find(params.id.dump());
-  if (it != requests_.end()) it->second->store(true);
+  if (it != requests_.end()) it->second.Cancel();
 }
 
 void Session::ForgetRequest(const std::string& key) {
@@ -267,13 +267,7 @@ void Session::OnShutdown(const NoParams&, Reply reply) {
 }
 
 void Session::OnSync(const NoParams&, Reply reply) {
-  for (int i = 0; i < 6000; ++i) {
-    {
-      std::lock_guard<std::mutex> lock(work_mu_);
-      if (!work_pending_ && !current_cancel_) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  BlockUntilIdleForTest(std::chrono::seconds(60));
   reply->Result(nullptr);
 }
 
@@ -292,9 +286,8 @@ void Session::OnDidChangeWatchedFiles(const proto::DidChangeWatchedFilesParams& 
   for (const proto::FileEvent& change : params.changes) {
     std::string path = UriToPath(change.uri);
     if (path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0) {
-      std::lock_guard<std::mutex> lock(index_mu_);
-      if (index_ && change.type == proto::FileChangeType::kCreated) index_->AddFile(path);
-      if (index_ && change.type == proto::FileChangeType::kDeleted) index_->RemoveFile(path);
+      if (change.type == proto::FileChangeType::kCreated) core_.FileCreated(path);
+      if (change.type == proto::FileChangeType::kDeleted) core_.FileDeleted(path);
     } else {
       trace_changed = true;
     }
@@ -521,14 +514,20 @@ void Session::OnDidChange(const proto::DidChangeTextDocumentParams& params) {
     int delta = added - (b.line - a.line);
     if (delta != 0) {
       std::lock_guard<std::mutex> lock(snap_mu_);
+      const std::vector<Placed>* analysed = nullptr;
       if (snapshot_) {
         auto f = snapshot_->by_file.find(d.path);
-        if (f != snapshot_->by_file.end()) {
-          for (Placed& p : f->second) {
-            if (p.line - 1 > b.line ||
-                (p.line - 1 == b.line && b.character == 0 && a.line < b.line))
-              p.line += delta;
-          }
+        if (f != snapshot_->by_file.end()) analysed = &f->second;
+      }
+      if (analysed) {
+        std::vector<int>& lines = moved_lines_[d.path];
+        if (lines.size() != analysed->size()) {
+          lines.clear();
+          for (const Placed& p : *analysed) lines.push_back(p.line);
+        }
+        for (int& line : lines) {
+          if (line - 1 > b.line || (line - 1 == b.line && b.character == 0 && a.line < b.line))
+            line += delta;
         }
       }
     }

@@ -36,6 +36,7 @@
 #include "mapping/syntax_util.h"
 #include "mapping/workspace_index.h"
 #include "server/config.h"
+#include "server/core/analysis_core.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
 #include "server/lsp/binder.h"
@@ -82,10 +83,11 @@ class Session {
     std::shared_ptr<const PythonSource> parsed;
     std::vector<BufferEdit> edits_since_parse;
   };
-  // A finding placed in a file, with its line as it moves with the user's edits.
+  // A finding placed in a file: its line as analysed in the snapshot; PlacedIn gives it as it
+  // has moved with the user's edits since (moved_lines_).
   struct Placed {
     size_t finding;  // index into the snapshot's scan findings
-    int line = 0;    // 1-based, current
+    int line = 0;    // 1-based
     std::string function;
   };
   struct Snapshot {
@@ -146,22 +148,25 @@ class Session {
   void RequestAnalysis(bool force);
   void RequestAnalysisOf(const std::string& trace, int64_t mtime);
   void WorkerLoop();
+  // Waits until the worker has nothing pending or in flight (what `$/sync` answers after, for
+  // tests); false when |timeout| passes first.
+  bool BlockUntilIdleForTest(std::chrono::milliseconds timeout);
   void WatchLoop();
   std::string NewestTrace(int64_t* mtime, int64_t* size);
   // False when the trace failed to load (recorded in failed_traces_) or is still being written.
-  bool Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel);
+  bool Analyse(const std::string& trace, int64_t mtime, const CancelToken& cancel);
   // A trace written in the last second may still be being written: waits until its (size,
   // mtime) hold still for 250 ms, and returns them.
-  std::pair<int64_t, int64_t> WhenQuiet(const std::string& trace, const std::atomic<bool>* cancel);
+  std::pair<int64_t, int64_t> WhenQuiet(const std::string& trace, const CancelToken& cancel);
   // After a failed load: true when |trace| has changed since |before| or changes before it is
   // 5 s old (a writer still at work), false when it holds still (broken).
   bool ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> before,
-                   const std::atomic<bool>* cancel);
+                   const CancelToken& cancel);
   // Waits |ms| on the worker's condition; false when the session stops or |cancel| is set.
-  bool Pause(int ms, const std::atomic<bool>* cancel);
+  bool Pause(int ms, const CancelToken& cancel);
   // The window scorer the settings name, opened once per (path, device) on a helper thread that
   // runs while the trace loads; null when it is off or unusable (the rules run alone).
-  std::shared_future<std::shared_ptr<const WindowModel>> WindowScorer();
+  WindowScorerFuture WindowScorer();
   // LLM drafts for |snap|'s findings when the editor turned drafting on (worker thread).
   void DraftFindingsOf(const std::shared_ptr<Snapshot>& snap);
   std::shared_ptr<const llm::FindingDraft> DraftOf(const Snapshot& snap, size_t finding);
@@ -194,7 +199,7 @@ class Session {
   static void PrepareForHovers(Snapshot* snap);
   // Drops the trace's events once nothing reads them, and gives the memory back to the system.
   static void ReleaseTrace(Snapshot* snap);
-  std::string SummaryMarkdown(const std::atomic<bool>* cancel);
+  std::string SummaryMarkdown(const CancelToken& cancel);
   // False when the finding cannot be placed in |path| now, or a comment there suppresses it.
   bool RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
                SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
@@ -228,7 +233,7 @@ class Session {
   std::thread request_thread_;
   // Requests not yet answered, by id (dumped), with the flag $/cancelRequest sets.
   std::mutex requests_mu_;
-  std::map<std::string, std::shared_ptr<std::atomic<bool>>> requests_;
+  std::map<std::string, CancelToken> requests_;
   struct SlowThread {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
@@ -271,11 +276,10 @@ class Session {
   // The worker's client (recreated when the settings change) and cache.
   std::unique_ptr<llm::LlmClient> llm_client_;
   std::string llm_client_key_;
-  // The open window scorer (worker thread) and what it is: "path (device)", or why there is none.
-  std::string model_key_;
-  std::shared_future<std::shared_ptr<const WindowModel>> model_;
-  std::mutex model_mu_;
-  std::string model_state_ = "off";
+  // What `ttap scan` does with a trace, shared (server/core/analysis_core.h): the window scorer
+  // and workspace index caches, load + scan.
+  AnalysisCore core_{
+      [this](const std::string& message) { ClientLog("window scorer unavailable: " + message); }};
 
   // Documents (reader thread only) and the parse cache (shared).
   std::mutex docs_mu_;  // docs_ is written by the reader thread, read by the worker too
@@ -284,21 +288,22 @@ class Session {
 
   // Analysis state.
   std::mutex snap_mu_;
-  std::shared_ptr<Snapshot> snapshot_;
+  std::shared_ptr<Snapshot> snapshot_;  // replaced whole by the worker, never edited
+  // The findings' lines as they move with the user's edits, per file, parallel to snapshot_'s
+  // by_file[path] (under snap_mu_; cleared when snapshot_ is replaced): kept apart from the
+  // snapshot, which keeps the lines as analysed.
+  std::map<std::string, std::vector<int>> moved_lines_;
   std::set<std::string> published_;  // files we pushed diagnostics to
   std::mutex work_mu_;
   std::condition_variable work_cv_;
   bool work_pending_ = false;
   bool work_force_ = false;
   bool stopping_ = false;
-  std::shared_ptr<std::atomic<bool>> current_cancel_;
+  CancelToken current_cancel_;   // the analysis in flight (under work_mu_)
   std::string in_flight_trace_;  // the trace the worker is analysing (under work_mu_)
   int64_t in_flight_mtime_ = -1;
   std::thread worker_;
   std::thread watcher_;
-  std::mutex index_mu_;
-  std::shared_ptr<WorkspaceIndex> index_;
-  std::string index_key_;
   std::string last_trace_;
   int64_t last_trace_mtime_ = -1;
   // Traces that failed to load, by path, as (size, mtime) when they failed (under work_mu_):

@@ -16,7 +16,7 @@ void Session::StopWorkers() {
   {
     std::lock_guard<std::mutex> lock(work_mu_);
     stopping_ = true;
-    if (current_cancel_) current_cancel_->store(true);
+    current_cancel_.Cancel();
   }
   work_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
@@ -29,7 +29,7 @@ void Session::RequestAnalysis(bool force) {
   work_force_ = work_force_ || force;
   // New settings make the analysis in flight pointless: cancel it; the worker picks up the
   // pending request next. Hovers keep reading the previous snapshot.
-  if (force && current_cancel_) current_cancel_->store(true);
+  if (force) current_cancel_.Cancel();
   work_cv_.notify_all();
 }
 
@@ -38,7 +38,7 @@ void Session::RequestAnalysisOf(const std::string& trace, int64_t mtime) {
   if (trace == in_flight_trace_ && mtime == in_flight_mtime_) return;  // already on it
   work_pending_ = true;
   // A newer trace than the one being analysed: that analysis is pointless now.
-  if (current_cancel_ && !in_flight_trace_.empty()) current_cancel_->store(true);
+  if (!in_flight_trace_.empty()) current_cancel_.Cancel();
   work_cv_.notify_all();
 }
 
@@ -128,7 +128,7 @@ void Session::WatchLoop() {
       const int wait_ms =
           watcher->ok() ? options_.poll_interval_ms
                         : std::min(30000, options_.poll_interval_ms << std::min(quiet_polls, 5));
-      if (!Pause(wait_ms, nullptr)) return;
+      if (!Pause(wait_ms, CancelToken())) return;
     }
     int64_t mtime = -1, size = -1;
     std::string newest = NewestTrace(&mtime, &size);
@@ -168,7 +168,7 @@ void Session::WorkerLoop() {
       work_pending_ = false;
       force = work_force_;
       work_force_ = false;
-      current_cancel_ = std::make_shared<std::atomic<bool>>(false);
+      current_cancel_ = CancelToken::Cancellable();
     }
     int64_t mtime = -1;
     std::string trace = NewestTrace(&mtime, nullptr);
@@ -184,6 +184,7 @@ void Session::WorkerLoop() {
         std::lock_guard<std::mutex> lock(snap_mu_);
         dropped = snapshot_ != nullptr;
         snapshot_.reset();
+        moved_lines_.clear();
       }
       if (dropped) {
         {
@@ -219,18 +220,28 @@ void Session::WorkerLoop() {
         in_flight_trace_ = trace;
         in_flight_mtime_ = mtime;
       }
-      if (!Analyse(trace, mtime, current_cancel_.get())) {
+      if (!Analyse(trace, mtime, current_cancel_)) {
         // Look again at once: the newest trace that loads (a broken one is passed over), or the
         // same one when it was still being written.
         std::lock_guard<std::mutex> lock(work_mu_);
         work_pending_ = true;
       }
     }
-    std::lock_guard<std::mutex> lock(work_mu_);
-    in_flight_trace_.clear();
-    in_flight_mtime_ = -1;
-    current_cancel_.reset();
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      in_flight_trace_.clear();
+      in_flight_mtime_ = -1;
+      current_cancel_ = CancelToken();
+    }
+    work_cv_.notify_all();  // BlockUntilIdleForTest
   }
+}
+
+bool Session::BlockUntilIdleForTest(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(work_mu_);
+  return work_cv_.wait_for(lock, timeout, [&] {
+    return stopping_ || (!work_pending_ && !current_cancel_.cancellable());
+  });
 }
 
 void Session::Status(const std::string& state, const std::string& detail) {
@@ -249,14 +260,11 @@ void Session::Status(const std::string& state, const std::string& detail) {
     }
   }
   if (!detail.empty()) p["detail"] = detail;
-  {
-    std::lock_guard<std::mutex> lock(model_mu_);
-    p["model"] = model_state_;
-  }
+  { p["model"] = core_.ScorerState(); }
   out_.Notify("ttap/status", p);
 }
 
-bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic<bool>* cancel) {
+bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken& cancel) {
   std::string token = "ttap-analysis-" + std::to_string(++progress_token_);
   bool progress = work_done_progress_;
   if (progress) {
@@ -271,24 +279,36 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
                                  {"cancellable", false}}}});
   }
   Status("loading", trace);
-  Config config;
-  std::vector<std::string> roots;
-  double model_threshold;
+  // The same load + scan as `ttap scan` (server/core/analysis_core.h), with the editor's
+  // settings: every severity (the client filters), suppressions from the buffers as typed
+  // (RangeOf), frames resolved in the workspace folder that holds the trace.
+  // The scorer opens (libtorch alone takes ~0.5 s to map, once per session) while the trace loads.
+  const WindowScorerFuture scorer = WindowScorer();
+  ScanRequest request;
   {
     std::lock_guard<std::mutex> lock(settings_mu_);
-    config = config_;
-    roots = roots_;
-    model_threshold = model_threshold_;
+    request.config = config_;
+    request.workspace_root = AnalysisCore::RootOf(trace, roots_);
+    request.model_threshold = model_threshold_;
   }
-  // The scorer opens (libtorch alone takes ~0.5 s to map, once per session) while the trace loads.
-  std::shared_future<std::shared_ptr<const WindowModel>> scorer = WindowScorer();
-  LoadOptions lo;
-  lo.window_count = config.windows;
-  lo.cancel = cancel;
+  request.min_severity = Severity::kHint;
+  request.apply_suppressions = false;
+  request.cancel = cancel;
+  request.on_loaded = [&] {
+    if (progress)
+      out_.Notify(
+          "$/progress",
+          {{"token", token},
+           {"value",
+            {{"kind", "report"},
+             {"message", scorer.valid() ? "running rules and the window scorer" : "running rules"},
+             {"percentage", 60}}}});
+    Status("analyzing", trace);
+  };
   std::pair<int64_t, int64_t> before = WhenQuiet(trace, cancel);
-  auto loaded = LoadTrace(trace, lo);
+  auto loaded = core_.LoadAndScan(trace, request, scorer);
   if (!loaded.ok()) {
-    if (cancel && cancel->load()) return true;  // cancelled, not broken
+    if (cancel.cancelled()) return true;  // cancelled, not broken
     // A trace still being written (it changes while it loads, or soon after) is loaded again
     // when it changes; falling back meanwhile would flash an older trace's findings first.
     if (ChangesSoon(trace, before, cancel)) {
@@ -318,58 +338,10 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
     Status("waiting", message);
     return false;
   }
-  if (progress)
-    out_.Notify(
-        "$/progress",
-        {{"token", token},
-         {"value",
-          {{"kind", "report"},
-           {"message", scorer.valid() ? "running rules and the window scorer" : "running rules"},
-           {"percentage", 60}}}});
-  Status("analyzing", trace);
-  std::vector<PathMap> maps;
-  for (const auto& [from, to] : config.path_maps) maps.push_back({from, to});
-  // With several workspace folders, frames resolve in the folder that holds the trace.
-  std::string root = roots.empty() ? "." : roots[0];
-  size_t longest = 0;
-  for (const auto& r : roots) {
-    if (trace.rfind(r + "/", 0) == 0 && r.size() > longest) {
-      longest = r.size();
-      root = r;
-    }
-  }
-  WorkspaceIndex index;
-  {
-    // The index is cached between analyses and kept current by file events (see
-    // didChangeWatchedFiles); rebuilt only when the root or the path maps change.
-    std::lock_guard<std::mutex> lock(index_mu_);
-    std::string key = root;
-    for (const auto& m : maps) key += "|" + m.from + ">" + m.to;
-    if (!index_ || index_key_ != key) {
-      index_ = std::make_shared<WorkspaceIndex>(WorkspaceIndex::Build(root, maps));
-      index_key_ = key;
-    }
-    index = *index_;
-  }
-  FrameFilter filter;
-  filter.include = config.user_frames_include;
-  filter.exclude = config.user_frames_exclude;
-  ScanOptions so;
-  so.rules.values = config.thresholds;
-  so.min_severity = Severity::kHint;
-  so.select = config.select;
-  so.ignore = config.ignore;
-  so.apply_suppressions = false;  // applied to the buffers as typed (RangeOf)
-  so.workspace = &index;
-  so.frame_filter = &filter;
-  std::shared_ptr<const WindowModel> model = scorer.valid() ? scorer.get() : nullptr;
-  so.model = model.get();
-  so.model_threshold = model_threshold;
-  so.window_fusion = FindWindowFusion(config.window_fusion);
   auto snap = std::make_shared<Snapshot>();
   snap->trace_path = trace;
   snap->trace_mtime = mtime;
-  snap->scan = std::make_unique<ScanResult>(ScanTrace(std::move(loaded.value()), so));
+  snap->scan = std::make_unique<ScanResult>(std::move(loaded.value()));
   PrepareForHovers(snap.get());
   for (size_t i = 0; i < snap->scan->findings.size(); ++i) {
     const LocatedFinding& lf = snap->scan->findings[i];
@@ -381,10 +353,11 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const std::atomic
     if (f.user_frame >= 0) p.function = f.frames[f.user_frame].function;
     snap->by_file[lf.absolute_path].push_back(p);
   }
-  if (cancel && cancel->load()) return true;
+  if (cancel.cancelled()) return true;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
     snapshot_ = snap;
+    moved_lines_.clear();
   }
   {
     std::lock_guard<std::mutex> lock(work_mu_);
@@ -423,14 +396,14 @@ std::pair<int64_t, int64_t> SizeAndMtime(const std::string& path) {
 
 }  // namespace
 
-bool Session::Pause(int ms, const std::atomic<bool>* cancel) {
+bool Session::Pause(int ms, const CancelToken& cancel) {
   std::unique_lock<std::mutex> lock(work_mu_);
   work_cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping_; });
-  return !stopping_ && !(cancel && cancel->load());
+  return !stopping_ && !cancel.cancelled();
 }
 
 std::pair<int64_t, int64_t> Session::WhenQuiet(const std::string& trace,
-                                               const std::atomic<bool>* cancel) {
+                                               const CancelToken& cancel) {
   auto now = SizeAndMtime(trace);
   for (int looks = 0; looks < 240 && WallNowNs() - now.second < 1000000000LL; ++looks) {
     if (!Pause(250, cancel)) break;
@@ -442,7 +415,7 @@ std::pair<int64_t, int64_t> Session::WhenQuiet(const std::string& trace,
 }
 
 bool Session::ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> before,
-                          const std::atomic<bool>* cancel) {
+                          const CancelToken& cancel) {
   while (true) {
     const auto now = SizeAndMtime(trace);
     if (now != before) return true;
@@ -486,7 +459,7 @@ void Session::ReleaseTrace(Snapshot* snap) {
   malloc_trim(0);
 }
 
-std::shared_future<std::shared_ptr<const WindowModel>> Session::WindowScorer() {
+WindowScorerFuture Session::WindowScorer() {
   std::string path, device;
   {
     std::lock_guard<std::mutex> lock(settings_mu_);
@@ -495,32 +468,7 @@ std::shared_future<std::shared_ptr<const WindowModel>> Session::WindowScorer() {
       device = model_device_;
     }
   }
-  const std::string key = path.empty() ? "" : path + " (" + device + ")";
-  if (key == model_key_ && model_.valid()) return model_;
-  model_key_ = key;
-  if (key.empty()) {
-    model_ = {};
-    std::lock_guard<std::mutex> lock(model_mu_);
-    model_state_ = "off";
-    return model_;
-  }
-  // One intra-op thread, as `ttap scan` (the windows are small matrices).
-  model_ = std::async(std::launch::async, [this, path, device, key]() {
-             auto opened = WindowModel::Open(path, device, 1);
-             std::shared_ptr<const WindowModel> m;
-             std::string state;
-             if (opened.ok()) {
-               m = std::move(opened.value());
-               state = m->path() + " (" + m->device() + ")";
-             } else {
-               state = "unavailable: " + opened.status().message();
-               ClientLog("window scorer " + state + "; rules only");
-             }
-             std::lock_guard<std::mutex> lock(model_mu_);
-             model_state_ = state;
-             return m;
-           }).share();
-  return model_;
+  return core_.Scorer(path, device);
 }
 
 void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap) {
@@ -557,7 +505,7 @@ void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap) {
   auto drafts = llm::DraftFindings(
       *snap->scan, llm_client_.get(), &cache,
       [this](const std::string& path) { return SourceFor(path); }, options, cancel);
-  if (cancel && cancel->load()) return;
+  if (cancel.cancelled()) return;
   size_t count = 0;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);

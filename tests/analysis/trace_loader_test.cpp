@@ -886,10 +886,10 @@ TEST_CASE("Counters, metadata and flows are counted, not rows", "[loader]") {
 }
 
 TEST_CASE("Cancellation stops a load with an error", "[loader]") {
-  std::atomic<bool> cancel{true};
   LoadOptions opts;
   opts.threads = 2;
-  opts.cancel = &cancel;
+  opts.cancel = CancelToken::Cancellable();
+  opts.cancel.Cancel();
   auto r = LoadTraceFromMemory(kNewFormat, "inline.json", opts);
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.status().message(), Catch::Contains("inline.json"));

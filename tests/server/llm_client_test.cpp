@@ -438,18 +438,19 @@ TEST_CASE("llm: a request can be cancelled in flight or while queued, callers ne
     return r;
   });
   LlmClient client(SettingsFor(server));
-  CancelFlag cancel = std::make_shared<std::atomic<bool>>(false);
+  CancelFlag cancel = CancelFlag::Cancellable();
   auto t0 = Clock::now();
   auto f = client.Submit({"s", "slow"}, cancel);
   CHECK(SecondsSince(t0) < 0.1);  // Submit returns at once
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  cancel->store(true);
+  cancel.Cancel();
   LlmReply r = f.get();
   CHECK(r.error == ReplyError::kCancelled);
   CHECK(SecondsSince(t0) < 2.5);
   // Cancelled before it starts: nothing is sent.
   size_t before = server.request_count();
-  CancelFlag early = std::make_shared<std::atomic<bool>>(true);
+  CancelFlag early = CancelFlag::Cancellable();
+  early.Cancel();
   CHECK(client.Complete({"s", "u"}, early).error == ReplyError::kCancelled);
   CHECK(server.request_count() == before);
   CheckStillWorks(client);
@@ -464,7 +465,8 @@ TEST_CASE("llm: a request can be cancelled in flight or while queued, callers ne
   CHECK(done == 4);
   CHECK(SecondsSince(t0) < 1.1);
   // on_done runs on the worker.
-  client.Submit({"s", "u"}, nullptr, [&](const LlmReply& reply) { callbacks += reply.ok(); }).get();
+  client.Submit({"s", "u"}, CancelFlag(), [&](const LlmReply& reply) { callbacks += reply.ok(); })
+      .get();
   CHECK(callbacks == 1);
 }
 

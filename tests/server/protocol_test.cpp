@@ -228,7 +228,7 @@ TEST_CASE("binder: bad params answer InvalidParams once, before the handler runs
   Server server;
   Binder binder;
   binder.Request("textDocument/hover", &server, &Server::OnHover);
-  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  const CancelFlag cancelled = CancelFlag::Cancellable();
   auto body = [&] {
     const std::string w = channel.written;
     channel.written.clear();
