@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "analysis/rule_util.h"
-#include "bench/harness/kineto_text.h"
+#include "bench/harness/kineto_writer.h"
 
 namespace ttap {
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <random>
 
-#include "bench/harness/kineto_text.h"
+#include "bench/harness/kineto_writer.h"
 
 namespace ttap {
 

@@ -1,5 +1,5 @@
-// Kineto JSON text pieces (kineto_text.h).
-#include "bench/harness/kineto_text.h"
+// Kineto JSON text pieces (kineto_writer.h).
+#include "bench/harness/kineto_writer.h"
 
 #include <cstdio>
 
