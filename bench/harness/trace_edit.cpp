@@ -1,6 +1,6 @@
 // Trace surgery (trace_edit.h): the editable copy, CPU time insertion, GPU reflow, inserted
-// blocks, the Kineto writer, the validator and the realism profile. Used by the injectors
-// (trace_inject.cpp) and `ttap gen`.
+// blocks, WriteKineto (through KinetoWriter, kineto_writer.h), the validator and the realism
+// profile. Used by the injectors (trace_inject.cpp) and `ttap gen`.
 #include "bench/harness/trace_edit.h"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "analysis/rule_util.h"
-#include "bench/harness/kineto_text.h"
+#include "bench/harness/kineto_writer.h"
 
 namespace ttap {
 
@@ -21,12 +21,9 @@ bool IsSyncName(const std::string& n) {
 
 bool OnGpuTrack(const EditableTrace& t, const EditEvent& e) { return t.tracks[e.track].gpu; }
 
-void AppendId(std::string* s, const std::string& text, int64_t num) {
-  if (num != kNone) {
-    *s += std::to_string(num);
-  } else {
-    *s += '"' + JsonEscape(text) + '"';
-  }
+// A track's pid or tid as the base trace wrote it: a number, or the string it was.
+KinetoId IdOf(const std::string& text, int64_t num) {
+  return num != kNone ? KinetoId(num) : KinetoId::Text(text);
 }
 
 // Shifts the CPU events of |track|'s process at or after |at| by |d|; events spanning |at| grow.
@@ -558,42 +555,33 @@ void Jitter(EditableTrace* trace, std::mt19937_64* rng, double amount) {
 }
 
 std::string WriteKineto(const EditableTrace& t) {
-  std::string s;
-  s.reserve(t.events.size() * 260 + 4096);
-  s += "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [";
-  bool first = true;
+  KinetoWriter w;
+  w.Reserve(t.events.size() * 260 + 4096);
+  w.BeginDocument();
   for (const DeviceInfo& d : t.devices) {
-    s += first ? "\n    " : ",\n    ";
-    first = false;
-    s += "{\"id\": " + std::to_string(d.id) + ", \"name\": \"" + JsonEscape(d.name) +
-         "\", \"totalGlobalMem\": " + std::to_string(std::max<int64_t>(d.total_memory, 0)) +
-         ", \"computeMajor\": " + std::to_string(d.compute_major) +
-         ", \"computeMinor\": " + std::to_string(d.compute_minor) +
-         ", \"numSms\": " + std::to_string(d.num_sms) + "}";
+    KinetoDevice kd;
+    kd.id = d.id;
+    kd.name = d.name;
+    kd.total_global_mem = std::max<int64_t>(d.total_memory, 0);
+    kd.compute_major = d.compute_major;
+    kd.compute_minor = d.compute_minor;
+    kd.num_sms = d.num_sms;
+    w.Device(kd);
   }
-  s += first ? "],\n" : "\n  ],\n";
-  s += "  \"distributedInfo\": {\"backend\": \"" +
-       JsonEscape(t.backend.empty() ? "nccl" : t.backend) +
-       "\", \"rank\": " + std::to_string(t.rank) +
-       ", \"world_size\": " + std::to_string(t.world_size < 1 ? 1 : t.world_size) + "},\n";
-  s += "  \"traceEvents\": [\n";
+  w.DistributedInfo(t.backend.empty() ? "nccl" : t.backend, t.rank,
+                    t.world_size < 1 ? 1 : t.world_size);
+  auto pid_of = [](const Track& tr) { return IdOf(tr.pid, tr.pid_num); };
+  auto tid_of = [](const Track& tr) { return IdOf(tr.tid, tr.tid_num); };
   // Metadata.
   std::vector<std::string> pids_done;
   for (const Track& tr : t.tracks) {
     if (std::find(pids_done.begin(), pids_done.end(), tr.pid) == pids_done.end()) {
       pids_done.push_back(tr.pid);
-      s += "  {\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
-      AppendId(&s, tr.pid, tr.pid_num);
-      s += ", \"tid\": 0, \"args\": {\"name\": \"" +
-           std::string(tr.gpu ? "GPU " + std::to_string(std::max(tr.device, 0)) : "python") +
-           "\"}},\n";
+      w.Metadata("process_name", pid_of(tr), 0,
+                 tr.gpu ? "GPU " + std::to_string(std::max(tr.device, 0)) : "python");
     }
-    s += "  {\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ";
-    AppendId(&s, tr.pid, tr.pid_num);
-    s += ", \"tid\": ";
-    AppendId(&s, tr.tid, tr.tid_num);
-    s += ", \"args\": {\"name\": \"" + JsonEscape(tr.name.empty() ? "thread " + tr.tid : tr.name) +
-         "\"}},\n";
+    w.Metadata("thread_name", pid_of(tr), tid_of(tr),
+               tr.name.empty() ? "thread " + tr.tid : tr.name);
   }
   std::vector<size_t> order(t.events.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -603,69 +591,39 @@ std::string WriteKineto(const EditableTrace& t) {
   for (size_t oi = 0; oi < order.size(); ++oi) {
     const EditEvent& e = t.events[order[oi]];
     const Track& tr = t.tracks[e.track];
-    s += "  {\"ph\": \"";
-    s += e.instant ? "i" : "X";
-    s += "\", \"cat\": \"" + JsonEscape(e.cat) + "\", \"name\": \"" + JsonEscape(e.name) +
-         "\", \"pid\": ";
-    AppendId(&s, tr.pid, tr.pid_num);
-    s += ", \"tid\": ";
-    AppendId(&s, tr.tid, tr.tid_num);
-    s += ", \"ts\": ";
-    s += MicrosText(e.ts);
-    if (e.instant) {
-      s += ", \"s\": \"t\"";
-    } else {
-      s += ", \"dur\": ";
-      s += MicrosText(e.dur);
-    }
-    std::string args;
-    auto add = [&](const char* key, const std::string& value) {
-      if (!args.empty()) args += ", ";
-      args += "\"" + std::string(key) + "\": " + value;
-    };
-    if (e.external_id >= 0) add("External id", std::to_string(e.external_id));
-    if (e.device >= 0) add("device", std::to_string(e.device));
-    if (e.stream >= 0) add("stream", std::to_string(e.stream));
-    if (e.correlation >= 0) add("correlation", std::to_string(e.correlation));
+    KinetoArgs args;
+    if (e.external_id >= 0) args.Int("External id", e.external_id);
+    if (e.device >= 0) args.Int("device", e.device);
+    if (e.stream >= 0) args.Int("stream", e.stream);
+    if (e.correlation >= 0) args.Int("correlation", e.correlation);
     if (e.kind == EventKind::kGpuSync) {  // the columns a sync record reuses (trace.h)
-      if (e.python_id >= 0) add("wait_on_stream", std::to_string(e.python_id));
-      if (e.bytes >= 0) add("wait_on_cuda_event_record_corr_id", std::to_string(e.bytes));
+      if (e.python_id >= 0) args.Int("wait_on_stream", e.python_id);
+      if (e.bytes >= 0) args.Int("wait_on_cuda_event_record_corr_id", e.bytes);
     } else if (e.bytes >= 0) {
-      add("bytes", std::to_string(e.bytes));
+      args.Int("bytes", e.bytes);
     }
     if (e.python_id >= 0 && e.kind != EventKind::kGpuSync) {
-      add("Python id", std::to_string(e.python_id));
-      add("Python parent id", std::to_string(e.python_parent));
+      args.Int("Python id", e.python_id);
+      args.Int("Python parent id", e.python_parent);
     }
-    if (!e.call_stack.empty()) add("Call stack", "\"" + JsonEscape(e.call_stack) + "\"");
-    if (!args.empty()) s += ", \"args\": {" + args + "}";
-    s += "},\n";
+    if (!e.call_stack.empty()) args.Str("Call stack", e.call_stack);
+    if (e.instant) {
+      w.Instant(e.cat, e.name, pid_of(tr), tid_of(tr), e.ts, args);
+    } else {
+      w.Complete(e.cat, e.name, pid_of(tr), tid_of(tr), e.ts, e.dur, args);
+    }
     if (IsGpuKind(e.kind) && e.correlation >= 0) {
       auto it = launch.find(e.correlation);
       if (it != launch.end()) {
         const EditEvent& l = t.events[it->second];
         const Track& lt = t.tracks[l.track];
-        s += "  {\"ph\": \"s\", \"id\": " + std::to_string(e.correlation) +
-             ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"pid\": ";
-        AppendId(&s, lt.pid, lt.pid_num);
-        s += ", \"tid\": ";
-        AppendId(&s, lt.tid, lt.tid_num);
-        s += ", \"ts\": ";
-        s += MicrosText(l.ts);
-        s += "},\n  {\"ph\": \"f\", \"id\": " + std::to_string(e.correlation) +
-             ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"pid\": ";
-        AppendId(&s, tr.pid, tr.pid_num);
-        s += ", \"tid\": ";
-        AppendId(&s, tr.tid, tr.tid_num);
-        s += ", \"ts\": ";
-        s += MicrosText(e.ts);
-        s += ", \"bp\": \"e\"},\n";
+        w.FlowStart(e.correlation, pid_of(lt), tid_of(lt), l.ts);
+        w.FlowFinish(e.correlation, pid_of(tr), tid_of(tr), e.ts);
       }
     }
   }
-  if (s.size() >= 2 && s[s.size() - 2] == ',') s.erase(s.size() - 2, 1);
-  s += "  ],\n  \"displayTimeUnit\": \"ms\"\n}\n";
-  return s;
+  w.EndDocument();
+  return w.Take();
 }
 
 bool ValidationReport::ok_against(const ValidationReport& base) const {

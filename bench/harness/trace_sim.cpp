@@ -1,7 +1,7 @@
 // TraceSim (trace_sim.h): simulates a computer-vision training/inference loop step by step -- a
 // CPU cursor issuing python frames, aten op hierarchies and launches, a GPU stream that runs the
-// work after its launch -- and writes the Kineto JSON with ground-truth labels of the injected
-// anti-patterns. Called by `ttap gen` and the tests.
+// work after its launch -- and writes the Kineto JSON (through KinetoWriter, kineto_writer.h) with
+// ground-truth labels of the injected anti-patterns. Called by `ttap gen` and the tests.
 #include "bench/harness/trace_sim.h"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <random>
 
-#include "bench/harness/kineto_text.h"
+#include "bench/harness/kineto_writer.h"
 
 namespace ttap {
 
@@ -60,8 +60,9 @@ struct Ev {
   std::string name;
   int pid, tid;
   int64_t ts, dur;
-  std::string args;
-  char ph = 'X';
+  KinetoArgs args;
+  char ph = 'X';   // X, or an ac2g flow's s / f
+  int64_t id = 0;  // flows: the correlation
 };
 
 class Sim {
@@ -169,15 +170,15 @@ class Sim {
   }
 
   // ---- events ----
-  size_t Push(const char* cat, std::string name, std::string args) {
+  size_t Push(const char* cat, std::string name, KinetoArgs args) {
     ev_.push_back({cat, std::move(name), pid_, tid_, c_, 0, std::move(args)});
     return ev_.size() - 1;
   }
   void Begin(const char* cat, const std::string& name) {
-    std::string args;
+    KinetoArgs args;
     if (std::string(cat) == "cpu_op" || std::string(cat) == "user_annotation") {
       int ext = next_ext_++;
-      args = "\"External id\": " + std::to_string(ext) + ", \"Record function id\": 0";
+      args.Int("External id", ext).Int("Record function id", 0);
       ext_stack_.push_back(ext);
     } else {
       ext_stack_.push_back(ext_stack_.empty() ? 0 : ext_stack_.back());
@@ -189,9 +190,9 @@ class Sim {
     int id = next_py_++;
     int parent = py_stack_.empty() ? -1 : py_stack_.back();
     py_stack_.push_back(id);
-    open_.push_back(Push("python_function", file + "(" + std::to_string(line) + "): " + func,
-                         "\"Python id\": " + std::to_string(id) + ", \"Python parent id\": " +
-                             std::to_string(parent) + ", \"Python thread\": 0"));
+    open_.push_back(Push(
+        "python_function", file + "(" + std::to_string(line) + "): " + func,
+        KinetoArgs().Int("Python id", id).Int("Python parent id", parent).Int("Python thread", 0)));
     ext_stack_.push_back(ext_stack_.empty() ? 0 : ext_stack_.back());
     Cpu(1.0);
   }
@@ -215,24 +216,22 @@ class Sim {
     int64_t start = std::max(aux ? g_aux_ : g_, c_ + Ns(U(2.0, 5.0)));
     if (aux && serial_streams_) start = std::max(start, g_);  // waits for the main stream
     int64_t dur = Ns(gpu_us);
-    std::string corr_args = "\"External id\": " + std::to_string(ext) +
-                            ", \"cbid\": 211, \"correlation\": " + std::to_string(corr);
-    Push("cuda_runtime", runtime, corr_args);
+    Push("cuda_runtime", runtime,
+         KinetoArgs().Int("External id", ext).Int("cbid", 211).Int("correlation", corr));
     ev_.back().dur = Ns(launch_us);
-    Ev flow_s{"ac2g", "ac2g", pid_, tid_, c_, 0, std::to_string(corr), 's'};
-    std::string gargs = "\"External id\": " + std::to_string(ext) +
-                        ", \"device\": 0, \"context\": 1, \"stream\": " + std::to_string(stream) +
-                        ", \"correlation\": " + std::to_string(corr);
+    Ev flow_s{"ac2g", "ac2g", pid_, tid_, c_, 0, {}, 's', corr};
+    KinetoArgs gargs;
+    gargs.Int("External id", ext).Int("device", 0).Int("context", 1).Int("stream", stream);
+    gargs.Int("correlation", corr);
     if (bytes >= 0) {
-      gargs += ", \"bytes\": " + std::to_string(bytes) +
-               ", \"memory bandwidth (GB/s)\": " + std::to_string(bytes / std::max<double>(1, dur));
+      gargs.Int("bytes", bytes).Fixed("memory bandwidth (GB/s)", bytes / std::max<double>(1, dur));
     } else {
-      gargs += ", \"registers per thread\": 64, \"shared memory\": 0, \"grid\": [" +
-               std::to_string(hw_->sms * 2) + ", 1, 1], \"block\": [256, 1, 1]";
+      gargs.Int("registers per thread", 64).Int("shared memory", 0);
+      gargs.Ints("grid", {hw_->sms * 2, 1, 1}).Ints("block", {256, 1, 1});
     }
     ev_.push_back({gpu_cat, gpu_name, 0, stream, start, dur, gargs});
     ev_.push_back(flow_s);
-    ev_.push_back({"ac2g", "ac2g", 0, stream, start, 0, std::to_string(corr), 'f'});
+    ev_.push_back({"ac2g", "ac2g", 0, stream, start, 0, {}, 'f', corr});
     c_ += Ns(launch_us);
     if (aux) {
       g_aux_ = start + dur;
@@ -244,7 +243,7 @@ class Sim {
   }
   void Sync() {
     Push("cuda_runtime", hw_->amd ? "hipStreamSynchronize" : "cudaStreamSynchronize",
-         "\"cbid\": 131, \"correlation\": " + std::to_string(next_corr_++));
+         KinetoArgs().Int("cbid", 131).Int("correlation", next_corr_++));
     int64_t end = std::max({g_, g_aux_, c_}) + Ns(U(2, 5));
     ev_.back().dur = end - c_;
     c_ = end;
@@ -692,7 +691,7 @@ class Sim {
       Py(script_, 61, "evaluate");
       Py("torch/cuda/__init__.py", 954, "synchronize");
       Push("cuda_runtime", hw_->amd ? "hipDeviceSynchronize" : "cudaDeviceSynchronize",
-           "\"cbid\": 165, \"correlation\": " + std::to_string(next_corr_++));
+           KinetoArgs().Int("cbid", 165).Int("correlation", next_corr_++));
       {
         int64_t end = std::max({g_, g_aux_, c_}) + Ns(U(3, 8));
         ev_.back().dur = end - c_;
@@ -734,49 +733,43 @@ class Sim {
   }
 
   std::string Json() const {
-    std::string s = "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, \"name\": \"";
-    s += hw_->gpu_name;
-    s += "\", \"totalGlobalMem\": 85899345920, \"computeMajor\": " + std::to_string(hw_->major) +
-         ", \"computeMinor\": " + std::to_string(hw_->minor) +
-         ", \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048, "
-         "\"regsPerBlock\": 65536, \"warpSize\": " +
-         (hw_->amd ? "64" : "32") +
-         ", \"sharedMemPerBlock\": 49152, \"numSms\": " + std::to_string(hw_->sms) + "}],\n";
-    s += "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 1},\n";
-    s += "  \"traceEvents\": [\n";
-    auto meta = [&](const char* what, int pid, int tid, const std::string& name) {
-      s += "  {\"name\": \"" + std::string(what) +
-           "\", \"ph\": \"M\", \"ts\": " + MicrosText(ev_.empty() ? 0 : ev_[0].ts) +
-           ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) +
-           ", \"args\": {\"name\": \"" + name + "\"}},\n";
-    };
-    meta("process_name", pid_, 0, "python");
-    meta("thread_name", pid_, main_tid_, "thread " + std::to_string(main_tid_) + " (python)");
+    KinetoWriter w;
+    w.BeginDocument(KinetoWriter::DeviceList::kInline);
+    KinetoDevice d;
+    d.id = 0;
+    d.name = hw_->gpu_name;
+    d.total_global_mem = 85899345920;
+    d.compute_major = hw_->major;
+    d.compute_minor = hw_->minor;
+    d.max_threads_per_block = 1024;
+    d.max_threads_per_multiprocessor = 2048;
+    d.regs_per_block = 65536;
+    d.warp_size = hw_->amd ? 64 : 32;
+    d.shared_mem_per_block = 49152;
+    d.num_sms = hw_->sms;
+    w.Device(d);
+    w.DistributedInfo("nccl", 0, 1);
+    const int64_t meta_ts = ev_.empty() ? 0 : ev_[0].ts;
+    w.Metadata("process_name", pid_, 0, "python", meta_ts);
+    w.Metadata("thread_name", pid_, main_tid_, "thread " + std::to_string(main_tid_) + " (python)",
+               meta_ts);
     if (spec_.training)
-      meta("thread_name", pid_, bwd_tid_,
-           "thread " + std::to_string(bwd_tid_) + " (pt_autograd_0)");
-    meta("process_name", 0, 0, "GPU 0");
-    meta("thread_name", 0, 7, "stream 7");
-    meta("thread_name", 0, 13, "stream 13");
-    for (size_t i = 0; i < ev_.size(); ++i) {
-      const Ev& e = ev_[i];
-      s += "  {\"ph\": \"";
-      s += e.ph;
-      s += "\", \"cat\": \"" + std::string(e.cat) + "\", \"name\": \"" + JsonEscape(e.name) +
-           "\", \"pid\": " + std::to_string(e.pid) + ", \"tid\": " + std::to_string(e.tid) +
-           ", \"ts\": " + MicrosText(e.ts);
+      w.Metadata("thread_name", pid_, bwd_tid_,
+                 "thread " + std::to_string(bwd_tid_) + " (pt_autograd_0)", meta_ts);
+    w.Metadata("process_name", 0, 0, "GPU 0", meta_ts);
+    w.Metadata("thread_name", 0, 7, "stream 7", meta_ts);
+    w.Metadata("thread_name", 0, 13, "stream 13", meta_ts);
+    for (const Ev& e : ev_) {
       if (e.ph == 'X') {
-        s += ", \"dur\": " + MicrosText(e.dur);
-        if (!e.args.empty()) s += ", \"args\": {" + e.args + "}";
+        w.Complete(e.cat, e.name, e.pid, e.tid, e.ts, e.dur, e.args);
+      } else if (e.ph == 's') {
+        w.FlowStart(e.id, e.pid, e.tid, e.ts);
       } else {
-        s += ", \"id\": " + e.args;
-        if (e.ph == 'f') s += ", \"bp\": \"e\"";
+        w.FlowFinish(e.id, e.pid, e.tid, e.ts);
       }
-      s += i + 1 < ev_.size() ? "},\n" : "}\n";
     }
-    s += "  ],\n  \"traceName\": \"" + JsonEscape(script_) +
-         "\",\n  \"displayTimeUnit\": \"ms\"\n}\n";
-    return s;
+    w.EndDocument(script_);
+    return w.Take();
   }
 
   SimSpec spec_;
