@@ -60,7 +60,8 @@ std::string AnalysisCore::ScorerState() const {
   return scorer_state_;
 }
 
-WorkspaceIndex AnalysisCore::Index(const std::string& root, const std::vector<PathMap>& maps) {
+std::shared_ptr<const WorkspaceIndex> AnalysisCore::Index(const std::string& root,
+                                                          const std::vector<PathMap>& maps) {
   std::lock_guard<std::mutex> lock(index_mu_);
   std::string key = root;
   for (const auto& m : maps) key += "|" + m.from + ">" + m.to;
@@ -68,17 +69,18 @@ WorkspaceIndex AnalysisCore::Index(const std::string& root, const std::vector<Pa
     index_ = std::make_shared<WorkspaceIndex>(WorkspaceIndex::Build(root, maps));
     index_key_ = key;
   }
-  return *index_;
+  return index_;
 }
 
-void AnalysisCore::FileCreated(const std::string& path) {
+void AnalysisCore::FilesChanged(const std::vector<std::string>& created,
+                                const std::vector<std::string>& deleted) {
   std::lock_guard<std::mutex> lock(index_mu_);
-  if (index_) index_->AddFile(path);
-}
-
-void AnalysisCore::FileDeleted(const std::string& path) {
-  std::lock_guard<std::mutex> lock(index_mu_);
-  if (index_) index_->RemoveFile(path);
+  if (!index_ || (created.empty() && deleted.empty())) return;
+  auto edited = std::make_shared<WorkspaceIndex>(*index_);
+  bool changed = false;
+  for (const std::string& path : created) changed = edited->AddFile(path) || changed;
+  for (const std::string& path : deleted) changed = edited->RemoveFile(path) || changed;
+  if (changed) index_ = std::move(edited);
 }
 
 StatusOr<ScanResult> AnalysisCore::LoadAndScan(const std::string& trace, const ScanRequest& request,
@@ -96,7 +98,8 @@ StatusOr<ScanResult> AnalysisCore::LoadAndScan(const std::string& trace, const S
             .count();
   }
   if (request.on_loaded) request.on_loaded();
-  const WorkspaceIndex index = Index(request.workspace_root, PathMapsOf(config));
+  const std::shared_ptr<const WorkspaceIndex> index =
+      Index(request.workspace_root, PathMapsOf(config));
   const FrameFilter filter{config.user_frames_include, config.user_frames_exclude};
   ScanOptions so;
   so.rules.values = config.thresholds;
@@ -104,7 +107,7 @@ StatusOr<ScanResult> AnalysisCore::LoadAndScan(const std::string& trace, const S
   so.select = request.select.value_or(config.select);
   so.ignore = request.ignore.value_or(config.ignore);
   so.apply_suppressions = request.apply_suppressions;
-  so.workspace = &index;
+  so.workspace = index.get();
   so.frame_filter = &filter;
   so.sources = request.sources;
   // The scorer opened while the trace loaded; null when it is off or cannot be used.

@@ -56,12 +56,15 @@ class AnalysisCore {
   // "off", "PATH (DEVICE)" once open, or "unavailable: why".
   std::string ScorerState() const;
 
-  // A copy of the workspace index of |root| with |maps|: built once and reused until either
-  // changes (a copy, so file events never race a scan that reads it).
-  WorkspaceIndex Index(const std::string& root, const std::vector<PathMap>& maps);
-  // File events keep the cached index current (didChangeWatchedFiles).
-  void FileCreated(const std::string& path);
-  void FileDeleted(const std::string& path);
+  // The workspace index of |root| with |maps|: built once and shared by every scan until either
+  // changes. It is never edited in place: a file event replaces it with an edited copy, so a
+  // scan that holds it reads a consistent index.
+  std::shared_ptr<const WorkspaceIndex> Index(const std::string& root,
+                                              const std::vector<PathMap>& maps);
+  // File events keep the cached index current (didChangeWatchedFiles): one edited copy per
+  // batch of events.
+  void FilesChanged(const std::vector<std::string>& created,
+                    const std::vector<std::string>& deleted);
 
   // Loads |trace| and scans it as |request| says, with |scorer| when valid (waited for after
   // the load). |load_ms| gets the load's time when not null. Errors: the trace does not load
@@ -82,7 +85,7 @@ class AnalysisCore {
   WindowScorerFuture scorer_;
   std::string scorer_state_ = "off";
   std::mutex index_mu_;
-  std::shared_ptr<WorkspaceIndex> index_;
+  std::shared_ptr<const WorkspaceIndex> index_;
   std::string index_key_;
 };
 

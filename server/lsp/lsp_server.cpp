@@ -283,15 +283,17 @@ void Session::OnDidChangeConfiguration(const proto::DidChangeConfigurationParams
 void Session::OnDidChangeWatchedFiles(const proto::DidChangeWatchedFilesParams& params) {
   // Python files keep the cached workspace index current; traces trigger an analysis.
   bool trace_changed = false;
+  std::vector<std::string> created, deleted;
   for (const proto::FileEvent& change : params.changes) {
     std::string path = UriToPath(change.uri);
     if (path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0) {
-      if (change.type == proto::FileChangeType::kCreated) core_.FileCreated(path);
-      if (change.type == proto::FileChangeType::kDeleted) core_.FileDeleted(path);
+      if (change.type == proto::FileChangeType::kCreated) created.push_back(path);
+      if (change.type == proto::FileChangeType::kDeleted) deleted.push_back(path);
     } else {
       trace_changed = true;
     }
   }
+  core_.FilesChanged(created, deleted);
   if (trace_changed) RequestAnalysis(false);
 }
 

@@ -260,7 +260,7 @@ void Session::Status(const std::string& state, const std::string& detail) {
     }
   }
   if (!detail.empty()) p["detail"] = detail;
-  { p["model"] = core_.ScorerState(); }
+  p["model"] = core_.ScorerState();
   out_.Notify("ttap/status", p);
 }
 
