@@ -267,7 +267,7 @@ void Session::OnShutdown(const NoParams&, Reply reply) {
 }
 
 void Session::OnSync(const NoParams&, Reply reply) {
-  BlockUntilIdleForTest(std::chrono::seconds(60));
+  scheduler_.BlockUntilIdleForTest(std::chrono::seconds(60));
   reply->Result(nullptr);
 }
 

@@ -1,9 +1,10 @@
 // Session: the language server session's class, shared by the files that implement it (the
 // server's internal header; nothing outside server/lsp/ includes it). lsp_server.cpp holds the
-// dispatch, lifecycle and documents; session_analysis.cpp the worker and watcher threads, trace
-// loading and snapshots; feature_diagnostics.cpp, feature_hover.cpp, feature_code_actions.cpp
-// and feature_commands.cpp one LSP feature each. Locks held together: only docs_mu_ then snap_mu_
-// (OnDidChange moves the findings' lines); every other lock is taken alone, so no cycle can form.
+// dispatch, lifecycle and documents; session_analysis.cpp one analysis run (scheduled by
+// scheduler.h), the watch loop and snapshots; feature_diagnostics.cpp, feature_hover.cpp,
+// feature_code_actions.cpp and feature_commands.cpp one LSP feature each. Locks held together: only
+// docs_mu_ then snap_mu_ (OnDidChange moves the findings' lines); every other lock, the scheduler's
+// included, is taken alone, so no cycle can form.
 #pragma once
 
 #include <malloc.h>
@@ -45,6 +46,7 @@
 #include "server/lsp/jsonrpc.h"
 #include "server/lsp/lsp_server.h"
 #include "server/lsp/protocol.h"
+#include "server/lsp/scheduler.h"
 #include "server/lsp/trace_discovery.h"
 #include "server/lsp/uri.h"
 #include "server/scan.h"
@@ -146,11 +148,9 @@ class Session {
   void StartWorkers();
   void StopWorkers();
   void RequestAnalysis(bool force);
-  void RequestAnalysisOf(const std::string& trace, int64_t mtime);
-  void WorkerLoop();
-  // Waits until the worker has nothing pending or in flight (what `$/sync` answers after, for
-  // tests); false when |timeout| passes first.
-  bool BlockUntilIdleForTest(std::chrono::milliseconds timeout);
+  // One run of the scheduler: the newest trace analysed (when |force| or it changed), or the
+  // findings dropped when none is left; true when it must run again at once.
+  bool AnalyseNewest(bool force, const CancelToken& cancel);
   void WatchLoop();
   std::string NewestTrace(int64_t* mtime, int64_t* size);
   // False when the trace failed to load (recorded in failed_traces_) or is still being written.
@@ -162,13 +162,11 @@ class Session {
   // 5 s old (a writer still at work), false when it holds still (broken).
   bool ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> before,
                    const CancelToken& cancel);
-  // Waits |ms| on the worker's condition; false when the session stops or |cancel| is set.
-  bool Pause(int ms, const CancelToken& cancel);
   // The window scorer the settings name, opened once per (path, device) on a helper thread that
   // runs while the trace loads; null when it is off or unusable (the rules run alone).
   WindowScorerFuture WindowScorer();
   // LLM drafts for |snap|'s findings when the editor turned drafting on (worker thread).
-  void DraftFindingsOf(const std::shared_ptr<Snapshot>& snap);
+  void DraftFindingsOf(const std::shared_ptr<Snapshot>& snap, const CancelToken& cancel);
   std::shared_ptr<const llm::FindingDraft> DraftOf(const Snapshot& snap, size_t finding);
   void Status(const std::string& state, const std::string& detail = "");
   // A log line to the client's log (window/logMessage, type Log), or to stderr when the client
@@ -294,19 +292,13 @@ class Session {
   // snapshot, which keeps the lines as analysed.
   std::map<std::string, std::vector<int>> moved_lines_;
   std::set<std::string> published_;  // files we pushed diagnostics to
-  std::mutex work_mu_;
-  std::condition_variable work_cv_;
-  bool work_pending_ = false;
-  bool work_force_ = false;
-  bool stopping_ = false;
-  CancelToken current_cancel_;   // the analysis in flight (under work_mu_)
-  std::string in_flight_trace_;  // the trace the worker is analysing (under work_mu_)
-  int64_t in_flight_mtime_ = -1;
-  std::thread worker_;
-  std::thread watcher_;
+  // When analyses run (the worker and watch threads, requests, cancellation): scheduler.h.
+  AnalysisScheduler scheduler_;
+  // The trace shown and the traces passed over (under trace_mu_).
+  std::mutex trace_mu_;
   std::string last_trace_;
   int64_t last_trace_mtime_ = -1;
-  // Traces that failed to load, by path, as (size, mtime) when they failed (under work_mu_):
+  // Traces that failed to load, by path, as (size, mtime) when they failed (under trace_mu_):
   // passed over until they change, so a broken newest trace is reported once and the newest
   // one that loads is shown instead of reloading the broken one forever.
   std::map<std::string, std::pair<int64_t, int64_t>> failed_traces_;

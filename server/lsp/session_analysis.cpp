@@ -1,5 +1,6 @@
-// The session's analysis side (see session.h): worker and watcher threads, trace discovery and
-// loading, snapshots prepared for hovers, the window scorer and LLM drafts.
+// The session's analysis side (see session.h): what one run of the scheduler (scheduler.h) does
+// (find the newest trace, load and scan it through the core, publish), the watch loop, snapshots
+// prepared for hovers, the window scorer and LLM drafts.
 #include "server/lsp/session.h"
 
 namespace ttap::lsp {
@@ -7,40 +8,18 @@ namespace ttap::lsp {
 // ---- Analysis ----
 
 void Session::StartWorkers() {
-  if (worker_.joinable()) return;
-  worker_ = std::thread([this] { WorkerLoop(); });
-  if (!watch_registration_) watcher_ = std::thread([this] { WatchLoop(); });
+  // The window scorer starts opening now, so the first trace waits for it as little as possible.
+  WindowScorer();
+  AnalysisScheduler::WatchFn watch;
+  if (!watch_registration_) watch = [this] { WatchLoop(); };
+  scheduler_.Start(
+      [this](bool force, const CancelToken& cancel) { return AnalyseNewest(force, cancel); },
+      std::move(watch));
 }
 
-void Session::StopWorkers() {
-  {
-    std::lock_guard<std::mutex> lock(work_mu_);
-    stopping_ = true;
-    current_cancel_.Cancel();
-  }
-  work_cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
-  if (watcher_.joinable()) watcher_.join();
-}
+void Session::StopWorkers() { scheduler_.Stop(); }
 
-void Session::RequestAnalysis(bool force) {
-  std::lock_guard<std::mutex> lock(work_mu_);
-  work_pending_ = true;
-  work_force_ = work_force_ || force;
-  // New settings make the analysis in flight pointless: cancel it; the worker picks up the
-  // pending request next. Hovers keep reading the previous snapshot.
-  if (force) current_cancel_.Cancel();
-  work_cv_.notify_all();
-}
-
-void Session::RequestAnalysisOf(const std::string& trace, int64_t mtime) {
-  std::lock_guard<std::mutex> lock(work_mu_);
-  if (trace == in_flight_trace_ && mtime == in_flight_mtime_) return;  // already on it
-  work_pending_ = true;
-  // A newer trace than the one being analysed: that analysis is pointless now.
-  if (!in_flight_trace_.empty()) current_cancel_.Cancel();
-  work_cv_.notify_all();
-}
+void Session::RequestAnalysis(bool force) { scheduler_.Request(force); }
 
 std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
   std::vector<std::string> roots, globs;
@@ -64,7 +43,7 @@ std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
   if (!mine.empty()) found.swap(mine);
   std::map<std::string, std::pair<int64_t, int64_t>> failed;
   {
-    std::lock_guard<std::mutex> lock(work_mu_);
+    std::lock_guard<std::mutex> lock(trace_mu_);
     failed = failed_traces_;
   }
   std::string best;
@@ -94,10 +73,6 @@ void Session::WatchLoop() {
   std::vector<std::string> watched_roots;
   bool settled = false;  // the last two looks agreed: wait for an event
   int quiet_polls = 0;
-  auto stopping = [&] {
-    std::lock_guard<std::mutex> lock(work_mu_);
-    return stopping_;
-  };
   while (true) {
     std::vector<std::string> roots, globs;
     {
@@ -120,7 +95,7 @@ void Session::WatchLoop() {
         return false;
       };
       const bool changed = watcher->Wait(250, relevant);  // short slices: stopping is prompt
-      if (stopping()) return;
+      if (scheduler_.stopping()) return;
       if (!changed) continue;
       settled = false;
       quiet_polls = 0;
@@ -128,25 +103,26 @@ void Session::WatchLoop() {
       const int wait_ms =
           watcher->ok() ? options_.poll_interval_ms
                         : std::min(30000, options_.poll_interval_ms << std::min(quiet_polls, 5));
-      if (!Pause(wait_ms, CancelToken())) return;
+      if (!scheduler_.Pause(wait_ms, CancelToken())) return;
     }
     int64_t mtime = -1, size = -1;
     std::string newest = NewestTrace(&mtime, &size);
     const bool stable = newest == seen && size == seen_size && mtime == seen_mtime;
     if (newest.empty()) {
       // The shown trace was deleted and none is left: the worker drops its findings.
-      std::lock_guard<std::mutex> lock(work_mu_);
-      if (!last_trace_.empty() && in_flight_trace_.empty()) {
-        work_pending_ = true;
-        work_cv_.notify_all();
+      bool shown;
+      {
+        std::lock_guard<std::mutex> lock(trace_mu_);
+        shown = !last_trace_.empty();
       }
+      if (shown && !scheduler_.AnalysingTrace()) scheduler_.Request(false);
     } else {
       bool changed;
       {
-        std::lock_guard<std::mutex> lock(work_mu_);
+        std::lock_guard<std::mutex> lock(trace_mu_);
         changed = newest != last_trace_ || mtime != last_trace_mtime_;
       }
-      if (changed && stable) RequestAnalysisOf(newest, mtime);
+      if (changed && stable) scheduler_.RequestTrace(newest, mtime);
     }
     seen = newest;
     seen_size = size;
@@ -156,92 +132,58 @@ void Session::WatchLoop() {
   }
 }
 
-void Session::WorkerLoop() {
-  // The window scorer starts opening now, so the first trace waits for it as little as possible.
-  WindowScorer();
-  while (true) {
-    bool force;
-    {
-      std::unique_lock<std::mutex> lock(work_mu_);
-      work_cv_.wait(lock, [&] { return work_pending_ || stopping_; });
-      if (stopping_) return;
-      work_pending_ = false;
-      force = work_force_;
-      work_force_ = false;
-      current_cancel_ = CancelToken::Cancellable();
-    }
-    int64_t mtime = -1;
-    std::string trace = NewestTrace(&mtime, nullptr);
-    std::string failure;
-    {
-      std::lock_guard<std::mutex> lock(work_mu_);
-      failure = failed_traces_.empty() ? "" : last_failure_;
-    }
-    if (trace.empty()) {
-      // No trace (left) to show: a deleted trace's diagnostics, hovers and memory go with it.
-      bool dropped = false;
-      {
-        std::lock_guard<std::mutex> lock(snap_mu_);
-        dropped = snapshot_ != nullptr;
-        snapshot_.reset();
-        moved_lines_.clear();
-      }
-      if (dropped) {
-        {
-          std::lock_guard<std::mutex> lock(work_mu_);
-          last_trace_.clear();
-          last_trace_mtime_ = -1;
-        }
-        PublishAll();
-      }
-    }
-    if (trace.empty() && !failure.empty()) {
-      Status("waiting", failure);  // traces exist, none loads: said once when each failed
-    } else if (trace.empty()) {
-      Status("no-trace");
-      if (!told_no_trace_) {
-        told_no_trace_ = true;
-        out_.Notify(
-            "window/showMessage",
-            proto::ShowMessageParams{
-                proto::MessageType::kInfo,
-                "ttap: no profiler trace in the workspace yet. Record one with "
-                "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
-                "with_stack=True, schedule=torch.profiler.schedule(wait=1, warmup=1, active=3), "
-                "on_trace_ready=torch.profiler.tensorboard_trace_handler(\"./log\")) and call "
-                "prof.step() each iteration; ttap picks it up automatically."});
-      }
-    } else if (force || [&] {
-                 std::lock_guard<std::mutex> lock(work_mu_);
-                 return trace != last_trace_ || mtime != last_trace_mtime_;
-               }()) {
-      {
-        std::lock_guard<std::mutex> lock(work_mu_);
-        in_flight_trace_ = trace;
-        in_flight_mtime_ = mtime;
-      }
-      if (!Analyse(trace, mtime, current_cancel_)) {
-        // Look again at once: the newest trace that loads (a broken one is passed over), or the
-        // same one when it was still being written.
-        std::lock_guard<std::mutex> lock(work_mu_);
-        work_pending_ = true;
-      }
-    }
-    {
-      std::lock_guard<std::mutex> lock(work_mu_);
-      in_flight_trace_.clear();
-      in_flight_mtime_ = -1;
-      current_cancel_ = CancelToken();
-    }
-    work_cv_.notify_all();  // BlockUntilIdleForTest
+bool Session::AnalyseNewest(bool force, const CancelToken& cancel) {
+  int64_t mtime = -1;
+  std::string trace = NewestTrace(&mtime, nullptr);
+  std::string failure;
+  {
+    std::lock_guard<std::mutex> lock(trace_mu_);
+    failure = failed_traces_.empty() ? "" : last_failure_;
   }
-}
-
-bool Session::BlockUntilIdleForTest(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(work_mu_);
-  return work_cv_.wait_for(lock, timeout, [&] {
-    return stopping_ || (!work_pending_ && !current_cancel_.cancellable());
-  });
+  if (trace.empty()) {
+    // No trace (left) to show: a deleted trace's diagnostics, hovers and memory go with it.
+    bool dropped = false;
+    {
+      std::lock_guard<std::mutex> lock(snap_mu_);
+      dropped = snapshot_ != nullptr;
+      snapshot_.reset();
+      moved_lines_.clear();
+    }
+    if (dropped) {
+      {
+        std::lock_guard<std::mutex> lock(trace_mu_);
+        last_trace_.clear();
+        last_trace_mtime_ = -1;
+      }
+      PublishAll();
+    }
+  }
+  if (trace.empty() && !failure.empty()) {
+    Status("waiting", failure);  // traces exist, none loads: said once when each failed
+  } else if (trace.empty()) {
+    Status("no-trace");
+    if (!told_no_trace_) {
+      told_no_trace_ = true;
+      out_.Notify(
+          "window/showMessage",
+          proto::ShowMessageParams{
+              proto::MessageType::kInfo,
+              "ttap: no profiler trace in the workspace yet. Record one with "
+              "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
+              "with_stack=True, schedule=torch.profiler.schedule(wait=1, warmup=1, active=3), "
+              "on_trace_ready=torch.profiler.tensorboard_trace_handler(\"./log\")) and call "
+              "prof.step() each iteration; ttap picks it up automatically."});
+    }
+  } else if (force || [&] {
+               std::lock_guard<std::mutex> lock(trace_mu_);
+               return trace != last_trace_ || mtime != last_trace_mtime_;
+             }()) {
+    scheduler_.SetInFlight(trace, mtime);
+    // Not analysed: look again at once for the newest trace that loads (a broken one is passed
+    // over), or the same one when it was still being written.
+    return !Analyse(trace, mtime, cancel);
+  }
+  return false;
 }
 
 void Session::Status(const std::string& state, const std::string& detail) {
@@ -323,7 +265,7 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     const std::string message = loaded.status().message();
     ClientLog(message);
     {
-      std::lock_guard<std::mutex> lock(work_mu_);
+      std::lock_guard<std::mutex> lock(trace_mu_);
       failed_traces_[trace] = {size, now_mtime};
       last_failure_ = message;
     }
@@ -360,7 +302,7 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     moved_lines_.clear();
   }
   {
-    std::lock_guard<std::mutex> lock(work_mu_);
+    std::lock_guard<std::mutex> lock(trace_mu_);
     last_trace_ = trace;
     last_trace_mtime_ = mtime;
   }
@@ -375,7 +317,7 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
             " findings (rules " + std::to_string(static_cast<int>(snap->scan->rules_ms)) +
             " ms, mapping " + std::to_string(static_cast<int>(snap->scan->mapping_ms)) + " ms)");
   Status("ready");
-  DraftFindingsOf(snap);
+  DraftFindingsOf(snap, cancel);
   ReleaseTrace(snap.get());
   return true;
 }
@@ -396,17 +338,11 @@ std::pair<int64_t, int64_t> SizeAndMtime(const std::string& path) {
 
 }  // namespace
 
-bool Session::Pause(int ms, const CancelToken& cancel) {
-  std::unique_lock<std::mutex> lock(work_mu_);
-  work_cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping_; });
-  return !stopping_ && !cancel.cancelled();
-}
-
 std::pair<int64_t, int64_t> Session::WhenQuiet(const std::string& trace,
                                                const CancelToken& cancel) {
   auto now = SizeAndMtime(trace);
   for (int looks = 0; looks < 240 && WallNowNs() - now.second < 1000000000LL; ++looks) {
-    if (!Pause(250, cancel)) break;
+    if (!scheduler_.Pause(250, cancel)) break;
     auto again = SizeAndMtime(trace);
     if (again == now) break;
     now = again;
@@ -420,7 +356,7 @@ bool Session::ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> 
     const auto now = SizeAndMtime(trace);
     if (now != before) return true;
     if (now.second < 0 || WallNowNs() - now.second >= 5000000000LL) return false;
-    if (!Pause(100, cancel)) return true;  // stopping or superseded: not judged broken
+    if (!scheduler_.Pause(100, cancel)) return true;  // stopping or superseded: not judged broken
   }
 }
 
@@ -471,7 +407,7 @@ WindowScorerFuture Session::WindowScorer() {
   return core_.Scorer(path, device);
 }
 
-void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap) {
+void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap, const CancelToken& cancel) {
   LlmConfig file;
   llm::LlmOverrides editor;
   {
@@ -492,11 +428,6 @@ void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap) {
     llm_client_ = std::make_unique<llm::LlmClient>(
         *settings, [this](const std::string& line) { ClientLog("llm: " + line); });
     llm_client_key_ = key;
-  }
-  llm::CancelFlag cancel;
-  {
-    std::lock_guard<std::mutex> lock(work_mu_);
-    cancel = current_cancel_;
   }
   llm::DraftCache cache(file.cache_dir, static_cast<uint64_t>(file.cache_max_mb) << 20);
   llm::DraftOptions options = llm::DraftOptionsFrom(file);
