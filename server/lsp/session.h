@@ -1,8 +1,10 @@
 // Session: the language server session's class, shared by the files that implement it (the
 // server's internal header; nothing outside server/lsp/ includes it). lsp_server.cpp holds the
-// dispatch, lifecycle and documents; session_analysis.cpp one analysis run (scheduled by
-// scheduler.h), the watch loop and snapshots; feature_diagnostics.cpp, feature_hover.cpp,
-// feature_code_actions.cpp and feature_commands.cpp one LSP feature each. Locks held together: only
+// reader loop, the binding of each method to its handler and the lifecycle; session_requests.cpp
+// the request thread; session_settings.cpp the settings; session_documents.cpp the open buffers;
+// session_analysis.cpp one analysis run (scheduled by scheduler.h), the watch loop and snapshots;
+// feature_diagnostics.cpp, feature_hover.cpp, feature_code_actions.cpp and feature_commands.cpp
+// one LSP feature each. Locks held together: only
 // docs_mu_ then snap_mu_ (OnDidChange moves the findings' lines); every other lock, the scheduler's
 // included, is taken alone, so no cycle can form.
 #pragma once
