@@ -1129,11 +1129,9 @@ int MakeMethods(EvalRequest* req, EvalMethods* out) {
   while (std::getline(ss, name, ',')) {
     if (name.empty() || !seen_names.insert(name).second) continue;
     if ((name == "model" || name == "fused") && !out->model) {
-      EvalModelOptions model_options;
-      model_options.path = req->shared.model_path;
-      model_options.device = req->shared.device;
-      if (model_options.path.empty()) model_options.path = WindowModel::DefaultPath();
-      auto opened = WindowModel::Open(model_options.path, model_options.device, 2);
+      const std::string path =
+          req->shared.model_path.empty() ? WindowModel::DefaultPath() : req->shared.model_path;
+      auto opened = WindowModel::Open(path, req->shared.device, 2);
       if (!opened.ok()) {
         std::fprintf(stderr, "ttap: error: eval: %s\n", opened.status().message().c_str());
         return 2;

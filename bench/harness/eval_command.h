@@ -107,12 +107,6 @@ class EvalMethod {
 };
 
 class WindowModel;
-// The learned window scorer for the "model" and "fused" methods: a weights file and a device.
-struct EvalModelOptions {
-  std::string path;  // "" = WindowModel::DefaultPath()
-  std::string device = "auto";
-};
-
 // The method called |name| ("rules", "clustering", "zscore", "random", "model", "fused"), or an
 // error; "model" and "fused" need |model| (opened once by the caller).
 StatusOr<std::unique_ptr<EvalMethod>> MakeEvalMethod(
