@@ -91,9 +91,10 @@ int32_t NodeAt(const CausalGraph& g, const std::vector<int32_t>& nodes, int64_t 
 }  // namespace
 
 const char* CauseName(Cause c) {
-  static const char* kNames[] = {
-      "gpu-matmul", "gpu-kernel",   "communication", "memcpy",   "memset",     "gpu-gap", "launch",
-      "host-sync",  "data-loading", "allocator",     "cpu-work", "cold-start", "untraced"};
+  static const char* kNames[] = {"gpu-matmul",   "gpu-kernel", "communication", "memcpy",
+                                 "memset",       "gpu-gap",    "launch",        "host-sync",
+                                 "data-loading", "allocator",  "cpu-work",      "cold-start",
+                                 "untraced",     "gpu-wait"};
   return kNames[static_cast<int>(c)];
 }
 
@@ -110,7 +111,8 @@ const char* CauseDescription(Cause c) {
                                 "allocator calls",
                                 "CPU work",
                                 "cold start (lazy loading)",
-                                "untraced time"};
+                                "untraced time",
+                                "GPU waits the trace does not explain"};
   return kText[static_cast<int>(c)];
 }
 
@@ -206,7 +208,30 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
     out.push_back({s.number, s.start(), s.end(), s.cpu_end,
                    s.event >= 0 ? static_cast<int32_t>(trace.events.track[s.event]) : -1, false});
   }
-  if (out.empty()) out = InferSteps(trace);
+  if (out.empty()) {
+    out = InferSteps(trace);
+    // As the trace builder ends ProfilerStep# steps: at the later of the CPU end and the end of
+    // the GPU work launched inside the step, clipped at the next step's start (the last step's
+    // tail, e.g. a collective still running after the loop, is its time too).
+    const EventTable& ev = trace.events;
+    std::vector<int64_t> gpu_end(out.size());
+    for (size_t k = 0; k < out.size(); ++k) gpu_end[k] = out[k].cpu_end_ns;
+    for (size_t i = 0; i < ev.size() && !out.empty(); ++i) {
+      if (!IsGpuKind(ev.kind[i]) || ev.link[i] < 0) continue;
+      const int64_t launch_ts = ev.ts[ev.link[i]];
+      auto it = std::upper_bound(out.begin(), out.end(), launch_ts,
+                                 [](int64_t t, const StepSpan& s) { return t < s.start_ns; });
+      if (it == out.begin()) continue;
+      --it;
+      const size_t k = static_cast<size_t>(it - out.begin());
+      if (launch_ts < it->cpu_end_ns) gpu_end[k] = std::max(gpu_end[k], ev.end(i));
+    }
+    for (size_t k = 0; k < out.size(); ++k) {
+      int64_t ge = gpu_end[k];
+      if (k + 1 < out.size()) ge = std::min(ge, std::max(out[k].cpu_end_ns, out[k + 1].start_ns));
+      out[k].end_ns = std::max(out[k].cpu_end_ns, ge);
+    }
+  }
   if (out.empty() && trace.events.size() > 0) {
     out.push_back({-1, trace.span_start(), trace.span_end(), trace.span_end(), -1, false});
   }
@@ -1081,7 +1106,7 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
           const int64_t usual =
               call_end + std::max<int64_t>(100000, 10 * std::min(g.typical_latency, kLatencyCapNs));
           if (t > usual) {
-            add(Cause::kUntraced, usual, t, -1);
+            add(Cause::kGpuWait, usual, t, -1);
             t = usual;
           }
           add(g.cause[cp] == Cause::kColdStart ? Cause::kColdStart : Cause::kLaunch, b, t, cp);
@@ -1092,7 +1117,10 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
         const int64_t b = std::max(S, std::min(t, r.end[lp]));
         // A long idle gap between queued activities is a wait the trace does not explain (a
         // dependency it does not record, or GPU timestamps offset from the CPU's).
-        add(gpu && t - b <= kLongStreamGapNs ? Cause::kGpuGap : Cause::kUntraced, b, t, -1);
+        add(!gpu                        ? Cause::kUntraced
+            : t - b <= kLongStreamGapNs ? Cause::kGpuGap
+                                        : Cause::kGpuWait,
+            b, t, -1);
         t = b;
         n = lp;
       } else {
@@ -1159,7 +1187,8 @@ std::string FormatCauses(const StepAttribution& a, size_t max_causes) {
 }
 
 std::string CauseBar(const StepAttribution& a, int width) {
-  static const char kLetter[] = {'G', 'G', 'C', 'M', 'M', '.', 'L', 'S', 'D', 'A', 'P', 'W', '.'};
+  static const char kLetter[] = {'G', 'G', 'C', 'M', 'M', '.', 'L',
+                                 'S', 'D', 'A', 'P', 'W', '.', 'U'};
   static_assert(sizeof(kLetter) == kCauseCount, "one letter per cause");
   const int64_t total = a.total();
   if (total <= 0 || width <= 0) return "";

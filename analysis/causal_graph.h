@@ -33,6 +33,9 @@ enum class Cause : uint8_t {
   kCpuWork,      // other CPU (Python / framework) work under a traced op
   kColdStart,    // lazy module loading, first-call launches of milliseconds
   kUntraced,     // time no traced event covers
+  // A GPU activity held far beyond its launch and its stream's previous work, by nothing the
+  // trace records (a cross-stream or peer dependency without a record, or offset clocks).
+  kGpuWait,
   kCount
 };
 constexpr int kCauseCount = static_cast<int>(Cause::kCount);
@@ -195,7 +198,7 @@ TimeBreakdown WhereTimeWent(const Trace& trace, const CausalGraph& g, const Repl
 std::string FormatCauses(const StepAttribution& a, size_t max_causes = 6);
 // A one-line bar of |width| characters, one letter per cause in proportion (G GPU compute, C
 // communication, M memcpy/memset, L launch, S sync, D data loading, A allocator, P CPU work, W
-// cold start, . untraced / gaps), largest first.
+// cold start, U GPU waits the trace does not explain, . untraced / gaps), largest first.
 std::string CauseBar(const StepAttribution& a, int width);
 
 }  // namespace ttap

@@ -327,6 +327,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   FixCosting costing = CostFindings(trace, graph, std::move(base), result.time, &result.findings);
   result.run_ns = costing.run_ns;
   result.safe_saving_ns = costing.safe_saving_ns;
+  result.joint_saving_ns = costing.joint_saving_ns;
   result.speedup = costing.speedup();
   const StepAttribution& all = result.time.overall;
   const double gpu_share =
@@ -398,7 +399,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
     result.windows[w].score = 0.2 + 0.8 * std::min(1.0, avoidable[w] / span);
   }
   result.trace_score = result.run_ns > 0
-                           ? std::min(1.0, static_cast<double>(result.safe_saving_ns) /
+                           ? std::min(1.0, static_cast<double>(result.joint_saving_ns) /
                                                static_cast<double>(result.run_ns))
                            : 0.0;
   end_phase("window scores");

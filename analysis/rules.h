@@ -41,13 +41,15 @@ struct WindowScore {
 struct RuleResult {
   std::vector<Finding> findings;     // sorted: most time lost first
   std::vector<WindowScore> windows;  // one per Trace::windows entry
-  // The share of the run that all the fixes together would save (what_if.h): adding an
-  // anti-pattern to a run can only raise it.
+  // The share of the run the findings account for together (joint_saving_ns / run_ns: the fixes,
+  // then the idle time TTA008 finds that no fix explains): adding an anti-pattern to a run can
+  // only raise it.
   double trace_score = 0;
-  int64_t run_ns = 0;          // the analysed steps' wall time
-  int64_t safe_saving_ns = 0;  // what all the fixes save together, replayed
-  double speedup = 1.0;        // run_ns / (run_ns - safe_saving_ns)
-  TimeBreakdown time;          // where each step's time went (critical path)
+  int64_t run_ns = 0;           // the analysed steps' wall time
+  int64_t safe_saving_ns = 0;   // what all the fixes save together, replayed
+  int64_t joint_saving_ns = 0;  // ... and the idle time no fix explains (TTA008) after them
+  double speedup = 1.0;         // run_ns / (run_ns - safe_saving_ns)
+  TimeBreakdown time;           // where each step's time went (critical path)
   // Wall milliseconds per phase, in order ("rule detectors", "causal graph", "replay",
   // "attribution", "causal detectors", "what-ifs", "window scores"): `ttap stats --timing`.
   std::vector<std::pair<std::string, double>> phases;

@@ -598,6 +598,7 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   }
   out.safe_saving_ns = std::max<int64_t>(0, out.safe_saving_ns);
   const int64_t joint_ns = out.run_ns - prev_total;
+  out.joint_saving_ns = std::max(out.safe_saving_ns, joint_ns);
   // 3. A fix's claim is what it saves alone; the symptom claims only the idle time no fix
   // explains. Claims that together exceed the run (fixes recovering the same time) are scaled
   // down to what all of them save together.

@@ -24,6 +24,9 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& findin
 struct FixCosting {
   int64_t run_ns = 0;          // the analysed steps' wall time, replayed unchanged
   int64_t safe_saving_ns = 0;  // what all the fixes save together (TTA008 has no fix: excluded)
+  // What every finding accounts for together: the fixes, then the idle time TTA008 finds that no
+  // fix explains (>= safe_saving_ns).
+  int64_t joint_saving_ns = 0;
   size_t steps = 0;
   double speedup() const {
     return run_ns > safe_saving_ns && run_ns > 0

@@ -688,7 +688,8 @@ std::string Markdown(const RunInfo& info, const std::vector<Section>& sections) 
     }
   }
   md << "\nTrace AUC ranks traces by the method's trace score (rules and fused: the share of the "
-        "run all fixes save, as ttap scan publishes it; the others: the mean window score) against "
+        "run the findings account for, as ttap scan publishes it; the others: the mean window "
+        "score) against "
         "the trace label; window AUC ranks all windows of the section against whether they overlap "
         "a "
         "labelled interval (percentile bootstrap over traces resp. windows). Category accuracy: "
@@ -888,8 +889,10 @@ struct CostAccuracy {
     std::string stem, code;
     double truth_us = 0, estimate_us = 0, run_us = 0;  // per step
     std::string excluded;                              // "" or "base has the code"
+    double trace_score = 0;
   };
   std::vector<Injection> costly;  // every costly injection, for reading case by case
+  std::vector<std::pair<std::string, double>> clean;  // the clean copies and their trace scores
   int positives = 0, negatives = 0;
   Interval95 auc{kNaN, kNaN, kNaN};  // costly injections vs clean copies of the same bases
 };
@@ -960,7 +963,7 @@ CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t 
       e += claim.us_per_step;
       if (mixes_base(claim)) excluded = "base has the code";
     }
-    acc.costly.push_back({l.stem, code, truth, e, l.run_us_per_step, excluded});
+    acc.costly.push_back({l.stem, code, truth, e, l.run_us_per_step, excluded, out.trace_score});
     // Every costly injection counts for the trace AUC; the ratio only where the truth is all of it.
     groups.insert(l.workload_group);
     scores.push_back(out.trace_score);
@@ -981,6 +984,7 @@ CostAccuracy MeasureCost(const std::vector<const EvalTrace*>& evaluated, size_t 
     }
     scores.push_back(t->trace_outputs[rules_index].trace_score);
     labels.push_back(0);
+    acc.clean.emplace_back(l.stem, scores.back());
   }
   for (int y : labels) (y ? acc.positives : acc.negatives)++;
   acc.auc = BootstrapAucRoc(scores, labels, settings.bootstrap, settings.seed);
@@ -1014,7 +1018,8 @@ std::string CostMarkdown(const CostAccuracy& acc) {
       "eval.json lists every costly injection with its truth and estimate.\n";
   md += "\nTrace AUC, costly injections (" + std::to_string(acc.positives) +
         ") vs clean copies of the same bases (" + std::to_string(acc.negatives) +
-        "), by the trace score (share of the run all fixes save): " + WithCi(acc.auc) + "\n";
+        "), by the trace score (share of the run the findings account for): " + WithCi(acc.auc) +
+        "\n";
   return md;
 }
 
@@ -1035,10 +1040,15 @@ nlohmann::json CostJson(const CostAccuracy& acc) {
          {"truth_us_per_step", i.truth_us},
          {"estimate_us_per_step", i.estimate_us},
          {"run_us_per_step", i.run_us},
+         {"trace_score", i.trace_score},
          {"left_out", i.excluded.empty() ? nlohmann::json() : nlohmann::json(i.excluded)}});
   }
+  nlohmann::json clean = nlohmann::json::array();
+  for (const auto& [stem, score] : acc.clean)
+    clean.push_back({{"trace", stem}, {"trace_score", score}});
   return {{"codes", codes},
           {"injections", injections},
+          {"clean_copies", clean},
           {"positives", acc.positives},
           {"negatives", acc.negatives},
           {"trace_auc", IntervalJson(acc.auc)}};

@@ -171,6 +171,34 @@ TEST_CASE("an unrecorded stream wait is inferred: a kernel held until a collecti
   CHECK(BuildCausalGraph(*late.Load()).stats.inferred_stream_waits == 0);
 }
 
+TEST_CASE("steps inferred from Optimizer.step end where their GPU work ends, as ProfilerStep's do",
+          "[causal]") {
+  // No ProfilerStep: four optimizer steps bound three steps. The last one launches a collective
+  // that runs 2 ms past the loop's end: that tail is the last step's time (clipped elsewhere at
+  // the next step's start).
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  for (int k = 0; k < 4; ++k) {
+    const double s = 1000 + 1000 * k;
+    t.Cpu("aten::mm", s, 100);
+    t.Kernel("volta_sgemm_128x64_nn", s + 10, 5, s + 20, 300);  // ends well inside the step
+    t.Cpu("Optimizer.step#SGD.step", s + 500, 100, "user_annotation");
+  }
+  t.Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 4550, 5, 4560, 2000, 30);  // to 6560
+  auto trace = t.Load();
+  REQUIRE(trace->steps.empty());
+  auto spans = AnalysedSteps(*trace);
+  REQUIRE(spans.size() == 3);
+  CHECK(spans[0].end_ns == spans[0].cpu_end_ns);
+  CHECK(spans[1].end_ns == spans[1].cpu_end_ns);
+  CHECK(spans[2].cpu_end_ns == 4600000);
+  CHECK(spans[2].end_ns == 6560000);
+  CausalGraph g = BuildCausalGraph(*trace);
+  Replay r = RunReplay(g);
+  REQUIRE(r.step_end.size() == 3);
+  CHECK(r.step_end[2] == spans[2].end_ns);
+}
+
 TEST_CASE("a secondary thread resuming after the main thread is done follows its end", "[causal]") {
   // No steps. Thread 2 launches the first kernel, then the main thread (1) runs 1 ms of ops;
   // 50 us after it is done, thread 2 synchronises the device (a harness's final sync).
