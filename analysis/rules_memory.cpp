@@ -326,7 +326,9 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
 // TTA014. The same tensors moved to the host and back within a step (CPU offload, .cpu() then
 // .cuda(), numpy round trips): a device-to-host copy followed, later in the step, by a
 // host-to-device copy of exactly the same size. Each host-to-device copy is paired with the
-// earliest unpaired device-to-host copy of its size. Flagged when the paired bytes reach
+// earliest unpaired device-to-host copy of its size. A copy belongs to the step that launched it
+// (its GPU time may fall in a later step where the stream runs far behind its launches). Flagged
+// when the paired bytes reach
 // ping_pong_min_bytes (1 MiB) in a step, so that a few scalars read back do not count. Time
 // lost = the durations of both copies of every pair (keeping the data on the device removes
 // them; the synchronisation of the device-to-host copy is TTA002's business).
@@ -339,7 +341,15 @@ void DetectDevicePingPong(const RuleContext& ctx, const RuleOptions& o, std::vec
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     std::map<int64_t, std::vector<uint32_t>> pending;  // bytes -> unpaired D2H rows, in order
     std::vector<std::pair<uint32_t, uint32_t>> pairs;
-    for (uint32_t i = lo; i < hi; ++i) {
+    for (uint32_t r = lo; r < hi; ++r) {
+      // The copies the step launched, in launch order (and those without a launch call, where
+      // they ran).
+      uint32_t i = r;
+      if (IsLaunchKind(ev.kind[r]) && ev.link[r] >= 0) {
+        i = static_cast<uint32_t>(ev.link[r]);
+      } else if (ev.link[r] >= 0) {
+        continue;
+      }
       if (ev.kind[i] != EventKind::kMemcpy || ev.bytes[i] <= 0) continue;
       const std::string_view name = ctx.Name(i);
       if (IsD2H(name)) {

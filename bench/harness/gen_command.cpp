@@ -236,6 +236,19 @@ class Generator {
       if (!back.ok()) continue;
       b.report = ValidateTrace(*back.value(), json);
       RuleResult rr = RunRules(*trace, {});
+      // A base whose GPU mostly waits for what the trace does not record (streams held far
+      // beyond their launches, e.g. HTA's negative_queue_length fixture) has no measurable truth:
+      // the injector's reflow and ttap's replay would each guess what the hidden dependency does
+      // when the CPU moves.
+      const int64_t path_ns = rr.time.overall.total();
+      const int64_t hidden_ns = rr.time.overall.ns[static_cast<int>(Cause::kGpuWait)];
+      if (path_ns > 0 && hidden_ns > path_ns / 4) {
+        std::fprintf(stderr,
+                     "ttap gen: base %s skipped: GPU waits the trace does not explain are %.0f%% "
+                     "of its critical path\n",
+                     BaseName(f).c_str(), 100.0 * hidden_ns / path_ns);
+        continue;
+      }
       for (const Finding& fd : rr.findings) {
         if (fd.severity == Severity::kError || fd.severity == Severity::kWarning) {
           b.pre_existing.insert(fd.code);

@@ -316,6 +316,23 @@ TEST_CASE("TTA014: the host work between a copy out and its copy back leaves the
   CHECK(f[0].time_lost_us_per_step == Approx(520).margin(2));
 }
 
+TEST_CASE("TTA014: copies belong to the step that launched them, wherever the GPU ran them",
+          "[rules][TTA014]") {
+  // The stream runs far behind its launches: each step's copy to the host runs on the GPU 3 ms
+  // after its launch, in the next step's time; the copy back follows it. Paired by launch, the
+  // round trip is still one step's.
+  auto trace = Steps(4, [](TinyTrace& t, double base) {
+                 t.Launch("Memcpy DtoH (Device -> Pinned)", base + 50, 10, base + 3050, 100,
+                          "gpu_memcpy", 7, "cudaMemcpyAsync", 4 << 20);
+                 t.Launch(kPinnedH2D, base + 400, 10, base + 3160, 80, "gpu_memcpy", 7,
+                          "cudaMemcpyAsync", 4 << 20);
+               }).Load();
+  auto f = FindingsWithCode(*trace, "TTA014");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("round_trips").number == 4);
+  CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2, 3});
+}
+
 TEST_CASE("TTA014: different sizes, tiny scalars or the wrong order are not a round trip",
           "[rules][TTA014]") {
   CHECK(FindingsWithCode(*PingPong(4, 4 << 20, 2 << 20).Load(), "TTA014").empty());
