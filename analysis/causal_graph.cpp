@@ -675,6 +675,19 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       if (g.role[v] == NodeRole::kGpu) gpu_busy.emplace_back(g.obs_start[v], g.obs_end[v]);
     }
     MergeIntervals(&gpu_busy);
+    // Where the trace records the main thread's synchronize calls, it records every wait of
+    // that thread for the GPU (the profiler records each runtime call, and a thread can only
+    // wait for the GPU through one): a slice that merely ends as a copy or kernel does was not
+    // waiting for it. Older traces record launches and copies but no synchronize calls; there
+    // a silent wait (`.item()`, `print(loss)`) is inferred.
+    bool main_syncs_recorded = false;
+    for (int32_t s : pending_syncs) {
+      if (g.lane[s] < g.lanes.size() && g.lanes[g.lane[s]].main &&
+          Contains(trace.Name(g.row[s]), "Synchronize")) {
+        main_syncs_recorded = true;
+        break;
+      }
+    }
     for (int32_t m : main_nodes) {
       if (g.role[m] != NodeRole::kCpuWork) continue;
       const int64_t a = g.obs_start[m], b = g.obs_end[m];
@@ -682,7 +695,8 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       // Waiting for the GPU without a recorded sync: only outside any operator (Python code or
       // the step annotation itself), where the thread had nothing else to do.
       const int32_t owner = g.row[m];
-      const bool may_wait_for_gpu = owner < 0 || ev.kind[owner] != EventKind::kCpuOp;
+      const bool may_wait_for_gpu =
+          !main_syncs_recorded && (owner < 0 || ev.kind[owner] != EventKind::kCpuOp);
       // Each other lane's latest node ending by |b| (a lane's nodes end in order) is a
       // candidate; the latest-ending one that qualifies is what the slice waited for.
       int32_t d = -1;

@@ -443,3 +443,29 @@ TEST_CASE("a main-thread gap while a stream keeps running is not a wait for that
   CHECK(joins(1212) == 0);  // the stream runs until 1510
   CHECK(joins(1520) == 1);  // it ran dry at 1510: the thread waited for it
 }
+
+TEST_CASE("a silent wait for the GPU is inferred only where the trace records no synchronize",
+          "[causal]") {
+  // A gap outside any op that ends as the stream runs dry is a wait in a trace that records
+  // launches but no synchronize calls (older Kineto traces); in one that records the thread's
+  // cudaStreamSynchronize, the profiler would have recorded that wait too: the slice only ended
+  // near the kernel.
+  auto joins = [](bool records_syncs) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+    t.Python("train.py", 10, "<module>", 1000, 3000);
+    for (int k = 0; k < 10; ++k)
+      t.Kernel("volta_sgemm_128x64_nn", 1000 + 5 * k, 4, 1010 + 50 * k, 50);
+    t.Cpu("aten::add", 1520, 20);  // after the gap 1050..1520; the stream ran dry at 1510
+    if (records_syncs) {
+      t.Cpu("aten::item", 1600, 30);
+      t.Runtime("cudaStreamSynchronize", 1605, 20);
+    }
+    auto trace = t.Load();
+    CausalGraph g = BuildCausalGraph(*trace);
+    RequireReplayMatches(*trace, g, RunReplay(g));
+    return std::count(g.role.begin(), g.role.end(), NodeRole::kJoin);
+  };
+  CHECK(joins(false) == 1);
+  CHECK(joins(true) == 0);
+}

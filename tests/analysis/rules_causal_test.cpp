@@ -1,7 +1,8 @@
 // Rule tests for the detectors that read the causal model (rules_causal.cpp): an eager loop of
 // short kernels is launch-bound on its critical path (TTA007), a cold first iteration is
 // cold-start (TTA015) rather than gpu-idle, and launches without GPU activity make the trace
-// incomplete (TTA016). Tiny inline traces, one class each.
+// incomplete (TTA016), and a compile-time trace of overlapping syncs claims no more than its
+// run. Tiny inline traces, one class each.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -141,4 +142,47 @@ TEST_CASE("window scores follow each window's avoidable time", "[rules][causal][
   CHECK(trace->windows[top].start_ns < trace->steps.front().end());
   // The last window lies in the warm third step: nothing there.
   CHECK(rr.windows.back().score < 0.2);
+}
+
+TEST_CASE("causal: a compile-time trace reports nothing larger than its step",
+          "[rules][causal][TTA002]") {
+  // torch.compile autotuning, no ProfilerStep: four compile threads each benchmark candidate
+  // kernels and synchronise after each, their syncs overlapping in time (77 syncs of a real
+  // 1.7 s compile-time trace were once summed to 11 s of "drain"). Whatever is reported, no
+  // finding claims more than the run, nor do all of them together.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  double gpu = 1100;
+  for (int k = 0; k < 20; ++k) {
+    for (int tid = 1; tid <= 4; ++tid) {
+      const double cpu = 1000 + 500 * k + 20 * tid;
+      t.Cpu("triton_benchmark", cpu, 480, "cpu_op", tid);
+      const int corr = 5000 + 10 * k + tid;
+      const std::string c = "\"correlation\": " + std::to_string(corr);
+      t.Cpu("cudaLaunchKernel", cpu + 2, 5, "cuda_runtime", tid, c);
+      gpu = std::max(gpu, cpu + 10);
+      t.Raw(
+          "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"triton_poi_fused_0\", \"pid\": 0, "
+          "\"tid\": 7, \"ts\": " +
+          std::to_string(gpu) + ", \"dur\": 110, \"args\": {" + c +
+          ", \"stream\": 7, \"device\": 0}}");
+      gpu += 110;
+      t.Runtime("cudaDeviceSynchronize", cpu + 8, 460, tid);
+    }
+  }
+  auto trace = t.Load();
+  REQUIRE(trace->steps.empty());
+  auto rr = ttap::RunRules(*trace, {});
+  REQUIRE(!rr.findings.empty());  // the syncs are reported (TTA002), within the run
+  double claimed = 0;
+  for (const auto& f : rr.findings) {
+    INFO(f.code << ": " << f.message);
+    CHECK(f.share_of_step <= 1.0);
+    CHECK(f.time_lost_us_per_step * 1000.0 <= static_cast<double>(rr.run_ns) + 1);
+    claimed += f.share_of_step;
+  }
+  CHECK(claimed <= 1.0 + 1e-9);
+  CHECK(rr.joint_saving_ns <= rr.run_ns);
+  CHECK(rr.trace_score <= 1.0);
+  CHECK(rr.speedup >= 1.0);
 }

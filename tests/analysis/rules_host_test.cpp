@@ -124,7 +124,9 @@ TEST_CASE("TTA002: the fix defers the statement that reads the value, not only i
   REQUIRE(bare.size() == 1);
   REQUIRE(statement.size() == 1);
   CHECK(bare[0].time_lost_us_per_step == Approx(1820).margin(30));
-  CHECK(statement[0].time_lost_us_per_step == Approx(4025).margin(30));
+  // (The trace records its synchronize calls, so the step's Python tail after the last launch is
+  // its own CPU time, not a silent wait for the GPU: it moves with the CPU, 4 ms + 95 us.)
+  CHECK(statement[0].time_lost_us_per_step == Approx(4095).margin(30));
   // The detector measures that statement too (its host time beyond the wait), and says so.
   // Bare, the statement is aten::item itself: a few microseconds beyond its wait.
   const bool bare_short = bare[0].evidence.count("host_statement_us") == 0 ||
