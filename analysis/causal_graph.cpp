@@ -248,6 +248,11 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
 
   // Rows per track, in table order (ts, longer first).
   std::vector<std::vector<uint32_t>> rows_of(trace.tracks.size());
+  {
+    std::vector<size_t> rows_per_track(trace.tracks.size(), 0);  // sized once: no regrowth
+    for (size_t i = 0; i < n_rows; ++i) ++rows_per_track[ev.track[i]];
+    for (size_t t = 0; t < rows_of.size(); ++t) rows_of[t].reserve(rows_per_track[t]);
+  }
   std::vector<int64_t> launch_durs;
   for (size_t i = 0; i < n_rows; ++i) {
     const EventKind k = ev.kind[i];

@@ -489,6 +489,7 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   // 1. Each fix alone, against the unchanged run. The base's memory serves every replay; on a
   // big graph a second thread builds and replays every other fix into its own memory.
   Replay& work = base;
+  Replay second;  // the second thread's memory, kept for both rounds of replays
   std::vector<Entry> entries;
   for (size_t i = 0; i < findings->size(); ++i) {
     entries.push_back({i, {}, 0, 0, 0, {}, (*findings)[i].code == "TTA008"});
@@ -506,7 +507,6 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   };
   if (entries.size() >= 2 && g.size() >= kParallelNodes &&
       std::thread::hardware_concurrency() > 1) {
-    Replay second;
     std::thread helper([&] { replay_alone(1, 2, &second); });
     replay_alone(0, 2, &work);
     helper.join();
@@ -516,7 +516,10 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   // A launch-bound finding whose fix changes mostly the nodes another finding's fix changes
   // (zero_grad's or the optimizer's per-parameter kernels) is that cause's symptom: it claims
   // only what it adds once that cause is fixed, instead of the same time twice.
-  {
+  const bool any_launch_bound = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+    return (*findings)[e.finding].code == "TTA007" && !e.what_if.dur.empty();
+  });
+  if (any_launch_bound) {
     std::vector<int32_t> owner(g.size(), -1);  // the entry whose fix changes the node
     for (size_t i = 0; i < entries.size(); ++i) {
       const std::string& code = (*findings)[entries[i].finding].code;
@@ -577,7 +580,6 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
     }
   };
   if (chain.size() >= 2 && g.size() >= kParallelNodes && std::thread::hardware_concurrency() > 1) {
-    Replay second;
     std::thread helper([&] { replay_prefixes(1, 2, &second); });
     replay_prefixes(0, 2, &work);
     helper.join();
