@@ -484,6 +484,9 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
     int64_t alone_ns = 0, marginal_ns = 0, claim_ns = 0;
     std::vector<int64_t> steps;  // per-step saving of the claim
     bool symptom = false;
+    // Its replay alone: the chain's first prefix is this replay again.
+    int64_t alone_total = 0;
+    std::vector<int64_t> alone_start, alone_end;
   };
   constexpr size_t kParallelNodes = 200000;  // a second thread pays off from here
   // 1. Each fix alone, against the unchanged run. The base's memory serves every replay; on a
@@ -492,7 +495,7 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   Replay second;  // the second thread's memory, kept for both rounds of replays
   std::vector<Entry> entries;
   for (size_t i = 0; i < findings->size(); ++i) {
-    entries.push_back({i, {}, 0, 0, 0, {}, (*findings)[i].code == "TTA008"});
+    entries.push_back({i, {}, 0, 0, 0, {}, (*findings)[i].code == "TTA008", 0, {}, {}});
     entries.back().steps.assign(out.steps, 0);
   }
   auto replay_alone = [&](size_t first, size_t stride, Replay* into) {
@@ -501,7 +504,10 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
       e.what_if = FixWhatIf(trace, g, (*findings)[e.finding]);
       if (e.what_if.empty()) continue;
       RunReplay(g, &e.what_if, into);
-      e.alone_ns = std::max<int64_t>(0, out.run_ns - into->total_step_ns());
+      e.alone_total = into->total_step_ns();
+      e.alone_start = into->step_start;
+      e.alone_end = into->step_end;
+      e.alone_ns = std::max<int64_t>(0, out.run_ns - e.alone_total);
       if (!e.symptom) e.steps = step_deltas(base_start, base_end, into->step_start, into->step_end);
     }
   };
@@ -573,6 +579,11 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   auto replay_prefixes = [&](size_t first, size_t stride, Replay* into) {
     std::vector<const WhatIf*> parts;
     for (size_t k = first; k < chain.size(); k += stride) {
+      if (k == 0) {  // the first fix alone, replayed already
+        const Entry& e = entries[chain[0]];
+        prefixes[0] = {e.alone_total, e.alone_start, e.alone_end};
+        continue;
+      }
       parts.clear();
       for (size_t j = 0; j <= k; ++j) parts.push_back(&entries[chain[j]].what_if);
       RunReplay(g, parts, into);
@@ -580,6 +591,7 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
     }
   };
   if (chain.size() >= 2 && g.size() >= kParallelNodes && std::thread::hardware_concurrency() > 1) {
+    // The first prefix is free: the first thread takes the even ones from 0 (1 replay less).
     std::thread helper([&] { replay_prefixes(1, 2, &second); });
     replay_prefixes(0, 2, &work);
     helper.join();
