@@ -335,19 +335,68 @@ class Injector {
       } else {
         b.Py("torch/optim/optimizer.py", 485, "wrapper");
         b.Op("Optimizer.step#SGD.step", EventKind::kUserAnnotation);
-        b.Py("torch/optim/sgd.py", 286, "_single_tensor_sgd");
+        if (spec_.fixed) {
+          b.Py("torch/optim/sgd.py", 352, "_multi_tensor_sgd");
+        } else {
+          b.Py("torch/optim/sgd.py", 286, "_single_tensor_sgd");
+        }
       }
       const int params = 30 + static_cast<int>(300 * sev_ * U(0.7, 1.3));
-      for (int p = 0; p < params; ++p) {
-        if (zero) {
+      if (zero) {
+        for (int p = 0; p < params; ++p) {
           ElementwiseOp(&b, {"aten::zero_", "aten::fill_"}, "at::native::FillFunctor<float>", 1,
                         {2, 5}, {3.5, 7}, {1.2, 2.8});
+        }
+      } else {
+        // Drawn alike for both forms: per parameter and update (mul_, add_, add_) its CPU gap,
+        // launch call and kernel time; and the GPU's fixed cost of a kernel. The fixed form
+        // (foreach=True: `_multi_tensor_sgd`) makes each update one _foreach_ op that launches a
+        // multi-tensor kernel per chunk of kForeachChunk parameters, which does the same work
+        // as the chunk's kernels less all but one of their fixed costs.
+        constexpr int kUpdates = 3, kForeachChunk = 64;
+        const char* kOps[kUpdates] = {"aten::mul_", "aten::add_", "aten::add_"};
+        const double fixed_gpu_us = U(0.9, 1.4);
+        std::vector<double> gap_us(params * kUpdates), call_us(params * kUpdates),
+            gpu_us(params * kUpdates);
+        for (size_t i = 0; i < gap_us.size(); ++i) {
+          gap_us[i] = U(2, 5);
+          call_us[i] = U(3.5, 7);
+          gpu_us[i] = U(1.5, 4);
+        }
+        auto functor = [&](int u) {
+          return u == 0 ? std::string("at::native::MulFunctor<float>")
+                        : std::string("at::native::CUDAFunctor_add<float>");
+        };
+        if (spec_.fixed) {
+          for (int u = 0; u < kUpdates; ++u) {
+            b.Cpu(Us(U(8, 15)));  // grouping the tensors by device and dtype
+            b.Op(u == 0 ? "aten::_foreach_mul_" : "aten::_foreach_add_");
+            for (int first = 0; first < params; first += kForeachChunk) {
+              const int last = std::min(params, first + kForeachChunk);
+              double kernel_us = fixed_gpu_us;
+              for (int p = first; p < last; ++p) {
+                kernel_us += std::max(0.1, gpu_us[p * kUpdates + u] - fixed_gpu_us);
+              }
+              b.Cpu(Us(0.15 * (last - first)));  // filling the chunk's tensor list
+              b.Launch(
+                  LaunchName(), Us(call_us[first * kUpdates + u]), EventKind::kKernel,
+                  "void at::native::multi_tensor_apply_kernel<at::native::TensorListMetadata<2>, "
+                  "at::native::BinaryOpListAlphaFunctor<float, 2, 2, 0>>(" +
+                      functor(u) + ")",
+                  Us(kernel_us), site_.gpu);
+            }
+            b.End();
+          }
         } else {
-          for (const char* op : {"aten::mul_", "aten::add_", "aten::add_"}) {
-            ElementwiseOp(&b, {op},
-                          op[6] == 'm' ? "at::native::MulFunctor<float>"
-                                       : "at::native::CUDAFunctor_add<float>",
-                          2, {2, 5}, {3.5, 7}, {1.5, 4});
+          for (int p = 0; p < params; ++p) {
+            for (int u = 0; u < kUpdates; ++u) {
+              const size_t i = static_cast<size_t>(p * kUpdates + u);
+              b.Cpu(Us(gap_us[i]));
+              b.Op(kOps[u]);
+              b.Launch(LaunchName(), Us(call_us[i]), EventKind::kKernel, KernelName(functor(u), 2),
+                       Us(gpu_us[i]), site_.gpu);
+              b.End();
+            }
           }
         }
       }
@@ -682,7 +731,8 @@ class Injector {
 }  // namespace
 
 bool HasFixedForm(const std::string& code) {
-  return code == "TTA003" || code == "TTA004" || code == "TTA007" || code == "TTA012";
+  return code == "TTA003" || code == "TTA004" || code == "TTA006" || code == "TTA007" ||
+         code == "TTA012";
 }
 
 const std::vector<std::string>& InjectableCodes() {

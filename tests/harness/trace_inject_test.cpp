@@ -345,6 +345,28 @@ TEST_CASE("TTA007's fixed form: the same kernels replayed from a graph, no op di
   CHECK(Span(*graphed) < Span(*eager));
 }
 
+TEST_CASE("TTA006's fixed form: the same updates as foreach ops, one kernel per chunk",
+          "[inject]") {
+  // The same draws: per update (mul_, add_, add_) one _foreach_ op launching a multi-tensor
+  // kernel per 64 parameters, which does the per-parameter kernels' work less their fixed costs.
+  auto base = LoadBase();
+  const ttap::EditableTrace clean = ttap::ToEditable(*base);
+  CHECK(ttap::HasFixedForm("TTA006"));
+  auto single = InjectForm(clean, "TTA006", 0.5, 6, false).trace;
+  auto foreach_form = InjectForm(clean, "TTA006", 0.5, 6, true).trace;
+  auto before = LoadText(ttap::WriteKineto(clean));
+  const size_t per_param = CountNames(*single, "aten::mul_") - CountNames(*before, "aten::mul_");
+  CHECK(per_param > 30 * base->steps.size());
+  CHECK(CountNames(*foreach_form, "aten::mul_") == CountNames(*before, "aten::mul_"));
+  const size_t foreach_ops = CountNames(*foreach_form, "aten::_foreach_");
+  CHECK(foreach_ops == 3 * base->steps.size());
+  const size_t chunks = CountNames(*foreach_form, "multi_tensor_apply_kernel") -
+                        CountNames(*before, "multi_tensor_apply_kernel");
+  CHECK(chunks >= foreach_ops);
+  CHECK(chunks < per_param);
+  CHECK(Span(*foreach_form) < Span(*single));
+}
+
 TEST_CASE("a sync that waited keeps waiting only for its work: CPU time before it is absorbed",
           "[inject]") {
   // A GEMM of 1 ms queued at 1010, then the CPU waits for it in cudaStreamSynchronize from 1050
