@@ -54,18 +54,35 @@ StepComm CollectStep(const RuleContext& ctx, const AnalysedStep& step) {
   const EventTable& ev = ctx.ev();
   StepComm sc;
   auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+  // A collective belongs to the step that launched it: one still queued when the step ends (a
+  // comm stream far behind its launches) is this step's, and one an earlier step launched is
+  // that step's (its time here still counts in the step's intervals).
+  auto launched_before = [&](uint32_t r) {
+    const int32_t l = ev.link[r];
+    return l >= 0 && ev.ts[l] < step.start_ns;
+  };
+  std::vector<uint32_t> queued_past_end;
   for (uint32_t i = lo; i < hi; ++i) {
+    if (IsLaunchKind(ev.kind[i]) && ev.link[i] >= 0) {
+      const uint32_t k = static_cast<uint32_t>(ev.link[i]);
+      if (ev.kind[k] == EventKind::kKernel && ev.ts[k] >= step.end_ns &&
+          IsCommKernel(ctx.Name(k))) {
+        queued_past_end.push_back(k);
+      }
+    }
     if (ev.kind[i] != EventKind::kKernel) continue;
     const int64_t a = std::max(ev.ts[i], step.start_ns), b = std::min(ev.end(i), step.end_ns);
     const int32_t device = ctx.trace().tracks[ev.track[i]].device;
     if (IsCommKernel(ctx.Name(i))) {
-      sc.comm_rows.push_back(i);
+      if (!launched_before(i)) sc.comm_rows.push_back(i);
       if (b > a) sc.comm.push_back({a, b});
     } else {
       if (b > a) sc.compute.push_back({a, b});
       sc.compute_streams.insert({device, ev.stream[i]});
     }
   }
+  std::sort(queued_past_end.begin(), queued_past_end.end());
+  sc.comm_rows.insert(sc.comm_rows.end(), queued_past_end.begin(), queued_past_end.end());
   if (sc.comm_rows.empty()) return sc;
   MergeIntervals(&sc.comm);
   MergeIntervals(&sc.compute);

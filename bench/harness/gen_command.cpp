@@ -380,12 +380,16 @@ class Generator {
   // Families no rule covers that also appear in the train and val groups (trace labels teach
   // them; `ttap train` does not use where they are). The rest appear only in held-out splits.
   void SetWeakFamilies(std::set<std::string> families) { weak_families_ = std::move(families); }
+  // Also write each injected copy's counterfactual (the trace its truth is measured against) to
+  // DIR/counterfactual, to read a miss against what the injector says the fix leaves.
+  void KeepCounterfactuals(bool keep) { keep_counterfactuals_ = keep; }
   // Writes only the traces of these splits (all when empty); planning is unchanged, so the traces
   // written are those a full run writes.
   void KeepOnlySplits(std::set<std::string> splits) { only_splits_ = std::move(splits); }
 
   int Run(unsigned threads) {
     if (!MakeDir(out_) || !MakeDir(out_ + "/labels") || !MakeDir(out_ + "/scripts")) return 2;
+    if (keep_counterfactuals_ && !MakeDir(out_ + "/counterfactual")) return 2;
     for (const Base& b : bases_) {
       WriteText(out_ + "/scripts/train_" + Slug(b.group.substr(5)) + ".py",
                 GeneratedScript(b.group));
@@ -507,6 +511,9 @@ class Generator {
           counterfactual = InjectAntiPattern(&fixed, fixed_spec, &unused, &why) ? WriteKineto(fixed)
                                                                                 : std::string();
         }
+      }
+      if (!counterfactual.empty() && keep_counterfactuals_) {
+        WriteGzip(out_ + "/counterfactual/" + p.stem + kTraceSuffix, counterfactual);
       }
       if (!counterfactual.empty()) {
         LoadOptions clo;
@@ -644,6 +651,7 @@ class Generator {
   std::string out_;
   uint64_t seed_, split_seed_;
   std::set<std::string> only_splits_;
+  bool keep_counterfactuals_ = false;
   std::set<std::string> weak_families_;
   std::vector<Base> bases_;
   std::map<std::string, std::string> real_split_, sim_split_;
@@ -701,6 +709,7 @@ int RunGenCommand(const std::vector<std::string>& args) {
   long long seed = -1, split_seed = -1, count = 600, threads = 2;
   double max_base_mb = 40;
   std::set<std::string> only_splits;
+  bool keep_counterfactuals = false;
   std::set<std::string> weak_families = {"TTX101", "TTX103"};
   std::vector<std::string> bases;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -735,6 +744,8 @@ int RunGenCommand(const std::vector<std::string>& args) {
         }
         weak_families.insert(f);
       }
+    } else if (a == "--keep-counterfactual") {
+      keep_counterfactuals = true;
     } else if (a == "--count" && has_value) {
       if (!ParseInteger(args[++i], &count) || count <= 0 || count > 100000) {
         return UsageError("--count needs a positive number");
@@ -762,6 +773,7 @@ int RunGenCommand(const std::vector<std::string>& args) {
                 static_cast<uint64_t>(split_seed >= 0 ? split_seed : seed));
   gen.KeepOnlySplits(only_splits);
   gen.SetWeakFamilies(weak_families);
+  gen.KeepCounterfactuals(keep_counterfactuals);
   if (!bases.empty() && !gen.AddBases(bases, max_base_mb)) return 2;
   gen.PlanTraces(count);
   if (int rc = gen.Run(static_cast<unsigned>(threads)); rc != 0) return rc;

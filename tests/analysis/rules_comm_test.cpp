@@ -162,6 +162,28 @@ TEST_CASE("TTA012: collectives on the compute stream", "[rules][TTA012]") {
   CHECK(f[0].message.find("compute stream") != std::string::npos);
 }
 
+TEST_CASE("TTA012: collectives belong to the step that launched them, wherever they ran",
+          "[rules][TTA012]") {
+  // Step 0 launches 100 all_reduces of 20 us from 1500 us; the comm stream runs them back to
+  // back until 3510, past step 1's start at 3000. All 100 are step 0's (by the old reading of GPU
+  // time, 75; the 25 that ran in step 1 were nobody's call overhead).
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", 1010, 5, 1020, 400);
+  double gts = 1510;
+  for (int k = 0; k < 100; ++k) {
+    AllReduce(t, 1500 + 10 * k, gts, 20, 20, 5);
+    gts += 20;
+  }
+  t.Step(0, 1000, 2000);
+  t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", 3010, 5, 3600, 400);
+  t.Step(1, 3000, 2000);
+  auto f = FindingsWithCode(*t.Load(), "TTA012");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("collectives").number == 100);
+  CHECK(f[0].step_ids == std::vector<int64_t>{0});
+}
+
 TEST_CASE("TTA012: a few bucketed collectives on their own stream are fine", "[rules][TTA012]") {
   auto trace = DdpSteps(4, 300, 100).Load();
   CHECK(FindingsWithCode(*trace, "TTA012").empty());
