@@ -300,7 +300,14 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
     b.BatchIntoLast(group);
     if (code == "TTA014") {
       // The host work on the data between a copy out and its copy back (rows come in pairs)
-      // becomes device work, when nothing else is launched in between: CPU slices and waits go.
+      // becomes device work, when nothing else is launched in between (the finding's own copies
+      // of other tensors aside: two tensors out, worked on, and back): CPU slices and waits go.
+      std::set<int32_t> own_calls;
+      for (int32_t r : rows) {
+        const int32_t gn = b.NodeOfRow(r);
+        const int32_t call = gn >= 0 ? b.LaunchOf(gn) : -1;
+        if (call >= 0) own_calls.insert(call);
+      }
       for (size_t k = 0; k + 1 < rows.size(); k += 2) {
         const int32_t out_gpu = b.NodeOfRow(rows[k]), back_gpu = b.NodeOfRow(rows[k + 1]);
         const int32_t out_call = out_gpu >= 0 ? b.LaunchOf(out_gpu) : -1;
@@ -310,7 +317,8 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
         }
         bool other_launch = false;
         for (int32_t n = out_call + 1; n < back_call && !other_launch; ++n) {
-          other_launch = g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0 && ev.link[g.row[n]] >= 0;
+          other_launch = g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0 &&
+                         ev.link[g.row[n]] >= 0 && !own_calls.count(n);
         }
         if (other_launch) continue;
         for (int32_t n = out_call + 1; n < back_call; ++n) {

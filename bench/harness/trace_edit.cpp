@@ -21,6 +21,14 @@ bool IsSyncName(const std::string& n) {
 
 bool OnGpuTrack(const EditableTrace& t, const EditEvent& e) { return t.tracks[e.track].gpu; }
 
+// A call that returns once GPU work is done: a synchronize or synchronous copy by name, or an
+// async copy that blocks (EditEvent::blocking_copy).
+bool IsSyncCall(const EditEvent& e) { return IsSyncName(e.name) || e.blocking_copy; }
+
+// A sync call awaits the GPU work launched before it; a blocking copy also its own copy,
+// launched by the call itself.
+int64_t AwaitsLaunchesBefore(const EditEvent& e) { return e.blocking_copy ? e.ts + 1 : e.ts; }
+
 // A track's pid or tid as the base trace wrote it: a number, or the string it was.
 KinetoId IdOf(const std::string& text, int64_t num) {
   return num != kNone ? KinetoId(num) : KinetoId::Text(text);
@@ -189,10 +197,9 @@ bool FirstViolatedSync(const EditableTrace& t, const LaunchedGpuEnds& launched, 
   int64_t best_ts = INT64_MAX;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const EditEvent& e = t.events[i];
-    if (!IsLaunchKind(e.kind) || OnGpuTrack(t, e) || !IsSyncName(e.name) || e.ts >= best_ts)
-      continue;
+    if (!IsLaunchKind(e.kind) || OnGpuTrack(t, e) || !IsSyncCall(e) || e.ts >= best_ts) continue;
     int64_t gpu_end = 0;
-    if (!launched.Before(e.ts, &gpu_end)) continue;
+    if (!launched.Before(AwaitsLaunchesBefore(e), &gpu_end)) continue;
     const int64_t need = gpu_end - e.sync_slack;
     if (need > e.ts + e.dur) {
       best_ts = e.ts;
@@ -215,7 +222,7 @@ bool FirstLateSync(const EditableTrace& t, const LaunchedGpuEnds& launched,
     const EditEvent& e = t.events[i];
     if (e.sync_return < 0 || skip[i] || !IsLaunchKind(e.kind) || OnGpuTrack(t, e)) continue;
     int64_t gpu_end = 0;
-    if (!launched.Before(e.ts, &gpu_end)) continue;
+    if (!launched.Before(AwaitsLaunchesBefore(e), &gpu_end)) continue;
     const int64_t need =
         std::max(e.ts + std::min(e.dur, kSyncCallNs), gpu_end - e.sync_slack + e.sync_return);
     if (need + 1000 < e.ts + e.dur) {
@@ -358,12 +365,26 @@ EditableTrace ToEditable(const Trace& trace) {
       t.queue_gap[track] = g[g.size() / 2];
     }
   }
+  // Async copy calls that block: their copy is pageable.
+  {
+    const auto launch = LaunchByCorrelation(t);
+    for (const EditEvent& g : t.events) {
+      if (g.kind != EventKind::kMemcpy || g.correlation < 0 ||
+          g.name.find("Pageable") == std::string::npos) {
+        continue;
+      }
+      auto it = launch.find(g.correlation);
+      if (it == launch.end()) continue;
+      EditEvent& call = t.events[it->second];
+      if (call.name.find("MemcpyAsync") != std::string::npos) call.blocking_copy = true;
+    }
+  }
   // Synchronize calls that the GPU already overran in the base (clock skew) keep that slack.
   const LaunchedGpuEnds launched(t);
   for (EditEvent& e : t.events) {
-    if (!IsLaunchKind(e.kind) || !IsSyncName(e.name)) continue;
+    if (!IsLaunchKind(e.kind) || !IsSyncCall(e)) continue;
     int64_t gpu_end = 0;
-    if (launched.Before(e.ts, &gpu_end)) {
+    if (launched.Before(AwaitsLaunchesBefore(e), &gpu_end)) {
       e.sync_slack = std::max<int64_t>(0, gpu_end - (e.ts + e.dur));
       if (gpu_end > e.ts) e.sync_return = std::max<int64_t>(0, e.ts + e.dur - gpu_end);
     }

@@ -36,6 +36,9 @@ struct EditEvent {
   // work ended they returned (-1: did not wait, or added by an edit). A reflow that ends the
   // awaited work earlier than the shifted call expects shortens the call to that.
   int64_t sync_return = -1;
+  // An async copy call of the unedited trace that blocks: its copy is pageable, so it returns
+  // once that copy, queued behind the work launched before it, is done (a synchronize call).
+  bool blocking_copy = false;
   bool added = false;  // inserted by an edit (has no original placement)
 };
 

@@ -290,7 +290,9 @@ TEST_CASE("TTA014: tensors copied to the host and back every step", "[rules][TTA
   CHECK(f[0].evidence.at("detected_us_per_step").number == Approx(4 * (100 + 80)).margin(1));
   // Replayed: the copies go with the aten::to ops that made them (120 and 100 us, their 110 /
   // 90 us launch calls included), all on the CPU's path: 4 x 220.
-  CHECK(f[0].time_lost_us_per_step == Approx(4 * (120 + 100)).margin(1));
+  // With them goes the host time between the copies out and back (260 us: nothing else is
+  // launched there but the round trip's own copies of the other tensors).
+  CHECK(f[0].time_lost_us_per_step == Approx(4 * (120 + 100) + 260).margin(1));
   CHECK(f[0].evidence.at("round_trips").number == 12);
   REQUIRE(f[0].anchor_row >= 0);
   CHECK(trace->Name(f[0].anchor_row) == "aten::to");

@@ -403,6 +403,36 @@ TEST_CASE("a sync that waited keeps waiting only for its work: CPU time before i
   }
 }
 
+TEST_CASE("a pageable copy that waited for the queue is a sync: it waits only for its work",
+          "[inject]") {
+  // A GEMM runs 1020..2020; a pageable device-to-host copy launched at 1050 queues behind it
+  // (its copy runs 2020..2023) and its call returns at 2025. With 1.2 ms of CPU inserted before
+  // the call, the GEMM is long done when it is made: it returns once its own copy is, not
+  // 975 us later (as a call that keeps its length would: another wait's cost counted twice).
+  ttap_test::TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("ampere_sgemm_128x64_nn", 1005, 5, 1020, 1000);
+  t.Launch("Memcpy DtoH (Device -> Pageable)", 1050, 975, 2020, 3, "gpu_memcpy", 7,
+           "cudaMemcpyAsync", 4096);
+  t.Cpu("aten::add", 2030, 100);
+  auto trace = t.Load();
+  ttap::EditableTrace et = ttap::ToEditable(*trace);
+  uint32_t cpu_track = 0;
+  for (const ttap::EditEvent& e : et.events) {
+    if (e.name == "cudaMemcpyAsync") {
+      cpu_track = e.track;
+      CHECK(e.blocking_copy);
+    }
+  }
+  ttap::InsertCpuTime(&et, cpu_track, 1040000, 1200000);
+  for (const ttap::EditEvent& e : et.events) {
+    if (e.name == "cudaMemcpyAsync") {
+      CHECK(e.ts == 2250000);
+      CHECK(e.ts + e.dur < 2250000 + 100000);
+    }
+  }
+}
+
 TEST_CASE("TTA003's fixed form: the same copy from pinned memory, the call returning at once",
           "[inject]") {
   auto base = LoadBase();
