@@ -767,7 +767,12 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
         const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
         if (has_wait[dst] || (prev < 0 && launch < 0)) continue;
         if (prev >= 0 && start - g.obs_end[prev] < kInferredWaitMinNs) continue;
-        if (launch >= 0 && start - g.obs_end[launch] < kInferredWaitMinNs) continue;
+        // A blocking copy's call returns only once its copy is done: its start is the launch.
+        if (launch >= 0 &&
+            start - (g.role[launch] == NodeRole::kSync ? g.obs_start[launch] : g.obs_end[launch]) <
+                kInferredWaitMinNs) {
+          continue;
+        }
         int32_t src = -1;
         for (const auto& other : g.lanes) {
           if (!other.gpu || &other == &lane || other.first_node == other.end_node) continue;

@@ -171,6 +171,25 @@ TEST_CASE("an unrecorded stream wait is inferred: a kernel held until a collecti
   CHECK(BuildCausalGraph(*late.Load()).stats.inferred_stream_waits == 0);
 }
 
+TEST_CASE("a blocking copy held until a collective ended waited for it (its call returns late)",
+          "[causal]") {
+  // The next batch's pageable copy is launched at 1040 but held on the compute stream until the
+  // all-reduce on stream 30 ends at 1800; its call returns with the copy at 1850. The call
+  // ending after the copy started does not hide the wait.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("volta_sgemm_128x64_nn", 1010, 5, 1020, 100, 7);
+  t.Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1020, 5, 1100, 700, 30);  // 1100..1800
+  t.Launch("Memcpy HtoD (Pageable -> Device)", 1040, 811, 1801, 50, "gpu_memcpy", 7,
+           "cudaMemcpyAsync", 1 << 20);
+  t.Step(1, 1000, 870);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  CHECK(g.stats.inferred_stream_waits == 1);
+  Replay base = RunReplay(g);
+  RequireReplayMatches(*trace, g, base);
+}
+
 TEST_CASE("steps inferred from Optimizer.step end where their GPU work ends, as ProfilerStep's do",
           "[causal]") {
   // No ProfilerStep: four optimizer steps bound three steps. The last one launches a collective
