@@ -477,18 +477,8 @@ void CpuBlock::End() {
 size_t CpuBlock::Launch(const std::string& runtime, int64_t call_ns, EventKind gpu_kind,
                         const std::string& gpu_name, int64_t gpu_ns, uint32_t gpu_track,
                         int64_t bytes) {
-  const int64_t corr = trace_->next_correlation++;
+  const int64_t corr = AddRuntimeCall(runtime, call_ns);
   const int64_t ext = ext_stack_.empty() ? -1 : ext_stack_.back();
-  EditEvent r;
-  r.ts = cursor_;
-  r.dur = call_ns;
-  r.name = runtime;
-  r.kind = EventKind::kRuntime;
-  r.cat = trace_->CatFor(r.kind);
-  r.track = track_;
-  r.correlation = corr;
-  r.external_id = ext;
-  cpu_.push_back(std::move(r));
   const Track& gt = trace_->tracks[gpu_track];
   EditEvent g;
   g.launch_lat = std::min<int64_t>(call_ns, 4000);
@@ -509,6 +499,11 @@ size_t CpuBlock::Launch(const std::string& runtime, int64_t call_ns, EventKind g
 }
 
 void CpuBlock::Runtime(const std::string& name, int64_t call_ns) {
+  AddRuntimeCall(name, call_ns);
+  cursor_ += call_ns;
+}
+
+int64_t CpuBlock::AddRuntimeCall(const std::string& name, int64_t call_ns) {
   EditEvent r;
   r.ts = cursor_;
   r.dur = call_ns;
@@ -518,8 +513,9 @@ void CpuBlock::Runtime(const std::string& name, int64_t call_ns) {
   r.track = track_;
   r.correlation = trace_->next_correlation++;
   r.external_id = ext_stack_.empty() ? -1 : ext_stack_.back();
+  const int64_t corr = r.correlation;
   cpu_.push_back(std::move(r));
-  cursor_ += call_ns;
+  return corr;
 }
 
 std::pair<int64_t, int64_t> CpuBlock::Commit(bool reflow) {

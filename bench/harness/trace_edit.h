@@ -120,6 +120,9 @@ class CpuBlock {
   size_t root_index() const { return commit_base_ + gpu_committed_; }
 
  private:
+  // A runtime call of |call_ns| at the cursor (which the caller advances); its correlation.
+  int64_t AddRuntimeCall(const std::string& name, int64_t call_ns);
+
   EditableTrace* trace_;
   uint32_t track_;
   int64_t at_, cursor_ = 0;

@@ -227,6 +227,17 @@ class Injector {
   };
   // A short CPU gap, the op chain |ops| and the one elementwise kernel it launches: the shape of
   // per-parameter and per-term work (TTA005, TTA006, TTA007).
+  // One eager op with values drawn beforehand (both forms of an injection draw alike): |gap_us|
+  // of CPU, then |op| launching |functor|'s kernel.
+  void DrawnOp(CpuBlock* b, const char* op, const std::string& functor, int arity, double gap_us,
+               double call_us, double gpu_us) {
+    b->Cpu(Us(gap_us));
+    b->Op(op);
+    b->Launch(LaunchName(), Us(call_us), EventKind::kKernel, KernelName(functor, arity), Us(gpu_us),
+              site_.gpu);
+    b->End();
+  }
+
   void ElementwiseOp(CpuBlock* b, std::initializer_list<const char*> ops,
                      const std::string& functor, int arity, Span gap, Span call, Span gpu) {
     b->Cpu(Us(U(gap.lo, gap.hi)));
@@ -391,11 +402,7 @@ class Injector {
           for (int p = 0; p < params; ++p) {
             for (int u = 0; u < kUpdates; ++u) {
               const size_t i = static_cast<size_t>(p * kUpdates + u);
-              b.Cpu(Us(gap_us[i]));
-              b.Op(kOps[u]);
-              b.Launch(LaunchName(), Us(call_us[i]), EventKind::kKernel, KernelName(functor(u), 2),
-                       Us(gpu_us[i]), site_.gpu);
-              b.End();
+              DrawnOp(&b, kOps[u], functor(u), 2, gap_us[i], call_us[i], gpu_us[i]);
             }
           }
         }
@@ -425,11 +432,7 @@ class Injector {
                    site_.gpu);
           continue;
         }
-        b.Cpu(Us(gap_us[i]));
-        b.Op(mul ? "aten::mul" : "aten::add");
-        b.Launch(LaunchName(), Us(call_us[i]), EventKind::kKernel, KernelName(functor, 3),
-                 Us(gpu_us[i]), site_.gpu);
-        b.End();
+        DrawnOp(&b, mul ? "aten::mul" : "aten::add", functor, 3, gap_us[i], call_us[i], gpu_us[i]);
       }
       b.Commit(false);
       Keep(b);
