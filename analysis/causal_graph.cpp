@@ -213,19 +213,12 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
     // As the trace builder ends ProfilerStep# steps: at the later of the CPU end and the end of
     // the GPU work launched inside the step, clipped at the next step's start (the last step's
     // tail, e.g. a collective still running after the loop, is its time too).
-    const EventTable& ev = trace.events;
-    std::vector<int64_t> gpu_end(out.size());
-    for (size_t k = 0; k < out.size(); ++k) gpu_end[k] = out[k].cpu_end_ns;
-    for (size_t i = 0; i < ev.size() && !out.empty(); ++i) {
-      if (!IsGpuKind(ev.kind[i]) || ev.link[i] < 0) continue;
-      const int64_t launch_ts = ev.ts[ev.link[i]];
-      auto it = std::upper_bound(out.begin(), out.end(), launch_ts,
-                                 [](int64_t t, const StepSpan& s) { return t < s.start_ns; });
-      if (it == out.begin()) continue;
-      --it;
-      const size_t k = static_cast<size_t>(it - out.begin());
-      if (launch_ts < it->cpu_end_ns) gpu_end[k] = std::max(gpu_end[k], ev.end(i));
+    std::vector<int64_t> starts, cpu_ends;
+    for (const StepSpan& s : out) {
+      starts.push_back(s.start_ns);
+      cpu_ends.push_back(s.cpu_end_ns);
     }
+    const std::vector<int64_t> gpu_end = EndsOfLaunchedGpuWork(trace.events, starts, cpu_ends);
     for (size_t k = 0; k < out.size(); ++k) {
       int64_t ge = gpu_end[k];
       if (k + 1 < out.size()) ge = std::min(ge, std::max(out[k].cpu_end_ns, out[k + 1].start_ns));

@@ -87,6 +87,21 @@ int64_t Trace::span_end() const {
   return e;
 }
 
+std::vector<int64_t> EndsOfLaunchedGpuWork(const EventTable& ev, const std::vector<int64_t>& starts,
+                                           const std::vector<int64_t>& cpu_ends) {
+  std::vector<int64_t> gpu_end = cpu_ends;
+  if (starts.empty()) return gpu_end;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (!IsGpuKind(ev.kind[i]) || ev.link[i] < 0) continue;
+    const int64_t launch_ts = ev.ts[ev.link[i]];
+    auto it = std::upper_bound(starts.begin(), starts.end(), launch_ts);
+    if (it == starts.begin()) continue;
+    const size_t k = static_cast<size_t>(it - starts.begin()) - 1;
+    if (launch_ts < cpu_ends[k]) gpu_end[k] = std::max(gpu_end[k], ev.end(i));
+  }
+  return gpu_end;
+}
+
 Window MakeWindow(const Trace& trace, int64_t start_ns, int64_t end_ns) {
   const auto& ts = trace.events.ts;
   Window w;

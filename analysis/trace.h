@@ -197,5 +197,10 @@ struct Trace {
 void BuildWindows(Trace* trace, int count);
 // Index range of rows with ts in [start, end).
 Window MakeWindow(const Trace& trace, int64_t start_ns, int64_t end_ns);
+// Steps' GPU ends: for CPU spans [starts[k], cpu_ends[k]) sorted by start, the latest end of the
+// GPU work launched inside each (cpu_ends[k] where none ends later). The trace builder and the
+// steps inferred without ProfilerStep (causal_graph.h) end their steps there.
+std::vector<int64_t> EndsOfLaunchedGpuWork(const EventTable& ev, const std::vector<int64_t>& starts,
+                                           const std::vector<int64_t>& cpu_ends);
 
 }  // namespace ttap

@@ -383,16 +383,14 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
   }
   std::sort(trace->steps.begin(), trace->steps.end(),
             [](const Step& a, const Step& b) { return a.cpu_start < b.cpu_start; });
-  if (!trace->steps.empty()) {
-    for (size_t i = 0; i < total; ++i) {
-      if (!IsGpuKind(ev.kind[i]) || ev.link[i] < 0) continue;
-      int64_t launch_ts = ev.ts[ev.link[i]];
-      auto it = std::upper_bound(trace->steps.begin(), trace->steps.end(), launch_ts,
-                                 [](int64_t t, const Step& s) { return t < s.cpu_start; });
-      if (it == trace->steps.begin()) continue;
-      --it;
-      if (launch_ts < it->cpu_end) it->gpu_end = std::max(it->gpu_end, ev.end(i));
+  {
+    std::vector<int64_t> starts, cpu_ends;
+    for (const Step& st : trace->steps) {
+      starts.push_back(st.cpu_start);
+      cpu_ends.push_back(st.cpu_end);
     }
+    const std::vector<int64_t> gpu_ends = EndsOfLaunchedGpuWork(ev, starts, cpu_ends);
+    for (size_t s = 0; s < trace->steps.size(); ++s) trace->steps[s].gpu_end = gpu_ends[s];
   }
 
   phase("steps");
