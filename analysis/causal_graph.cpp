@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "analysis/rule_util.h"
 
@@ -18,6 +19,8 @@ constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 constexpr int64_t kLatencyCapNs = int64_t{3600} * 1000000000;
 // A stream gap longer than this is not the GPU's own spacing between queued work.
 constexpr int64_t kLongStreamGapNs = 50000;
+// A secondary thread's pause longer than this is a wait for the main thread (see the lanes).
+constexpr int64_t kSecondaryResumeGapNs = 50000;
 // An activity that starts this long after its stream's previous activity and its launch call
 // ended, this close after another stream's activity ended, waited for that activity.
 constexpr int64_t kInferredWaitMinNs = 20000;
@@ -231,6 +234,87 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
   return out;
 }
 
+std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace) {
+  const EventTable& ev = trace.events;
+  struct Runs {
+    int32_t first = -1;
+    std::vector<int64_t> later;  // durations of the next runs (at most kSample)
+  };
+  constexpr size_t kSample = 64;
+  std::vector<bool> eligible(trace.strings.size(), false);
+  for (size_t id = 0; id < eligible.size(); ++id) {
+    const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
+    eligible[id] = !Contains(n, "#");  // ProfilerStep#, Optimizer.step#, DataLoader iterators
+  }
+  std::unordered_map<uint64_t, Runs> runs;  // (track, name) -> runs
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kCpuOp || !eligible[ev.name[i]]) continue;
+    Runs& r = runs[(static_cast<uint64_t>(ev.track[i]) << 32) | ev.name[i]];
+    if (r.first < 0) {
+      r.first = static_cast<int32_t>(i);
+    } else if (r.later.size() < kSample) {
+      r.later.push_back(ev.dur[i]);
+    }
+  }
+  // Whether GPU work is launched from inside |row| (on its thread).
+  auto launches_gpu = [&](int32_t row) {
+    const int64_t end = ev.end(row);
+    for (size_t j = static_cast<size_t>(row) + 1; j < ev.size() && ev.ts[j] < end; ++j) {
+      if (ev.track[j] == ev.track[row] && IsLaunchKind(ev.kind[j]) && ev.link[j] >= 0) return true;
+    }
+    return false;
+  };
+  std::vector<FirstCall> out;
+  // Long allocator calls while the GPU has nothing to wait for: start-up (cudaFree(0) creating
+  // the context, a library's first workspace). A cudaFree that waits for running work is not.
+  std::vector<Interval> gpu_busy;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    if (k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset) {
+      gpu_busy.push_back({ev.ts[i], ev.end(i)});
+    }
+  }
+  MergeIntervals(&gpu_busy);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < kOneTimeAllocatorCallNs) continue;
+    if (!IsAllocatorName(trace.Name(i))) continue;
+    if (ClippedLength(gpu_busy, ev.ts[i], ev.end(i)) * 10 < ev.dur[i]) {
+      out.push_back({static_cast<int32_t>(i), kFirstCallMinNs / 100});
+    }
+  }
+  for (auto& [key, r] : runs) {
+    const int64_t d = ev.dur[r.first];
+    if (d < kFirstCallMinNs) continue;
+    if (!r.later.empty()) {
+      const int64_t typical = Median(r.later, 0);
+      if (static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical)) {
+        out.push_back({r.first, typical});
+      }
+    } else if (d >= kFirstCallAloneNs && launches_gpu(r.first)) {
+      out.push_back({r.first, kFirstCallMinNs / 10});
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FirstCall& a, const FirstCall& b) { return a.row < b.row; });
+  // Keep the outermost: a first call inside another one is part of it.
+  std::vector<FirstCall> outer;
+  for (const FirstCall& c : out) {
+    if (EnclosingFirstCall(trace, outer, ev.parent[c.row]) < 0) outer.push_back(c);
+  }
+  return outer;
+}
+
+int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& calls, int32_t row) {
+  if (calls.empty()) return -1;
+  int32_t found = -1;
+  for (int32_t p = row, depth = 0; p >= 0 && depth < 4096; p = trace.events.parent[p], ++depth) {
+    auto it = std::lower_bound(calls.begin(), calls.end(), p,
+                               [](const FirstCall& c, int32_t r) { return c.row < r; });
+    if (it != calls.end() && it->row == p) found = p;
+  }
+  return found;
+}
+
 CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows) {
   CausalGraph g;
   const EventTable& ev = trace.events;
@@ -285,6 +369,10 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
   const int64_t cold_launch_ns =
       std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
 
+  g.first_calls = OneTimeFirstCalls(trace);
+  std::vector<uint32_t> first_call_rows;
+  for (const FirstCall& c : g.first_calls) first_call_rows.push_back(static_cast<uint32_t>(c.row));
+
   // The main thread: the one that runs the ProfilerStep annotations (or the inferred steps'
   // marker), else the busiest CPU one.
   g.spans = AnalysedSteps(trace);
@@ -301,6 +389,14 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       }
     }
   }
+  // With one step (or none), a handful of allocator calls is the caching allocator filling up
+  // (one-time); churn repeats (kFewAllocatorCalls or more).
+  constexpr int64_t kFewAllocatorCalls = 8;
+  int64_t allocator_calls = 0;
+  for (size_t i = 0; i < n_rows && allocator_calls < kFewAllocatorCalls; ++i) {
+    if (IsLaunchKind(ev.kind[i]) && (name_class[ev.name[i]] & kNameAllocator)) ++allocator_calls;
+  }
+  const bool warming_allocator = spans.size() <= 1 && allocator_calls < kFewAllocatorCalls;
   std::vector<uint32_t> cpu_tracks;
   if (main_track >= 0) cpu_tracks.push_back(static_cast<uint32_t>(main_track));
   for (size_t t = 0; t < rows_of.size(); ++t) {
@@ -328,6 +424,10 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       int64_t end;
       bool data_loading;
       int32_t top;  // the step-level op (TopOpOf), -1
+      bool cold;    // inside a one-time first call
+    };
+    auto cpu_cause = [](const Open& o) {
+      return o.cold ? Cause::kColdStart : o.data_loading ? Cause::kDataLoading : Cause::kCpuWork;
     };
     std::vector<Open> stack;
     int64_t cur = ev.ts[rows.front()];
@@ -339,8 +439,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       const int32_t top = stack.empty() ? -1 : stack.back().top;
       if (!cut && !after_gap && r >= 0 && prev >= 0 && !IsLaunchKind(ev.kind[r]) &&
           g.role[prev] == NodeRole::kCpuWork && g.obs_end[prev] == a && top == prev_top &&
-          g.cause[prev] == (stack.back().data_loading ? Cause::kDataLoading : Cause::kCpuWork) &&
-          b - g.obs_start[prev] < kMergedSliceMaxNs) {
+          g.cause[prev] == cpu_cause(stack.back()) && b - g.obs_start[prev] < kMergedSliceMaxNs) {
         // The same work continues: the previous node grows.
         g.obs_end[prev] = b;
         g.dur[prev] = b - g.obs_start[prev];
@@ -355,13 +454,17 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
           role = NodeRole::kLaunch;
           cause = Cause::kLaunch;
           if (cls & kNameAllocator) cause = Cause::kAllocator;
-          if ((cls & kNameCold) || (ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
+          // Context creation and a library's first workspace are start-up, not churn.
+          const bool one_time_alloc =
+              (cls & kNameAllocator) && (stack.back().cold || warming_allocator);
+          if ((cls & kNameCold) || one_time_alloc ||
+              (ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
             cause = Cause::kColdStart;
             ++g.stats.cold_calls;
           }
           if (cls & kNameSync) role = NodeRole::kSync;
         } else {
-          cause = stack.back().data_loading ? Cause::kDataLoading : Cause::kCpuWork;
+          cause = cpu_cause(stack.back());
         }
       }
       int32_t node = g.AddNode(a, std::max(a, b), r, lane, role, cause);
@@ -410,7 +513,9 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
         if (stack.empty()) {
           if (is_main) {
             emit(cur, ts, false);  // untraced time on the main thread
-          } else {
+          } else if (ts - cur > kSecondaryResumeGapNs) {
+            // A secondary thread idle for a while resumes when the main thread lets it; one that
+            // pauses only between the items of its own queue (autograd's backward ops) goes on.
             after_gap = true;
           }
         } else {
@@ -434,7 +539,9 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       const bool op = (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) &&
                       !(name_class[ev.name[r]] & kNameProfilerStep);
       const int32_t outer = stack.empty() ? -1 : stack.back().top;
-      stack.push_back({r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1)});
+      const bool cold = (!stack.empty() && stack.back().cold) ||
+                        std::binary_search(first_call_rows.begin(), first_call_rows.end(), r);
+      stack.push_back({r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1), cold});
       if (kept(r)) cut = true;
     }
     while (!stack.empty()) {
@@ -997,10 +1104,17 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     gpu_end[k] = cpu_end[k];
     for (int32_t v : sn.gpu) gpu_end[k] = std::max(gpu_end[k], r.end[v]);
   }
+  // The run is not over before the GPU work it launched is: the last step ends no earlier than
+  // any analysed step's GPU work (a what-if that lets the CPU run ahead, e.g. a deferred sync,
+  // must not end the run while that work still runs).
+  int64_t all_gpu_end = kNoTime;
+  for (size_t k = 0; k < k_steps; ++k) all_gpu_end = std::max(all_gpu_end, gpu_end[k]);
   for (size_t k = 0; k < k_steps; ++k) {
     int64_t ge = gpu_end[k];
     if (k + 1 < k_steps && g.steps[k].start_node >= 0) {
       ge = std::min(ge, std::max(cpu_end[k], r.step_start[k + 1]));
+    } else if (k + 1 == k_steps) {
+      ge = std::max(ge, all_gpu_end);
     }
     r.step_end[k] = std::max(cpu_end[k], ge);
   }

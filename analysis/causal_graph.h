@@ -64,6 +64,27 @@ struct StepSpan {
 };
 std::vector<StepSpan> AnalysedSteps(const Trace& trace);
 
+// One-time first calls: the first run of a framework op (cpu_op) on its thread that costs what
+// later runs do not (CUDA context creation under the first aten::zeros, cuBLAS / cuDNN workspaces
+// and handles made by the first aten::mm, a first index_select's stall): at least
+// kFirstCallMinNs and at least kFirstCallRatio x the median of the op's later runs; an op that
+// never runs again counts from kFirstCallAloneNs when it launches GPU work. What runs under one
+// is cold start (Cause::kColdStart), never steady-state work, allocator churn or GPU idle time.
+// Runtime allocator calls of at least kOneTimeAllocatorCallNs while the GPU is (nearly) idle are
+// listed too: start-up, not churn (a cudaFree waiting for running work is not one).
+// Sorted by row; only the outermost of nested ones is kept.
+struct FirstCall {
+  int32_t row = -1;
+  int64_t typical_ns = 0;  // what a later run of the op costs (median), or a warm call's cost
+};
+std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace);
+constexpr int64_t kFirstCallMinNs = 1000000;
+constexpr double kFirstCallRatio = 10.0;
+constexpr int64_t kFirstCallAloneNs = 50000000;
+constexpr int64_t kOneTimeAllocatorCallNs = 20000000;
+// The outermost first call enclosing |row| (or |row| itself), -1 when none: walks the parents.
+int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& calls, int32_t row);
+
 // The graph, columnar. A node's replayed start is the latest of: its lane predecessor's end plus
 // |lane_gap|, and its |cross| predecessor's start plus |cross_gap| (GPU: the launch call; CPU: the
 // main thread's segment running when a secondary thread resumed; measured from its end when
@@ -111,8 +132,9 @@ struct CausalGraph {
     int64_t start_offset = 0, end_offset = 0;  // step times minus those nodes' start / end
     std::vector<int32_t> gpu;                  // GPU nodes launched inside the step
   };
-  std::vector<StepSpan> spans;   // AnalysedSteps(trace), as the graph was built for them
-  std::vector<StepNodes> steps;  // one per spans entry
+  std::vector<FirstCall> first_calls;  // OneTimeFirstCalls(trace): their work is cold start
+  std::vector<StepSpan> spans;         // AnalysedSteps(trace), as the graph was built for them
+  std::vector<StepNodes> steps;        // one per spans entry
 
   // Import-stats style counters of what the model could not represent.
   struct Stats {

@@ -14,6 +14,7 @@ namespace {}  // namespace
 RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   const EventTable& ev = trace.events;
   for (const StepSpan& s : AnalysedSteps(trace)) steps_.push_back({s.number, s.start_ns, s.end_ns});
+  first_calls_ = OneTimeFirstCalls(trace);
   std::map<int32_t, int64_t> kernels_per_device;
   for (size_t i = 0; i < ev.size(); ++i) {
     EventKind k = ev.kind[i];

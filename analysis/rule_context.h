@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/causal_graph.h"
 #include "analysis/trace.h"
 #include "analysis/trace_stats.h"
 
@@ -69,6 +70,9 @@ class RuleContext {
   // Window indices that intersect [lo, hi).
   std::vector<int> WindowsOf(int64_t lo, int64_t hi) const;
   bool IsDataLoaderName(std::string_view name) const;
+  // One-time first calls of ops (causal_graph.h): cold start, not steady-state work.
+  const std::vector<FirstCall>& first_calls() const { return first_calls_; }
+  bool InFirstCall(int32_t row) const { return EnclosingFirstCall(trace_, first_calls_, row) >= 0; }
 
  private:
   const Trace& trace_;
@@ -79,6 +83,7 @@ class RuleContext {
   bool amd_ = false;
   int compute_major_ = -1;
   int compute_minor_ = -1;
+  std::vector<FirstCall> first_calls_;
 };
 
 }  // namespace ttap

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <set>
 
@@ -89,6 +90,9 @@ const std::vector<RuleInfo>& CauseRuleCatalogue() {
        "profile-after-warmup"},
       {"TTA016", "trace-incomplete", "launches without GPU activity: the trace cannot be judged",
        "record-gpu-activity"},
+      {"TTA017", "cpu-overhead-bound",
+       "the CPU's per-op dispatch and launches bound the step while the GPU waits",
+       "cuda-graphs-or-compile"},
   };
   return kRules;
 }
@@ -291,14 +295,13 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   end_phase("replay");
   result.time = WhereTimeWent(trace, graph, base);
   end_phase("attribution");
-  const bool burst_launch_bound =
-      std::any_of(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA007"; });
-  const bool allocator_churn =
-      std::any_of(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA013"; });
-  static const CausalDetector kCausalDetectors[] = {DetectLaunchBoundPath, DetectAllocatorPath,
+  auto has_code = [&raw](const char* code) {
+    return std::any_of(raw.begin(), raw.end(), [code](const Finding& f) { return f.code == code; });
+  };
+  const bool allocator_churn = has_code("TTA013");
+  static const CausalDetector kCausalDetectors[] = {DetectCpuOverheadPath, DetectAllocatorPath,
                                                     DetectColdStart, DetectTraceIncomplete};
   for (CausalDetector d : kCausalDetectors) {
-    if (d == DetectLaunchBoundPath && burst_launch_bound) continue;
     if (d == DetectAllocatorPath && allocator_churn) continue;
     size_t before = raw.size();
     d(ctx, graph, result.time, options, &raw);
@@ -306,12 +309,18 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
       raw.resize(before);
     }
   }
-  // Without the GPU side, idle GPU time says nothing about the run.
-  if (std::any_of(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA016"; })) {
-    raw.erase(
-        std::remove_if(raw.begin(), raw.end(), [](const Finding& f) { return f.code == "TTA008"; }),
-        raw.end());
-  }
+  auto drop = [&raw](std::initializer_list<const char*> codes) {
+    raw.erase(std::remove_if(raw.begin(), raw.end(),
+                             [&](const Finding& f) {
+                               return std::any_of(codes.begin(), codes.end(),
+                                                  [&](const char* c) { return f.code == c; });
+                             }),
+              raw.end());
+  };
+  // Without the GPU side, idle GPU time says nothing about the run, and launch calls whose work
+  // is missing are not launch overhead.
+  if (has_code("TTA016")) drop({"TTA008", "TTA007", "TTA017"});
+
   // Group by (code, cause).
   std::map<std::pair<std::string, std::string>, std::vector<Finding>> groups;
   for (auto& f : raw) groups[{f.code, f.cause_key}].push_back(std::move(f));

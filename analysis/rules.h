@@ -24,8 +24,8 @@ struct RuleInfo {
 // The catalogue in code order (the detectors' codes).
 const std::vector<RuleInfo>& RuleCatalogue();
 // Codes decided from the causal model (rules_causal.cpp): TTA015 cold-start, TTA016
-// trace-incomplete. Kept apart from RuleCatalogue(), whose codes the learned scorer's category
-// head was trained on.
+// trace-incomplete, TTA017 cpu-overhead-bound. Kept apart from RuleCatalogue(), whose codes the
+// learned scorer's category head was trained on.
 const std::vector<RuleInfo>& CauseRuleCatalogue();
 // TTA900 "unusual-window": a window the learned scorer flags and no rule explains (added by
 // `ttap scan --model`, server/scan.cpp); not a detector.
@@ -86,8 +86,8 @@ void DetectDevicePingPong(const RuleContext&, const RuleOptions&, std::vector<Fi
 // Detectors over the causal model (rules_causal.cpp), run after the graph is built.
 using CausalDetector = void (*)(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                                 const RuleOptions&, std::vector<Finding>*);
-void DetectLaunchBoundPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
-                           const RuleOptions&, std::vector<Finding>*);  // TTA007 (critical path)
+void DetectCpuOverheadPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                           const RuleOptions&, std::vector<Finding>*);  // TTA017
 void DetectAllocatorPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                          const RuleOptions&, std::vector<Finding>*);  // TTA013 (critical path)
 void DetectColdStart(const RuleContext&, const CausalGraph&, const TimeBreakdown&,

@@ -1,9 +1,13 @@
-// Detectors that read the causal model (causal_graph.h) rather than the raw events: launch-bound
-// and allocator churn decided from the critical path (TTA007, TTA013), cold-start (TTA015) and
-// trace-incomplete (TTA016).
+// Detectors that read the causal model (causal_graph.h) rather than the raw events: allocator
+// churn decided from the critical path (TTA013), cold-start (TTA015), trace-incomplete (TTA016)
+// and CPU-overhead-bound regions (TTA017).
 // RunRules calls them after the graph is built; they append raw findings merged like the others.
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "analysis/rule_util.h"
 
@@ -18,10 +22,70 @@ bool IsWorkLaunchName(std::string_view n) {
   return Contains(n, "LaunchKernel") || Contains(n, "LaunchCooperativeKernel") ||
          n == "cuLaunchKernel" || n == "cuLaunchKernelEx" || n == "cudaMemcpyAsync" ||
          n == "cudaMemsetAsync" || n == "hipMemcpyAsync" || n == "hipMemsetAsync" ||
-         n == "hipExtModuleLaunchKernel" || n == "hipModuleLaunchKernel";
+         n == "hipExtModuleLaunchKernel" || n == "hipModuleLaunchKernel" || n == "cudaMemcpy" ||
+         n == "hipMemcpy" || n == "hipMemcpyWithStream" || n == "cudaMemset" || n == "hipMemset";
 }
 
 int64_t Share(const StepAttribution& a, Cause c) { return a.ns[static_cast<int>(c)]; }
+
+}  // namespace
+
+namespace {
+
+// The other face of an incomplete trace: the CPU waits in synchronisation calls while the trace
+// records no GPU activity at all (the kernels of a replayed graph or a full activity buffer were
+// dropped, or the device clock is far off): what the syncs wait for is missing, so nothing about
+// the GPU side can be judged. Counted inside the analysed steps: the part of each sync call
+// after the last recorded GPU activity ended, when at least trace_incomplete_min_wait_us.
+void DetectBlindWaits(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const int64_t min_wait = static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", 1000) * 1000);
+  int64_t run = 0;
+  for (const AnalysedStep& s : ctx.steps()) run += s.duration();
+  if (run <= 0) return;
+  int64_t blind = 0, calls = 0;
+  int32_t first = -1;
+  for (const AnalysedStep& s : ctx.steps()) {
+    auto [lo, hi] = ctx.RowsIn(s.start_ns, s.end_ns);
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < min_wait || !IsSyncCall(ctx.Name(i))) continue;
+      // A sync returns within microseconds of the work it waits for: the time from the end of
+      // the last GPU activity (or the call's start) to the call's return waited for nothing the
+      // trace holds.
+      const int64_t end = std::min(ev.end(i), s.end_ns);
+      const auto& busy = ctx.gpu_busy();  // merged: sorted by start and by end
+      auto after = std::upper_bound(busy.begin(), busy.end(), end,
+                                    [](int64_t t, const Interval& x) { return t < x.first; });
+      int64_t last_end = ev.ts[i];
+      if (after != busy.begin()) {
+        if (std::prev(after)->second >= end) continue;  // the GPU still works when it returns
+        last_end = std::max(last_end, std::prev(after)->second);
+      }
+      const int64_t idle = end - last_end;
+      if (idle < min_wait) continue;
+      blind += idle;
+      ++calls;
+      if (first < 0) first = static_cast<int32_t>(i);
+    }
+  }
+  if (blind < o.Get("trace_incomplete_blind_wait_share", 0.2) * run) return;
+  const auto& steps = ctx.steps();
+  Finding f = MakeRawFinding(ctx, "TTA016", 0, steps.front().start_ns, steps.back().end_ns, 0,
+                             first, "trace-incomplete");
+  AddNumber(&f, "blind_sync_calls", static_cast<double>(calls));
+  AddNumber(&f, "blind_wait_us", blind / 1000.0);
+  AddText(&f, "detail",
+          FormatNumber("%.0f", static_cast<double>(calls)) + " synchronisation call(s) wait " +
+              FormatNumber("%.1f ms", blind / 1e6) + " (" +
+              FormatNumber("%.0f%%", 100.0 * blind / run) +
+              " of the run) while the trace records no GPU activity: the work they wait for is "
+              "missing (kernels of replayed CUDA/HIP graphs, a full activity buffer, or a device "
+              "clock far off), so the GPU side of this run cannot be judged; record with "
+              "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and a shorter active "
+              "window");
+  out->push_back(std::move(f));
+}
 
 }  // namespace
 
@@ -39,10 +103,13 @@ void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const Tim
       if (first < 0) first = static_cast<int32_t>(i);
     }
   }
-  const double min_launches = o.Get("trace_incomplete_min_launches", 20);
+  const double min_launches = o.Get("trace_incomplete_min_launches", 10);
   const double min_share = o.Get("trace_incomplete_share", 0.5);
-  if (launches < min_launches || unmatched < min_share * launches) return;
   const auto& steps = ctx.steps();
+  if (launches < min_launches || unmatched < min_share * launches) {
+    DetectBlindWaits(ctx, o, out);
+    return;
+  }
   Finding f = MakeRawFinding(
       ctx, "TTA016", steps.empty() ? -1 : 0, steps.empty() ? ev.ts[first] : steps.front().start_ns,
       steps.empty() ? ev.end(first) : steps.back().end_ns, 0, first, "trace-incomplete");
@@ -66,9 +133,16 @@ std::map<int, Finding> CallsByStep(const RuleContext& ctx, const CausalGraph& g,
                                    const char* code, const char* key) {
   const EventTable& ev = ctx.ev();
   std::map<int, Finding> by_step;
+  std::set<int32_t> seen;  // CPU regions already counted (a first call is many slices)
   for (size_t n = 0; n < g.size(); ++n) {
     if (g.cause[n] != cause || g.row[n] < 0) continue;
-    const int32_t row = g.row[n];
+    int32_t row = g.row[n];
+    if (g.role[n] == NodeRole::kCpuWork) {
+      // CPU work of a one-time first call: the call stands for all of it.
+      const int32_t first = EnclosingFirstCall(ctx.trace(), g.first_calls, row);
+      if (first < 0 || !seen.insert(first).second) continue;
+      row = first;
+    }
     const int step = ctx.StepOf(ev.ts[row]);
     if (step < 0) continue;
     auto it = by_step.find(step);
@@ -107,12 +181,13 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
   }
   for (auto& [step, f] : CallsByStep(ctx, g, Cause::kColdStart, "TTA015", "cold-start")) {
     AddText(&f, "detail",
-            FormatNumber("%.0f", f.evidence["calls"].number) +
-                " runtime call(s) load kernels lazily or run for the first time (" +
+            "one-time: " + FormatNumber("%.0f", f.evidence["calls"].number) +
+                " call(s) load kernels lazily, create the CUDA context or a library's "
+                "workspace, or run an op for the first time (" +
                 FormatNumber("%.1f ms", f.evidence["call_us"].number / 1000.0) + ", longest " +
                 f.top_events.front().name +
-                "): the first iterations are not representative; profile after a warm-up, e.g. "
-                "schedule(wait=1, warmup=1, active=3)");
+                "); they happen once per process, not every step: profile after a warm-up, "
+                "e.g. schedule(wait=1, warmup=1, active=3)");
     out->push_back(std::move(f));
   }
 }
@@ -141,47 +216,146 @@ void DetectAllocatorPath(const RuleContext& ctx, const CausalGraph& g, const Tim
   }
 }
 
-void DetectLaunchBoundPath(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
+namespace {
+
+// The region a launch belongs to, as a user names it: the outermost annotation around it below
+// the step ("## forward ##", an Optimizer.step), "backward" on a thread other than the one that
+// runs the steps (autograd's), else the step's eager ops.
+std::string OverheadRegion(const RuleContext& ctx, const CausalGraph& g, int32_t launch_row,
+                           int32_t launch_node) {
+  const EventTable& ev = ctx.ev();
+  std::string_view annotation;
+  for (int32_t p = ev.parent[launch_row], depth = 0; p >= 0 && depth < 4096;
+       p = ev.parent[p], ++depth) {
+    const std::string_view n = ctx.Name(p);
+    if (StartsWith(n, "ProfilerStep#")) break;
+    if (ev.kind[p] == EventKind::kUserAnnotation || StartsWith(n, "Optimizer.")) annotation = n;
+  }
+  if (!annotation.empty()) {
+    if (StartsWith(annotation, "Optimizer.step")) return "the optimizer step";
+    if (StartsWith(annotation, "Optimizer.zero_grad")) return "zero_grad";
+    return std::string(annotation);
+  }
+  if (launch_node >= 0 && !g.lanes[g.lane[launch_node]].main) return "backward";
+  return "the step's eager ops";
+}
+
+// The outermost framework op (cpu_op) around a launch below any annotation or Python frame: the
+// op a user wrote (aten::linear rather than the aten::addmm inside it).
+int32_t OuterOp(const RuleContext& ctx, int32_t launch_row) {
+  const EventTable& ev = ctx.ev();
+  int32_t best = -1;
+  for (int32_t p = ev.parent[launch_row], depth = 0; p >= 0 && depth < 4096;
+       p = ev.parent[p], ++depth) {
+    if (ev.kind[p] != EventKind::kCpuOp || Contains(ctx.Name(p), "#")) break;
+    best = p;
+  }
+  return best;
+}
+
+}  // namespace
+
+// TTA017: the CPU's per-op work (Python, the dispatcher, autocast casts, autograd, the launch
+// calls) bounds the step while the GPU waits for it: CPU work and launches hold a large share of
+// the critical path, GPU work a small one, and the kernels are short. One finding per region
+// (forward / backward / optimizer / an annotated block / the step's eager ops), its rows the
+// region's kernels; its what-if (what_if.cpp) is the region captured as a CUDA graph.
+void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
                            const RuleOptions& o, std::vector<Finding>* out) {
   const StepAttribution& all = time.overall;
   const int64_t total = all.total();
   if (total <= 0 || !ctx.has_gpu()) return;
-  // The critical path runs through launch calls (and the dispatch around them) while the GPU
-  // waits: launches a large share, GPU work a small one, kernels short.
   const int64_t launch = Share(all, Cause::kLaunch);
+  const int64_t cpu = Share(all, Cause::kCpuWork);
   const int64_t gpu = all.gpu_ns();
-  if (launch < o.Get("launch_path_share", 0.2) * total) return;
-  if (gpu > o.Get("launch_path_max_gpu_share", 0.5) * total) return;
+  if (launch + cpu < o.Get("cpu_overhead_path_share", 0.3) * total) return;
+  if (gpu > o.Get("cpu_overhead_max_gpu_share", 0.6) * total) return;
   const EventTable& ev = ctx.ev();
+  // Bursts of kernels shorter than their launches are TTA007's (found before this runs): the
+  // region's finding is the rest of its dispatch.
+  std::set<int32_t> in_bursts;
+  for (const Finding& f : *out) {
+    if (f.code == "TTA007") in_bursts.insert(f.rows.begin(), f.rows.end());
+  }
+  struct Region {
+    std::vector<int32_t> rows;            // kernels, in node order
+    std::map<int, Finding> by_step;       // raw findings
+    std::map<std::string, double> op_us;  // CPU time of the ops that launched them
+    std::set<int32_t> ops;
+  };
+  std::map<std::string, Region> regions;
   std::vector<int64_t> durs;
-  std::vector<int32_t> rows;
   for (size_t n = 0; n < g.size(); ++n) {
     if (g.role[n] != NodeRole::kGpu || ev.kind[g.row[n]] != EventKind::kKernel) continue;
     const int32_t launch_row = ev.link[g.row[n]];
     if (launch_row < 0 || IsGraphLaunch(ctx.Name(launch_row))) continue;
+    if (g.cause[n] == Cause::kCommunication) continue;
     durs.push_back(ev.dur[g.row[n]]);
-    rows.push_back(g.row[n]);
   }
-  if (rows.size() < 16) return;
+  if (durs.size() < o.Get("cpu_overhead_min_kernels", 16)) return;
   std::nth_element(durs.begin(), durs.begin() + durs.size() / 2, durs.end());
   const int64_t median = durs[durs.size() / 2];
-  if (median > o.Get("launch_path_max_median_kernel_us", 50) * 1000) return;
-  const auto& steps = ctx.steps();
-  Finding f = MakeRawFinding(ctx, "TTA007", steps.empty() ? -1 : 0, ev.ts[rows.front()],
-                             ev.end(rows.back()), launch / 1000.0, -1, "critical-path");
-  f.rows = std::move(rows);
-  for (size_t s = 1; s < steps.size(); ++s) f.per_step.emplace_back(steps[s].number, 0.0);
-  AddNumber(&f, "kernels", static_cast<double>(f.rows.size()));
-  AddNumber(&f, "median_kernel_us", median / 1000.0);
-  AddNumber(&f, "launch_share", static_cast<double>(launch) / total);
-  AddText(&f, "detail",
-          "the critical path runs through kernel launches for " +
-              FormatNumber("%.0f%%", 100.0 * launch / total) + " of the run while GPU work is " +
-              FormatNumber("%.0f%%", 100.0 * gpu / total) + " (" +
-              FormatNumber("%.0f", static_cast<double>(f.rows.size())) + " kernels, median " +
-              FormatNumber("%.1f us", median / 1000.0) +
-              "); capture the loop with CUDA graphs or torch.compile(mode=\"reduce-overhead\")");
-  out->push_back(std::move(f));
+  if (median > o.Get("cpu_overhead_max_median_kernel_us", 50) * 1000) return;
+  for (size_t n = 0; n < g.size(); ++n) {
+    if (g.role[n] != NodeRole::kGpu || ev.kind[g.row[n]] != EventKind::kKernel) continue;
+    const int32_t launch_row = ev.link[g.row[n]];
+    if (launch_row < 0 || IsGraphLaunch(ctx.Name(launch_row))) continue;
+    if (g.cause[n] == Cause::kCommunication || in_bursts.count(g.row[n])) continue;
+    const int step = ctx.StepOf(ev.ts[launch_row]);
+    if (step < 0) continue;
+    const int32_t launch_node =
+        static_cast<size_t>(launch_row) < g.node_of_row.size() ? g.node_of_row[launch_row] : -1;
+    const std::string key = OverheadRegion(ctx, g, launch_row, launch_node);
+    Region& r = regions[key];
+    r.rows.push_back(g.row[n]);
+    auto it = r.by_step.find(step);
+    if (it == r.by_step.end()) {
+      const int32_t anchor = ctx.TopOp(launch_row);
+      it = r.by_step
+               .emplace(step, MakeRawFinding(ctx, "TTA017", step, ev.ts[launch_row],
+                                             ev.end(g.row[n]), 0, anchor, key))
+               .first;
+    }
+    Finding& f = it->second;
+    f.rows.push_back(g.row[n]);
+    f.start_ns = std::min(f.start_ns, ev.ts[launch_row]);
+    f.end_ns = std::max(f.end_ns, ev.end(g.row[n]));
+    // The detector's measure: the CPU time of the launch calls (the replay costs the rest).
+    f.per_step[0].second += ev.dur[launch_row] / 1000.0;
+    AccumulateNumber(&f, "kernels", 1);
+    AccumulateNumber(&f, "kernel_us", ev.dur[g.row[n]] / 1000.0);
+    const int32_t op = OuterOp(ctx, launch_row);
+    if (op >= 0 && r.ops.insert(op).second) {
+      AddEvent(&f, std::string(ctx.Name(op)), 1, ev.dur[op] / 1000.0);
+      AccumulateNumber(&f, "op_cpu_us", ev.dur[op] / 1000.0);
+    }
+  }
+  for (auto& [key, r] : regions) {
+    for (auto& [step, f] : r.by_step) {
+      std::sort(
+          f.top_events.begin(), f.top_events.end(),
+          [](const EvidenceEvent& a, const EvidenceEvent& b) { return a.total_us > b.total_us; });
+      std::string ops;
+      for (size_t k = 0; k < f.top_events.size() && k < 3; ++k) {
+        ops += (k ? ", " : "") + f.top_events[k].name +
+               FormatNumber(" %.2f ms", f.top_events[k].total_us / 1000.0);
+      }
+      AddText(&f, "region", key);
+      AddText(&f, "occurs", "steady-state");
+      AddNumber(&f, "median_kernel_us", median / 1000.0);
+      AddText(&f, "detail",
+              "CPU-overhead-bound in " + key + ": " + FormatNumber("%.0f", Num(f, "kernels")) +
+                  " kernels (" + FormatNumber("%.2f ms", Num(f, "kernel_us") / 1000.0) +
+                  " of GPU work, median kernel " + FormatNumber("%.1f us", median / 1000.0) +
+                  ") wait for the CPU's per-op dispatch and launches; CPU work and launches are " +
+                  FormatNumber("%.0f%%", 100.0 * (launch + cpu) / total) +
+                  " of the critical path, GPU work " + FormatNumber("%.0f%%", 100.0 * gpu / total) +
+                  (ops.empty() ? "" : "; most CPU time in " + ops) +
+                  ". Capture it with CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
+                  "use fewer, larger ops, or a bigger batch");
+      out->push_back(std::move(f));
+    }
+  }
 }
 
 }  // namespace ttap

@@ -212,6 +212,12 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       ops.push_back({ev.ts[i], ev.end(i), static_cast<int32_t>(i)});
       longest_op = std::max(longest_op, ev.dur[i]);
     }
+    // One-time first runs of ops explain the gaps they cover: cold start, not idle time.
+    for (const FirstCall& c : ctx.first_calls()) {
+      if (ev.ts[c.row] < step.end_ns && ev.end(c.row) > step.start_ns) {
+        explaining.push_back({ev.ts[c.row], ev.end(c.row)});
+      }
+    }
     MergeIntervals(&explaining);
     for (const auto& [ga, gb] : gaps) {
       if (gb - ga < min_gap_ns) continue;
@@ -230,6 +236,8 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
         }
       }
       if (explained) continue;
+      // An op's one-time first run (context creation, a library's start-up) is cold start.
+      if (best >= 0 && ctx.InFirstCall(best)) continue;
       std::string key = best >= 0 ? CauseKey(ctx, best) : "(no CPU op)";
       Finding& f = CauseFinding(&by_cause, ctx, "TTA008", static_cast<int>(s), ga, gb, best, key);
       f.per_step[0].second += (gb - ga) / 1000.0;

@@ -18,6 +18,13 @@ bool IsH2D(std::string_view n) { return StartsWith(n, "Memcpy HtoD"); }
 bool IsD2H(std::string_view n) { return StartsWith(n, "Memcpy DtoH"); }
 // Only CUDA names the host side ("Pageable", "Pinned"); ROCm writes "Host", which says nothing.
 bool IsPageable(std::string_view n) { return (IsH2D(n) || IsD2H(n)) && Contains(n, "Pageable"); }
+// The host side of a copy as CUDA names it; ROCm's "Host" says nothing.
+enum class HostMemory { kUnknown, kPageable, kPinned };
+HostMemory HostMemoryOf(std::string_view n) {
+  if (Contains(n, "Pageable")) return HostMemory::kPageable;
+  if (Contains(n, "Pinned")) return HostMemory::kPinned;
+  return HostMemory::kUnknown;
+}
 
 // Synchronous copy calls: the CPU blocks until the copy is done, whatever the host memory.
 bool IsSyncCopyCall(std::string_view n) {
@@ -267,6 +274,9 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       // The first step's allocations warm the cache up, except those that refill it after an
       // explicit empty_cache(), which is never warm-up.
       if (s == 0 && !empty_cache && emptied_by < 0) continue;
+      // Start-up calls (context creation, a library's first workspace, an op's first run) are
+      // one-time cold start, never churn.
+      if (alloc && ctx.InFirstCall(static_cast<int32_t>(i))) continue;
       // Skip anything inside an empty_cache region: the region is charged as a whole.
       int32_t region = -1;
       for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 4096; p = ev.parent[p], ++g) {
@@ -325,13 +335,14 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
 
 // TTA014. The same tensors moved to the host and back within a step (CPU offload, .cpu() then
 // .cuda(), numpy round trips): a device-to-host copy followed, later in the step, by a
-// host-to-device copy of exactly the same size. Each host-to-device copy is paired with the
-// earliest unpaired device-to-host copy of its size. A copy belongs to the step that launched it
-// (its GPU time may fall in a later step where the stream runs far behind its launches). Flagged
-// when the paired bytes reach
-// ping_pong_min_bytes (1 MiB) in a step, so that a few scalars read back do not count. Time
-// lost = the durations of both copies of every pair (keeping the data on the device removes
-// them; the synchronisation of the device-to-host copy is TTA002's business).
+// host-to-device copy of exactly the same size and the same host memory (pinned or pageable,
+// where CUDA names it: a copy into pinned memory and one from pageable memory are different
+// tensors). Each host-to-device copy is paired with the earliest such unpaired device-to-host copy.
+// A copy belongs to the step that launched it (its GPU time may fall in a later step where the
+// stream runs far behind its launches). Flagged when the paired bytes reach ping_pong_min_bytes (1
+// MiB) in a step, so that a few scalars read back do not count. Time lost = the durations of both
+// copies of every pair (keeping the data on the device removes them; the synchronisation of the
+// device-to-host copy is TTA002's business).
 void DetectDevicePingPong(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
@@ -357,8 +368,16 @@ void DetectDevicePingPong(const RuleContext& ctx, const RuleOptions& o, std::vec
       } else if (IsH2D(name)) {
         auto it = pending.find(ev.bytes[i]);
         if (it == pending.end() || it->second.empty()) continue;
-        pairs.emplace_back(it->second.front(), i);
-        it->second.erase(it->second.begin());
+        // A buffer that goes out and comes back is one host buffer: a copy into pinned memory
+        // and one from pageable memory are different tensors of the same size.
+        const HostMemory back = HostMemoryOf(name);
+        auto out_it = std::find_if(it->second.begin(), it->second.end(), [&](uint32_t d) {
+          const HostMemory out = HostMemoryOf(ctx.Name(d));
+          return out == HostMemory::kUnknown || back == HostMemory::kUnknown || out == back;
+        });
+        if (out_it == it->second.end()) continue;
+        pairs.emplace_back(*out_it, i);
+        it->second.erase(out_it);
       }
     }
     if (pairs.empty()) continue;

@@ -281,7 +281,12 @@ void DetectUnfusedOptimizer(const RuleContext& ctx, const RuleOptions& o,
       }
       if (StartsWith(name, "ProfilerStep#") || StartsWith(name, "Optimizer.")) continue;
       const std::string lower = Lower(name);
-      if (Contains(lower, "optimizer") || Contains(lower, "step")) fallback.push_back(row);
+      // The annotation that marks the (inferred) step itself, e.g. a decode loop's
+      // "decode_step", is the whole step, not its optimizer.
+      const bool is_step = ev.ts[i] == step.start_ns && ev.dur[i] * 10 >= step.duration() * 9;
+      if ((Contains(lower, "optimizer") || Contains(lower, "step")) && !is_step) {
+        fallback.push_back(row);
+      }
     }
     std::map<std::string, Finding> by_cause;
     auto report = [&](int32_t row, const RegionStats& st, bool structural) {

@@ -380,8 +380,58 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
         b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
       }
     }
+  } else if (code == "TTA017") {
+    // The region captured as a CUDA graph (or compiled with mode="reduce-overhead"): in each
+    // step, the launching thread's dispatch and launch work from the region's first launch to
+    // its last becomes one graph launch (kGraphedCpuFactor of it is left), and its kernels run
+    // back to back at the GPU's pace. Syncs, data loading, allocator and cold-start calls stay.
+    std::vector<std::pair<int64_t, int32_t>> timed;  // (launch start, GPU node)
+    for (int32_t r : rows) {
+      const int32_t gn = b.NodeOfRow(r);
+      if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
+      const int32_t l = b.LaunchOf(gn);
+      if (l < 0) continue;
+      timed.emplace_back(g.obs_start[l], gn);
+    }
+    std::sort(timed.begin(), timed.end());
+    auto step_of = [&](int64_t t) {
+      auto after = std::upper_bound(g.spans.begin(), g.spans.end(), t,
+                                    [](int64_t x, const StepSpan& sp) { return x < sp.start_ns; });
+      return after == g.spans.begin() ? size_t{0}
+                                      : static_cast<size_t>(after - g.spans.begin()) - 1;
+    };
+    // (step, lane) -> the span of the region's launches.
+    std::map<std::pair<size_t, uint32_t>, std::pair<int64_t, int64_t>> spans;
+    for (const auto& [t, gn] : timed) {
+      const int32_t l = b.LaunchOf(gn);
+      auto key = std::make_pair(step_of(t), g.lane[l]);
+      auto it = spans.find(key);
+      if (it == spans.end()) {
+        spans.emplace(key, std::make_pair(g.obs_start[l], g.obs_end[l]));
+      } else {
+        it->second.second = std::max(it->second.second, g.obs_end[l]);
+      }
+      b.w.cross_gap.emplace_back(gn, std::min<int64_t>(g.cross_gap[gn], 0));
+      b.SetLaneGap(gn, 0);
+    }
+    for (const auto& [key, span] : spans) {
+      auto [a, e] = b.NodesIn(static_cast<int32_t>(key.second), span.first, span.second);
+      for (int32_t n = a; n < e; ++n) {
+        const bool dispatch = (g.role[n] == NodeRole::kCpuWork && g.cause[n] == Cause::kCpuWork) ||
+                              (g.role[n] == NodeRole::kLaunch && g.cause[n] == Cause::kLaunch);
+        if (dispatch) b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
+      }
+    }
   } else if (code == "TTA015") {  // profiled after warm-up: each first call costs a usual one
     for (int32_t r : rows) {
+      if (b.IsCpuRegion(r)) {  // a one-time first call of an op: it costs what later runs do
+        auto it = std::lower_bound(g.first_calls.begin(), g.first_calls.end(), r,
+                                   [](const FirstCall& c, int32_t row) { return c.row < row; });
+        const int64_t typical = it != g.first_calls.end() && it->row == r ? it->typical_ns : 0;
+        const int64_t cpu = b.CpuUnder(r);
+        if (cpu > 0) b.ScaleUnder(r, std::min(1.0, static_cast<double>(typical) / cpu));
+        continue;
+      }
       const int32_t n = b.NodeOfRow(r);
       if (n >= 0) b.SetDur(n, std::min<int64_t>(g.dur[n], kWarmCallNs));
       // Its kernel starts a usual latency after the call, not after the lazy load.
@@ -530,21 +580,22 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   // A launch-bound finding whose fix changes mostly the nodes another finding's fix changes
   // (zero_grad's or the optimizer's per-parameter kernels) is that cause's symptom: it claims
   // only what it adds once that cause is fixed, instead of the same time twice.
+  auto launch_bound = [](const std::string& code) { return code == "TTA007" || code == "TTA017"; };
   const bool any_launch_bound = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
-    return (*findings)[e.finding].code == "TTA007" && !e.what_if.dur.empty();
+    return launch_bound((*findings)[e.finding].code) && !e.what_if.dur.empty();
   });
   if (any_launch_bound) {
     std::vector<int32_t> owner(g.size(), -1);  // the entry whose fix changes the node
     for (size_t i = 0; i < entries.size(); ++i) {
       const std::string& code = (*findings)[entries[i].finding].code;
-      if (entries[i].symptom || code == "TTA007") continue;
+      if (entries[i].symptom || launch_bound(code)) continue;
       for (const auto& [n, d] : entries[i].what_if.dur) {
         if (owner[n] < 0) owner[n] = static_cast<int32_t>(i);
       }
     }
     for (Entry& e : entries) {
       Finding& f = (*findings)[e.finding];
-      if (f.code != "TTA007" || e.what_if.dur.empty()) continue;
+      if (!launch_bound(f.code) || e.what_if.dur.empty()) continue;
       std::map<int32_t, size_t> shared;
       for (const auto& [n, d] : e.what_if.dur) {
         if (owner[n] >= 0) ++shared[owner[n]];
@@ -632,6 +683,13 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   const double scale = claimed > out.run_ns && claimed > 0
                            ? static_cast<double>(joint_ns) / static_cast<double>(claimed)
                            : 1.0;
+  // One story: what the findings save together is never less than what any one of them claims
+  // (replays of fixes that interact need not add up exactly).
+  for (const Entry& e : entries) {
+    const int64_t claim = static_cast<int64_t>(e.claim_ns * scale);
+    if (rank(e) < 2) out.safe_saving_ns = std::max(out.safe_saving_ns, claim);
+    out.joint_saving_ns = std::max({out.joint_saving_ns, out.safe_saving_ns, claim});
+  }
   for (Entry& e : entries) {
     Finding& f = (*findings)[e.finding];
     const double claim = e.claim_ns * scale;

@@ -327,7 +327,7 @@ nlohmann::json RunJson(const RuleResult& rr) {
   return {{"steps", rr.time.steps.size()},
           {"step_us", Round3(rr.run_ns / 1000.0 / steps)},
           {"critical_path_us_per_step", causes},
-          {"fixes_save_us_per_step", Round3(rr.safe_saving_ns / 1000.0 / steps)},
+          {"fixes_save_us_per_step", Round3(rr.joint_saving_ns / 1000.0 / steps)},
           {"speedup", Round3(rr.speedup)}};
 }
 
@@ -436,7 +436,7 @@ std::string RunSummaryText(const ScanResult& r) {
   const bool whole = rr.time.step_numbers.size() == 1 && rr.time.step_numbers[0] < 0;
   return r.trace_path + (whole ? ": where the run's " : ": where each step's ") +
          FormatMs(rr.run_ns / 1000.0 / steps) + " went: " + FormatCauses(rr.time.overall, 4) +
-         "; the fixes together save " + FormatMs(rr.safe_saving_ns / 1000.0 / steps) +
+         "; the findings together save " + FormatMs(rr.joint_saving_ns / 1000.0 / steps) +
          std::string(whole ? "" : "/step") + ": this run could be " + buf + " faster\n";
 }
 

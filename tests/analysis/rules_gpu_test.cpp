@@ -1,6 +1,7 @@
 // Rule tests for TTA007 launch-bound, TTA009 no-tensor-cores and TTA010 layout-conversion: tiny
 // inline traces (positive and negative for each), then the shared real traces (skipped when
 // ../shared is absent).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
@@ -84,8 +85,14 @@ TinyTrace MatrixSteps(const std::string& name, const std::string& op, int major,
 TEST_CASE("TTA007: a burst of kernels shorter than their launches is launch-bound",
           "[rules][TTA007]") {
   auto trace = LaunchLoop(/*kernels=*/40, /*kernel_us=*/2).Load();
-  auto f = FindingsWithCode(*trace, "TTA007");
+  // The burst's kernels are TTA007's; TTA017 (CPU-overhead-bound) speaks only of the rest of
+  // the step's dispatch.
+  ttap::RuleOptions bursts;
+  auto f = FindingsWithCode(*trace, "TTA007", bursts);
   REQUIRE(f.size() == 1);
+  for (const auto& o : FindingsWithCode(*trace, "TTA017")) {
+    for (int32_t r : o.rows) CHECK(std::count(f[0].rows.begin(), f[0].rows.end(), r) == 0);
+  }
   CHECK(f[0].name == "launch-bound");
   CHECK(f[0].fix == "cuda-graphs-or-compile");
   CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
@@ -99,7 +106,7 @@ TEST_CASE("TTA007: a burst of kernels shorter than their launches is launch-boun
   CHECK(f[0].message.find("Optimizer.step#SGD.step") != std::string::npos);
   // These are the single-tensor optimizer's kernels: TTA006 (foreach) is the cause and claims
   // the time; the launch-bound burst is its symptom and claims only what is left after it.
-  auto opt = FindingsWithCode(*trace, "TTA006");
+  auto opt = FindingsWithCode(*trace, "TTA006", bursts);
   REQUIRE(opt.size() == 1);
   // (One launch for the kind: the region's 520 us of CPU shrinks to 1/40.)
   CHECK(opt[0].time_lost_us_per_step == Approx(520.0 * 39 / 40).margin(20));
@@ -108,7 +115,7 @@ TEST_CASE("TTA007: a burst of kernels shorter than their launches is launch-boun
   CHECK(f[0].time_lost_us_per_step < 0.1 * opt[0].time_lost_us_per_step);
   CHECK(f[0].message.find("after TTA006's fix") != std::string::npos);
   // The same burst outside any optimizer region is launch-bound alone: TTA007 claims it.
-  ttap::RuleOptions no_opt;
+  ttap::RuleOptions no_opt = bursts;
   no_opt.values["disable_TTA006"] = 1;
   auto alone = FindingsWithCode(*trace, "TTA007", no_opt);
   REQUIRE(alone.size() == 1);
@@ -124,13 +131,16 @@ TEST_CASE("TTA007: kernels longer than their launches are not launch-bound", "[r
 TEST_CASE("TTA007: short runs below the burst length and CUDA graphs are not flagged",
           "[rules][TTA007]") {
   // Every 6th kernel is long: runs of 5 short kernels, below the default burst of 8. The burst
-  // detector stays silent; the loop is still launch-bound on its critical path, which the
-  // critical-path detector reports (cause "critical-path"), unless it is turned off.
+  // detector stays silent; the loop is still bound by the CPU's dispatch on its critical path,
+  // which TTA017 reports for the optimizer's region, unless it is turned off.
   auto broken = LaunchLoop(40, 2, "cudaLaunchKernel", /*break_every=*/6).Load();
-  for (const auto& f : FindingsWithCode(*broken, "TTA007")) CHECK(f.cause_key == "critical-path");
+  CHECK(FindingsWithCode(*broken, "TTA007").empty());
+  auto overhead = FindingsWithCode(*broken, "TTA017");
+  REQUIRE(overhead.size() == 1);
+  CHECK(overhead[0].cause_key == "the optimizer step");
   ttap::RuleOptions off;
-  off.values["launch_path_share"] = 2;  // never
-  CHECK(FindingsWithCode(*broken, "TTA007", off).empty());
+  off.values["cpu_overhead_path_share"] = 2;  // never
+  CHECK(FindingsWithCode(*broken, "TTA017", off).empty());
   ttap::RuleOptions o;
   o.values["launch_bound_min_burst"] = 4;
   REQUIRE(FindingsWithCode(*broken, "TTA007", o).size() == 1);

@@ -263,17 +263,18 @@ namespace {
 
 // Per step: |n| tensors of |out_bytes| moved to the host (aten::to, pageable D2H, 100 us each),
 // then |n| of |in_bytes| moved back (aten::to, H2D, 80 us each); |back_first| reverses the order.
-TinyTrace PingPong(int n, long long out_bytes, long long in_bytes, bool back_first = false) {
+TinyTrace PingPong(int n, long long out_bytes, long long in_bytes, bool back_first = false,
+                   const char* out_name = "Memcpy DtoH (Device -> Pinned)",
+                   const char* in_name = kPinnedH2D) {
   return Steps(3, [=](TinyTrace& t, double base) {
     for (int i = 0; i < n; ++i) {
       const double out_ts = base + (back_first ? 700 : 50) + i * 130;
       const double in_ts = base + (back_first ? 50 : 700) + i * 130;
       t.Cpu("aten::to", out_ts, 120);
-      t.Launch("Memcpy DtoH (Device -> Pinned)", out_ts + 2, 110, out_ts + 5, 100, "gpu_memcpy", 7,
-               "cudaMemcpyAsync", out_bytes);
+      t.Launch(out_name, out_ts + 2, 110, out_ts + 5, 100, "gpu_memcpy", 7, "cudaMemcpyAsync",
+               out_bytes);
       t.Cpu("aten::to", in_ts, 100);
-      t.Launch(kPinnedH2D, in_ts + 2, 90, in_ts + 5, 80, "gpu_memcpy", 7, "cudaMemcpyAsync",
-               in_bytes);
+      t.Launch(in_name, in_ts + 2, 90, in_ts + 5, 80, "gpu_memcpy", 7, "cudaMemcpyAsync", in_bytes);
     }
   });
 }
@@ -300,6 +301,18 @@ TEST_CASE("TTA014: tensors copied to the host and back every step", "[rules][TTA
   const double step_start = trace->steps[0].cpu_start;
   CHECK(trace->events.ts[f[0].anchor_row] < step_start + 600 * 1000);
   CHECK(f[0].message.find("16.0 MiB") != std::string::npos);
+}
+
+TEST_CASE("TTA014: same-size copies of different tensors are not a round trip", "[rules][TTA014]") {
+  // Outputs copied into pinned memory, next inputs copied from pageable memory: the same 4 MiB,
+  // but two host buffers (pinned and pageable are never one tensor).
+  auto different =
+      PingPong(4, 4 << 20, 4 << 20, false, "Memcpy DtoH (Device -> Pinned)", kPageableH2D).Load();
+  CHECK(FindingsWithCode(*different, "TTA014").empty());
+  // The same buffer (pageable both ways, as `.cpu()` then `.cuda()` of one tensor) is.
+  auto same =
+      PingPong(4, 4 << 20, 4 << 20, false, "Memcpy DtoH (Device -> Pageable)", kPageableH2D).Load();
+  CHECK(FindingsWithCode(*same, "TTA014").size() == 1);
 }
 
 TEST_CASE("TTA014: the host work between a copy out and its copy back leaves the step too",

@@ -50,10 +50,10 @@ class TinyTrace {
   TinyTrace& Launch(const std::string& gpu_name, double ts, double dur, double gts, double gdur,
                     const std::string& gpu_cat = "kernel", int stream = 7,
                     const std::string& runtime = "cudaLaunchKernel", long long bytes = -1,
-                    int device = 0) {
+                    int device = 0, int tid = 1) {
     int corr = next_corr_++;
     std::string c = "\"correlation\": " + std::to_string(corr);
-    events_.push_back(Event("cuda_runtime", runtime, "100", "1", ts, dur, c));
+    events_.push_back(Event("cuda_runtime", runtime, "100", std::to_string(tid), ts, dur, c));
     std::string gargs =
         c + ", \"stream\": " + std::to_string(stream) + ", \"device\": " + std::to_string(device);
     if (bytes >= 0) gargs += ", \"bytes\": " + std::to_string(bytes);
