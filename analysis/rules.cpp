@@ -219,8 +219,8 @@ std::string FindingMessage(const Finding& f) {
   // A symptom of another finding's cause claims only what it adds once that cause is fixed.
   const std::string symptom_of = Text(f, "symptom_of");
   if (!symptom_of.empty()) {
-    note = "after " + symptom_of + "'s fix, which removes most of these launches" +
-           (note.empty() ? "" : "; " + note);
+    note = "after " + symptom_of + "'s fix, which removes most of these " +
+           (f.code == "TTA002" ? "waits" : "launches") + (note.empty() ? "" : "; " + note);
   }
   const std::string saving =
       f.code == "TTA900" || f.code == "TTA016" ? ""

@@ -344,8 +344,8 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
       AddText(&f, "occurs", "steady-state");
       AddNumber(&f, "median_kernel_us", median / 1000.0);
       AddText(&f, "detail",
-              "CPU-overhead-bound in " + key + ": " + FormatNumber("%.0f", Num(f, "kernels")) +
-                  " kernels (" + FormatNumber("%.2f ms", Num(f, "kernel_us") / 1000.0) +
+              "in " + key + ", " + FormatNumber("%.0f", Num(f, "kernels")) + " kernels (" +
+                  FormatNumber("%.2f ms", Num(f, "kernel_us") / 1000.0) +
                   " of GPU work, median kernel " + FormatNumber("%.1f us", median / 1000.0) +
                   ") wait for the CPU's per-op dispatch and launches; CPU work and launches are " +
                   FormatNumber("%.0f%%", 100.0 * (launch + cpu) / total) +

@@ -614,6 +614,27 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
       f.evidence["symptom_of"] = {false, 0, (*findings)[entries[cause].finding].code};
     }
   }
+  // A host sync whose waits are mostly blocking pageable copies that TTA003 pins and makes
+  // non-blocking is that copy's symptom: the fix is pinned memory, the sync goes with it.
+  std::map<int32_t, size_t> pinned_by;  // node -> a TTA003 entry that stops its wait
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if ((*findings)[entries[i].finding].code != "TTA003") continue;
+    for (int32_t n : entries[i].what_if.no_wait) pinned_by.emplace(n, i);
+  }
+  for (Entry& e : entries) {
+    Finding& f = (*findings)[e.finding];
+    if (pinned_by.empty() || f.code != "TTA002" || e.symptom || e.what_if.no_wait.empty()) continue;
+    std::map<size_t, size_t> shared;
+    for (int32_t n : e.what_if.no_wait) {
+      auto it = pinned_by.find(n);
+      if (it != pinned_by.end()) ++shared[it->second];
+    }
+    size_t total = 0;
+    for (const auto& [i, k] : shared) total += k;
+    if (2 * total < e.what_if.no_wait.size()) continue;
+    e.symptom = true;
+    f.evidence["symptom_of"] = {false, 0, "TTA003"};
+  }
   // 2. The fixes one after another, largest first and the symptoms (TTA008, a launch-bound
   // region another cause explains) last: what they save together, and what each adds to the
   // ones before it.

@@ -33,6 +33,7 @@ bool LoopsOverLoader(const PythonSource& src, TSNode loop) {
 bool MatchesCall(const PythonSource& src, TSNode call, const std::string& code) {
   const std::string name = CalleeName(src, call);
   if (code == "TTA005") return name == "zero_grad";
+  if (code == "backward") return name == "backward";
   if (code == "TTA013") return name == "empty_cache";
   if (code == "TTA006") {
     if (name != "step") return false;
@@ -48,7 +49,23 @@ bool MatchesCall(const PythonSource& src, TSNode call, const std::string& code) 
 }  // namespace
 
 bool HasCodeShape(const std::string& code) {
-  return code == "TTA001" || code == "TTA005" || code == "TTA006" || code == "TTA013";
+  return code == "TTA001" || code == "TTA005" || code == "TTA006" || code == "TTA013" ||
+         code == "backward";
+}
+
+std::string ShapeKeyOf(const Finding& f) {
+  if (f.code == "TTA017") {
+    // A CPU-overhead-bound region sits where the region is written: loss.backward(), the
+    // optimizer's step, zero_grad, else the training loop whose step it is.
+    auto it = f.evidence.find("region");
+    const std::string region = it == f.evidence.end() ? "" : it->second.text;
+    if (region == "backward") return "backward";
+    if (region == "the optimizer step") return "TTA006";
+    if (region == "zero_grad") return "TTA005";
+    if (region == "the step's eager ops") return "TTA001";
+    return "";
+  }
+  return HasCodeShape(f.code) ? f.code : "";
 }
 
 std::optional<ShapeLocation> LocateByShape(const std::vector<std::string>& files,

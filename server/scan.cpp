@@ -262,13 +262,14 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
         lf.ambiguous = resolved.candidates;
       }
     } else if (f.frames.empty() && options.workspace && options.locate_by_shape &&
-               HasCodeShape(f.code)) {
+               !ShapeKeyOf(f).empty()) {
       // No Python stack in the trace for it: the workspace's one statement with the shape its
       // fix edits, when there is exactly one (said so wherever the finding is shown).
-      auto cached = shapes.find(f.code);
+      const std::string shape = ShapeKeyOf(f);
+      auto cached = shapes.find(shape);
       if (cached == shapes.end()) {
         if (shape_files.empty()) shape_files = options.workspace->AbsoluteFiles(5000);
-        cached = shapes.emplace(f.code, LocateByShape(shape_files, &sources, f.code)).first;
+        cached = shapes.emplace(shape, LocateByShape(shape_files, &sources, shape)).first;
       }
       if (cached->second) {
         lf.absolute_path = cached->second->path;

@@ -116,6 +116,69 @@ TEST_CASE("TTA003: pinned asynchronous copies and ROCm host copies are not repor
   CHECK(FindingsWithCode(*rocm, "TTA003").empty());
 }
 
+namespace {
+
+// Per step: 10 kernels of 100 us launched back to back, then a device-to-host copy of the
+// result through |runtime| that blocks the CPU until the kernels are done (its copy, 60 us,
+// runs at the end of the call), then 400 us of host work and the next step's launches: the GPU
+// idles while the CPU is blocked and then busy.
+TinyTrace BlockingReadback(const std::string& copy_name, const std::string& runtime,
+                           const std::string& device, int major) {
+  TinyTrace t;
+  t.Device(0, device, major, 0);
+  double cpu = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    double gpu = cpu + 10;
+    for (int k = 0; k < 10; ++k) {
+      t.Cpu("aten::linear", cpu, 8);
+      t.Kernel("Cijk_Ailk_Bljk_SB_MT128x128x16_MI32x32x2x1", cpu + 1, 5, gpu, 100);
+      gpu += 100;
+      cpu += 10;
+    }
+    const double call_end = gpu + 60 + 5;
+    t.Cpu("aten::to", cpu, call_end - cpu + 4);
+    t.Launch(copy_name, cpu + 2, call_end - cpu - 2, gpu, 60, "gpu_memcpy", 7, runtime, 64 << 20);
+    cpu = call_end + 5;
+    t.Cpu("aten::sum", cpu, 400);  // host work on the result
+    cpu += 402;
+    t.Step(s + 1, start, cpu - start);
+    cpu += 2;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("TTA003: a blocking copy is reported by its fix and ranks above the sync it causes",
+          "[rules][TTA003][TTA002]") {
+  // ROCm: hipMemcpyWithStream blocks the CPU 1 ms behind the queued kernels for a 60 us copy.
+  auto rocm = BlockingReadback("Memcpy DtoH (Device -> Host)", "hipMemcpyWithStream",
+                               "AMD Instinct MI300X", 9)
+                  .Load();
+  auto all = ttap::RunRules(*rocm, {});
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA003");
+  CHECK((all.findings.front().severity == ttap::Severity::kWarning ||
+         all.findings.front().severity == ttap::Severity::kError));
+  // CUDA: a pageable device-to-host cudaMemcpyAsync blocks the same way; the host sync it causes
+  // (TTA002) is its symptom and ranks after it.
+  auto cuda = BlockingReadback("Memcpy DtoH (Device -> Pageable)", "cudaMemcpyAsync",
+                               "NVIDIA A100-SXM4-80GB", 8)
+                  .Load();
+  auto c = ttap::RunRules(*cuda, {});
+  REQUIRE(!c.findings.empty());
+  INFO(c.findings.front().message);
+  CHECK(c.findings.front().code == "TTA003");
+  for (const auto& f : c.findings) {
+    if (f.code != "TTA002") continue;
+    INFO(f.message);
+    CHECK(f.evidence.at("symptom_of").text == "TTA003");
+    CHECK(f.time_lost_us_per_step < c.findings.front().time_lost_us_per_step);
+  }
+}
+
 // ---- TTA004 small-h2d-copies ----
 
 namespace {

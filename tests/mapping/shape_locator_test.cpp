@@ -56,3 +56,33 @@ TEST_CASE("code shapes: a unique statement is found, several or none give nothin
   CHECK_FALSE(LocateByShape({train, util, root + "/eval.py"}, &cache, "TTA001", &matches));
   CHECK(matches == 2);
 }
+
+TEST_CASE("code shapes: a CPU-overhead-bound region goes where the region is written",
+          "[mapping][shape][TTA017]") {
+  auto finding = [](const std::string& region) {
+    Finding f;
+    f.code = "TTA017";
+    f.evidence["region"] = {false, 0, region};
+    return f;
+  };
+  CHECK(ShapeKeyOf(finding("backward")) == "backward");
+  CHECK(ShapeKeyOf(finding("the optimizer step")) == "TTA006");
+  CHECK(ShapeKeyOf(finding("zero_grad")) == "TTA005");
+  CHECK(ShapeKeyOf(finding("the step's eager ops")) == "TTA001");
+  CHECK(ShapeKeyOf(finding("## forward ##")).empty());  // an annotation: only its stack knows
+  Finding other;
+  other.code = "TTA009";
+  CHECK(ShapeKeyOf(other).empty());
+  other.code = "TTA005";
+  CHECK(ShapeKeyOf(other) == "TTA005");
+  const std::string root = ttap_test::MakeTempDir();
+  const std::string train = root + "/train.py";
+  REQUIRE(ttap_test::WriteFile(train,
+                               "for x in loader:\n"
+                               "    loss = model(x).sum()\n"
+                               "    loss.backward()\n"));
+  SourceCache cache;
+  auto bw = LocateByShape({train}, &cache, "backward");
+  REQUIRE(bw);
+  CHECK(bw->line == 3);
+}
