@@ -414,11 +414,25 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       b.w.cross_gap.emplace_back(gn, std::min<int64_t>(g.cross_gap[gn], 0));
       b.SetLaneGap(gn, 0);
     }
+    // Dispatch is the CPU work of ops (and Python frames) that launch GPU work: a graph replays
+    // their kernels without them. Host work that launches nothing (metrics on CPU tensors, data
+    // preparation) and the loop's own glue between ops stay.
+    std::vector<uint8_t> launches(ev.size(), 0);
+    for (size_t r = 0; r < ev.size(); ++r) {
+      if (!IsLaunchKind(ev.kind[r]) || ev.link[r] < 0) continue;
+      for (int32_t p = static_cast<int32_t>(r), depth = 0; p >= 0 && !launches[p] && depth < 4096;
+           p = ev.parent[p], ++depth) {
+        launches[p] = 1;
+      }
+    }
     for (const auto& [key, span] : spans) {
       auto [a, e] = b.NodesIn(static_cast<int32_t>(key.second), span.first, span.second);
       for (int32_t n = a; n < e; ++n) {
-        const bool dispatch = (g.role[n] == NodeRole::kCpuWork && g.cause[n] == Cause::kCpuWork) ||
-                              (g.role[n] == NodeRole::kLaunch && g.cause[n] == Cause::kLaunch);
+        const int32_t r = g.row[n];
+        const bool dispatch =
+            (g.role[n] == NodeRole::kCpuWork && g.cause[n] == Cause::kCpuWork && r >= 0 &&
+             launches[r] && !StartsWith(trace.Name(r), "ProfilerStep#")) ||
+            (g.role[n] == NodeRole::kLaunch && g.cause[n] == Cause::kLaunch);
         if (dispatch) b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
       }
     }
