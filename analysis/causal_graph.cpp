@@ -19,6 +19,8 @@ constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 constexpr int64_t kLatencyCapNs = int64_t{3600} * 1000000000;
 // A stream gap longer than this is not the GPU's own spacing between queued work.
 constexpr int64_t kLongStreamGapNs = 50000;
+// An async copy call without its copy in the trace that lasts this long blocked on the copy.
+constexpr int64_t kBlockingCopyCallNs = 50000;
 // A secondary thread's pause longer than this is a wait for the main thread (see the lanes).
 constexpr int64_t kSecondaryResumeGapNs = 50000;
 // An activity that starts this long after its stream's previous activity and its launch call
@@ -348,17 +350,18 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     kNameCold = 4,
     kNameDataLoader = 8,
     kNameProfilerStep = 16,
-    kNameIdleWait = 32
+    kNameIdleWait = 32,
+    kNameCopy = 64
   };
   std::vector<uint8_t> name_class(trace.strings.size(), 0);
   for (size_t id = 0; id < name_class.size(); ++id) {
     const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
-    name_class[id] = (IsBlockingCall(n) || IsImplicitSync(n) ? kNameSync : 0) |
-                     (IsAllocatorName(n) ? kNameAllocator : 0) |
-                     (IsColdStartName(n) ? kNameCold : 0) |
-                     (IsDataLoaderName(n) ? kNameDataLoader : 0) |
-                     (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0) |
-                     (IsIdleWaitName(n) ? kNameIdleWait : 0);
+    name_class[id] =
+        (IsBlockingCall(n) || IsImplicitSync(n) ? kNameSync : 0) |
+        (IsAllocatorName(n) ? kNameAllocator : 0) | (IsColdStartName(n) ? kNameCold : 0) |
+        (IsDataLoaderName(n) ? kNameDataLoader : 0) |
+        (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0) |
+        (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0);
   }
   // Rows whose start and end stay node boundaries (merged slices never cross them).
   std::vector<uint8_t> keep_row(n_rows, 0);
@@ -463,6 +466,12 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
             ++g.stats.cold_calls;
           }
           if (cls & kNameSync) role = NodeRole::kSync;
+          // A blocking copy whose copy the trace lacks (a synchronous call, or an async one
+          // that held the CPU): its time is moving data, not launching.
+          if ((cls & kNameCopy) && ev.link[r] < 0 &&
+              (role == NodeRole::kSync || ev.dur[r] >= kBlockingCopyCallNs)) {
+            cause = Cause::kMemcpy;
+          }
         } else {
           cause = cpu_cause(stack.back());
         }

@@ -196,6 +196,12 @@ struct Builder {
     }
     SetDur(copies.back(), total - fixed * static_cast<int64_t>(copies.size() - 1));
   }
+  // Index into g.spans of the analysed step that |t| falls in (the first one before any).
+  size_t StepIndexOf(int64_t t) const {
+    auto after = std::upper_bound(g.spans.begin(), g.spans.end(), t,
+                                  [](int64_t x, const StepSpan& sp) { return x < sp.start_ns; });
+    return after == g.spans.begin() ? size_t{0} : static_cast<size_t>(after - g.spans.begin()) - 1;
+  }
   bool IsCpuRegion(int32_t row) const {
     const EventKind k = trace.events.kind[row];
     return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
@@ -280,17 +286,12 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       timed.emplace_back(l >= 0 ? g.obs_start[l] : g.obs_start[gn], gn);
     }
     std::sort(timed.begin(), timed.end());
-    auto step_of = [&](int64_t t) {
-      auto after = std::upper_bound(g.spans.begin(), g.spans.end(), t,
-                                    [](int64_t x, const StepSpan& sp) { return x < sp.start_ns; });
-      return after == g.spans.begin() ? size_t{0}
-                                      : static_cast<size_t>(after - g.spans.begin()) - 1;
-    };
     std::vector<int32_t> group;
     int64_t last_t = 0;
     for (size_t k = 0; k < timed.size(); ++k) {
       const auto [t, gn] = timed[k];
-      if (!group.empty() && (t - last_t > kBurstGapNs || step_of(t) != step_of(last_t))) {
+      if (!group.empty() &&
+          (t - last_t > kBurstGapNs || b.StepIndexOf(t) != b.StepIndexOf(last_t))) {
         b.BatchIntoLast(group);
         group.clear();
       }
@@ -394,17 +395,11 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       timed.emplace_back(g.obs_start[l], gn);
     }
     std::sort(timed.begin(), timed.end());
-    auto step_of = [&](int64_t t) {
-      auto after = std::upper_bound(g.spans.begin(), g.spans.end(), t,
-                                    [](int64_t x, const StepSpan& sp) { return x < sp.start_ns; });
-      return after == g.spans.begin() ? size_t{0}
-                                      : static_cast<size_t>(after - g.spans.begin()) - 1;
-    };
     // (step, lane) -> the span of the region's launches.
     std::map<std::pair<size_t, uint32_t>, std::pair<int64_t, int64_t>> spans;
     for (const auto& [t, gn] : timed) {
       const int32_t l = b.LaunchOf(gn);
-      auto key = std::make_pair(step_of(t), g.lane[l]);
+      auto key = std::make_pair(b.StepIndexOf(t), g.lane[l]);
       auto it = spans.find(key);
       if (it == spans.end()) {
         spans.emplace(key, std::make_pair(g.obs_start[l], g.obs_end[l]));

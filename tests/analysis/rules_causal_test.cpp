@@ -13,6 +13,7 @@
 
 using ttap_test::Eager;
 using ttap_test::FindingsWithCode;
+using ttap_test::StreamClock;
 using ttap_test::TinyTrace;
 
 // One story per run: the run's "could be N x faster" is never less than any one finding's claim.
@@ -57,30 +58,27 @@ TEST_CASE("causal: a backward thread bound by its dispatch is CPU-overhead-bound
   // for it in backward() (the GPU is busy a sixth of the time).
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
-  double cpu = 1000, gpu_free = 0;
+  double cpu = 1000;
+  StreamClock gpu;
   for (int s = 0; s < 3; ++s) {
     const double start = cpu;
     for (int k = 0; k < 10; ++k) {
       t.Cpu("aten::linear", cpu, 40);
-      t.Kernel("ampere_sgemm_64x32_sliced1x4_nn", cpu + 30, 5, std::max(gpu_free, cpu + 38), 30);
-      gpu_free = std::max(gpu_free, cpu + 38) + 30;
+      gpu.Kernel(t, "ampere_sgemm_64x32_sliced1x4_nn", cpu + 30, 5, 3, 30);
       cpu += 42;
     }
     const double bw_start = cpu + 5;
     double b = bw_start;
     for (int k = 0; k < 150; ++k) {
       t.Cpu("autograd::engine::evaluate_function: MulBackward0", b, 22, "cpu_op", 2);
-      const double l = b + 15;
-      const double g = std::max(gpu_free + 1, l + 8);
-      t.Launch("void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>()", l, 5, g, 6,
-               "kernel", 7, "cudaLaunchKernel", -1, 0, /*tid=*/2);
-      gpu_free = g + 6;
+      gpu.Kernel(t, "void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>()",
+                 b + 15, 5, 3, 6, /*tid=*/2);
       b += 24;
     }
     t.Cpu("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", b, 2, "cpu_op",
           2);
     t.Cpu("aten::backward", cpu, b - cpu + 5, "cpu_op", 1);
-    cpu = std::max(b, gpu_free) + 10;
+    cpu = std::max(b, gpu.free) + 10;
     t.Step(s + 1, start, cpu - start);
     cpu += 2;
   }
@@ -108,21 +106,19 @@ TEST_CASE("causal: an eager decode loop without ProfilerStep is CPU-overhead-bou
   // .item() (a short sync).
   TinyTrace t;
   t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
-  double cpu = 1000, gpu_free = 0;
+  double cpu = 1000;
+  StreamClock gpu;
   for (int s = 0; s < 8; ++s) {
     const double start = cpu;
     for (int k = 0; k < 120; ++k) {
       t.Cpu(k % 3 == 0 ? "aten::linear" : k % 3 == 1 ? "aten::mul" : "aten::rms_norm", cpu, 18);
-      const double l = cpu + 12;
-      const double g = std::max(gpu_free + 1, l + 7);
-      t.Kernel("void at::native::vectorized_elementwise_kernel<4, Functor<c10::BFloat16>>()", l, 4,
-               g, 5);
-      gpu_free = g + 5;
+      gpu.Kernel(t, "void at::native::vectorized_elementwise_kernel<4, Functor<c10::BFloat16>>()",
+                 cpu + 12, 4, 3, 5);
       cpu += 19;
     }
-    t.Cpu("aten::item", cpu, std::max(5.0, gpu_free - cpu + 4));
-    t.Runtime("cudaStreamSynchronize", cpu + 1, std::max(2.0, gpu_free - cpu + 2));
-    cpu = std::max(cpu, gpu_free) + 6;
+    t.Cpu("aten::item", cpu, std::max(5.0, gpu.free - cpu + 4));
+    t.Runtime("cudaStreamSynchronize", cpu + 1, std::max(2.0, gpu.free - cpu + 2));
+    cpu = std::max(cpu, gpu.free) + 6;
     t.Cpu("decode_step", start, cpu - start, "user_annotation");
     cpu += 3;
   }
@@ -146,7 +142,8 @@ TEST_CASE("causal: a one-time cudaFree in the first call is cold-start, not allo
   // context: a 237 ms cudaFree while the GPU has nothing to run. Later aten::mm calls are cheap.
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
-  double cpu = 1000, gpu_free = 0;
+  double cpu = 1000;
+  StreamClock gpu;
   for (int s = 0; s < 3; ++s) {
     const double start = cpu;
     for (int k = 0; k < 20; ++k) {
@@ -155,15 +152,10 @@ TEST_CASE("causal: a one-time cudaFree in the first call is cold-start, not allo
       t.Cpu("aten::mm", cpu, 12 + cold);
       if (first) t.Runtime("cudaFree", cpu + 1, cold);
       const double l = cpu + 4 + cold;
-      const double g = std::max(gpu_free + 1, l + 8);
-      t.Kernel("sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16", l, 5, g, 300);
-      gpu_free = g + 300;
+      gpu.Kernel(t, "sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16", l, 5, 3, 300);
       cpu = l + 10;
     }
-    t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu_free - cpu + 3));
-    cpu = std::max(cpu, gpu_free) + 5;
-    t.Step(s + 1, start, cpu - start);
-    cpu += 1;
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
   }
   auto trace = t.Load();
   auto all = ttap::RunRules(*trace, {});
@@ -186,28 +178,23 @@ TEST_CASE("causal: a first-call stall is cold-start, not gpu-idle", "[rules][cau
   // CPU 2.35 ms with the GPU idle; later ones take 20 us.
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
-  double cpu = 1000, gpu_free = 0;
+  double cpu = 1000;
+  StreamClock gpu;
   for (int s = 0; s < 3; ++s) {
     const double start = cpu;
     for (int k = 0; k < 10; ++k) {
       const double stall = s == 0 && k == 0 ? 2350 : 0;
       t.Cpu("aten::embedding", cpu, 25 + stall);
       t.Cpu("aten::index_select", cpu + 1, 20 + stall);
-      const double l = cpu + 12 + stall;
-      double g = std::max(gpu_free + 1, l + 8);
-      t.Kernel("void at::native::indexSelectLargeIndex<float, long>()", l, 5, g, 40);
-      gpu_free = g + 40;
+      gpu.Kernel(t, "void at::native::indexSelectLargeIndex<float, long>()", cpu + 12 + stall, 5, 3,
+                 40);
       cpu += 26 + stall;
       t.Cpu("aten::linear", cpu, 12);
-      g = std::max(gpu_free + 1, cpu + 12);
-      t.Kernel("sm80_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x32", cpu + 4, 5, g, 400);
-      gpu_free = g + 400;
+      gpu.Kernel(t, "sm80_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x32", cpu + 4, 5, 3,
+                 400);
       cpu += 13;
     }
-    t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu_free - cpu + 3));
-    cpu = std::max(cpu, gpu_free) + 5;
-    t.Step(s + 1, start, cpu - start);
-    cpu += 1;
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
   }
   auto trace = t.Load();
   auto all = ttap::RunRules(*trace, {});
@@ -225,9 +212,24 @@ TEST_CASE("causal: a first-call stall is cold-start, not gpu-idle", "[rules][cau
 
 TEST_CASE("causal: launches and blocking copies without GPU activity are not launch overhead",
           "[rules][causal][TTA016]") {
-  // WSL-style trace: cudaLaunchKernel and blocking cudaMemcpy calls, no kernel or copy events.
-  TinyTrace t = Eager(30, 10, 5, 6, false, /*no_gpu=*/true);
-  t.Runtime("cudaMemcpy", 500, 400);
+  // WSL-style trace: per step, 12 ops' cudaLaunchKernel calls and a blocking 400 us
+  // cudaMemcpyAsync of the batch, no kernel or copy events.
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3080", 8, 6);
+  double cpu = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    t.Cpu("aten::to", cpu + 1, 404);
+    t.Runtime("cudaMemcpyAsync", cpu + 2, 400);
+    cpu += 410;
+    for (int k = 0; k < 12; ++k) {
+      t.Cpu("aten::add", cpu, 17);
+      t.Runtime("cudaLaunchKernel", cpu + 10, 5);
+      cpu += 19;
+    }
+    t.Step(s + 1, start, cpu - start + 2);
+    cpu += 4;
+  }
   auto trace = t.Load();
   auto all = ttap::RunRules(*trace, {});
   REQUIRE(!all.findings.empty());
@@ -235,6 +237,10 @@ TEST_CASE("causal: launches and blocking copies without GPU activity are not lau
   CHECK(FindingsWithCode(*trace, "TTA007").empty());
   CHECK(FindingsWithCode(*trace, "TTA017").empty());
   CHECK(FindingsWithCode(*trace, "TTA008").empty());
+  // The blocking copy's 400 us are moving data, not CPU launch overhead.
+  const auto& cp = all.time.overall.ns;
+  CHECK(cp[static_cast<int>(ttap::Cause::kMemcpy)] >= 3 * 390000);
+  CHECK(cp[static_cast<int>(ttap::Cause::kLaunch)] < 3 * 100000);
 }
 
 TEST_CASE("causal: a cold first iteration is cold-start, not gpu-idle", "[rules][causal][TTA015]") {

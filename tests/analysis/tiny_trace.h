@@ -110,6 +110,28 @@ class TinyTrace {
   int next_corr_ = 1;
 };
 
+// One stream's clock for hand-built eager loops: each kernel starts |latency_us| after its launch
+// call returns, or 1 us after the stream's previous kernel ends, whichever is later.
+struct StreamClock {
+  double free = 0;  // when the stream's last kernel ends
+  // Adds the launch (on thread |tid|) and its kernel; returns the kernel's start.
+  double Kernel(TinyTrace& t, const std::string& name, double launch_ts, double launch_us,
+                double latency_us, double kernel_us, int tid = 1) {
+    const double g = std::max(free + 1, launch_ts + launch_us + latency_us);
+    t.Launch(name, launch_ts, launch_us, g, kernel_us, "kernel", 7, "cudaLaunchKernel", -1, 0, tid);
+    free = g + kernel_us;
+    return g;
+  }
+  // Ends step |n| (started at |start|) with a cudaDeviceSynchronize at |cpu| that waits for the
+  // stream; returns where the next step starts.
+  double SyncAndStep(TinyTrace& t, int n, double start, double cpu) const {
+    t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, free - cpu + 3));
+    const double end = std::max(cpu, free) + 5;
+    t.Step(n, start, end - start);
+    return end + 1;
+  }
+};
+
 // Three steps of |ops| eager ops: |dispatch_us| of CPU work, then a |launch_us| launch of a
 // |kernel_us| kernel that starts 3 us after the launch returns (or once the stream is free).
 // |cold_first|: the first step's first launches load their modules lazily (40 ms each) and call
