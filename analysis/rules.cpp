@@ -341,7 +341,17 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   const StepAttribution& all = result.time.overall;
   const double gpu_share =
       all.total() > 0 ? static_cast<double>(all.gpu_ns()) / static_cast<double>(all.total()) : 0.0;
+  const size_t analysed_steps = result.time.steps.size();
   for (Finding& f : result.findings) {
+    // Whether it happens once per process or recurs: TTA015 is one-time by definition; the
+    // others say how many of the analysed steps they occur in.
+    const size_t in_steps = static_cast<size_t>(Num(f, "steps_affected"));
+    f.evidence["occurs"] = {false, 0,
+                            f.code == "TTA015" ? "one-time"
+                            : analysed_steps <= 1 || in_steps >= analysed_steps
+                                ? "every step"
+                                : "in " + std::to_string(in_steps) + " of " +
+                                      std::to_string(analysed_steps) + " steps"};
     f.severity = SeverityFor(f.share_of_step, options);
     if (f.code == "TTA016") {
       // Nothing to save, but nothing else can be trusted either.

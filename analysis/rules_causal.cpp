@@ -341,7 +341,6 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
                FormatNumber(" %.2f ms", f.top_events[k].total_us / 1000.0);
       }
       AddText(&f, "region", key);
-      AddText(&f, "occurs", "steady-state");
       AddNumber(&f, "median_kernel_us", median / 1000.0);
       AddText(&f, "detail",
               "in " + key + ", " + FormatNumber("%.0f", Num(f, "kernels")) + " kernels (" +

@@ -130,6 +130,7 @@ TEST_CASE("causal: an eager decode loop without ProfilerStep is CPU-overhead-bou
   INFO(top.message);
   CHECK(top.code == "TTA017");
   CHECK(top.cause_key == "decode_step");
+  CHECK(top.evidence.at("occurs").text == "every step");
   CHECK(top.step_ids.size() >= 7);
   CHECK((top.severity == ttap::Severity::kWarning || top.severity == ttap::Severity::kError));
   CHECK(all.speedup > 2.0);
@@ -164,6 +165,7 @@ TEST_CASE("causal: a one-time cudaFree in the first call is cold-start, not allo
   REQUIRE(cold.size() == 1);
   INFO(cold[0].message);
   CHECK(cold[0].message.find("one-time") != std::string::npos);
+  CHECK(cold[0].evidence.at("occurs").text == "one-time");
   CHECK(cold[0].step_ids == std::vector<int64_t>{1});
   REQUIRE(!all.findings.empty());
   CHECK(all.findings.front().code == "TTA015");
