@@ -705,9 +705,25 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   // 3. A fix's claim is what it saves alone; the symptom claims only the idle time no fix
   // explains. Claims that together exceed the run (fixes recovering the same time) are scaled
   // down to what all of them save together.
+  // TTA008's CPU work that no fix changes (host work that launches nothing, a metrics pass) is
+  // idle time no cause explains whatever else is fixed: it claims what removing it saves alone.
+  // Where the fixes change most of its nodes (dispatch that CUDA graphs remove), it claims only
+  // what is left after them.
+  std::vector<uint8_t> fixed_node;
+  for (const Entry& e : entries) {
+    if ((*findings)[e.finding].code == "TTA008" || e.what_if.dur.empty()) continue;
+    if (fixed_node.empty()) fixed_node.assign(g.size(), 0);
+    for (const auto& [n, d] : e.what_if.dur) fixed_node[n] = 1;
+  }
+  auto independent_idle = [&](const Entry& e) {
+    if ((*findings)[e.finding].code != "TTA008" || e.what_if.dur.empty()) return false;
+    size_t shared = 0;
+    for (const auto& [n, d] : e.what_if.dur) shared += !fixed_node.empty() && fixed_node[n];
+    return 2 * shared < e.what_if.dur.size();
+  };
   int64_t claimed = 0;
   for (Entry& e : entries) {
-    e.claim_ns = e.symptom ? e.marginal_ns : e.alone_ns;
+    e.claim_ns = e.symptom && !independent_idle(e) ? e.marginal_ns : e.alone_ns;
     claimed += e.claim_ns;
   }
   const double scale = claimed > out.run_ns && claimed > 0
