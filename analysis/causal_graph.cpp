@@ -317,11 +317,13 @@ int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& cal
   return found;
 }
 
-CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows) {
+CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows,
+                             const std::vector<FirstCall>* first_calls) {
   CausalGraph g;
   const EventTable& ev = trace.events;
   const size_t n_rows = ev.size();
   g.node_of_row.assign(n_rows, -1);
+  g.launches_gpu.assign(n_rows, 0);
   if (n_rows == 0) return g;
   g.Reserve(2 * n_rows);
 
@@ -372,7 +374,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
   const int64_t cold_launch_ns =
       std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
 
-  g.first_calls = OneTimeFirstCalls(trace);
+  g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
   std::vector<uint32_t> first_call_rows;
   for (const FirstCall& c : g.first_calls) first_call_rows.push_back(static_cast<uint32_t>(c.row));
 
@@ -551,6 +553,13 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       const bool cold = (!stack.empty() && stack.back().cold) ||
                         std::binary_search(first_call_rows.begin(), first_call_rows.end(), r);
       stack.push_back({r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1), cold});
+      if (IsLaunchKind(k) && ev.link[r] >= 0) {
+        // Every open row encloses this launch (marked from the inside out, up to one marked
+        // already: its ancestors are).
+        for (auto o = stack.rbegin(); o != stack.rend() && !g.launches_gpu[o->row]; ++o) {
+          g.launches_gpu[o->row] = 1;
+        }
+      }
       if (kept(r)) cut = true;
     }
     while (!stack.empty()) {

@@ -133,6 +133,9 @@ struct CausalGraph {
     std::vector<int32_t> gpu;                  // GPU nodes launched inside the step
   };
   std::vector<FirstCall> first_calls;  // OneTimeFirstCalls(trace): their work is cold start
+  // Per trace row: 1 when the row is, or encloses on its thread, a launch of GPU work the trace
+  // holds (the ops and frames whose CPU time is dispatch; TTA017's what-if keeps the rest).
+  std::vector<uint8_t> launches_gpu;
   std::vector<StepSpan> spans;         // AnalysedSteps(trace), as the graph was built for them
   std::vector<StepNodes> steps;        // one per spans entry
 
@@ -158,7 +161,9 @@ struct CausalGraph {
 // CPU regions a what-if rescales: their time stays exactly theirs), and beyond
 // kMergedSliceMaxNs (a longer slice may be a wait, and where another thread's work ends decides
 // what a wait waited for: see the joins in docs/causal_model.md).
-CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows = {});
+// |first_calls|: OneTimeFirstCalls(trace) when the caller has it already (else computed here).
+CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows = {},
+                             const std::vector<FirstCall>* first_calls = nullptr);
 constexpr int64_t kMergedSliceMaxNs = 20000;
 
 // Changes to replay: new own durations, sync nodes that no longer wait, new launch latencies.

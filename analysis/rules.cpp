@@ -289,7 +289,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   std::vector<int32_t> finding_rows;
   for (const Finding& f : raw)
     finding_rows.insert(finding_rows.end(), f.rows.begin(), f.rows.end());
-  CausalGraph graph = BuildCausalGraph(trace, finding_rows);
+  CausalGraph graph = BuildCausalGraph(trace, finding_rows, &ctx.first_calls());
   end_phase("causal graph");
   Replay base = RunReplay(graph);
   end_phase("replay");

@@ -386,47 +386,36 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
     // step, the launching thread's dispatch and launch work from the region's first launch to
     // its last becomes one graph launch (kGraphedCpuFactor of it is left), and its kernels run
     // back to back at the GPU's pace. Syncs, data loading, allocator and cold-start calls stay.
-    std::vector<std::pair<int64_t, int32_t>> timed;  // (launch start, GPU node)
+    // (step, lane) -> the span of the region's launches (first start, last end).
+    std::map<std::pair<size_t, uint32_t>, std::pair<int64_t, int64_t>> spans;
+    std::pair<size_t, uint32_t> last_key{SIZE_MAX, 0};
+    std::pair<int64_t, int64_t>* last_span = nullptr;
     for (int32_t r : rows) {
       const int32_t gn = b.NodeOfRow(r);
       if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
       const int32_t l = b.LaunchOf(gn);
       if (l < 0) continue;
-      timed.emplace_back(g.obs_start[l], gn);
-    }
-    std::sort(timed.begin(), timed.end());
-    // (step, lane) -> the span of the region's launches.
-    std::map<std::pair<size_t, uint32_t>, std::pair<int64_t, int64_t>> spans;
-    for (const auto& [t, gn] : timed) {
-      const int32_t l = b.LaunchOf(gn);
-      auto key = std::make_pair(b.StepIndexOf(t), g.lane[l]);
-      auto it = spans.find(key);
-      if (it == spans.end()) {
-        spans.emplace(key, std::make_pair(g.obs_start[l], g.obs_end[l]));
-      } else {
-        it->second.second = std::max(it->second.second, g.obs_end[l]);
+      const auto key = std::make_pair(b.StepIndexOf(g.obs_start[l]), g.lane[l]);
+      if (key != last_key || !last_span) {  // rows come mostly in order: look up on change only
+        auto it = spans.emplace(key, std::make_pair(g.obs_start[l], g.obs_end[l])).first;
+        last_key = key;
+        last_span = &it->second;
       }
-      b.w.cross_gap.emplace_back(gn, std::min<int64_t>(g.cross_gap[gn], 0));
-      b.SetLaneGap(gn, 0);
+      last_span->first = std::min(last_span->first, g.obs_start[l]);
+      last_span->second = std::max(last_span->second, g.obs_end[l]);
+      if (g.cross_gap[gn] > 0) b.w.cross_gap.emplace_back(gn, 0);
+      if (g.lane_gap[gn] > 0) b.SetLaneGap(gn, 0);
     }
     // Dispatch is the CPU work of ops (and Python frames) that launch GPU work: a graph replays
     // their kernels without them. Host work that launches nothing (metrics on CPU tensors, data
     // preparation) and the loop's own glue between ops stay.
-    std::vector<uint8_t> launches(ev.size(), 0);
-    for (size_t r = 0; r < ev.size(); ++r) {
-      if (!IsLaunchKind(ev.kind[r]) || ev.link[r] < 0) continue;
-      for (int32_t p = static_cast<int32_t>(r), depth = 0; p >= 0 && !launches[p] && depth < 4096;
-           p = ev.parent[p], ++depth) {
-        launches[p] = 1;
-      }
-    }
     for (const auto& [key, span] : spans) {
       auto [a, e] = b.NodesIn(static_cast<int32_t>(key.second), span.first, span.second);
       for (int32_t n = a; n < e; ++n) {
         const int32_t r = g.row[n];
         const bool dispatch =
             (g.role[n] == NodeRole::kCpuWork && g.cause[n] == Cause::kCpuWork && r >= 0 &&
-             launches[r] && !StartsWith(trace.Name(r), "ProfilerStep#")) ||
+             g.launches_gpu[r] && !StartsWith(trace.Name(r), "ProfilerStep#")) ||
             (g.role[n] == NodeRole::kLaunch && g.cause[n] == Cause::kLaunch);
         if (dispatch) b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
       }
