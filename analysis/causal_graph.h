@@ -136,8 +136,8 @@ struct CausalGraph {
   // Per trace row: 1 when the row is, or encloses on its thread, a launch of GPU work the trace
   // holds (the ops and frames whose CPU time is dispatch; TTA017's what-if keeps the rest).
   std::vector<uint8_t> launches_gpu;
-  std::vector<StepSpan> spans;         // AnalysedSteps(trace), as the graph was built for them
-  std::vector<StepNodes> steps;        // one per spans entry
+  std::vector<StepSpan> spans;   // AnalysedSteps(trace), as the graph was built for them
+  std::vector<StepNodes> steps;  // one per spans entry
 
   // Import-stats style counters of what the model could not represent.
   struct Stats {
