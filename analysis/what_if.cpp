@@ -469,59 +469,8 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       const int32_t gn = b.NodeOfRow(r);
       if (gn >= 0) b.SetDur(gn, static_cast<int64_t>(g.dur[gn] * factor));
     }
-  } else if (code == "TTA011") {
-    // Overlapped with the compute before it in its step (DDP's buckets during backward, on
-    // their own stream): a collective hides behind at most the compute that step ran before it
-    // started, less what earlier collectives of the finding hid there already; the rest of it
-    // stays exposed.
-    std::vector<int32_t> comm;
-    for (int32_t r : rows) {
-      const int32_t n = b.NodeOfRow(r);
-      if (n >= 0 && g.role[n] == NodeRole::kGpu) comm.push_back(n);
-    }
-    std::sort(comm.begin(), comm.end(),
-              [&](int32_t x, int32_t y) { return g.obs_start[x] < g.obs_start[y]; });
-    // Compute (non-communication kernels) of every stream, merged.
-    std::vector<std::pair<int64_t, int64_t>> compute;
-    for (size_t n = 0; n < g.size(); ++n) {
-      if (g.role[n] == NodeRole::kGpu &&
-          (g.cause[n] == Cause::kGpuMatmul || g.cause[n] == Cause::kGpuKernel)) {
-        compute.emplace_back(g.obs_start[n], g.obs_end[n]);
-      }
-    }
-    std::sort(compute.begin(), compute.end());
-    std::vector<std::pair<int64_t, int64_t>> merged;
-    for (const auto& iv : compute) {
-      if (!merged.empty() && iv.first <= merged.back().second) {
-        merged.back().second = std::max(merged.back().second, iv.second);
-      } else {
-        merged.push_back(iv);
-      }
-    }
-    auto compute_in = [&](int64_t lo, int64_t hi) {
-      int64_t t = 0;
-      auto it = std::lower_bound(merged.begin(), merged.end(), std::make_pair(lo, INT64_MIN));
-      if (it != merged.begin()) --it;
-      for (; it != merged.end() && it->first < hi; ++it) {
-        t += std::max<int64_t>(0, std::min(hi, it->second) - std::max(lo, it->first));
-      }
-      return t;
-    };
-    size_t step = SIZE_MAX;
-    int64_t used = 0;  // compute of the step already hiding earlier collectives
-    for (int32_t n : comm) {
-      const int32_t l = b.LaunchOf(n);
-      const size_t k = b.StepIndexOf(l >= 0 ? g.obs_start[l] : g.obs_start[n]);
-      if (k != step) {
-        step = k;
-        used = 0;
-      }
-      const int64_t lo = k < g.spans.size() ? g.spans[k].start_ns : g.obs_start[n];
-      const int64_t budget = std::max<int64_t>(0, compute_in(lo, g.obs_start[n]) - used);
-      const int64_t hidden = std::min(g.dur[n], budget);
-      used += hidden;
-      b.SetDur(n, g.dur[n] - hidden);
-    }
+  } else if (code == "TTA011") {  // communication overlapped with compute: off the path
+    for (int32_t r : rows) b.SetDur(b.NodeOfRow(r), 0);
   } else if (code == "TTA012") {
     // Bucketed collectives: one launch, and each call's fixed latency (estimated as most of the
     // shortest call) paid once.

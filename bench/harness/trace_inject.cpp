@@ -453,12 +453,7 @@ class Injector {
       Keep(b);
     } else if (c == "TTA011" || c == "TTA012") {
       const bool per_param = c == "TTA012";
-      // TTA011's fixed form: the same collectives issued at the start of the step on their own
-      // stream (DDP's buckets overlapping the backward pass), the compute stream still waiting
-      // for the last one before the step ends (the optimizer needs the reduced gradients): what
-      // overlapping saves is the exposed time the step's compute can hide.
-      const bool overlapped = c == "TTA011" && spec_.fixed;
-      const int64_t block_start = overlapped ? site_.Start(s) : site_.End(s);
+      const int64_t block_start = site_.End(s);
       CpuBlock b(t_, site_.cpu, block_start);
       UserFrame(&b);
       const int calls = per_param ? 40 + static_cast<int>(240 * sev_ * U(0.7, 1.3))
@@ -507,23 +502,13 @@ class Injector {
         b.End();
         b.End();
       }
-      auto wait_for_comm = [&](CpuBlock* w) {  // aten::wait: the compute stream waits
-        w->Op("aten::wait");
-        w->Runtime(t_->amd ? "hipStreamWaitEvent" : "cudaStreamWaitEvent", Us(3));
-        w->End();
-        return w->now() - Us(3);
-      };
-      const int64_t wait_at = overlapped ? 0 : wait_for_comm(&b);
+      b.Op("aten::wait");
+      b.Runtime(t_->amd ? "hipStreamWaitEvent" : "cudaStreamWaitEvent", Us(3));
+      b.End();
+      const int64_t wait_at = b.now() - Us(3);
       b.Commit(false);
       if (last_compute != SIZE_MAX) t_->barriers.push_back({comm, block_start, last_compute});
-      if (overlapped) {
-        CpuBlock w(t_, site_.cpu, site_.End(s));
-        const int64_t at = wait_for_comm(&w);
-        w.Commit(false);
-        t_->barriers.push_back({site_.gpu, at, b.gpu_index(locals.back())});
-      } else {
-        t_->barriers.push_back({site_.gpu, wait_at, b.gpu_index(locals.back())});
-      }
+      t_->barriers.push_back({site_.gpu, wait_at, b.gpu_index(locals.back())});
       Keep(b);
     } else if (c == "TTA013") {
       CpuBlock b(t_, site_.cpu, site_.At(s, U(0.2, 0.8)));
@@ -750,7 +735,7 @@ class Injector {
 
 bool HasFixedForm(const std::string& code) {
   return code == "TTA003" || code == "TTA004" || code == "TTA006" || code == "TTA007" ||
-         code == "TTA011" || code == "TTA012";
+         code == "TTA012";
 }
 
 const std::vector<std::string>& InjectableCodes() {

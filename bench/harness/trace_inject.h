@@ -25,9 +25,8 @@ struct InjectionSpec {
 
 // True when the fix of |code| leaves part of the injected work (TTA003: the same copy from pinned
 // memory, asynchronous; TTA004: one batched copy and the host work that makes the tensors;
-// TTA007: the same kernels replayed from a CUDA graph; TTA011: the same collectives overlapping
-// the step's compute; TTA012: bucketed collectives instead of none), so the truth is the
-// injection minus its fixed form rather than minus nothing.
+// TTA007: the same kernels replayed from a CUDA graph; TTA012: bucketed collectives instead of
+// none), so the truth is the injection minus its fixed form rather than minus nothing.
 bool HasFixedForm(const std::string& code);
 
 struct InjectedInterval {

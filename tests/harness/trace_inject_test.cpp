@@ -345,22 +345,6 @@ TEST_CASE("TTA007's fixed form: the same kernels replayed from a graph, no op di
   CHECK(Span(*graphed) < Span(*eager));
 }
 
-TEST_CASE("TTA011's fixed form: the same collectives overlapping the step's compute", "[inject]") {
-  // The same all_reduces, issued at the step's start on their own stream: they run beside the
-  // compute instead of after it, and the step ends sooner by what the compute hides.
-  auto base = LoadBase();
-  const ttap::EditableTrace clean = ttap::ToEditable(*base);
-  CHECK(ttap::HasFixedForm("TTA011"));
-  auto exposed = InjectForm(clean, "TTA011", 0.5, 7, false).trace;
-  auto overlapped = InjectForm(clean, "TTA011", 0.5, 7, true).trace;
-  auto before = LoadText(ttap::WriteKineto(clean));
-  const size_t added = CountNames(*exposed, "ncclDevKernel") - CountNames(*before, "ncclDevKernel");
-  CHECK(added > 0);
-  CHECK(CountNames(*overlapped, "ncclDevKernel") - CountNames(*before, "ncclDevKernel") == added);
-  CHECK(Span(*overlapped) < Span(*exposed));
-  CHECK(Span(*overlapped) >= Span(*before));
-}
-
 TEST_CASE("TTA006's fixed form: the same updates as foreach ops, one kernel per chunk",
           "[inject]") {
   // The same draws: per update (mul_, add_, add_) one _foreach_ op launching a multi-tensor
