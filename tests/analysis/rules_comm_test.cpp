@@ -85,6 +85,49 @@ TEST_CASE("TTA011: collectives after the compute are exposed", "[rules][TTA011]"
   CHECK(f[0].message.find("nccl:all_reduce") != std::string::npos);
 }
 
+TEST_CASE(
+    "TTA011: collectives after backward on the compute stream are exposed, and backward "
+    "could hide them",
+    "[rules][TTA011]") {
+  // Per step: 2 ms of backward kernels, then two 800 us all_reduces on the same stream, then
+  // the optimizer's 300 us. Overlapped with backward (DDP's buckets on their own stream), the
+  // 1600 us of communication would hide behind the 2 ms of compute before them.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10, gpu = base + 50;
+    for (int k = 0; k < 4; ++k) {
+      t.Cpu("autograd::engine::evaluate_function: MmBackward0", cpu, 8);
+      t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", cpu + 1, 5, gpu, 500);
+      gpu += 500;
+      cpu += 10;
+    }
+    for (int k = 0; k < 2; ++k) {
+      AllReduce(t, cpu, gpu, 800, /*stream=*/7);
+      gpu += 800;
+      cpu += 20;
+    }
+    t.Cpu("Optimizer.step#SGD.step", cpu, 12, "user_annotation");
+    t.Kernel("void at::native::multi_tensor_apply_kernel<SgdFunctor>()", cpu + 2, 6, gpu, 300);
+    gpu += 300;
+    cpu += 14;
+    t.Runtime("cudaDeviceSynchronize", cpu, gpu - cpu + 2);
+    const double end = gpu + 10;
+    t.Step(s, base, end - base);
+    base = end + 5;
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  auto f = FindingsWithCode(*trace, "TTA011");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].evidence.at("overlap").text == "0.0%");
+  CHECK(f[0].time_lost_us_per_step == Approx(1600).epsilon(0.05));
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA011");
+}
+
 TEST_CASE("TTA011: partly overlapped collectives count only their exposed part",
           "[rules][TTA011]") {
   // 1000 us of all_reduce starting 1500 us into 2 ms of compute: 500 us overlapped (50%).
