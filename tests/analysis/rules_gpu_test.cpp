@@ -161,7 +161,6 @@ TEST_CASE("TTA007: the share threshold is configurable", "[rules][TTA007]") {
   ttap::RuleOptions o;
   o.values["launch_bound_share"] = 0.9;
   o.values["launch_bound_cpu_share"] = 0.9;
-  o.values["launch_path_share"] = 0.95;
   CHECK(FindingsWithCode(*trace, "TTA007", o).empty());
 }
 
@@ -196,7 +195,6 @@ TEST_CASE("TTA007: a burst queued behind GPU work is a candidate by its CPU time
   CHECK(f[0].evidence.at("gpu_idle_between_us").number == Approx(3 * 39).margin(3));
   ttap::RuleOptions o;
   o.values["launch_bound_cpu_share"] = 0.5;
-  o.values["launch_path_share"] = 2;
   CHECK(FindingsWithCode(*trace, "TTA007", o).empty());
 }
 
