@@ -238,6 +238,20 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
 
 std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace) {
   const EventTable& ev = trace.events;
+  std::vector<Interval> gpu_busy;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    if (k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset) {
+      gpu_busy.push_back({ev.ts[i], ev.end(i)});
+    }
+  }
+  MergeIntervals(&gpu_busy);
+  return OneTimeFirstCalls(trace, gpu_busy);
+}
+
+std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
+                                         const std::vector<Interval>& gpu_busy) {
+  const EventTable& ev = trace.events;
   struct Runs {
     int32_t first = -1;
     std::vector<int64_t> later;  // durations of the next runs (at most kSample)
@@ -269,14 +283,6 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace) {
   std::vector<FirstCall> out;
   // Long allocator calls while the GPU has nothing to wait for: start-up (cudaFree(0) creating
   // the context, a library's first workspace). A cudaFree that waits for running work is not.
-  std::vector<Interval> gpu_busy;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    const EventKind k = ev.kind[i];
-    if (k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset) {
-      gpu_busy.push_back({ev.ts[i], ev.end(i)});
-    }
-  }
-  MergeIntervals(&gpu_busy);
   for (size_t i = 0; i < ev.size(); ++i) {
     if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < kOneTimeAllocatorCallNs) continue;
     if (!IsAllocatorName(trace.Name(i))) continue;
@@ -306,13 +312,17 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace) {
   return outer;
 }
 
+const FirstCall* FirstCallAt(const std::vector<FirstCall>& calls, int32_t row) {
+  auto it = std::lower_bound(calls.begin(), calls.end(), row,
+                             [](const FirstCall& c, int32_t r) { return c.row < r; });
+  return it != calls.end() && it->row == row ? &*it : nullptr;
+}
+
 int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& calls, int32_t row) {
   if (calls.empty()) return -1;
   int32_t found = -1;
   for (int32_t p = row, depth = 0; p >= 0 && depth < 4096; p = trace.events.parent[p], ++depth) {
-    auto it = std::lower_bound(calls.begin(), calls.end(), p,
-                               [](const FirstCall& c, int32_t r) { return c.row < r; });
-    if (it != calls.end() && it->row == p) found = p;
+    if (FirstCallAt(calls, p)) found = p;
   }
   return found;
 }

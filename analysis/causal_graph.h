@@ -78,10 +78,16 @@ struct FirstCall {
   int64_t typical_ns = 0;  // what a later run of the op costs (median), or a warm call's cost
 };
 std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace);
+// The same with the trace's GPU activity (kernels, memcpy, memset) already merged into
+// |gpu_busy| (RuleContext has it).
+std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
+                                         const std::vector<std::pair<int64_t, int64_t>>& gpu_busy);
 constexpr int64_t kFirstCallMinNs = 1000000;
 constexpr double kFirstCallRatio = 10.0;
 constexpr int64_t kFirstCallAloneNs = 50000000;
 constexpr int64_t kOneTimeAllocatorCallNs = 20000000;
+// The entry of |calls| for |row| itself, nullptr when none.
+const FirstCall* FirstCallAt(const std::vector<FirstCall>& calls, int32_t row);
 // The outermost first call enclosing |row| (or |row| itself), -1 when none: walks the parents.
 int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& calls, int32_t row);
 

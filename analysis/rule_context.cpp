@@ -14,7 +14,6 @@ namespace {}  // namespace
 RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   const EventTable& ev = trace.events;
   for (const StepSpan& s : AnalysedSteps(trace)) steps_.push_back({s.number, s.start_ns, s.end_ns});
-  first_calls_ = OneTimeFirstCalls(trace);
   std::map<int32_t, int64_t> kernels_per_device;
   for (size_t i = 0; i < ev.size(); ++i) {
     EventKind k = ev.kind[i];
@@ -27,6 +26,7 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
     }
   }
   MergeIntervals(&gpu_busy_);
+  first_calls_ = OneTimeFirstCalls(trace, gpu_busy_);
   MergeIntervals(&kernel_busy_);
   int32_t main_device = -1;
   int64_t most = -1;

@@ -423,9 +423,8 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
   } else if (code == "TTA015") {  // profiled after warm-up: each first call costs a usual one
     for (int32_t r : rows) {
       if (b.IsCpuRegion(r)) {  // a one-time first call of an op: it costs what later runs do
-        auto it = std::lower_bound(g.first_calls.begin(), g.first_calls.end(), r,
-                                   [](const FirstCall& c, int32_t row) { return c.row < row; });
-        const int64_t typical = it != g.first_calls.end() && it->row == r ? it->typical_ns : 0;
+        const FirstCall* first = FirstCallAt(g.first_calls, r);
+        const int64_t typical = first ? first->typical_ns : 0;
         const int64_t cpu = b.CpuUnder(r);
         if (cpu > 0) b.ScaleUnder(r, std::min(1.0, static_cast<double>(typical) / cpu));
         continue;
@@ -575,6 +574,24 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   } else {
     replay_alone(0, 1, &work);
   }
+  // Of |count| nodes (node(k) the k-th), how many |owner| gives to an entry, and the entry that
+  // owns the most of them (the first such entry; -1 for none).
+  auto owned = [](const std::vector<int32_t>& owner, size_t count, auto node) {
+    std::map<int32_t, size_t> shared;
+    for (size_t k = 0; k < count; ++k) {
+      if (owner[node(k)] >= 0) ++shared[owner[node(k)]];
+    }
+    size_t total = 0, most = 0;
+    int32_t cause = -1;
+    for (const auto& [i, n] : shared) {
+      total += n;
+      if (n > most) {
+        most = n;
+        cause = i;
+      }
+    }
+    return std::make_pair(cause, total);
+  };
   // A launch-bound finding whose fix changes mostly the nodes another finding's fix changes
   // (zero_grad's or the optimizer's per-parameter kernels) is that cause's symptom: it claims
   // only what it adds once that cause is fixed, instead of the same time twice.
@@ -594,19 +611,8 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
     for (Entry& e : entries) {
       Finding& f = (*findings)[e.finding];
       if (!launch_bound(f.code) || e.what_if.dur.empty()) continue;
-      std::map<int32_t, size_t> shared;
-      for (const auto& [n, d] : e.what_if.dur) {
-        if (owner[n] >= 0) ++shared[owner[n]];
-      }
-      size_t total = 0, most = 0;
-      int32_t cause = -1;
-      for (const auto& [i, k] : shared) {
-        total += k;
-        if (k > most) {
-          most = k;
-          cause = i;
-        }
-      }
+      const auto [cause, total] =
+          owned(owner, e.what_if.dur.size(), [&](size_t k) { return e.what_if.dur[k].first; });
       if (2 * total < e.what_if.dur.size()) continue;
       e.symptom = true;
       f.evidence["symptom_of"] = {false, 0, (*findings)[entries[cause].finding].code};
@@ -614,24 +620,27 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
   }
   // A host sync whose waits are mostly blocking pageable copies that TTA003 pins and makes
   // non-blocking is that copy's symptom: the fix is pinned memory, the sync goes with it.
-  std::map<int32_t, size_t> pinned_by;  // node -> a TTA003 entry that stops its wait
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if ((*findings)[entries[i].finding].code != "TTA003") continue;
-    for (int32_t n : entries[i].what_if.no_wait) pinned_by.emplace(n, i);
-  }
-  for (Entry& e : entries) {
-    Finding& f = (*findings)[e.finding];
-    if (pinned_by.empty() || f.code != "TTA002" || e.symptom || e.what_if.no_wait.empty()) continue;
-    std::map<size_t, size_t> shared;
-    for (int32_t n : e.what_if.no_wait) {
-      auto it = pinned_by.find(n);
-      if (it != pinned_by.end()) ++shared[it->second];
+  const bool any_pinned = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+    return (*findings)[e.finding].code == "TTA003" && !e.what_if.no_wait.empty();
+  });
+  if (any_pinned) {
+    std::vector<int32_t> pinned_by(g.size(), -1);  // a TTA003 entry that stops the node's wait
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if ((*findings)[entries[i].finding].code != "TTA003") continue;
+      for (int32_t n : entries[i].what_if.no_wait) {
+        if (pinned_by[n] < 0) pinned_by[n] = static_cast<int32_t>(i);
+      }
     }
-    size_t total = 0;
-    for (const auto& [i, k] : shared) total += k;
-    if (2 * total < e.what_if.no_wait.size()) continue;
-    e.symptom = true;
-    f.evidence["symptom_of"] = {false, 0, "TTA003"};
+    for (Entry& e : entries) {
+      Finding& f = (*findings)[e.finding];
+      if (f.code != "TTA002" || e.symptom || e.what_if.no_wait.empty()) continue;
+      const auto total = owned(pinned_by, e.what_if.no_wait.size(), [&](size_t k) {
+                           return e.what_if.no_wait[k];
+                         }).second;
+      if (2 * total < e.what_if.no_wait.size()) continue;
+      e.symptom = true;
+      f.evidence["symptom_of"] = {false, 0, "TTA003"};
+    }
   }
   // 2. The fixes one after another, largest first and the symptoms (TTA008, a launch-bound
   // region another cause explains) last: what they save together, and what each adds to the
