@@ -785,10 +785,25 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       }
     }
     int64_t wait_end = kNoTime;
-    for (int32_t d : deps) {
-      wait_end = std::max(wait_end, g.obs_end[d]);
-      wait_pairs.emplace_back(s, d);
+    for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
+    // A call that returns long after what it waits for, right as another stream's activity
+    // ends, waited for that too (the legacy default stream's device-wide order, a driver that
+    // serialises the staging copy behind the device's work): the latest such end, per stream.
+    if (!deps.empty() && b - wait_end >= kInferredWaitMinNs) {
+      for (const auto& lane : g.lanes) {
+        if (!lane.gpu || lane.first_node == lane.end_node) continue;
+        auto first = g.obs_end.begin() + lane.first_node, last = g.obs_end.begin() + lane.end_node;
+        auto it = std::upper_bound(first, last, b);
+        if (it == first) continue;
+        const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
+        if (g.obs_end[v] <= std::max(a, wait_end) || b - g.obs_end[v] > kInferredWaitTailNs) {
+          continue;
+        }
+        deps.push_back(v);
+      }
+      for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
     }
+    for (int32_t d : deps) wait_pairs.emplace_back(s, d);
     if (wait_end != kNoTime && wait_end > a) {
       g.sync_tail[s] = b - wait_end;
       g.dur[s] = std::min(b - a, kSyncCostNs);

@@ -3,6 +3,7 @@
 #include "analysis/what_if.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -468,8 +469,73 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       const int32_t gn = b.NodeOfRow(r);
       if (gn >= 0) b.SetDur(gn, static_cast<int64_t>(g.dur[gn] * factor));
     }
-  } else if (code == "TTA011") {  // communication overlapped with compute: off the path
-    for (int32_t r : rows) b.SetDur(b.NodeOfRow(r), 0);
+  } else if (code == "TTA011") {
+    // Communication overlapped with the step's earlier work (DDP's buckets during backward):
+    // each step's collectives hide behind the wall time from the start of its backward (else
+    // of the step) to their start; what exceeds that stays on the path.
+    std::vector<int64_t> hide_from(g.spans.size(), 0);
+    std::vector<uint8_t> has_backward(g.spans.size(), 0);
+    for (size_t s = 0; s < g.spans.size(); ++s) hide_from[s] = g.spans[s].start_ns;
+    std::vector<int8_t> backward_name(trace.strings.size(), -1);
+    for (size_t i = 0, s = 0; i < ev.size() && s < g.spans.size(); ++i) {
+      if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
+      while (s < g.spans.size() && ev.ts[i] >= g.spans[s].end_ns) ++s;
+      if (s >= g.spans.size() || ev.ts[i] < g.spans[s].start_ns || has_backward[s]) continue;
+      int8_t& known = backward_name[ev.name[i]];
+      if (known < 0) known = ContainsIgnoreCase(trace.Name(i), "backward") ? 1 : 0;
+      if (known == 1) {  // rows are sorted by start: the step's first backward row
+        hide_from[s] = ev.ts[i];
+        has_backward[s] = 1;
+      }
+    }
+    // The gradients are ready once backward's GPU work runs: the first activity launched after
+    // the backward began (the step's first, without a backward) is where hiding can start.
+    {
+      std::vector<int64_t> first_gpu(g.spans.size(), std::numeric_limits<int64_t>::max());
+      for (size_t n = 0; n < g.size(); ++n) {
+        const int32_t c = g.cross[n];
+        if (g.role[n] != NodeRole::kGpu || c < 0) continue;
+        auto it = std::upper_bound(g.spans.begin(), g.spans.end(), g.obs_start[c],
+                                   [](int64_t t, const StepSpan& sp) { return t < sp.start_ns; });
+        if (it == g.spans.begin()) continue;
+        const size_t s = static_cast<size_t>(it - g.spans.begin()) - 1;
+        if (g.obs_start[c] >= g.spans[s].end_ns || g.obs_start[c] < hide_from[s]) continue;
+        first_gpu[s] = std::min(first_gpu[s], g.obs_start[n]);
+      }
+      for (size_t s = 0; s < g.spans.size(); ++s) {
+        if (first_gpu[s] != std::numeric_limits<int64_t>::max()) {
+          hide_from[s] = std::max(hide_from[s], first_gpu[s]);
+        }
+      }
+    }
+    // Each collective belongs to the step that issued it (its launch call's), even when it runs
+    // into the next one.
+    std::vector<std::pair<int64_t, int32_t>> nodes;  // (issued at, node)
+    for (int32_t r : rows) {
+      const int32_t n = b.NodeOfRow(r);
+      if (n < 0) continue;
+      nodes.emplace_back(g.cross[n] >= 0 ? g.obs_start[g.cross[n]] : g.obs_start[n], n);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    size_t s = 0;
+    int64_t budget = 0, budget_step = -1;
+    for (const auto& [issued, n] : nodes) {
+      const int64_t start = g.obs_start[n];
+      while (s + 1 < g.spans.size() && issued >= g.spans[s].end_ns) ++s;
+      const bool in_step =
+          s < g.spans.size() && issued >= g.spans[s].start_ns && issued < g.spans[s].end_ns;
+      if (!in_step) {  // outside the analysed steps: nothing bounds it
+        b.SetDur(n, 0);
+        continue;
+      }
+      if (static_cast<int64_t>(s) != budget_step) {
+        budget_step = static_cast<int64_t>(s);
+        budget = std::max<int64_t>(0, start - hide_from[s]);
+      }
+      const int64_t hidden = std::min(g.dur[n], budget);
+      budget -= hidden;
+      b.SetDur(n, g.dur[n] - hidden);
+    }
   } else if (code == "TTA012") {
     // Bucketed collectives: one launch, and each call's fixed latency (estimated as most of the
     // shortest call) paid once.

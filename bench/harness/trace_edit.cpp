@@ -166,10 +166,15 @@ void PlaceGpu(EditableTrace* t) {
 // launch order, with a running maximum of their ends.
 class LaunchedGpuEnds {
  public:
-  explicit LaunchedGpuEnds(const EditableTrace& t) {
+  // |device_wide|: also the work of non-blocking streams (what a device synchronize awaits).
+  LaunchedGpuEnds(const EditableTrace& t, bool device_wide) {
     const auto launch = LaunchByCorrelation(t);
     for (const EditEvent& e : t.events) {
       if (!IsGpuKind(e.kind) || e.correlation < 0) continue;
+      if (!device_wide && std::find(t.nonblocking_tracks.begin(), t.nonblocking_tracks.end(),
+                                    e.track) != t.nonblocking_tracks.end()) {
+        continue;
+      }
       auto it = launch.find(e.correlation);
       if (it != launch.end()) by_launch_.push_back({t.events[it->second].ts, e.ts + e.dur});
     }
@@ -190,16 +195,26 @@ class LaunchedGpuEnds {
   std::vector<std::pair<int64_t, int64_t>> by_launch_;  // (launch ts, running max GPU end)
 };
 
+// What each kind of sync awaits: a device synchronize every stream's work, any other sync (a
+// stream or event synchronize, a blocking copy) all but the non-blocking streams'.
+struct AwaitedGpuEnds {
+  explicit AwaitedGpuEnds(const EditableTrace& t) : device(t, true), streams(t, false) {}
+  const LaunchedGpuEnds& For(const EditEvent& sync) const {
+    return sync.name.find("DeviceSynchronize") != std::string::npos ? device : streams;
+  }
+  LaunchedGpuEnds device, streams;
+};
+
 // The first synchronize call that returns before the GPU work launched before it has finished
 // (beyond its original overrun); returns false when there is none.
-bool FirstViolatedSync(const EditableTrace& t, const LaunchedGpuEnds& launched, size_t* row,
+bool FirstViolatedSync(const EditableTrace& t, const AwaitedGpuEnds& launched, size_t* row,
                        int64_t* needed_end) {
   int64_t best_ts = INT64_MAX;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const EditEvent& e = t.events[i];
     if (!IsLaunchKind(e.kind) || OnGpuTrack(t, e) || !IsSyncCall(e) || e.ts >= best_ts) continue;
     int64_t gpu_end = 0;
-    if (!launched.Before(AwaitsLaunchesBefore(e), &gpu_end)) continue;
+    if (!launched.For(e).Before(AwaitsLaunchesBefore(e), &gpu_end)) continue;
     const int64_t need = gpu_end - e.sync_slack;
     if (need > e.ts + e.dur) {
       best_ts = e.ts;
@@ -216,13 +231,13 @@ constexpr int64_t kSyncCallNs = 2000;
 // The first synchronize call that waited in the unedited trace and now returns later than its
 // awaited GPU work lets it (the CPU before it moved more than that work did), by over 1 us;
 // |needed_end| is when it returns instead. Rows in |skip| are passed over.
-bool FirstLateSync(const EditableTrace& t, const LaunchedGpuEnds& launched,
+bool FirstLateSync(const EditableTrace& t, const AwaitedGpuEnds& launched,
                    const std::vector<char>& skip, size_t* row, int64_t* needed_end) {
   for (size_t i = 0; i < t.events.size(); ++i) {
     const EditEvent& e = t.events[i];
     if (e.sync_return < 0 || skip[i] || !IsLaunchKind(e.kind) || OnGpuTrack(t, e)) continue;
     int64_t gpu_end = 0;
-    if (!launched.Before(AwaitsLaunchesBefore(e), &gpu_end)) continue;
+    if (!launched.For(e).Before(AwaitsLaunchesBefore(e), &gpu_end)) continue;
     const int64_t need =
         std::max(e.ts + std::min(e.dur, kSyncCallNs), gpu_end - e.sync_slack + e.sync_return);
     if (need + 1000 < e.ts + e.dur) {
@@ -380,7 +395,7 @@ EditableTrace ToEditable(const Trace& trace) {
     }
   }
   // Synchronize calls that the GPU already overran in the base (clock skew) keep that slack.
-  const LaunchedGpuEnds launched(t);
+  const LaunchedGpuEnds launched(t, /*device_wide=*/true);
   for (EditEvent& e : t.events) {
     if (!IsLaunchKind(e.kind) || !IsSyncCall(e)) continue;
     int64_t gpu_end = 0;
@@ -402,7 +417,7 @@ void ReflowGpu(EditableTrace* trace) {
     // A sync that returns before its work is done waits longer; then one that waited in the
     // unedited trace and now returns after its work is done (the CPU before it moved more than
     // that work) returns earlier. Every change moves the CPU after it, so both are redone.
-    const LaunchedGpuEnds launched(*trace);  // one index of the GPU's ends for both searches
+    const AwaitedGpuEnds launched(*trace);  // one index of the GPU's ends for both searches
     bool extend = FirstViolatedSync(*trace, launched, &row, &need);
     if (!extend) {
       if (!FirstLateSync(*trace, launched, keep, &row, &need)) return;

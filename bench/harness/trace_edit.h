@@ -57,6 +57,9 @@ struct EditableTrace {
   std::vector<DeviceInfo> devices;
   std::vector<EditEvent> events;
   std::vector<StreamBarrier> barriers;
+  // GPU tracks of streams made non-blocking (NCCL's, for injected collectives): a stream
+  // synchronize or blocking copy does not wait for them; only a device synchronize does.
+  std::vector<uint32_t> nonblocking_tracks;
   bool amd = false;     // ROCm names (hipLaunchKernel ...)
   bool legacy = false;  // 2021 categories (Operator, Runtime, Kernel ...)
   int64_t next_correlation = 1, next_external_id = 1;

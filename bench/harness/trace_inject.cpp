@@ -204,7 +204,13 @@ class Injector {
   }
   int Line() const { return InjectedScriptLine(spec_.code); }
   void UserFrame(CpuBlock* b) { b->Py(spec_.script, Line(), "train"); }
-  uint32_t CommTrack() { return t_->GpuTrack(site_.device, 9000 + site_.device); }
+  // Collectives run on a stream of their own, non-blocking as NCCL's and RCCL's are.
+  uint32_t CommTrack() {
+    const uint32_t track = t_->GpuTrack(site_.device, 9000 + site_.device);
+    auto& nb = t_->nonblocking_tracks;
+    if (std::find(nb.begin(), nb.end(), track) == nb.end()) nb.push_back(track);
+    return track;
+  }
 
   void Keep(const CpuBlock& b, bool to_gpu_resume = false) {
     pending_.push_back({spec_.code, b.root_index(), b.gpu_index(0), b.gpu_count(), to_gpu_resume});
@@ -485,22 +491,76 @@ class Injector {
           last_compute = i;
         }
       }
+      // The fixed form of TTA011: the collectives issued as backward produces the gradients
+      // (DDP's buckets): launched when the step's backward begins, on their own stream after its
+      // first GPU work, so they run beside backward; the step still waits for them at the end.
+      const bool overlapped = c == "TTA011" && spec_.fixed;
+      int64_t launch_at = block_start;
+      size_t gradients_from = SIZE_MAX;
+      if (overlapped) {
+        int64_t backward = INT64_MAX;
+        for (const EditEvent& e : t_->events) {
+          if (e.ts >= site_.Start(s) && e.ts < block_start && e.ts < backward &&
+              !t_->tracks[e.track].gpu &&
+              (e.name.rfind("autograd::engine::evaluate_function", 0) == 0 ||
+               Has(e.name, "Backward"))) {
+            backward = e.ts;
+          }
+        }
+        if (backward == INT64_MAX) backward = site_.Start(s);
+        // The first GPU work launched once backward began.
+        int64_t first_launch = INT64_MAX, correlation = -1;
+        for (const EditEvent& e : t_->events) {
+          if (IsLaunchKind(e.kind) && !t_->tracks[e.track].gpu && e.correlation >= 0 &&
+              e.ts >= backward && e.ts < block_start && e.ts < first_launch) {
+            first_launch = e.ts;
+            correlation = e.correlation;
+          }
+        }
+        for (size_t i = 0; i < t_->events.size() && correlation >= 0; ++i) {
+          const EditEvent& e = t_->events[i];
+          if (t_->tracks[e.track].gpu && IsGpuKind(e.kind) && e.correlation == correlation) {
+            gradients_from = i;
+            break;
+          }
+        }
+        launch_at = backward;
+      }
+      CpuBlock early(t_, site_.cpu, launch_at);
+      CpuBlock* calls_block = overlapped ? &early : &b;
       std::vector<size_t> locals;
       for (int first = 0; first < calls; first += group) {
         const int last = std::min(calls, first + group);
         double us = fixed_us[first];
         for (int k = first; k < last; ++k) us += payload_us[k];
-        b.Py("torch/distributed/distributed_c10d.py", 2501, "all_reduce");
-        b.Op("record_param_comms");
-        b.Op("nccl:all_reduce");
-        locals.push_back(b.Launch(LaunchName(), Us(launch_us[first]), EventKind::kKernel,
-                                  amd ? "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"
-                                      : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, "
-                                        "unsigned long, ncclWork*)",
-                                  Us(us), comm));
-        b.End();
-        b.End();
-        b.End();
+        calls_block->Py("torch/distributed/distributed_c10d.py", 2501, "all_reduce");
+        calls_block->Op("record_param_comms");
+        calls_block->Op("nccl:all_reduce");
+        locals.push_back(
+            calls_block->Launch(LaunchName(), Us(launch_us[first]), EventKind::kKernel,
+                                amd ? "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"
+                                    : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, "
+                                      "unsigned long, ncclWork*)",
+                                Us(us), comm));
+        calls_block->End();
+        calls_block->End();
+        calls_block->End();
+      }
+      size_t last_collective = SIZE_MAX;
+      if (overlapped) {
+        const auto [a, e] = early.Commit(false);
+        last_collective = early.gpu_index(locals.back());
+        if (gradients_from != SIZE_MAX) t_->barriers.push_back({comm, a, gradients_from});
+        // The step's wait, where the injected form has it (later by the inserted launches).
+        CpuBlock wait(t_, site_.cpu, block_start + (e - a));
+        UserFrame(&wait);
+        wait.Op("aten::wait");
+        wait.Runtime(t_->amd ? "hipStreamWaitEvent" : "cudaStreamWaitEvent", Us(3));
+        wait.End();
+        const int64_t wait_at = wait.now() - Us(3);
+        wait.Commit(false);
+        t_->barriers.push_back({site_.gpu, wait_at, last_collective});
+        return true;
       }
       b.Op("aten::wait");
       b.Runtime(t_->amd ? "hipStreamWaitEvent" : "cudaStreamWaitEvent", Us(3));
@@ -735,7 +795,7 @@ class Injector {
 
 bool HasFixedForm(const std::string& code) {
   return code == "TTA003" || code == "TTA004" || code == "TTA006" || code == "TTA007" ||
-         code == "TTA012";
+         code == "TTA011" || code == "TTA012";
 }
 
 const std::vector<std::string>& InjectableCodes() {

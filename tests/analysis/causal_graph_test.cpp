@@ -190,6 +190,51 @@ TEST_CASE("a blocking copy held until a collective ended waited for it (its call
   RequireReplayMatches(*trace, g, base);
 }
 
+TEST_CASE(
+    "a blocking copy whose copy ran early but whose call returned as a collective ended waited "
+    "for the collective",
+    "[causal]") {
+  // A pageable device-to-host copy on stream 9 runs at 1045..1047, yet its call (1040) returns
+  // only at 1802, 2 us after the all-reduce on stream 30 ends: the call waited for the device
+  // (the legacy default stream's order, or the driver's staging). With the collective gone, the
+  // call returns right after its copy.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1020, 5, 1100, 700, 30);  // 1100..1800
+  t.Launch("Memcpy DtoH (Device -> Pageable)", 1040, 762, 1045, 2, "gpu_memcpy", 9,
+           "cudaMemcpyAsync", 1 << 10);
+  t.Cpu("aten::add", 1803, 20);
+  t.Step(1, 1000, 830);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  Replay base = RunReplay(g);
+  RequireReplayMatches(*trace, g, base);
+  WhatIf w;
+  for (size_t v = 0; v < g.size(); ++v) {
+    if (g.role[v] == NodeRole::kGpu && g.dur[v] == 700000) w.dur.emplace_back(v, 0);
+  }
+  REQUIRE(w.dur.size() == 1);
+  // The call now ends when the collective would have (1100, at its start) instead of 1802.
+  CHECK(base.total_step_ns() - RunReplay(g, &w).total_step_ns() == Approx(700000).margin(10000));
+  // A call that returns long after its copy, but not as any other activity ends, keeps its time
+  // as its own (nothing to attribute it to).
+  TinyTrace lone;
+  lone.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  lone.Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1020, 5, 1100, 300, 30);  // ..1400
+  lone.Launch("Memcpy DtoH (Device -> Pageable)", 1040, 762, 1045, 2, "gpu_memcpy", 9,
+              "cudaMemcpyAsync", 1 << 10);
+  lone.Step(1, 1000, 830);
+  auto lone_trace = lone.Load();
+  CausalGraph lg = BuildCausalGraph(*lone_trace);
+  WhatIf lw;
+  for (size_t v = 0; v < lg.size(); ++v) {
+    if (lg.role[v] == NodeRole::kGpu && lg.dur[v] == 300000) lw.dur.emplace_back(v, 0);
+  }
+  REQUIRE(lw.dur.size() == 1);
+  Replay lbase = RunReplay(lg);
+  CHECK(lbase.total_step_ns() - RunReplay(lg, &lw).total_step_ns() == Approx(0).margin(1000));
+}
+
 TEST_CASE("steps inferred from Optimizer.step end where their GPU work ends, as ProfilerStep's do",
           "[causal]") {
   // No ProfilerStep: four optimizer steps bound three steps. The last one launches a collective

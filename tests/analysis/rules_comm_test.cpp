@@ -128,6 +128,46 @@ TEST_CASE(
   CHECK(all.findings.front().code == "TTA011");
 }
 
+TEST_CASE(
+    "TTA011: only the backward's time can hide the collectives: the forward's cannot (the "
+    "gradients do not exist yet)",
+    "[rules][TTA011]") {
+  // Per step: 2 ms of forward kernels, 300 us of backward, then two 800 us all_reduces on the
+  // compute stream. Overlapped with backward, 300 us of the 1600 us hide (the saving); 1300 us
+  // stay on the path.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10, gpu = base + 50;
+    for (int k = 0; k < 4; ++k) {
+      t.Cpu("aten::linear", cpu, 8);
+      t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", cpu + 1, 5, gpu, 500);
+      gpu += 500;
+      cpu += 10;
+    }
+    t.Cpu("autograd::engine::evaluate_function: MmBackward0", cpu, 8);
+    t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nt_n_tilesize128x128x16", cpu + 1, 5, gpu, 300);
+    gpu += 300;
+    cpu += 10;
+    for (int k = 0; k < 2; ++k) {
+      AllReduce(t, cpu, gpu, 800, /*stream=*/7);
+      gpu += 800;
+      cpu += 20;
+    }
+    t.Runtime("cudaDeviceSynchronize", cpu, gpu - cpu + 2);
+    const double end = gpu + 10;
+    t.Step(s, base, end - base);
+    base = end + 5;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA011");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].evidence.at("detected_us_per_step").number == Approx(1600).margin(2));
+  CHECK(f[0].time_lost_us_per_step == Approx(300).epsilon(0.1));
+}
+
 TEST_CASE("TTA011: partly overlapped collectives count only their exposed part",
           "[rules][TTA011]") {
   // 1000 us of all_reduce starting 1500 us into 2 ms of compute: 500 us overlapped (50%).
