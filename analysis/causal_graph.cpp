@@ -61,9 +61,7 @@ bool IsIdleWaitName(std::string_view n) {
 Cause GpuCause(EventKind k, std::string_view n) {
   if (k == EventKind::kMemcpy) return Cause::kMemcpy;
   if (k == EventKind::kMemset) return Cause::kMemset;
-  if (Contains(n, "nccl") || Contains(n, "rccl") || Contains(n, "Nccl")) {
-    return Cause::kCommunication;
-  }
+  if (IsCollectiveKernel(n)) return Cause::kCommunication;
   if (Contains(n, "gemm") || Contains(n, "GEMM") || Contains(n, "Gemm") || Contains(n, "matmul") ||
       Contains(n, "conv") || Contains(n, "Conv") || Contains(n, "cutlass") || Contains(n, "xmma") ||
       Contains(n, "cudnn") || Contains(n, "fprop") || Contains(n, "dgrad") ||
@@ -249,6 +247,13 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace) {
   return OneTimeFirstCalls(trace, gpu_busy);
 }
 
+// Ops whose first call sets up a math library: convolutions and matrix products.
+bool IsMathLibraryOp(std::string_view n) {
+  return Contains(n, "convolution") || Contains(n, "conv2d") || Contains(n, "conv1d") ||
+         Contains(n, "conv3d") || n == "aten::mm" || n == "aten::addmm" || n == "aten::bmm" ||
+         n == "aten::baddbmm" || n == "aten::matmul" || n == "aten::linear";
+}
+
 std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
                                          const std::vector<Interval>& gpu_busy) {
   const EventTable& ev = trace.events;
@@ -283,10 +288,15 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   std::vector<FirstCall> out;
   // Long allocator calls while the GPU has nothing to wait for: start-up (cudaFree(0) creating
   // the context, a library's first workspace). A cudaFree that waits for running work is not.
+  auto gpu_idle_through = [&](int32_t row) {
+    return ClippedLength(gpu_busy, ev.ts[row], ev.end(row)) * 10 < ev.dur[row];
+  };
   for (size_t i = 0; i < ev.size(); ++i) {
-    if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < kOneTimeAllocatorCallNs) continue;
-    if (!IsAllocatorName(trace.Name(i))) continue;
-    if (ClippedLength(gpu_busy, ev.ts[i], ev.end(i)) * 10 < ev.dur[i]) {
+    if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < kFirstCallMinNs) continue;
+    const std::string_view name = trace.Name(i);
+    const bool allocator = IsAllocatorName(name) && ev.dur[i] >= kOneTimeAllocatorCallNs;
+    const bool lazy_launch = ev.link[i] >= 0 && Contains(name, "LaunchKernel");
+    if ((allocator || lazy_launch) && gpu_idle_through(static_cast<int32_t>(i))) {
       out.push_back({static_cast<int32_t>(i), kFirstCallMinNs / 100});
     }
   }
@@ -298,7 +308,10 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       if (static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical)) {
         out.push_back({r.first, typical});
       }
-    } else if (d >= kFirstCallAloneNs && launches_gpu(r.first)) {
+    } else if ((d >= kFirstCallAloneNs ||
+                (d >= kLibraryFirstCallNs && IsMathLibraryOp(trace.Name(r.first)) &&
+                 gpu_idle_through(r.first))) &&
+               launches_gpu(r.first)) {
       out.push_back({r.first, kFirstCallMinNs / 10});
     }
   }
@@ -396,11 +409,22 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
   if (!spans.empty() && spans.front().marker_track >= 0) {
     main_track = spans.front().marker_track;
   } else {
-    size_t most = 0;
-    for (size_t t = 0; t < rows_of.size(); ++t) {
-      if (!trace.tracks[t].gpu && rows_of[t].size() > most) {
-        most = rows_of[t].size();
-        main_track = static_cast<int64_t>(t);
+    // Autograd's backward thread often records more than the main thread, but the user's code
+    // (and the wait in loss.backward()) runs on the main one.
+    std::vector<uint8_t> autograd(trace.tracks.size(), 0);
+    for (size_t i = 0; i < n_rows; ++i) {
+      if (ev.kind[i] == EventKind::kCpuOp &&
+          StartsWith(trace.Name(i), "autograd::engine::evaluate_function")) {
+        autograd[ev.track[i]] = 1;
+      }
+    }
+    for (int pass = 0; pass < 2 && main_track < 0; ++pass) {
+      size_t most = 0;
+      for (size_t t = 0; t < rows_of.size(); ++t) {
+        if (!trace.tracks[t].gpu && rows_of[t].size() > most && (pass == 1 || !autograd[t])) {
+          most = rows_of[t].size();
+          main_track = static_cast<int64_t>(t);
+        }
       }
     }
   }
@@ -497,6 +521,12 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
         // A secondary thread resuming after a gap waited for the main thread (autograd's
         // backward thread, a helper thread): it follows the main thread's progress.
         int32_t m = NodeAt(g, main_nodes, a);
+        // A main-thread slice that was already running before this thread paused did not let
+        // it resume (the main thread waiting in loss.backward() for this very thread).
+        if (m >= 0 && prev >= 0 && g.obs_start[m] < g.obs_end[prev] &&
+            a < g.obs_end[main_nodes.back()]) {
+          m = -1;
+        }
         if (m >= 0 && a < g.obs_end[main_nodes.back()]) {
           g.cross[node] = m;
           g.cross_gap[node] = a - g.obs_start[m];
@@ -813,9 +843,9 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     }
   }
   // 3b. Joins: a main-thread slice of at least 20 us during which a secondary thread or a GPU
-  // stream was busy (80% or more) and which ended within 50 us of that work ending: the main
-  // thread waited for it (autograd's backward thread, a helper thread, a sync the trace does not
-  // record).
+  // stream was busy (80% or more) and which ended within 50 us (or 2% of the slice) of that work
+  // ending: the main thread waited for it (autograd's backward thread, a helper thread, a sync
+  // the trace does not record).
   {
     // GPU busy time over all streams (merged), for the coverage of a wait on the GPU.
     std::vector<Interval> gpu_busy;
@@ -854,7 +884,11 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
         auto it = std::upper_bound(first, last, b);
         if (it == first) continue;
         const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
-        if (g.obs_end[v] <= a || b - g.obs_end[v] > 50000) continue;
+        // The thread resumes within 50 us of the work's end, or 2% of a long wait (the Python
+        // that returns from loss.backward() after a cold autograd pass).
+        if (g.obs_end[v] <= a || b - g.obs_end[v] > std::max<int64_t>(50000, (b - a) / 50)) {
+          continue;
+        }
         if (d >= 0 && g.obs_end[v] <= g.obs_end[d]) continue;
         // A wait for a stream ends when the stream runs dry: one still running work that started
         // before the slice ended was not what the thread waited for (a gap in the middle of a

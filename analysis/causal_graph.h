@@ -70,8 +70,12 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace);
 // kFirstCallMinNs and at least kFirstCallRatio x the median of the op's later runs; an op that
 // never runs again counts from kFirstCallAloneNs when it launches GPU work. What runs under one
 // is cold start (Cause::kColdStart), never steady-state work, allocator churn or GPU idle time.
-// Runtime allocator calls of at least kOneTimeAllocatorCallNs while the GPU is (nearly) idle are
-// listed too: start-up, not churn (a cudaFree waiting for running work is not one).
+// A math library's op (convolution, matmul) that never runs again counts from kLibraryFirstCallNs
+// when it launches GPU work and the GPU idles through it (cuDNN / MIOpen algorithm search, a
+// cuBLAS handle). Runtime allocator calls of at least kOneTimeAllocatorCallNs while the GPU is
+// (nearly) idle are listed too: start-up, not churn (a cudaFree waiting for running work is not
+// one); so are kernel launch calls of at least kFirstCallMinNs with the GPU idle (a lazy module
+// load: a launch only takes that long on a full queue, which a busy GPU would show).
 // Sorted by row; only the outermost of nested ones is kept.
 struct FirstCall {
   int32_t row = -1;
@@ -85,6 +89,7 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
 constexpr int64_t kFirstCallMinNs = 1000000;
 constexpr double kFirstCallRatio = 10.0;
 constexpr int64_t kFirstCallAloneNs = 50000000;
+constexpr int64_t kLibraryFirstCallNs = 5000000;
 constexpr int64_t kOneTimeAllocatorCallNs = 20000000;
 // The entry of |calls| for |row| itself, nullptr when none.
 const FirstCall* FirstCallAt(const std::vector<FirstCall>& calls, int32_t row);

@@ -11,12 +11,9 @@ namespace ttap {
 
 namespace {
 
-// NCCL/RCCL collective kernels: ncclKernel_AllReduce_RING_LL_Sum_float,
-// ncclDevKernel_Generic, rccl... (HTA's communication kernels, without hccl/hip).
-bool IsCommKernel(std::string_view n) {
-  return StartsWith(n, "nccl") || Contains(n, "ncclKernel") || Contains(n, "ncclDevKernel") ||
-         StartsWith(n, "rccl") || Contains(n, "rccl");
-}
+// Collective kernels (rule_util.h): ncclKernel_AllReduce_RING_LL_Sum_float,
+// ncclDevKernel_Generic, rccl..., vllm::cross_device_reduce_1stage.
+bool IsCommKernel(std::string_view n) { return IsCollectiveKernel(n); }
 
 // The op that issued a collective: the nearest "nccl:*" / "gloo:*" annotation around its launch
 // (nccl:all_reduce), else the nearest c10d:: op (c10d::allreduce_), else record_param_comms,

@@ -328,6 +328,40 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
       ev.link[i] = it->second;
       if (ev.link[it->second] < 0) ev.link[it->second] = static_cast<int32_t>(i);
     }
+    // Traces whose GPU activity carries no correlation id (early ROCm exports) link the launch
+    // and its activity only by an ac2g flow: its start at the call, its end at the activity.
+    if (unlinked > 0 && !trace->flows.empty()) {
+      auto key = [](uint32_t track, int64_t ts) {
+        return (static_cast<uint64_t>(track) << 44) ^ static_cast<uint64_t>(ts);
+      };
+      std::unordered_map<uint64_t, int32_t> launch_at;  // (track, ts) -> launch row
+      for (size_t i = 0; i < total; ++i) {
+        if (IsLaunchKind(ev.kind[i]) && ev.link[i] < 0) {
+          launch_at.emplace(key(ev.track[i], ev.ts[i]), static_cast<int32_t>(i));
+        }
+      }
+      std::unordered_map<int64_t, int32_t> launch_of_flow;  // flow id -> launch row
+      for (const FlowEvent& f : trace->flows) {
+        if (f.phase != 's') continue;
+        auto it = launch_at.find(key(f.track, f.ts));
+        if (it != launch_at.end()) launch_of_flow.emplace(f.id, it->second);
+      }
+      std::unordered_map<uint64_t, int64_t> flow_end_at;  // (track, ts) -> flow id
+      for (const FlowEvent& f : trace->flows) {
+        if (f.phase == 'f' && launch_of_flow.count(f.id))
+          flow_end_at.emplace(key(f.track, f.ts), f.id);
+      }
+      for (size_t i = 0; i < total && !flow_end_at.empty(); ++i) {
+        if (!IsGpuKind(ev.kind[i]) || ev.link[i] >= 0) continue;
+        auto f = flow_end_at.find(key(ev.track[i], ev.ts[i]));
+        if (f == flow_end_at.end()) continue;
+        const int32_t launch = launch_of_flow[f->second];
+        if (ev.link[launch] >= 0) continue;
+        ev.link[i] = launch;
+        ev.link[launch] = static_cast<int32_t>(i);
+        --unlinked;
+      }
+    }
     trace->stats.gpu_without_launch = unlinked;
   }
 

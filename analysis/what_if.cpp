@@ -518,7 +518,11 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
     }
     std::sort(nodes.begin(), nodes.end());
     size_t s = 0;
-    int64_t budget = 0, budget_step = -1;
+    // The time a collective can hide behind grows with the work before it since the step's
+    // hiding began or the previous collective ended (tensor parallelism's all-reduces between
+    // layers hide behind each layer), and what a collective hides uses it up (DDP's buckets
+    // back to back after backward share backward's time).
+    int64_t budget = 0, budget_step = -1, covered_to = 0;
     for (const auto& [issued, n] : nodes) {
       const int64_t start = g.obs_start[n];
       while (s + 1 < g.spans.size() && issued >= g.spans[s].end_ns) ++s;
@@ -530,8 +534,11 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
       }
       if (static_cast<int64_t>(s) != budget_step) {
         budget_step = static_cast<int64_t>(s);
-        budget = std::max<int64_t>(0, start - hide_from[s]);
+        budget = 0;
+        covered_to = hide_from[s];
       }
+      budget += std::max<int64_t>(0, start - covered_to);
+      covered_to = std::max(covered_to, g.obs_end[n]);
       const int64_t hidden = std::min(g.dur[n], budget);
       budget -= hidden;
       b.SetDur(n, g.dur[n] - hidden);

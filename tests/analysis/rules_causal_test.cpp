@@ -212,6 +212,40 @@ TEST_CASE("causal: a first-call stall is cold-start, not gpu-idle", "[rules][cau
   CheckOneStory(all);
 }
 
+TEST_CASE(
+    "causal: a trace of first calls only (a library's first convolution, a lazy kernel load) "
+    "is cold-start, also when backward runs on autograd's thread",
+    "[rules][causal][TTA015]") {
+  // One backward pass, no ProfilerStep: the main thread's annotation waits 37 ms in
+  // loss.backward() while autograd's thread spends 16 ms in the first (and only)
+  // aten::convolution_backward (MIOpen's solver search) and 19 ms in the first hipLaunchKernel
+  // of an elementwise kernel (a lazy code-object load). The GPU works 20 us in all.
+  TinyTrace t;
+  t.Device(0, "AMD Instinct MI300X", 9, 4);
+  t.Cpu("model_inference", 100, 38000, "user_annotation", 1);
+  t.Cpu("aten::ones_like", 150, 100, "cpu_op", 1);
+  t.Launch("void at::native::vectorized_elementwise_kernel<4>()", 200, 20, 230, 3, "kernel", 0,
+           "hipLaunchKernel");
+  t.Cpu("autograd::engine::evaluate_function: MseLossBackward0", 1400, 19100, "cpu_op", 2);
+  t.Cpu("aten::mse_loss_backward", 1450, 19000, "cpu_op", 2);
+  t.Launch("void at::native::elementwise_kernel<128, 2>()", 1500, 18900, 20420, 4, "kernel", 0,
+           "hipLaunchKernel", -1, 0, 2);
+  t.Cpu("autograd::engine::evaluate_function: ConvolutionBackward0", 20600, 16900, "cpu_op", 2);
+  t.Cpu("aten::convolution_backward", 20650, 16800, "cpu_op", 2);
+  t.Launch("igemm_wrw_gtcx3_nhwc_fp32", 37300, 30, 37340, 5, "kernel", 0, "hipLaunchKernel", -1, 0,
+           2);
+  t.Runtime("hipDeviceSynchronize", 38150, 80);
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  auto cold = FindingsWithCode(*trace, "TTA015");
+  REQUIRE(cold.size() == 1);
+  INFO(cold[0].message);
+  CHECK(cold[0].severity == ttap::Severity::kError);
+  CHECK(cold[0].share_of_step > 0.8);
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA015");
+}
+
 TEST_CASE("causal: launches and blocking copies without GPU activity are not launch overhead",
           "[rules][causal][TTA016]") {
   // WSL-style trace: per step, 12 ops' cudaLaunchKernel calls and a blocking 400 us

@@ -126,6 +126,13 @@ TEST_CASE(
   CHECK(f[0].time_lost_us_per_step == Approx(1600).epsilon(0.05));
   REQUIRE(!all.findings.empty());
   CHECK(all.findings.front().code == "TTA011");
+  // A fix worth less than severity_warning_min_us per step (default 25 us) is at most info,
+  // whatever its share of a short step.
+  ttap::RuleOptions floor;
+  floor.values["severity_warning_min_us"] = 2000;
+  auto small = FindingsWithCode(*trace, "TTA011", floor);
+  REQUIRE(small.size() == 1);
+  CHECK(small[0].severity == ttap::Severity::kInfo);
 }
 
 TEST_CASE(
@@ -329,4 +336,34 @@ TEST_CASE("real traces: no per-parameter collectives in the shared traces",
       CHECK(CountCode(RealFindings(path), "TTA012") == 0);
     }
   }
+}
+
+TEST_CASE(
+    "TTA011: tensor parallelism's all-reduces between layers (vLLM's custom all-reduce) hide "
+    "behind each layer's compute",
+    "[rules][TTA011]") {
+  // One inference step: 8 layers of 400 us of GEMM, each followed on the same stream by a
+  // 100 us vllm::cross_device_reduce_1stage. Overlapped with the layers (async tensor
+  // parallelism), all 800 us of communication hide.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  double cpu = 1010, gpu = 1050;
+  for (int layer = 0; layer < 8; ++layer) {
+    t.Cpu("aten::linear", cpu, 8);
+    t.Kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", cpu + 1, 5, gpu, 400);
+    gpu += 400;
+    t.Cpu("vllm::all_reduce", cpu + 10, 8);
+    t.Kernel("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 4>(vllm::RankData*)", cpu + 11,
+             5, gpu, 100);
+    gpu += 100;
+    cpu += 20;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, gpu - cpu + 2);
+  t.Step(1, 1000, gpu + 10 - 1000);
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA011");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].evidence.at("collectives").number == 8);
+  CHECK(f[0].time_lost_us_per_step == Approx(800).epsilon(0.05));
 }

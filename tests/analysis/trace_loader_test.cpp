@@ -985,6 +985,32 @@ TEST_CASE("GPU activity without its launch is counted", "[loader]") {
   CHECK(t->events.link[Row(*t, "orphan")] == -1);
 }
 
+TEST_CASE("GPU activity without a correlation id links to its launch by the ac2g flow",
+          "[loader]") {
+  // Early ROCm exports: the launch and its kernel carry only "External id"; an ac2g flow starts
+  // at the call (same thread and ts) and ends at the kernel. A flow that starts at no launch
+  // links nothing.
+  const char* trace = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 5, "tid": 5, "ts": 100, "dur": 40},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 5, "tid": 5, "ts": 105,
+     "dur": 30, "args": {"External id": 32}},
+    {"ph": "s", "id": 32, "pid": 5, "tid": 5, "ts": 105, "cat": "ac2g", "name": "ac2g"},
+    {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 2, "tid": 0, "ts": 150, "dur": 5,
+     "args": {"External id": 32}},
+    {"ph": "f", "id": 32, "pid": 2, "tid": 0, "ts": 150, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+    {"ph": "s", "id": 40, "pid": 5, "tid": 5, "ts": 101, "cat": "ac2g", "name": "ac2g"},
+    {"ph": "X", "cat": "kernel", "name": "stray_kernel", "pid": 2, "tid": 0, "ts": 160, "dur": 5,
+     "args": {"External id": 40}},
+    {"ph": "f", "id": 40, "pid": 2, "tid": 0, "ts": 160, "cat": "ac2g", "name": "ac2g", "bp": "e"}
+  ]})J";
+  auto t = Load(trace, 1);
+  const size_t launch = Row(*t, "hipLaunchKernel"), kernel = Row(*t, "add_kernel");
+  CHECK(t->events.link[kernel] == static_cast<int32_t>(launch));
+  CHECK(t->events.link[launch] == static_cast<int32_t>(kernel));
+  CHECK(t->events.link[Row(*t, "stray_kernel")] == -1);
+  CHECK(t->stats.gpu_without_launch == 1);
+}
+
 // Hand-computed HTA temporal breakdown (HTA_REFERENCE.md §1, §3):
 //   G (rows with a stream): sgemm [0,10) COMP, Memcpy [5,15) MEM, ncclKernel [20,30) COMM,
 //   elementwise [25,35) COMP, Stream Wait Event [40,42) OTHER.
