@@ -64,6 +64,8 @@ class RuleContext {
   int32_t AncestorWithPrefix(int32_t row, std::string_view prefix) const;
   // The CPU row that launched a GPU activity (its runtime call), or -1.
   int32_t LaunchOf(size_t gpu_row) const { return trace_.events.link[gpu_row]; }
+  // Whether |row| is a collective kernel (IsCollectiveKernel, tested once per distinct name).
+  bool IsCollective(size_t row) const { return collective_name_[trace_.events.name[row]] != 0; }
   // The outermost cpu_op / user_annotation ancestor of |row| below the step annotation: the
   // "user-level" op (e.g. aten::item, Optimizer.step#SGD.step), or -1.
   int32_t TopOp(int32_t row) const;
@@ -84,6 +86,7 @@ class RuleContext {
   int compute_major_ = -1;
   int compute_minor_ = -1;
   std::vector<FirstCall> first_calls_;
+  std::vector<uint8_t> collective_name_;  // per string id
 };
 
 }  // namespace ttap

@@ -31,17 +31,6 @@ inline bool IsBlockingCall(std::string_view n) {
          n == "cudaMemcpy2D" || n == "hipMemcpy2D";
 }
 
-// Collective communication kernels: NCCL / RCCL, and the custom all-reduces of inference
-// engines (vLLM's cross_device_reduce, SGLang / TensorRT-LLM's custom and one/two-shot
-// all-reduces, quick reduce). Shared by TTA011 / TTA012 and the causal graph's causes.
-inline bool IsCollectiveKernel(std::string_view n) {
-  return Contains(n, "nccl") || Contains(n, "Nccl") || Contains(n, "rccl") ||
-         Contains(n, "cross_device_reduce") || Contains(n, "custom_all_reduce") ||
-         Contains(n, "customAllReduce") || Contains(n, "one_shot_all_reduce") ||
-         Contains(n, "two_shot_all_reduce") || Contains(n, "oneShotAllReduce") ||
-         Contains(n, "twoShotAllReduce") || Contains(n, "quickreduce");
-}
-
 // A raw finding for one step (|step| indexes ctx.steps()); RunRules merges raw findings with
 // the same code and cause key.
 inline Finding MakeRawFinding(const RuleContext& ctx, const char* code, int step, int64_t start_ns,

@@ -11,10 +11,6 @@ namespace ttap {
 
 namespace {
 
-// Collective kernels (rule_util.h): ncclKernel_AllReduce_RING_LL_Sum_float,
-// ncclDevKernel_Generic, rccl..., vllm::cross_device_reduce_1stage.
-bool IsCommKernel(std::string_view n) { return IsCollectiveKernel(n); }
-
 // The op that issued a collective: the nearest "nccl:*" / "gloo:*" annotation around its launch
 // (nccl:all_reduce), else the nearest c10d:: op (c10d::allreduce_), else record_param_comms,
 // else the innermost cpu_op; -1 when the launch is not in the trace.
@@ -62,15 +58,14 @@ StepComm CollectStep(const RuleContext& ctx, const AnalysedStep& step) {
   for (uint32_t i = lo; i < hi; ++i) {
     if (IsLaunchKind(ev.kind[i]) && ev.link[i] >= 0) {
       const uint32_t k = static_cast<uint32_t>(ev.link[i]);
-      if (ev.kind[k] == EventKind::kKernel && ev.ts[k] >= step.end_ns &&
-          IsCommKernel(ctx.Name(k))) {
+      if (ev.kind[k] == EventKind::kKernel && ev.ts[k] >= step.end_ns && ctx.IsCollective(k)) {
         queued_past_end.push_back(k);
       }
     }
     if (ev.kind[i] != EventKind::kKernel) continue;
     const int64_t a = std::max(ev.ts[i], step.start_ns), b = std::min(ev.end(i), step.end_ns);
     const int32_t device = ctx.trace().tracks[ev.track[i]].device;
-    if (IsCommKernel(ctx.Name(i))) {
+    if (ctx.IsCollective(i)) {
       if (!launched_before(i)) sc.comm_rows.push_back(i);
       if (b > a) sc.comm.push_back({a, b});
     } else {

@@ -36,6 +36,18 @@ inline std::string Lower(std::string_view s) {
   return out;
 }
 
+// Collective communication kernels: NCCL / RCCL, and the custom all-reduces of inference
+// engines (vLLM's cross_device_reduce, SGLang / TensorRT-LLM's custom and one/two-shot
+// all-reduces, quick reduce). Shared by RuleContext (TTA011 / TTA012) and the causal graph's
+// causes.
+inline bool IsCollectiveKernel(std::string_view n) {
+  return Contains(n, "nccl") || Contains(n, "Nccl") || Contains(n, "rccl") ||
+         Contains(n, "cross_device_reduce") || Contains(n, "custom_all_reduce") ||
+         Contains(n, "customAllReduce") || Contains(n, "one_shot_all_reduce") ||
+         Contains(n, "two_shot_all_reduce") || Contains(n, "oneShotAllReduce") ||
+         Contains(n, "twoShotAllReduce") || Contains(n, "quickreduce");
+}
+
 // |s| as a base-10 integer: an optional '-', then digits only (no spaces, no '+'); false when
 // empty, anything else follows, or it would come near INT64_MAX. Ids and step numbers in traces.
 inline bool ParseDecimalInt64(std::string_view s, int64_t* out) {
