@@ -27,6 +27,9 @@ constexpr int64_t kSecondaryResumeGapNs = 50000;
 // ended, this close after another stream's activity ended, waited for that activity.
 constexpr int64_t kInferredWaitMinNs = 20000;
 constexpr int64_t kInferredWaitTailNs = 10000;
+// A synchronising call returns this soon after the work it waited for ends (the driver's
+// wake-up and return).
+constexpr int64_t kSyncReturnTailNs = 50000;
 // What a synchronisation call costs when the awaited work has already finished.
 constexpr int64_t kSyncCostNs = 5000;
 
@@ -826,7 +829,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
         auto it = std::upper_bound(first, last, b);
         if (it == first) continue;
         const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
-        if (g.obs_end[v] <= std::max(a, wait_end) || b - g.obs_end[v] > kInferredWaitTailNs) {
+        if (g.obs_end[v] <= std::max(a, wait_end) || b - g.obs_end[v] > kSyncReturnTailNs) {
           continue;
         }
         deps.push_back(v);
