@@ -4,9 +4,12 @@
 #include <cpptoml.h>
 #include <sys/stat.h>
 
+#include <fstream>
+#include <iterator>
 #include <tuple>
 #include <utility>
 
+#include "analysis/nesting_depth.h"
 #include "mapping/suppressions.h"
 
 namespace ttap {
@@ -140,6 +143,15 @@ Status Apply(const cpptoml::table& t, Config* c) {
 StatusOr<Config> LoadConfigFile(const std::string& path) {
   Config c;
   std::shared_ptr<cpptoml::table> root;
+  {
+    // cpptoml recurses per nesting level: a 200k-deep array would overflow the stack.
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (NestingExceeds(text, kMaxTomlNesting, TextSyntax::kToml)) {
+      return Status::Error(path + ": arrays or inline tables nested deeper than " +
+                           std::to_string(kMaxTomlNesting) + " levels");
+    }
+  }
   try {
     root = cpptoml::parse_file(path);
   } catch (const std::exception& e) {

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "analysis/nesting_depth.h"
+
 namespace ttap::llm {
 
 namespace {
@@ -80,7 +82,10 @@ std::optional<Draft> DraftCache::Get(const std::string& key) {
   if (!in) return std::nullopt;
   std::stringstream ss;
   ss << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+  const std::string text = ss.str();
+  nlohmann::json j = NestingExceeds(text, kMaxJsonNesting, TextSyntax::kJson)
+                         ? nlohmann::json(nlohmann::json::value_t::discarded)
+                         : nlohmann::json::parse(text, nullptr, false);
   std::string model = j.is_object() && j.contains("model") && j["model"].is_string()
                           ? j["model"].get<std::string>()
                           : "";

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "analysis/nesting_depth.h"
 #include "analysis/rules.h"
 
 namespace ttap::llm {
@@ -302,6 +303,11 @@ nlohmann::json DraftToJson(const Draft& d) {
 
 LlmReply ParseChatReply(const std::string& body, const std::string& model) {
   LlmReply r;
+  if (NestingExceeds(body, kMaxJsonNesting, TextSyntax::kJson)) {
+    r.error = ReplyError::kNotJson;
+    r.message = "the reply nests deeper than " + std::to_string(kMaxJsonNesting) + " levels";
+    return r;
+  }
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     r.error = ReplyError::kNotJson;
@@ -319,8 +325,10 @@ LlmReply ParseChatReply(const std::string& body, const std::string& model) {
     r.message = "the reply has no choices[0].message.content string";
     return r;
   }
-  nlohmann::json draft =
-      nlohmann::json::parse(Unfence(content->get<std::string>()), nullptr, false);
+  const std::string text = Unfence(content->get<std::string>());
+  nlohmann::json draft = NestingExceeds(text, kMaxJsonNesting, TextSyntax::kJson)
+                             ? nlohmann::json(nlohmann::json::value_t::discarded)
+                             : nlohmann::json::parse(text, nullptr, false);
   if (draft.is_discarded()) {
     r.error = ReplyError::kNotJson;
     r.message = "the message content is not JSON: " + Excerpt(content->get<std::string>());

@@ -4,6 +4,7 @@
 // their own files (session.h lists them).
 #include "server/lsp/lsp_server.h"
 
+#include "analysis/nesting_depth.h"
 #include "server/lsp/session.h"
 
 namespace ttap::lsp {
@@ -17,6 +18,13 @@ int Session::Run() {
     if (r != Framer::ReadResult::kMessage) {
       Log("bad frame: " + error);
       out_.ReplyError(nullptr, kParseError, error);
+      continue;
+    }
+    // nlohmann parses (and frees) recursively: nesting deep enough to overflow the stack is
+    // refused before it is parsed.
+    if (NestingExceeds(body, kMaxJsonNesting, TextSyntax::kJson)) {
+      out_.ReplyError(nullptr, kParseError,
+                      "JSON nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
       continue;
     }
     json msg = json::parse(body, nullptr, false);

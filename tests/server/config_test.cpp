@@ -110,3 +110,27 @@ TEST_CASE("config: select and ignore code lists, and ttap scan honours them", "[
   CHECK(flag.out.find("TTA001") == std::string::npos);
   CHECK(ttap_test::RunTtap("scan --select nope trace.json", dir).exit_code == 2);
 }
+
+TEST_CASE("config: a deeply nested ttap.toml is refused with an error, not a crash",
+          "[config][nesting]") {
+  char tmpl[] = "/tmp/ttap_cfg_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  // 20,000-deep inline table and 200,000-deep array (cpptoml recurses per level).
+  std::string table = "windows = 10\nx = ";
+  for (int i = 0; i < 20000; ++i) table += "{a = ";
+  table += "1" + std::string(20000, '}') + "\n";
+  WriteOrFail(dir + "/ttap.toml", table);
+  auto t = LoadConfigFile(dir + "/ttap.toml");
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().message().find("nested deeper") != std::string::npos);
+  WriteOrFail(dir + "/ttap.toml",
+              "x = " + std::string(200000, '[') + std::string(200000, ']') + "\n");
+  CHECK_FALSE(LoadConfigFile(dir + "/ttap.toml").ok());
+  // Brackets inside strings and comments do not count; a shallow nesting loads.
+  WriteOrFail(dir + "/ttap.toml", "windows = 7 # " + std::string(500, '[') + "\ntrace_globs = [\"" +
+                                      std::string(500, '{') + "\", '''" + std::string(500, '[') +
+                                      "''']\n");
+  auto ok = LoadConfigFile(dir + "/ttap.toml");
+  REQUIRE(ok.ok());
+  CHECK(ok->windows == 7);
+}

@@ -500,3 +500,36 @@ TEST_CASE("lsp: a suppression typed in the buffer applies at once; the code acti
   CHECK(codes(DiagnosticsAt(&c, uri, 3)).count("TTA001"));
   c.Notify("exit", nullptr);
 }
+
+TEST_CASE(
+    "lsp: a message nested 200,000 deep is refused with a parse error, before and after "
+    "initialize, and the session goes on",
+    "[lsp][reliability][nesting]") {
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  auto deep = [](size_t n) {
+    const std::string body =
+        "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"initialize\", "
+        "\"params\": " +
+        std::string(n, '[') + std::string(n, ']') + "}";
+    return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  c.SendRaw(deep(200000));
+  auto err = c.WaitFor([](const json& m) { return m.contains("error"); });
+  REQUIRE(err.contains("error"));
+  CHECK(err["error"]["code"] == -32700);
+  CHECK(err["error"]["message"].get<std::string>().find("nested deeper") != std::string::npos);
+  // Within the limit, nesting parses as usual (the params are then the wrong shape).
+  c.SendRaw(deep(100));
+  auto shallow = c.WaitFor([](const json& m) { return m.value("id", json()) == 9; });
+  REQUIRE_FALSE(shallow.is_null());
+  std::string root = ttap_test::MakeTempDir();
+  REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
+  c.SendRaw(deep(150000));
+  CHECK(c.WaitFor([](const json& m) {
+           return m.contains("error") && m["error"]["code"] == -32700;
+         }).contains("error"));
+  CHECK(c.alive());
+  CHECK(c.Call("shutdown", nullptr).contains("result"));
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+}
