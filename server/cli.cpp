@@ -205,7 +205,7 @@ int RunStats(const std::vector<std::string>& args, Config config) {
     nlohmann::json out = {{"trace", target}, {"ranks", ranks}};
     out["import_stats"] = traces.size() == 1 ? ImportStatsToJson(traces[0]->stats)
                                              : nlohmann::json({{"files", per_file}});
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << "trace: " << target << "\n";
     for (const auto& t : traces) {

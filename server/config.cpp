@@ -78,7 +78,10 @@ Status Apply(const cpptoml::table& t, Config* c) {
     return Status::Error("trace_globs must be an array of strings");
   }
   if (auto v = t.get_as<int64_t>("windows")) {
-    if (*v < 1 || *v > 100000) return Status::Error("windows must be between 1 and 100000");
+    if (*v < kMinWindows || *v > kMaxWindows) {
+      return Status::Error("windows must be between " + std::to_string(kMinWindows) + " and " +
+                           std::to_string(kMaxWindows));
+    }
     c->windows = static_cast<int>(*v);
   }
   if (auto v = t.get_as<int64_t>("threads")) {

@@ -35,8 +35,11 @@ struct LlmConfig {
   int cache_max_mb = 64;
 };
 
+// The bounds a setting has wherever it comes from (ttap.toml, pyproject.toml, the editor).
+constexpr int kMinWindows = 1, kMaxWindows = 100000;
+
 struct Config {
-  int windows = 100;  // windows per trace (the paper's N)
+  int windows = 100;  // windows per trace (the paper's N), kMinWindows..kMaxWindows
   int threads = 0;    // loader workers, 0 = all cores
   int rank = -1;      // rank to show, -1 = all (CLI) / 0 (LSP)
   std::vector<std::string> trace_globs = {"**/*.pt.trace.json", "**/*.pt.trace.json.gz",

@@ -694,15 +694,19 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   if (format == "json") {
     if (!directory) {
       if (!ok.empty())
-        std::cout << ScanResultToJsonWithDrafts(*ok[0], *ok_drafts[0]).dump(2) << "\n";
+        std::cout << ScanResultToJsonWithDrafts(*ok[0], *ok_drafts[0])
+                         .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << "\n";
     } else {
       nlohmann::json arr = nlohmann::json::array();
       for (size_t i = 0; i < ok.size(); ++i)
         arr.push_back(ScanResultToJsonWithDrafts(*ok[i], *ok_drafts[i]));
-      std::cout << arr.dump(2) << "\n";
+      std::cout << arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
   } else if (format == "sarif") {
-    std::cout << ScanResultsToSarif(ok).dump(2) << "\n";
+    std::cout << ScanResultsToSarif(ok).dump(2, ' ', false,
+                                             nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else {
     for (size_t i = 0; i < ok.size(); ++i)
       std::cout << ScanResultToTextWithDrafts(*ok[i], *ok_drafts[i]);

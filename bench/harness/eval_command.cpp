@@ -1442,7 +1442,7 @@ int WriteReports(const EvalRequest& req, const EvalMethods& em, const EvalDatase
   std::ofstream json_out(info.out_dir + "/eval.json", std::ios::binary);
   nlohmann::json doc = Json(info, sections);
   if (report_cost) doc["cost_accuracy"] = CostJson(cost);
-  json_out << doc.dump(2) << "\n";
+  json_out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!md_out || !json_out) {
     std::fprintf(stderr, "ttap: error: eval: cannot write %s/eval.md or eval.json\n",
                  info.out_dir.c_str());

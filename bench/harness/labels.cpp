@@ -97,7 +97,7 @@ std::string WriteLabelsFile(const EvalLabels& l) {
   }
   doc["pre_existing"] = pre;
   if (l.source == "injected") doc["pre_existing_codes"] = l.pre_existing_codes;
-  return doc.dump(2) + "\n";
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 StatusOr<EvalLabels> ParseEvalLabels(const std::string& text, const std::string& stem) {

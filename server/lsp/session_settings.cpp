@@ -1,6 +1,8 @@
 // The session's settings (see session.h): ttap's own section of the editor's configuration
 // (pushed with didChangeConfiguration or pulled with workspace/configuration) and the workspace
 // folders; a change re-analyses.
+#include <cmath>
+
 #include "server/lsp/session.h"
 
 namespace ttap::lsp {
@@ -34,12 +36,40 @@ void Session::ApplySettings(const json& s) {
     for (const auto& g : s["traceGlobs"])
       if (g.is_string()) config_.trace_globs.push_back(g);
   }
-  if (s.contains("rank") && s["rank"].is_number_integer()) rank_ = s["rank"];
-  if (s.contains("windows") && s["windows"].is_number_integer() && s["windows"] > 0)
-    config_.windows = s["windows"];
+  // Every value is checked as the config file's is: one out of its bounds is refused (and said),
+  // never clamped into something the user did not ask for.
+  std::vector<std::string> refused;
+  if (s.contains("rank")) {
+    if (s["rank"].is_number_integer() && s["rank"].get<int64_t>() >= -1 &&
+        s["rank"].get<int64_t>() <= 1 << 20) {
+      rank_ = s["rank"];
+    } else if (!s["rank"].is_null()) {
+      refused.push_back("ttap.rank must be an integer between -1 and 1048576");
+    }
+  }
+  if (s.contains("windows") && !s["windows"].is_null()) {
+    if (s["windows"].is_number_integer() && s["windows"].get<int64_t>() >= kMinWindows &&
+        s["windows"].get<int64_t>() <= kMaxWindows) {
+      config_.windows = s["windows"];
+    } else {
+      refused.push_back("ttap.windows must be an integer between " + std::to_string(kMinWindows) +
+                        " and " + std::to_string(kMaxWindows));
+    }
+  }
   if (s.contains("thresholds") && s["thresholds"].is_object()) {
-    for (auto& [k, v] : s["thresholds"].items())
-      if (v.is_number()) config_.thresholds[k] = v;
+    for (auto& [k, v] : s["thresholds"].items()) {
+      if (v.is_number() && std::isfinite(v.get<double>()) && std::abs(v.get<double>()) <= 1e12) {
+        config_.thresholds[k] = v;
+      } else {
+        refused.push_back("ttap.thresholds." + k + " must be a number");
+      }
+    }
+  }
+  if (!refused.empty()) {
+    std::string text = "ttap: settings ignored: ";
+    for (size_t i = 0; i < refused.size() && i < 5; ++i) text += (i ? "; " : "") + refused[i];
+    Log(text);
+    out_.Notify("window/showMessage", proto::ShowMessageParams{proto::MessageType::kWarning, text});
   }
   if (s.contains("pathMaps") && s["pathMaps"].is_object()) {
     config_.path_maps.clear();

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "server/fixture_traces.h"
 #include "test_support.h"
 
 using ttap_test::RunTtap;
@@ -258,4 +259,24 @@ TEST_CASE("cli: each command has its own --help", "[cli]") {
   }
   CHECK(RunTtap("scan --help").out.find("--select CODES") != std::string::npos);
   CHECK(RunTtap("--help").out.find("commands:") != std::string::npos);
+}
+
+TEST_CASE("stats --json and scan --format json|sarif write non-UTF-8 file names, not abort",
+          "[cli][utf8]") {
+  // A trace file named w\xff.pt.trace.json (Latin-1 on a UTF-8 system), alone and in a folder.
+  const std::string dir = ttap_test::MakeTempDir();
+  const std::string name = dir + "/w\xff.pt.trace.json";
+  REQUIRE(ttap_test::WriteFile(name, ttap_test::StallTrace()));
+  for (const std::string& target : {name, dir}) {
+    INFO(target);
+    auto stats = RunTtap("stats --json '" + target + "'");
+    CHECK(stats.exit_code == 0);
+    CHECK_FALSE(nlohmann::json::parse(stats.out, nullptr, false).is_discarded());
+    for (const char* format : {"json", "sarif"}) {
+      INFO(format);
+      auto scan = RunTtap(std::string("scan --format ") + format + " '" + target + "'");
+      CHECK((scan.exit_code == 0 || scan.exit_code == 1));
+      CHECK_FALSE(nlohmann::json::parse(scan.out, nullptr, false).is_discarded());
+    }
+  }
 }

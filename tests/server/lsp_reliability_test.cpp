@@ -533,3 +533,31 @@ TEST_CASE(
   c.Notify("exit", nullptr);
   CHECK(c.WaitExit() == 0);
 }
+
+TEST_CASE("lsp: settings from the editor are bounded as the config file's: ttap.windows 2e9 "
+          "is refused with a warning, the session goes on with the last good value",
+          "[lsp][reliability][settings]") {
+  std::string root = StallWorkspace();
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  for (json bad : {json(2000000000), json(1000000), json(0), json(-5), json("many")}) {
+    INFO(bad.dump());
+    c.Notify("workspace/didChangeConfiguration",
+             {{"settings", {{"ttap", {{"windows", bad}, {"thresholds", {{"x", "y"}}}}}}}});
+    auto warn = c.WaitFor([](const json& m) {
+      return m.value("method", "") == "window/showMessage" &&
+             m["params"]["message"].get<std::string>().find("ttap.windows") != std::string::npos;
+    });
+    REQUIRE_FALSE(warn.is_null());
+    CHECK(warn["params"]["type"] == 2);
+    CHECK(warn["params"]["message"].get<std::string>().find("thresholds.x") != std::string::npos);
+  }
+  // The analysis still runs (with the last good settings) and the session answers.
+  ExpectStallDiagnostic(&c, root);
+  CHECK(c.alive());
+  CHECK(c.Call("shutdown", nullptr).contains("result"));
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+}
