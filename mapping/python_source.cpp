@@ -185,6 +185,58 @@ uint32_t ByteOffsetInText(std::string_view text, SourcePosition pos, PositionEnc
   return AdvanceUnits(text, start, end, pos.character, enc);
 }
 
+uint32_t LineStartFrom(std::string_view text, LineHint* hint, int line) {
+  if (line < hint->line) *hint = LineHint{};
+  const uint32_t size = static_cast<uint32_t>(text.size());
+  uint32_t start = std::min(hint->start, size);
+  int at = hint->line;
+  while (at < line) {
+    const size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) break;  // past the last line: stays on it
+    start = static_cast<uint32_t>(nl + 1);
+    ++at;
+  }
+  *hint = LineHint{at, start};
+  return start;
+}
+
+uint32_t ByteOffsetFrom(std::string_view text, LineHint* hint, SourcePosition pos,
+                        PositionEncoding enc, TSPoint* point) {
+  const int line = std::max(0, pos.line);
+  const uint32_t start = LineStartFrom(text, hint, line);
+  if (hint->line < line) {  // beyond the buffer: its end
+    const uint32_t size = static_cast<uint32_t>(text.size());
+    *point = {static_cast<uint32_t>(hint->line), size - start};
+    return size;
+  }
+  const size_t nl = text.find('\n', start);
+  uint32_t end =
+      nl == std::string_view::npos ? static_cast<uint32_t>(text.size()) : static_cast<uint32_t>(nl);
+  if (end > start && text[end - 1] == '\r') --end;
+  const uint32_t b = AdvanceUnits(text, start, end, pos.character, enc);
+  *point = {static_cast<uint32_t>(line), b - start};
+  return b;
+}
+
+bool HasLoneCarriageReturn(std::string_view text) {
+  for (size_t i = text.find('\r'); i != std::string_view::npos; i = text.find('\r', i + 1)) {
+    if (i + 1 >= text.size() || text[i + 1] != '\n') return true;
+  }
+  return false;
+}
+
+BufferEdit DescribeEditAt(uint32_t start, uint32_t end, TSPoint start_point, TSPoint old_end_point,
+                          std::string_view new_text) {
+  BufferEdit e;
+  e.start = start;
+  e.old_end = end;
+  e.new_end = start + static_cast<uint32_t>(new_text.size());
+  e.start_point = start_point;
+  e.old_end_point = old_end_point;
+  e.new_end_point = PointAfter(start_point, new_text);
+  return e;
+}
+
 std::string ApplyEdits(std::string_view text, std::vector<TextEdit> edits) {
   std::sort(edits.begin(), edits.end(),
             [](const TextEdit& a, const TextEdit& b) { return a.range.start > b.range.start; });

@@ -104,6 +104,26 @@ class PythonSource {
 // incremental edits with it).
 uint32_t ByteOffsetInText(std::string_view text, SourcePosition pos, PositionEncoding enc);
 
+// A position in a buffer being edited, found from a line whose start is known (|hint|: the
+// previous edit's line): a keystroke costs the lines between, not the buffer. Lines end at '\n'
+// as tree-sitter counts rows; callers keep buffers with a lone '\r' on ByteOffsetInText.
+struct LineHint {
+  int line = 0;
+  uint32_t start = 0;  // byte offset where |line| starts
+};
+// Moves |hint| to |line| (forwards from it, else from the start) and returns that line's start.
+uint32_t LineStartFrom(std::string_view text, LineHint* hint, int line);
+// The byte offset of |pos| and, in |point|, tree-sitter's (row, byte column) of it.
+uint32_t ByteOffsetFrom(std::string_view text, LineHint* hint, SourcePosition pos,
+                        PositionEncoding enc, TSPoint* point);
+// Whether |text| has a '\r' not followed by '\n' (a line break LSP counts and tree-sitter
+// does not).
+bool HasLoneCarriageReturn(std::string_view text);
+// The edit that replaces bytes [start, end) (at |start_point| and |old_end_point|) by
+// |new_text|: DescribeEdit without scanning the text before it.
+BufferEdit DescribeEditAt(uint32_t start, uint32_t end, TSPoint start_point, TSPoint old_end_point,
+                          std::string_view new_text);
+
 // Applies non-overlapping edits (any order) to |text|.
 std::string ApplyEdits(std::string_view text, std::vector<TextEdit> edits);
 

@@ -69,7 +69,8 @@ bool IsStatementType(std::string_view t) {
 std::vector<TSNode> StatementsOn(const PythonSource& src, int line0) {
   std::vector<TSNode> starting;
   TSNode covering{};
-  Walk(src.root(), [&](TSNode n) {
+  const uint32_t row = static_cast<uint32_t>(std::max(0, line0));
+  WalkRows(src.root(), row, row, [&](TSNode n) {
     if (Row(n) > line0 || EndRow(n) < line0) return false;
     if (!IsStatementType(NodeType(n))) return true;
     if (Row(n) == line0) {

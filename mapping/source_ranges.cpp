@@ -96,21 +96,36 @@ int RealLineCount(const PythonSource& src) {
 // (a continuation line); null for blank lines and comments, including those inside a compound
 // statement's body (where StatementAtLine would give the compound statement).
 TSNode StatementAt(const PythonSource& src, int line0) {
+  // From the line's first non-blank character up through its ancestors (tree-sitter finds it
+  // by position: no walk over the file's other statements, which a 6 MB buffer makes slow).
+  if (line0 < 0 || line0 >= src.line_count()) return {};
+  const std::string& text = src.text();
+  size_t at = src.LineStart(line0);
+  while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+  const uint32_t column = static_cast<uint32_t>(at - src.LineStart(line0));
+  const TSPoint point{static_cast<uint32_t>(line0), column};
   TSNode starting = {}, covering = {};
-  Walk(src.root(), [&](TSNode n) {
-    if (!IsNull(starting)) return false;
-    int a = static_cast<int>(ts_node_start_point(n).row);
-    int b = static_cast<int>(ts_node_end_point(n).row);
-    if (a > line0 || b < line0) return false;
-    if (IsStatementNode(NodeType(n))) {
-      if (a == line0) {
-        starting = n;
-        return false;
-      }
-      covering = n;
+  for (TSNode n = ts_node_descendant_for_point_range(src.root(), point, point); !IsNull(n);
+       n = ts_node_parent(n)) {
+    if (!ts_node_is_named(n) || !IsStatementNode(NodeType(n))) continue;
+    const int a = static_cast<int>(ts_node_start_point(n).row);
+    const int b = static_cast<int>(ts_node_end_point(n).row);
+    if (a > line0 || b < line0) continue;
+    if (a == line0) {
+      starting = n;  // the outermost one starting on the line wins
+    } else if (IsNull(covering) && IsNull(starting)) {
+      covering = n;  // the innermost one covering the line
     }
-    return true;
-  });
+  }
+  // A statement that starts later on a line where an earlier one ends (`f(a,\n b); g()`).
+  if (IsNull(starting) && !IsNull(covering) &&
+      static_cast<int>(ts_node_end_point(covering).row) == line0) {
+    TSNode next = ts_node_next_named_sibling(covering);
+    if (!IsNull(next) && static_cast<int>(ts_node_start_point(next).row) == line0 &&
+        IsStatementNode(NodeType(next))) {
+      return next;
+    }
+  }
   if (!IsNull(starting)) return starting;
   if (IsNull(covering)) return {};
   if (IsCompound(NodeType(covering))) {
@@ -554,14 +569,25 @@ bool Encloses(const PythonSource& src, TSNode stmt, int line0, const std::string
   return IsDefinition(NodeType(at)) && DefinitionName(src, at) == fn;
 }
 
-// The bodies whose statements are searched when re-anchoring |fn|.
-std::vector<TSNode> ScopesNamed(const PythonSource& src, const std::string& fn) {
+// How far (in lines) re-anchoring looks for the statement a finding names: a script edited since
+// the trace moves statements by a few lines; a search over a whole 6 MB buffer on every keystroke
+// is what a bound avoids.
+constexpr int kReanchorLines = 1000;
+uint32_t ReanchorLo(int line0) {
+  return static_cast<uint32_t>(std::max(0, line0 - kReanchorLines));
+}
+uint32_t ReanchorHi(int line0) {
+  return static_cast<uint32_t>(std::max(0, line0 + kReanchorLines));
+}
+
+// The bodies whose statements are searched when re-anchoring |fn| near |line0|.
+std::vector<TSNode> ScopesNamed(const PythonSource& src, const std::string& fn, int line0) {
   std::vector<TSNode> scopes;
   if (fn == "<module>") {
     scopes.push_back(src.root());
     return scopes;
   }
-  Walk(src.root(), [&](TSNode n) {
+  WalkRows(src.root(), ReanchorLo(line0), ReanchorHi(line0), [&](TSNode n) {
     if (IsDefinition(NodeType(n)) && DefinitionName(src, n) == fn) {
       TSNode body = ts_node_child_by_field_name(n, "body", 4);
       if (!IsNull(body)) scopes.push_back(body);
@@ -576,8 +602,9 @@ std::vector<TSNode> ScopesNamed(const PythonSource& src, const std::string& fn) 
 bool FindReanchor(const PythonSource& src, const std::vector<TSNode>& scopes, int line0,
                   std::string_view code, Narrowed* best) {
   int best_distance = INT_MAX;
+  const int center = std::min(line0, std::max(0, RealLineCount(src) - 1));
   for (TSNode scope : scopes) {
-    Walk(scope, [&](TSNode n) {
+    WalkRows(scope, ReanchorLo(center), ReanchorHi(center), [&](TSNode n) {
       std::string_view t = NodeType(n);
       if (IsDefinition(t) || t == "decorated_definition") return false;
       if (IsStatementNode(t)) {
@@ -659,7 +686,8 @@ MappedRange MapToSource(const PythonSource& src, const RangeQuery& q) {
       failure = Failure::kUnverifiable;
       return false;
     }
-    std::vector<TSNode> scopes = ScopesNamed(src, fn);
+    std::vector<TSNode> scopes =
+        ScopesNamed(src, fn, std::min(line0, std::max(0, RealLineCount(src) - 1)));
     if (scopes.empty()) {
       failure = Failure::kNoFunction;
       return false;

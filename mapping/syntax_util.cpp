@@ -41,12 +41,26 @@ void Walk(TSNode root, const std::function<bool(TSNode)>& visit) {
   ts_tree_cursor_delete(&cursor);
 }
 
+void WalkRows(TSNode root, uint32_t lo, uint32_t hi, const std::function<bool(TSNode)>& visit) {
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  if (ts_tree_cursor_goto_first_child_for_point(&cursor, TSPoint{lo, 0}) >= 0) {
+    do {
+      TSNode n = ts_tree_cursor_current_node(&cursor);
+      if (ts_node_start_point(n).row > hi) break;
+      if (ts_node_end_point(n).row < lo) continue;
+      if (ts_node_is_named(n) && visit(n)) WalkRows(n, lo, hi, visit);
+    } while (ts_tree_cursor_goto_next_sibling(&cursor));
+  }
+  ts_tree_cursor_delete(&cursor);
+}
+
 TSNode StatementAtLine(const PythonSource& src, int line0) {
   // The outermost statement that starts on the line (a compound statement's header line gives
   // the compound statement); else, for continuation lines, the innermost one covering it.
   TSNode starting = {}, covering = {};
   bool have_starting = false, have_covering = false;
-  Walk(src.root(), [&](TSNode n) {
+  const uint32_t row = static_cast<uint32_t>(std::max(0, line0));
+  WalkRows(src.root(), row, row, [&](TSNode n) {
     const int a = static_cast<int>(ts_node_start_point(n).row);
     const int b = static_cast<int>(ts_node_end_point(n).row);
     if (a > line0 || b < line0) return false;
@@ -123,7 +137,7 @@ TSNode FindCallAssignedTo(const PythonSource& src, TSNode scope, std::string_vie
   auto search = [&](TSNode within) -> TSNode {
     TSNode found = {};
     bool have = false;
-    Walk(within, [&](TSNode n) {
+    WalkRows(within, 0, src.ToPosition(before, PositionEncoding::kUtf8).line, [&](TSNode n) {
       if (ts_node_start_byte(n) >= before) return false;
       std::string_view t = NodeType(n);
       // Nested functions and classes have their own scope.

@@ -20,6 +20,10 @@ bool IsNull(TSNode n);
 // in the tree (indexed child access restarts from the first child each time: quadratic on long
 // statement lists). |visit| returns whether to descend into a node's children.
 void Walk(TSNode root, const std::function<bool(TSNode)>& visit);
+// Walk restricted to the nodes that overlap rows [lo, hi] (0-based): tree-sitter seeks each level
+// to the first child reaching |lo| and the walk stops at the first child starting past |hi|, so a
+// large file costs what the rows hold, not the file.
+void WalkRows(TSNode root, uint32_t lo, uint32_t hi, const std::function<bool(TSNode)>& visit);
 
 // The innermost statement node (expression_statement, for_statement, assignment's statement,
 // return_statement, ...) that starts on |line0| (0-based), else the innermost one covering it.

@@ -26,9 +26,13 @@ proto::DiagnosticSeverity LspSeverity(Severity s) {
 
 bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
                       SourceRange* range, ByteRange* bytes,
-                      std::shared_ptr<const PythonSource>* src_out, bool* stale) {
-  auto src = SourceFor(path);
+                      std::shared_ptr<const PythonSource>* src_out, bool* stale,
+                      int exact_through) {
+  int edited_from = INT_MAX;
+  auto src = SourceFor(path, nullptr, exact_through, &edited_from);
   if (!src) return false;
+  // An older parse, exact above the edits only: a finding at or below them is elsewhere now.
+  if (p.line - 1 >= edited_from) return false;
   RangeQuery q;
   q.line = p.line;
   q.function = p.function;

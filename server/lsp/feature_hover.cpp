@@ -109,7 +109,7 @@ void Session::OnHover(const proto::HoverParams& params, Reply reply) {
     SourceRange r;
     ByteRange b;
     bool stale;
-    if (!RangeOf(path, p, lf, &r, &b, nullptr, &stale)) continue;
+    if (!RangeOf(path, p, lf, &r, &b, nullptr, &stale, pos.line)) continue;
     bool inside =
         (pos.line > r.start.line ||
          (pos.line == r.start.line && pos.character >= r.start.character)) &&

@@ -11,6 +11,7 @@ void Session::OnDidOpen(const proto::DidOpenTextDocumentParams& params) {
   d.path = UriToPath(td.uri);
   d.version = td.version.value_or(0);
   d.text = td.text;
+  d.lone_cr = HasLoneCarriageReturn(d.text);
   {
     std::lock_guard<std::mutex> lock(docs_mu_);
     docs_[td.uri] = std::move(d);
@@ -30,14 +31,32 @@ void Session::OnDidChange(const proto::DidChangeTextDocumentParams& params) {
       d.text = text;
       d.parsed.reset();  // parsed afresh
       d.edits_since_parse.clear();
+      d.hint = LineHint{};
+      d.lone_cr = HasLoneCarriageReturn(d.text);
       continue;
     }
     SourcePosition a = change.range->start.ToSource();
     SourcePosition b = change.range->end.ToSource();
-    uint32_t ba = ByteOffsetInText(d.text, a, encoding_);
-    uint32_t bb = std::max(ba, ByteOffsetInText(d.text, b, encoding_));
-    if (d.parsed) d.edits_since_parse.push_back(DescribeEdit(d.text, ba, bb, text));
+    if (b.line < a.line || (b.line == a.line && b.character < a.character)) b = a;
+    uint32_t ba, bb;
+    if (!d.lone_cr) {
+      // From the previous edit's line: typing costs the lines in between, not the buffer.
+      TSPoint pa, pb;
+      ba = ByteOffsetFrom(d.text, &d.hint, a, encoding_, &pa);
+      const LineHint at_a = d.hint;
+      bb = std::max(ba, ByteOffsetFrom(d.text, &d.hint, b, encoding_, &pb));
+      if (bb == ba) pb = pa;
+      if (d.parsed) d.edits_since_parse.push_back(DescribeEditAt(ba, bb, pa, pb, text));
+      d.hint = at_a;  // the edit's own line starts where it did
+    } else {
+      ba = ByteOffsetInText(d.text, a, encoding_);
+      bb = std::max(ba, ByteOffsetInText(d.text, b, encoding_));
+      if (d.parsed) d.edits_since_parse.push_back(DescribeEdit(d.text, ba, bb, text));
+    }
     d.text.replace(ba, bb - ba, text);
+    if (!d.lone_cr && text.find('\r') != std::string::npos) {
+      d.lone_cr = HasLoneCarriageReturn(d.text);  // a '\r' typed, or one now split from its '\n'
+    }
     // Findings below the edit move with their lines.
     int added = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
     int delta = added - (b.line - a.line);
@@ -63,7 +82,7 @@ void Session::OnDidChange(const proto::DidChangeTextDocumentParams& params) {
   }
   d.version = td.version.value_or(d.version + 1);
   docs_lock.unlock();
-  QueuePublish(td.uri);
+  QueuePublish(td.uri, /*after_edit=*/true);
 }
 
 void Session::OnDidClose(const proto::DidCloseTextDocumentParams& params) {
@@ -74,7 +93,9 @@ void Session::OnDidClose(const proto::DidCloseTextDocumentParams& params) {
   docs_.erase(it);
 }
 
-std::shared_ptr<const PythonSource> Session::SourceFor(const std::string& path, int64_t* version) {
+std::shared_ptr<const PythonSource> Session::SourceFor(const std::string& path, int64_t* version,
+                                                       int exact_through, int* edited_from) {
+  if (edited_from) *edited_from = INT_MAX;
   // The buffer's text, its last parse and the edits since, copied out so the reader thread can
   // go on applying edits while this parses.
   std::shared_ptr<const PythonSource> base;
@@ -88,6 +109,16 @@ std::shared_ptr<const PythonSource> Session::SourceFor(const std::string& path, 
       if (d.path != path) continue;
       if (version) *version = d.version;
       if (d.parsed && d.edits_since_parse.empty()) return d.parsed;
+      if (d.parsed && exact_through >= 0) {
+        int first = INT_MAX;
+        for (const BufferEdit& e : d.edits_since_parse) {
+          first = std::min(first, static_cast<int>(e.start_point.row));
+        }
+        if (first > exact_through) {
+          if (edited_from) *edited_from = first;
+          return d.parsed;
+        }
+      }
       uri = u;
       base = d.parsed;
       text = d.text;

@@ -17,10 +17,40 @@ void Session::Enqueue(std::function<void()> run) {
 void Session::RequestLoop() {
   while (true) {
     std::function<void()> task;
+    std::string due_uri;
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait_for(lock, std::chrono::seconds(1),
-                         [&] { return queue_stop_ || !queue_.empty(); });
+      // Until a task arrives, or the earliest publish waiting for a quiet buffer is due.
+      auto next_due = [&] {
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        for (const auto& [u, when] : publish_due_) until = std::min(until, when);
+        return until;
+      };
+      auto is_due = [&] {
+        const auto now = std::chrono::steady_clock::now();
+        for (const auto& [u, when] : publish_due_) {
+          if (when <= now) return true;
+        }
+        return false;
+      };
+      queue_cv_.wait_until(lock, next_due(),
+                           [&] { return queue_stop_ || !queue_.empty() || is_due(); });
+      if (queue_stop_) return;
+      const auto now = std::chrono::steady_clock::now();
+      for (auto it = publish_due_.begin(); it != publish_due_.end(); ++it) {
+        if (it->second <= now) {
+          due_uri = it->first;
+          publish_due_.erase(it);
+          break;
+        }
+      }
+    }
+    if (!due_uri.empty()) {
+      QueuePublish(due_uri);  // queued behind what is already waiting
+      continue;
+    }
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
       if (queue_stop_) return;
       if (queue_.empty()) {
         if (ClientGone()) {
@@ -79,10 +109,20 @@ bool Session::ClientGone() const {
   return kill(static_cast<pid_t>(client_pid_), 0) != 0 && errno == ESRCH;
 }
 
-void Session::QueuePublish(const std::string& uri) {
+void Session::QueuePublish(const std::string& uri, bool after_edit) {
   if (pull_diagnostics_) return;
+  if (after_edit) {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      publish_due_[uri] =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(kPublishAfterEditMs);
+    }
+    queue_cv_.notify_one();  // the request loop waits until the earliest one is due
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
+    publish_due_.erase(uri);                          // published now, with everything so far
     if (!publish_queued_.insert(uri).second) return;  // the queued one will see this change
   }
   Enqueue([this, uri] {

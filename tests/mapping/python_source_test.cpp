@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <random>
 
 using namespace ttap;
 
@@ -127,4 +129,30 @@ TEST_CASE("DescribeEdit gives tree-sitter's points", "[mapping][source]") {
   CHECK(e.old_end_point.column == 1);
   CHECK(e.new_end_point.row == 2);
   CHECK(e.new_end_point.column == 2);
+}
+
+TEST_CASE("offsets found from the previous edit's line agree with a scan from the start",
+          "[python_source][fuzz]") {
+  std::mt19937_64 rng(5);
+  const std::vector<std::string> pieces = {"a", "xy", "\n", "\r\n", "é", "😀", "    ", "#"};
+  for (int round = 0; round < 200; ++round) {
+    std::string text;
+    std::uniform_int_distribution<size_t> pick(0, pieces.size() - 1);
+    for (int k = 0; k < 60; ++k) text += pieces[pick(rng)];
+    ttap::LineHint hint;
+    for (int k = 0; k < 40; ++k) {
+      const int lines = static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 2;
+      ttap::SourcePosition pos{static_cast<int>(rng() % lines), static_cast<int>(rng() % 8)};
+      for (auto enc : {ttap::PositionEncoding::kUtf16, ttap::PositionEncoding::kUtf8}) {
+        TSPoint point;
+        const uint32_t fast = ttap::ByteOffsetFrom(text, &hint, pos, enc, &point);
+        INFO("round " << round << " line " << pos.line << " char " << pos.character);
+        REQUIRE(fast == ttap::ByteOffsetInText(text, pos, enc));
+        // The point is tree-sitter's (row, byte column) of that offset.
+        const ttap::BufferEdit slow = ttap::DescribeEdit(text, fast, fast, "");
+        CHECK(point.row == slow.start_point.row);
+        CHECK(point.column == slow.start_point.column);
+      }
+    }
+  }
 }
