@@ -220,6 +220,13 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
                                  {"percentage", 0},
                                  {"cancellable", false}}}});
   }
+  // Every begun progress ends, however the analysis ends (cancelled by a newer request, the trace
+  // deleted meanwhile): a client's spinner otherwise never clears.
+  auto end_progress = [&](const std::string& message) {
+    if (progress)
+      out_.Notify("$/progress",
+                  {{"token", token}, {"value", {{"kind", "end"}, {"message", message}}}});
+  };
   Status("loading", trace);
   // The same load + scan as `ttap scan` (server/core/analysis_core.h), with the editor's
   // settings: every severity (the client filters), suppressions from the buffers as typed
@@ -250,14 +257,23 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
   std::pair<int64_t, int64_t> before = WhenQuiet(trace, cancel);
   auto loaded = core_.LoadAndScan(trace, request, scorer);
   if (!loaded.ok()) {
-    if (cancel.cancelled()) return true;  // cancelled, not broken
+    if (cancel.cancelled()) {  // cancelled, not broken
+      end_progress("cancelled");
+      return true;
+    }
     // A trace still being written (it changes while it loads, or soon after) is loaded again
     // when it changes; falling back meanwhile would flash an older trace's findings first.
     if (ChangesSoon(trace, before, cancel)) {
-      if (progress)
-        out_.Notify("$/progress",
-                    {{"token", token}, {"value", {{"kind", "end"}, {"message", "being written"}}}});
+      end_progress("being written");
       return false;
+    }
+    // Deleted before it could be read: gone, not broken (the newest left is looked for).
+    {
+      struct stat st;
+      if (stat(trace.c_str(), &st) != 0 && errno == ENOENT) {
+        end_progress("deleted");
+        return false;
+      }
     }
     // Broken: passed over until it changes; said once.
     int64_t size = -1;
@@ -274,11 +290,19 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
                                          "ttap: cannot read " + trace + " (" + message +
                                              "); showing the newest trace that loads until it "
                                              "changes"});
-    if (progress)
-      out_.Notify("$/progress",
-                  {{"token", token}, {"value", {{"kind", "end"}, {"message", "not readable"}}}});
+    end_progress("not readable");
     Status("waiting", message);
     return false;
+  }
+  // Deleted while it was analysed: its findings are not shown; the newest trace left (or none)
+  // is looked for at once.
+  {
+    struct stat st;
+    if (stat(trace.c_str(), &st) != 0) {
+      end_progress("deleted");
+      ClientLog(trace + " was deleted while it was analysed");
+      return false;
+    }
   }
   auto snap = std::make_shared<Snapshot>();
   snap->trace_path = trace;
@@ -295,7 +319,10 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     if (f.user_frame >= 0) p.function = f.frames[f.user_frame].function;
     snap->by_file[lf.absolute_path].push_back(p);
   }
-  if (cancel.cancelled()) return true;
+  if (cancel.cancelled()) {
+    end_progress("cancelled");
+    return true;
+  }
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
     snapshot_ = snap;
@@ -307,12 +334,7 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     last_trace_mtime_ = mtime;
   }
   PublishAll();
-  if (progress)
-    out_.Notify("$/progress",
-                {{"token", token},
-                 {"value",
-                  {{"kind", "end"},
-                   {"message", std::to_string(snap->scan->findings.size()) + " findings"}}}});
+  end_progress(std::to_string(snap->scan->findings.size()) + " findings");
   ClientLog("analysed " + trace + ": " + std::to_string(snap->scan->findings.size()) +
             " findings (rules " + std::to_string(static_cast<int>(snap->scan->rules_ms)) +
             " ms, mapping " + std::to_string(static_cast<int>(snap->scan->mapping_ms)) + " ms)");

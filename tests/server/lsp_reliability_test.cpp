@@ -534,9 +534,10 @@ TEST_CASE(
   CHECK(c.WaitExit() == 0);
 }
 
-TEST_CASE("lsp: settings from the editor are bounded as the config file's: ttap.windows 2e9 "
-          "is refused with a warning, the session goes on with the last good value",
-          "[lsp][reliability][settings]") {
+TEST_CASE(
+    "lsp: settings from the editor are bounded as the config file's: ttap.windows 2e9 "
+    "is refused with a warning, the session goes on with the last good value",
+    "[lsp][reliability][settings]") {
   std::string root = StallWorkspace();
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
   REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
@@ -557,6 +558,93 @@ TEST_CASE("lsp: settings from the editor are bounded as the config file's: ttap.
   // The analysis still runs (with the last good settings) and the session answers.
   ExpectStallDiagnostic(&c, root);
   CHECK(c.alive());
+  CHECK(c.Call("shutdown", nullptr).contains("result"));
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+}
+
+TEST_CASE(
+    "lsp: every $/progress begun ends, also when didChangeConfiguration right after "
+    "start supersedes the first analysis",
+    "[lsp][reliability][progress]") {
+  // The bundled example's trace: large enough that a new request lands while it loads.
+  std::string root = ttap_test::MakeTempDir();
+  const std::string example = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
+  REQUIRE(ttap_test::WriteFile(root + "/train.py", ttap_test::ReadFile(example + "/train.py")));
+  REQUIRE(ttap_test::WriteFile(root + "/worker0.pt.trace.json.gz",
+                               ttap_test::ReadFile(example + "/worker0.pt.trace.json.gz")));
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
+  c.Notify("initialized", json::object());
+  // As VS Code does: the settings pushed right after start, while the first analysis runs.
+  auto begin = c.WaitFor([](const json& m) {
+    return m.value("method", "") == "$/progress" &&
+           m["params"]["value"].value("kind", "") == "begin";
+  });
+  REQUIRE_FALSE(begin.is_null());
+  c.Notify("workspace/didChangeConfiguration", {{"settings", {{"ttap", {{"windows", 30}}}}}});
+  c.Notify("workspace/didChangeConfiguration", {{"settings", {{"ttap", {{"windows", 40}}}}}});
+  // Every begin has its end once the analyses settle (20 s at most).
+  std::set<std::string> begun = {begin["params"]["token"].dump()}, ended;
+  for (int wait = 0; wait < 100; ++wait) {
+    c.WaitFor([](const json&) { return false; }, 200);  // reads what has arrived
+    ended.clear();
+    for (const json& m : c.inbox()) {
+      if (m.value("method", "") != "$/progress") continue;
+      const std::string token = m["params"]["token"].dump();
+      const std::string kind = m["params"]["value"].value("kind", "");
+      if (kind == "begin") begun.insert(token);
+      if (kind == "end") ended.insert(token);
+    }
+    if (!begun.empty() && begun == ended) break;
+  }
+  CHECK_FALSE(begun.empty());
+  CHECK(begun == ended);
+  CHECK(c.Call("shutdown", nullptr).contains("result"));
+  c.Notify("exit", nullptr);
+  CHECK(c.WaitExit() == 0);
+}
+
+TEST_CASE("lsp: a trace deleted while it is analysed leaves no diagnostics behind",
+          "[lsp][reliability][deleted]") {
+  std::string root = ttap_test::MakeTempDir();
+  const std::string example = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
+  REQUIRE(ttap_test::WriteFile(root + "/train.py", ttap_test::ReadFile(example + "/train.py")));
+  const std::string trace = root + "/worker0.pt.trace.json.gz";
+  REQUIRE(ttap_test::WriteFile(trace, ttap_test::ReadFile(example + "/worker0.pt.trace.json.gz")));
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
+  c.Notify("initialized", json::object());
+  // Deleted once it is loaded, while the rules and the mapping run.
+  auto loaded = c.WaitFor([](const json& m) {
+    return m.value("method", "") == "$/progress" &&
+           m["params"]["value"].value("kind", "") == "report";
+  });
+  REQUIRE_FALSE(loaded.is_null());
+  REQUIRE(unlink(trace.c_str()) == 0);
+  // The analysis ends, and whatever was published for train.py ends empty.
+  auto end = c.WaitFor([](const json& m) {
+    return m.value("method", "") == "$/progress" && m["params"]["value"].value("kind", "") == "end";
+  });
+  REQUIRE_FALSE(end.is_null());
+  const std::string uri = "file://" + root + "/train.py";
+  json last;
+  for (int wait = 0; wait < 15; ++wait) {  // 3 s for a late publish
+    auto pub = c.WaitFor(
+        [&](const json& m) {
+          return m.value("method", "") == "textDocument/publishDiagnostics" &&
+                 m["params"]["uri"] == uri;
+        },
+        200);
+    if (!pub.is_null()) last = pub;
+  }
+  if (!last.is_null()) CHECK(last["params"]["diagnostics"].empty());
+  // Deleted is not broken: no "cannot read" warning.
+  for (const json& m : c.inbox()) {
+    if (m.value("method", "") == "window/showMessage") {
+      CHECK(m["params"]["message"].get<std::string>().find("cannot read") == std::string::npos);
+    }
+  }
   CHECK(c.Call("shutdown", nullptr).contains("result"));
   c.Notify("exit", nullptr);
   CHECK(c.WaitExit() == 0);
