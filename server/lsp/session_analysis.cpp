@@ -374,10 +374,20 @@ std::pair<int64_t, int64_t> Session::WhenQuiet(const std::string& trace,
 
 bool Session::ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> before,
                           const CancelToken& cancel) {
+  // A writer is done once the file has not changed for 5 s: since its mtime, or, when the mtime
+  // lies ahead of this machine's clock (NFS skew, `rsync -t` from a machine ahead), since we
+  // started looking: the wall clock catching up is no signal.
+  constexpr int64_t kQuietNs = 5000000000LL;
+  const auto started = std::chrono::steady_clock::now();
   while (true) {
     const auto now = SizeAndMtime(trace);
     if (now != before) return true;
-    if (now.second < 0 || WallNowNs() - now.second >= 5000000000LL) return false;
+    if (now.second < 0) return false;
+    const int64_t since_mtime = WallNowNs() - now.second;
+    const int64_t looked = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - started)
+                               .count();
+    if (since_mtime >= kQuietNs || (since_mtime < 0 && looked >= kQuietNs)) return false;
     if (!scheduler_.Pause(100, cancel)) return true;  // stopping or superseded: not judged broken
   }
 }

@@ -509,3 +509,32 @@ TEST_CASE("lsp: plaintext hovers for clients that prefer them; server command id
   }
   c.Notify("exit", nullptr);
 }
+
+TEST_CASE(
+    "lsp: a broken newest trace whose mtime is ahead of the clock is reported and passed "
+    "over within seconds, not when the clock catches up",
+    "[lsp][e2e][clock]") {
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  mkdir((root + "/log").c_str(), 0755);
+  const std::string good = root + "/log/host_1.1700000000000.pt.trace.json";
+  const std::string broken = root + "/log/host_1.1800000000000.pt.trace.json";
+  WriteOrFail(good, ttap_test::StallTrace());
+  const std::string full = ttap_test::StallTrace();
+  WriteOrFail(broken, full.substr(0, full.size() / 2));
+  // NFS skew / `rsync -t` from a machine an hour ahead.
+  struct timespec ahead[2] = {{time(nullptr) + 3600, 0}, {time(nullptr) + 3600, 0}};
+  REQUIRE(utimensat(AT_FDCWD, broken.c_str(), ahead, 0) == 0);
+  LspClient c(ttap_test::Binary(), {"--stdio", "--poll-ms=50"});
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  auto warn = c.WaitFor(
+      [&](const json& m) {
+        return m.value("method", "") == "window/showMessage" && m["params"]["type"] == 2;
+      },
+      15000);
+  REQUIRE_FALSE(warn.is_null());
+  CHECK(warn["params"]["message"].get<std::string>().find(broken) != std::string::npos);
+  ExpectStallDiagnostic(&c, root);
+  c.Notify("exit", nullptr);
+}
