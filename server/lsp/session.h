@@ -167,8 +167,15 @@ class Session {
   bool AnalyseNewest(bool force, const CancelToken& cancel);
   void WatchLoop();
   std::string NewestTrace(int64_t* mtime, int64_t* size);
+  // Unreadable traces told in a popup so far (the first few; the rest go to the log).
+  int told_unreadable_ = 0;
+  static constexpr int kUnreadablePopups = 3;
   // False when the trace failed to load (recorded in failed_traces_) or is still being written.
-  bool Analyse(const std::string& trace, int64_t mtime, const CancelToken& cancel);
+  // |broken|: set when the trace could not be read (and is passed over until it changes).
+  bool Analyse(const std::string& trace, int64_t mtime, const CancelToken& cancel,
+               bool* broken = nullptr);
+  // The workspace's traces for this rank, newest first, without those that failed unchanged.
+  std::vector<std::pair<int64_t, std::string>> TraceCandidates(int64_t* newest_size);
   // A trace written in the last second may still be being written: waits until its (size,
   // mtime) hold still for 250 ms, and returns them.
   std::pair<int64_t, int64_t> WhenQuiet(const std::string& trace, const CancelToken& cancel);

@@ -21,7 +21,7 @@ void Session::StopWorkers() { scheduler_.Stop(); }
 
 void Session::RequestAnalysis(bool force) { scheduler_.Request(force); }
 
-std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
+std::vector<std::pair<int64_t, std::string>> Session::TraceCandidates(int64_t* newest_size) {
   std::vector<std::string> roots, globs;
   int rank;
   {
@@ -46,7 +46,7 @@ std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
     std::lock_guard<std::mutex> lock(trace_mu_);
     failed = failed_traces_;
   }
-  std::string best;
+  std::vector<std::pair<int64_t, std::string>> out;
   int64_t best_mtime = -1;
   for (const auto& f : found) {
     int64_t s = 0;
@@ -55,12 +55,19 @@ std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
     if (bad != failed.end() && bad->second == std::make_pair(s, m)) continue;  // unchanged
     if (m > best_mtime) {
       best_mtime = m;
-      best = f;
-      if (size) *size = s;
+      if (newest_size) *newest_size = s;
     }
+    out.emplace_back(m, f);
   }
-  if (mtime) *mtime = best_mtime;
-  return best;
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  return out;
+}
+
+std::string Session::NewestTrace(int64_t* mtime, int64_t* size) {
+  auto candidates = TraceCandidates(size);
+  if (mtime) *mtime = candidates.empty() ? -1 : candidates.front().first;
+  return candidates.empty() ? std::string() : candidates.front().second;
 }
 
 void Session::WatchLoop() {
@@ -179,9 +186,24 @@ bool Session::AnalyseNewest(bool force, const CancelToken& cancel) {
                return trace != last_trace_ || mtime != last_trace_mtime_;
              }()) {
     scheduler_.SetInFlight(trace, mtime);
-    // Not analysed: look again at once for the newest trace that loads (a broken one is passed
-    // over), or the same one when it was still being written.
-    return !Analyse(trace, mtime, cancel);
+    bool broken = false;
+    if (Analyse(trace, mtime, cancel, &broken)) return false;
+    if (!broken || cancel.cancelled()) return true;  // being written, deleted: look again
+    // Broken: the next newest, from the same listing (a folder of 10,000 JSON files that are
+    // not traces is walked once, not once per file), until one loads or the shown one is next.
+    for (const auto& [m, next] : TraceCandidates(nullptr)) {
+      if (cancel.cancelled()) return true;
+      {
+        std::lock_guard<std::mutex> lock(trace_mu_);
+        if (next == last_trace_ && m == last_trace_mtime_) return false;  // still shown
+        if (failed_traces_.count(next)) continue;
+      }
+      scheduler_.SetInFlight(next, m);
+      broken = false;
+      if (Analyse(next, m, cancel, &broken)) return false;
+      if (!broken) return true;
+    }
+    return false;
   }
   return false;
 }
@@ -206,7 +228,8 @@ void Session::Status(const std::string& state, const std::string& detail) {
   out_.Notify("ttap/status", p);
 }
 
-bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken& cancel) {
+bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken& cancel,
+                      bool* broken) {
   std::string token = "ttap-analysis-" + std::to_string(++progress_token_);
   bool progress = work_done_progress_;
   if (progress) {
@@ -285,11 +308,21 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
       failed_traces_[trace] = {size, now_mtime};
       last_failure_ = message;
     }
-    out_.Notify("window/showMessage",
-                proto::ShowMessageParams{proto::MessageType::kWarning,
-                                         "ttap: cannot read " + trace + " (" + message +
-                                             "); showing the newest trace that loads until it "
-                                             "changes"});
+    if (broken) *broken = true;
+    // A popup for the first few; a workspace of JSON files that match the globs but are no
+    // traces must not raise one per file.
+    if (told_unreadable_ < kUnreadablePopups) {
+      ++told_unreadable_;
+      out_.Notify("window/showMessage",
+                  proto::ShowMessageParams{
+                      proto::MessageType::kWarning,
+                      "ttap: cannot read " + trace + " (" + message +
+                          "); showing the newest trace that loads until it changes" +
+                          (told_unreadable_ == kUnreadablePopups
+                               ? ". Further unreadable files are listed in the ttap output "
+                                 "log only; narrow ttap.traceGlobs to skip them"
+                               : "")});
+    }
     end_progress("not readable");
     Status("waiting", message);
     return false;

@@ -538,3 +538,36 @@ TEST_CASE(
   ExpectStallDiagnostic(&c, root);
   c.Notify("exit", nullptr);
 }
+
+TEST_CASE("lsp: hundreds of JSON files that match the trace glob but are no traces raise a few "
+          "popups, and the real trace is shown",
+          "[lsp][e2e][unreadable]") {
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  mkdir((root + "/log").c_str(), 0755);
+  mkdir((root + "/configs").c_str(), 0755);
+  const std::string good = root + "/log/host_1.1700000000000.pt.trace.json";
+  WriteOrFail(good, ttap_test::StallTrace());
+  struct timespec old_times[2] = {{1700000000, 0}, {1700000000, 0}};
+  REQUIRE(utimensat(AT_FDCWD, good.c_str(), old_times, 0) == 0);
+  // Newer than the trace: 300 JSON files named like traces (a config or metrics dump).
+  for (int i = 0; i < 300; ++i) {
+    WriteOrFail(root + "/configs/run_" + std::to_string(i) + "_trace.json",
+                "{\"lr\": 0.1, \"note\": \"not a trace\"}");
+  }
+  struct timespec past[2] = {{time(nullptr) - 60, 0}, {time(nullptr) - 60, 0}};
+  for (int i = 0; i < 300; ++i) {
+    const std::string f = root + "/configs/run_" + std::to_string(i) + "_trace.json";
+    REQUIRE(utimensat(AT_FDCWD, f.c_str(), past, 0) == 0);
+  }
+  LspClient c(ttap_test::Binary(), {"--stdio", "--poll-ms=50"}, /*quiet_stderr=*/true);
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  size_t popups = 0;
+  for (const json& m : c.inbox()) {
+    if (m.value("method", "") == "window/showMessage" && m["params"]["type"] == 2) ++popups;
+  }
+  CHECK(popups <= 3);
+  c.Notify("exit", nullptr);
+}
