@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "analysis/string_util.h"
 
@@ -119,9 +120,16 @@ WorkspaceIndex WorkspaceIndex::Build(const std::string& root, std::vector<PathMa
   w.maps_ = std::move(maps);
   w.exclude_dirs_ = exclude;
   size_t budget = 200000;  // files visited at most
+  // Symbolic links are followed (a source folder linked into the workspace), each folder entered
+  // once by (device, inode): link loops end.
+  std::set<std::pair<dev_t, ino_t>> entered;
   std::function<void(const std::string&, int)> walk = [&](const std::string& rel, int depth) {
     if (depth > 32 || budget == 0) return;
     std::string dir = rel.empty() ? w.root_ : w.root_ + "/" + rel;
+    struct stat self;
+    if (stat(dir.c_str(), &self) != 0 || !entered.insert({self.st_dev, self.st_ino}).second) {
+      return;
+    }
     DIR* d = opendir(dir.c_str());
     if (!d) return;
     std::vector<std::pair<std::string, bool>> entries;
@@ -130,7 +138,8 @@ WorkspaceIndex WorkspaceIndex::Build(const std::string& root, std::vector<PathMa
       if (n == "." || n == "..") continue;
       struct stat st;
       std::string full = dir + "/" + n;
-      if (lstat(full.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+      if (lstat(full.c_str(), &st) != 0) continue;
+      if (S_ISLNK(st.st_mode) && stat(full.c_str(), &st) != 0) continue;  // dangling
       if (S_ISDIR(st.st_mode)) {
         // A directory with pyvenv.cfg is a virtual environment.
         struct stat cfg;

@@ -4,6 +4,7 @@
 #include "mapping/workspace_index.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -120,4 +121,20 @@ TEST_CASE("include/exclude globs decide what user code is", "[mapping][workspace
   only_train.include = {"*train.py"};
   CHECK(SelectUserFrame(frames, &ws, &r, &only_train) == 1);
   CHECK(r.path == root + "/train.py");
+}
+
+TEST_CASE("sources in a symlinked folder resolve; link loops end",
+          "[mapping][workspace][symlink]") {
+  // The project's package lives elsewhere and is linked into the workspace (a monorepo, a
+  // mounted checkout); a link back to the root makes a loop.
+  std::string elsewhere = MakeWorkspace({"pkg/models/net.py"});
+  std::string root = MakeWorkspace({"train.py"});
+  REQUIRE(symlink((elsewhere + "/pkg").c_str(), (root + "/pkg").c_str()) == 0);
+  REQUIRE(symlink(root.c_str(), (root + "/loop").c_str()) == 0);
+  REQUIRE(symlink((root + "/missing").c_str(), (root + "/dangling.py").c_str()) == 0);
+  auto ws = WorkspaceIndex::Build(root);
+  auto r = ws.Resolve("/job/pkg/models/net.py");
+  REQUIRE(r.status == Resolution::kResolved);
+  CHECK(r.path == root + "/pkg/models/net.py");
+  CHECK(ws.Resolve("train.py").status == Resolution::kResolved);
 }
