@@ -19,6 +19,13 @@ namespace {
 constexpr uint32_t kMask = IN_CREATE | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
                            IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
 
+// A folder's (device, inode), {0, 0} when it does not exist.
+std::pair<unsigned long, unsigned long> FolderId(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return {0UL, 0UL};
+  return {static_cast<unsigned long>(st.st_dev), static_cast<unsigned long>(st.st_ino)};
+}
+
 }  // namespace
 
 DirWatcher::DirWatcher(const std::vector<std::string>& roots, SkipDir skip, size_t max_watches)
@@ -28,7 +35,17 @@ DirWatcher::DirWatcher(const std::vector<std::string>& roots, SkipDir skip, size
     why_not_ = std::string("inotify: ") + std::strerror(errno);
     return;
   }
-  for (const auto& r : roots) WatchTree(r);
+  for (const auto& r : roots) {
+    roots_.push_back({r, FolderId(r)});
+    WatchTree(r);
+  }
+}
+
+bool DirWatcher::RootsMoved() const {
+  for (const auto& [root, id] : roots_) {
+    if (FolderId(root) != id) return true;
+  }
+  return false;
 }
 
 DirWatcher::~DirWatcher() {
@@ -93,8 +110,9 @@ bool DirWatcher::Wait(int timeout_ms, const Relevant& relevant) {
         if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && !skip_(name, path)) WatchTree(path);
         continue;
       }
-      if (ev->mask & IN_CREATE) {
-        // A symbolic link to a folder (`log -> /scratch/run`) is watched like a folder.
+      if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
+        // A symbolic link to a folder (`log -> /scratch/run`) is watched like a folder; `ln -sfn`
+        // re-points one by renaming a new link over it (IN_MOVED_TO).
         struct stat st;
         if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && !skip_(name, path)) {
           WatchTree(path);

@@ -36,6 +36,9 @@ class DirWatcher {
   // written and closed, moved in or out, or deleted, when a directory came or went (new ones are
   // watched at once), or when the kernel's queue overflowed.
   bool Wait(int timeout_ms, const Relevant& relevant);
+  // True when a root is no longer the folder that was watched (deleted and made again, or
+  // missing then, or now missing): the caller builds a new watcher. A few stats.
+  bool RootsMoved() const;
 
  private:
   // Watches |dir| and the folders below it (trace_discovery.h's WalkFolders).
@@ -47,6 +50,8 @@ class DirWatcher {
   std::string why_not_;
   std::map<int, std::string> paths_;                          // watch descriptor -> directory
   std::set<std::pair<unsigned long, unsigned long>> inodes_;  // (device, inode) watched
+  // Each root and the (device, inode) it had when watched ({0, 0}: missing).
+  std::vector<std::pair<std::string, std::pair<unsigned long, unsigned long>>> roots_;
 };
 
 }  // namespace ttap::lsp

@@ -87,7 +87,7 @@ void Session::WatchLoop() {
       roots = roots_;
       globs = config_.trace_globs;
     }
-    if (!watcher || roots != watched_roots) {
+    if (!watcher || roots != watched_roots || watcher->RootsMoved()) {
       watcher = std::make_unique<DirWatcher>(roots, SkipDirectory);
       watched_roots = roots;
       settled = false;

@@ -539,9 +539,10 @@ TEST_CASE(
   c.Notify("exit", nullptr);
 }
 
-TEST_CASE("lsp: hundreds of JSON files that match the trace glob but are no traces raise a few "
-          "popups, and the real trace is shown",
-          "[lsp][e2e][unreadable]") {
+TEST_CASE(
+    "lsp: hundreds of JSON files that match the trace glob but are no traces raise a few "
+    "popups, and the real trace is shown",
+    "[lsp][e2e][unreadable]") {
   std::string root = ttap_test::MakeTempDir();
   WriteOrFail(root + "/train.py", kTrainPy);
   mkdir((root + "/log").c_str(), 0755);
@@ -569,5 +570,63 @@ TEST_CASE("lsp: hundreds of JSON files that match the trace glob but are no trac
     if (m.value("method", "") == "window/showMessage" && m["params"]["type"] == 2) ++popups;
   }
   CHECK(popups <= 3);
+  c.Notify("exit", nullptr);
+}
+
+namespace {
+// Waits for train.py's diagnostics to include |code|.
+bool ShowsCode(LspClient* c, const std::string& root, const std::string& code, int timeout_ms) {
+  const std::string uri = "file://" + root + "/train.py";
+  auto pub = c->WaitFor(
+      [&](const json& m) {
+        if (m.value("method", "") != "textDocument/publishDiagnostics" || m["params"]["uri"] != uri)
+          return false;
+        for (const auto& d : m["params"]["diagnostics"]) {
+          if (d.value("code", "") == code) return true;
+        }
+        return false;
+      },
+      timeout_ms);
+  return !pub.is_null();
+}
+}  // namespace
+
+TEST_CASE("lsp: a run link re-pointed with ln -sfn shows the new run's trace",
+          "[lsp][e2e][relink]") {
+  const std::string elsewhere = ttap_test::MakeTempDir();
+  mkdir((elsewhere + "/runA").c_str(), 0755);
+  mkdir((elsewhere + "/runB").c_str(), 0755);
+  WriteOrFail(elsewhere + "/runA/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
+  const std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  REQUIRE(symlink((elsewhere + "/runA").c_str(), (root + "/log").c_str()) == 0);
+  LspClient c(ttap_test::Binary(), {"--stdio", "--poll-ms=50"}, /*quiet_stderr=*/true);
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  WriteOrFail(elsewhere + "/runB/host_1.1800000000000.pt.trace.json",
+              ttap_test::StallTraceWithTwoMatmuls());
+  // What `ln -sfn runB log` does: a new link renamed over the old one.
+  REQUIRE(symlink((elsewhere + "/runB").c_str(), (root + "/log.new").c_str()) == 0);
+  REQUIRE(rename((root + "/log.new").c_str(), (root + "/log").c_str()) == 0);
+  CHECK(ShowsCode(&c, root, "TTA009", 15000));
+  c.Notify("exit", nullptr);
+}
+
+TEST_CASE("lsp: a workspace root deleted and made again shows the traces written there",
+          "[lsp][e2e][relink]") {
+  const std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  WriteOrFail(root + "/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
+  LspClient c(ttap_test::Binary(), {"--stdio", "--poll-ms=50"}, /*quiet_stderr=*/true);
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  REQUIRE(system(("rm -rf '" + root + "'").c_str()) == 0);
+  c.WaitFor([](const json&) { return false; }, 500);
+  REQUIRE(mkdir(root.c_str(), 0755) == 0);
+  WriteOrFail(root + "/train.py", kTrainPy);
+  WriteOrFail(root + "/host_1.1800000000000.pt.trace.json", ttap_test::StallTraceWithTwoMatmuls());
+  CHECK(ShowsCode(&c, root, "TTA009", 15000));
   c.Notify("exit", nullptr);
 }
