@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <fnmatch.h>
 
+#include <deque>
+
 namespace ttap::lsp {
 
 namespace {
@@ -45,37 +47,44 @@ bool MatchesAnyGlob(const std::vector<std::string>& globs, const std::string& re
 
 namespace {
 
-void WalkFrom(const std::string& root, const std::string& rel, int depth,
-              const FolderVisitor& visitor,
+// Breadth-first: the folders near the root (where runs write their traces: log/, runs/) are
+// listed before the depths of a dataset tree, so a budget spent on 60,000 image folders never
+// hides the run folder.
+void WalkFrom(const std::string& root, const FolderVisitor& visitor,
               const std::function<bool(const std::string&, const std::string&)>& skip,
               std::set<std::pair<dev_t, ino_t>>* visited) {
-  if (depth > 32) return;
-  const std::string dir = rel.empty() ? root : root + "/" + rel;
-  struct stat self;
-  if (stat(dir.c_str(), &self) != 0 || !S_ISDIR(self.st_mode) ||
-      !visited->insert({self.st_dev, self.st_ino}).second || !visitor.enter(dir)) {
-    return;
-  }
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = readdir(d)) {
-    const std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    const std::string r = rel.empty() ? n : rel + "/" + n;
-    if (e->d_type == DT_REG) {
-      if (visitor.file) visitor.file(r);
+  std::deque<std::pair<std::string, int>> pending = {{"", 0}};
+  while (!pending.empty()) {
+    auto [rel, depth] = std::move(pending.front());
+    pending.pop_front();
+    if (depth > 32) continue;
+    const std::string dir = rel.empty() ? root : root + "/" + rel;
+    struct stat self;
+    if (stat(dir.c_str(), &self) != 0 || !S_ISDIR(self.st_mode) ||
+        !visited->insert({self.st_dev, self.st_ino}).second || !visitor.enter(dir)) {
       continue;
     }
-    if (e->d_type != DT_DIR && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
-    struct stat st;
-    if (stat((root + "/" + r).c_str(), &st) != 0) continue;  // follows links; dangling: skip
-    if (S_ISDIR(st.st_mode)) {
-      if (!skip(n, root + "/" + r)) WalkFrom(root, r, depth + 1, visitor, skip, visited);
-    } else if (S_ISREG(st.st_mode) && visitor.file) {
-      visitor.file(r);
+    DIR* d = opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      std::string r = rel.empty() ? n : rel + "/" + n;
+      if (e->d_type == DT_REG) {
+        if (visitor.file) visitor.file(r);
+        continue;
+      }
+      if (e->d_type != DT_DIR && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
+      struct stat st;
+      if (stat((root + "/" + r).c_str(), &st) != 0) continue;  // follows links; dangling: skip
+      if (S_ISDIR(st.st_mode)) {
+        if (!skip(n, root + "/" + r)) pending.emplace_back(std::move(r), depth + 1);
+      } else if (S_ISREG(st.st_mode) && visitor.file) {
+        visitor.file(r);
+      }
     }
+    closedir(d);
   }
-  closedir(d);
 }
 
 }  // namespace
@@ -83,7 +92,7 @@ void WalkFrom(const std::string& root, const std::string& rel, int depth,
 void WalkFolders(const std::string& root, const FolderVisitor& visitor,
                  const std::function<bool(const std::string&, const std::string&)>& skip,
                  std::set<std::pair<dev_t, ino_t>>* visited) {
-  WalkFrom(root, "", 0, visitor, skip, visited);
+  WalkFrom(root, visitor, skip, visited);
 }
 
 void FindTraces(const std::string& root, const std::vector<std::string>& globs,

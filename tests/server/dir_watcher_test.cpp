@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
+#include "server/lsp/trace_discovery.h"
 #include "test_support.h"
 
 using ttap::lsp::DirWatcher;
@@ -84,4 +85,27 @@ TEST_CASE("DirWatcher follows linked folders, ends link loops, and reports a bud
   DirWatcher small({root}, NoSkip, /*max_watches=*/3);
   CHECK_FALSE(small.ok());
   CHECK(small.why_not().find("more than 3 folders") != std::string::npos);
+}
+
+TEST_CASE(
+    "FindTraces lists the folders near the root first: a dataset tree that spends the "
+    "folder budget does not hide the run folder",
+    "[lsp][discovery]") {
+  const std::string root = ttap_test::MakeTempDir();
+  // Three dataset trees of 40 class folders each (120 folders, two levels deep), and the run.
+  for (const char* set : {"data_a", "data_b", "data_c"}) {
+    mkdir((root + "/" + set).c_str(), 0755);
+    for (int k = 0; k < 40; ++k) {
+      mkdir((root + "/" + set + "/class_" + std::to_string(k)).c_str(), 0755);
+    }
+  }
+  mkdir((root + "/zz_runs").c_str(), 0755);
+  REQUIRE(ttap_test::WriteFile(root + "/zz_runs/host_1.pt.trace.json", "{}"));
+  // A budget of 20 folders: the root, its 4 children, and what fits after.
+  std::vector<std::string> found;
+  size_t dirs_left = 20;
+  std::set<std::pair<dev_t, ino_t>> visited;
+  ttap::lsp::FindTraces(root, {"**/*trace*.json"}, &found, &dirs_left, &visited);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0] == root + "/zz_runs/host_1.pt.trace.json");
 }
