@@ -94,11 +94,32 @@ std::unique_ptr<ByteChannel> StdioChannel() {
   return std::make_unique<FdChannel>(STDIN_FILENO, STDOUT_FILENO);
 }
 
+// |host| as users write it ("127.0.0.1", "localhost", "::1", "[::1]", a name the system
+// resolves) as an address.
+Status ResolveAddress(asio::io_context& io, const std::string& host, int port,
+                      asio::ip::address* out) {
+  std::string name = host;
+  if (name.size() >= 2 && name.front() == '[' && name.back() == ']') {
+    name = name.substr(1, name.size() - 2);
+  }
+  asio::error_code ec;
+  *out = asio::ip::make_address(name == "localhost" ? "127.0.0.1" : name, ec);
+  if (!ec) return Status::Ok();
+  asio::ip::tcp::resolver resolver(io);
+  auto results = resolver.resolve(name, std::to_string(port), ec);
+  if (ec || results.empty()) {
+    return Status::Error("bad address " + host + ": " +
+                         (ec ? ec.message() : std::string("no address")));
+  }
+  *out = results.begin()->endpoint().address();
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<ByteChannel>> ConnectTcp(const std::string& host, int port) {
   auto io = std::make_shared<asio::io_context>();
   asio::error_code ec;
-  auto address = asio::ip::make_address(host, ec);
-  if (ec) return Status::Error("bad address " + host + ": " + ec.message());
+  asio::ip::address address;
+  if (Status st = ResolveAddress(*io, host, port, &address); !st.ok()) return st;
   asio::ip::tcp::socket socket(*io);
   socket.connect({address, static_cast<unsigned short>(port)}, ec);
   if (ec) {
@@ -111,8 +132,8 @@ StatusOr<std::unique_ptr<ByteChannel>> ConnectTcp(const std::string& host, int p
 StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(const std::string& host, int port) {
   auto io = std::make_shared<asio::io_context>();
   asio::error_code ec;
-  auto address = asio::ip::make_address(host, ec);
-  if (ec) return Status::Error("bad address " + host + ": " + ec.message());
+  asio::ip::address address;
+  if (Status st = ResolveAddress(*io, host, port, &address); !st.ok()) return st;
   asio::ip::tcp::acceptor acceptor(*io);
   asio::ip::tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
   acceptor.open(endpoint.protocol(), ec);

@@ -19,6 +19,12 @@ bool SkippedDir(const std::string& n) {
 
 // Folders neither searched nor watched for traces: tools' caches and virtual environments.
 bool SkipDirectory(const std::string& name, const std::string& path) {
+  // The kernel's and the devices' pseudo file systems hold no traces (a workspace folder of
+  // `/` walked into /proc/self/task/*/cwd for 48 s).
+  if (path == "/proc" || path == "/sys" || path == "/dev" || path == "/run" ||
+      path.rfind("/proc/", 0) == 0 || path.rfind("/sys/", 0) == 0) {
+    return true;
+  }
   struct stat cfg;
   return SkippedDir(name) || stat((path + "/pyvenv.cfg").c_str(), &cfg) == 0;
 }

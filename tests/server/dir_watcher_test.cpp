@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
+#include "server/lsp/channel.h"
 #include "server/lsp/trace_discovery.h"
 #include "test_support.h"
 
@@ -108,4 +109,29 @@ TEST_CASE(
   ttap::lsp::FindTraces(root, {"**/*trace*.json"}, &found, &dirs_left, &visited);
   REQUIRE(found.size() == 1);
   CHECK(found[0] == root + "/zz_runs/host_1.pt.trace.json");
+}
+
+TEST_CASE("a workspace folder of / does not walk the kernel's pseudo file systems",
+          "[lsp][discovery]") {
+  CHECK(ttap::lsp::SkipDirectory("proc", "/proc"));
+  CHECK(ttap::lsp::SkipDirectory("sys", "/sys"));
+  CHECK(ttap::lsp::SkipDirectory("task", "/proc/self/task"));
+  CHECK_FALSE(ttap::lsp::SkipDirectory("proc", "/home/me/proc"));
+  CHECK_FALSE(ttap::lsp::SkipDirectory("runs", "/home/me/runs"));
+}
+
+TEST_CASE("--listen takes localhost and a bracketed IPv6 address as users write them",
+          "[lsp][listen]") {
+  auto local = ttap::lsp::TcpListener::Listen("localhost", 0);
+  REQUIRE(local.ok());
+  CHECK((*local)->port() > 0);
+  (*local)->Stop();
+  auto v6 = ttap::lsp::TcpListener::Listen("[::1]", 0);
+  if (v6.ok()) {  // a container without IPv6 refuses ::1 itself
+    CHECK((*v6)->port() > 0);
+    (*v6)->Stop();
+  } else {
+    CHECK(v6.status().message().find("bad address") == std::string::npos);
+  }
+  CHECK_FALSE(ttap::lsp::TcpListener::Listen("no such host.invalid", 0).ok());
 }
