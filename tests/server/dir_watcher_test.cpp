@@ -120,7 +120,7 @@ TEST_CASE("a workspace folder of / does not walk the kernel's pseudo file system
   CHECK_FALSE(ttap::lsp::SkipDirectory("runs", "/home/me/runs"));
 }
 
-TEST_CASE("--listen takes localhost and a bracketed IPv6 address as users write them",
+TEST_CASE("lsp: --listen takes localhost and a bracketed IPv6 address as users write them",
           "[lsp][listen]") {
   auto local = ttap::lsp::TcpListener::Listen("localhost", 0);
   REQUIRE(local.ok());
