@@ -9,18 +9,22 @@ namespace ttap::lsp {
 std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf) {
   const Finding& f = lf.finding;
   char buf[256];
-  std::string md = "**" + f.code + " " + f.name + "** (" + SeverityName(f.severity) + ")\n\n" +
-                   f.message + "\n\n";
+  // The diagnostic's own sentence is shown by the editor beside the hover: the hover adds what
+  // it does not say (the numbers, where the time went, the fix), and states the saving once.
+  std::string md = "**" + f.code + " " + f.name + "** (" + SeverityName(f.severity) + ")";
+  if (const RuleInfo* rule = FindRule(f.code)) md += ": " + std::string(rule->summary);
+  md += "\n\n";
+  auto occurs = f.evidence.find("occurs");
+  const std::string steps =
+      f.step_ids.empty()
+          ? "-"
+          : "ProfilerStep " + std::to_string(f.step_ids.front()) +
+                (f.step_ids.size() > 1 ? "-" + std::to_string(f.step_ids.back()) : "");
   std::snprintf(buf, sizeof(buf),
-                "| time lost per step | share of step | steps | window |\n|---:|---:|---|---|\n| "
-                "%s | %s | %s | %.3f-%.3f ms |\n\n",
+                "| saves per step | share of step | steps | occurs |\n|---:|---:|---|---|\n| "
+                "%s | %s | %s | %s |\n\n",
                 FormatMs(f.time_lost_us_per_step).c_str(), FormatPercent(f.share_of_step).c_str(),
-                f.step_ids.empty()
-                    ? "-"
-                    : (std::to_string(f.step_ids.front()) +
-                       (f.step_ids.size() > 1 ? "-" + std::to_string(f.step_ids.back()) : ""))
-                          .c_str(),
-                (f.start_ns - snap.span_start_ns) / 1e6, (f.end_ns - snap.span_start_ns) / 1e6);
+                steps.c_str(), occurs == f.evidence.end() ? "-" : occurs->second.text.c_str());
   md += buf;
   if (!f.top_events.empty()) {
     md += "Top events: ";
@@ -55,23 +59,19 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
     }
   }
   if (steps_time.total() > 0) {
-    md += "Where these steps' time went: `" + CauseBar(steps_time, 30) + "` " +
-          FormatCauses(steps_time, 4) + "\n\n";
+    md += "Where these steps' time went (critical path): " + FormatCauses(steps_time, 4) + "\n\n";
   }
   if (rr.run_ns > 0) {
     std::snprintf(buf, sizeof(buf), "%.2fx", rr.speedup);
-    md += "Fixing it saves " + FormatMs(f.time_lost_us_per_step) + "/step (" +
-          FormatPercent(f.share_of_step) +
-          " of the step, replayed); all fixes together: this run "
-          "could be " +
-          buf + " faster.\n\n";
+    md +=
+        "The saving is replayed on this run's dependency graph; all fixes together: this run "
+        "could be " +
+        std::string(buf) + " faster.\n\n";
   }
   if (lf.located_by_shape)
     md +=
         "Placed on the one statement of the workspace with this fix's shape: the trace has no "
         "Python stacks (record with `with_stack=True` for exact lines).\n\n";
-  const RuleInfo* info = FindRule(f.code);
-  if (info) md += "Why: " + std::string(info->summary) + ". ";
   if (!f.fix.empty()) md += "Fix: `" + f.fix + "` (quick fix available). ";
   md += "[Docs](" + RuleDocsUrl(f.code, f.name) + ")";
   return md;

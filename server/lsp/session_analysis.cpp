@@ -449,8 +449,7 @@ void Session::PrepareForHovers(Snapshot* snap) {
         ", idle " + FormatPercent(s.overall.Pct(s.overall.idle_ns) / 100) + "\n\n";
   const StepAttribution& all = rr.time.overall;  // the steps added up
   if (all.total() > 0)
-    md +=
-        "Where the steps' time went: `" + CauseBar(all, 30) + "` " + FormatCauses(all, 5) + "\n\n";
+    md += "Where the steps' time went (critical path): " + FormatCauses(all, 5) + "\n\n";
   snap->summary_head = std::move(md);
 }
 

@@ -919,9 +919,9 @@ TEST_CASE("llm: the language server shows drafts in hovers and offers drafted fi
   auto hover = c.Call("textDocument/hover", hover_params);
   const std::string md = hover["result"]["contents"]["value"];
   INFO(md);
-  CHECK(md.find("time lost per step") != std::string::npos);  // the rule's numbers first
+  CHECK(md.find("saves per step") != std::string::npos);  // the rule's numbers first
   CHECK(md.find("**Drafted by lsp-model**") != std::string::npos);
-  CHECK(md.find("**Drafted by") > md.find("time lost per step"));
+  CHECK(md.find("**Drafted by") > md.find("saves per step"));
   CHECK(md.find("runs in the main process") != std::string::npos);
 
   auto actions_at = [&](int line) {

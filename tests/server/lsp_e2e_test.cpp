@@ -238,10 +238,17 @@ TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick f
   CHECK(md.find("ms") != std::string::npos);
   CHECK(md.find("%") != std::string::npos);
   CHECK(md.find("GPU busy") != std::string::npos);
-  // Where the steps' time went (a bar and the causes) and the replayed saving.
-  CHECK(md.find("Where these steps' time went: `") != std::string::npos);
+  // Where the steps' time went (causes ranked, readable without a legend) and the replayed
+  // saving, stated once; the diagnostic's sentence (shown beside the hover) is not repeated;
+  // steps by number, not raw offsets.
+  CHECK(md.find("Where these steps' time went (critical path): ") != std::string::npos);
+  CHECK(md.find("PPP") == std::string::npos);
+  CHECK(md.find("the input pipeline runs") == std::string::npos);
+  CHECK(md.find("ProfilerStep ") != std::string::npos);
+  CHECK(md.find("every step") != std::string::npos);
   CHECK(md.find("data loading") != std::string::npos);
-  CHECK(md.find("Fixing it saves") != std::string::npos);
+  CHECK(md.find("saves per step") != std::string::npos);
+  CHECK(md.find("replayed") != std::string::npos);
   CHECK(md.find("could be") != std::string::npos);
   auto nothing = c.Call("textDocument/hover", {{"textDocument", {{"uri", uri}}},
                                                {"position", {{"line", 0}, {"character", 0}}}});
