@@ -1,5 +1,7 @@
 // textDocument/codeLens and workspace/executeCommand (see session.h): per-function lenses, the
 // trace summary, rescan.
+#include <set>
+
 #include "server/lsp/session.h"
 
 namespace ttap::lsp {
@@ -55,9 +57,26 @@ std::string Session::SummaryMarkdown(const CancelToken& cancel) {
   }
   if (!snap) return "No trace analysed yet.";
   std::string md = snap->summary_head;
+  // What the Problems view shows: findings at info or above, one per code and line; the hints
+  // (and findings that save nothing measurable) are counted, not listed four times over.
+  std::set<std::string> listed;
+  size_t not_listed = 0;
   for (const auto& lf : snap->scan->findings) {
     if (cancel.cancelled()) break;
-    md += "- " + lf.finding.code + " " + lf.finding.name + ": " + lf.finding.message + "\n";
+    const Finding& f = lf.finding;
+    if (f.severity == Severity::kHint || f.time_lost_us_per_step < 1.0 ||
+        !listed.insert(f.code + "\n" + lf.file + ":" + std::to_string(lf.line)).second) {
+      ++not_listed;
+      continue;
+    }
+    md += "- " + f.code + " " + f.name +
+          (lf.file.empty() ? "" : " (" + lf.file + ":" + std::to_string(lf.line) + ")") + ": " +
+          f.message + "\n";
+  }
+  if (not_listed > 0) {
+    md += "\n" + std::to_string(not_listed) +
+          " more at hint level, saving under 1 us/step, or repeating a listed one on its line "
+          "(`ttap scan --min-severity hint` lists every one).\n";
   }
   return md;
 }

@@ -481,6 +481,18 @@ TEST_CASE("lsp: one diagnostic per code and line; the hover lists the others", "
   REQUIRE(hover["result"].is_object());
   const std::string md = hover["result"]["contents"]["value"];
   CHECK(md.find("Also TTA009 on this line:") != std::string::npos);
+  // The trace summary lists what the Problems view shows: TTA009 once for its line, not per
+  // finding, and counts the rest.
+  auto summary = c.Call("workspace/executeCommand", {{"command", "ttap.server.showTraceSummary"}});
+  const std::string text = summary["result"].value("markdown", "");
+  size_t listed = 0;
+  for (size_t at = text.find("- TTA009"); at != std::string::npos;
+       at = text.find("- TTA009", at + 1)) {
+    ++listed;
+  }
+  CHECK(listed <= 1);
+  CHECK(text.find("train.py:12") != std::string::npos);
+  CHECK(text.find("saves 0.000 ms") == std::string::npos);
   c.Notify("exit", nullptr);
 }
 
