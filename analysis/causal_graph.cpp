@@ -94,6 +94,13 @@ int32_t NodeAt(const CausalGraph& g, const std::vector<int32_t>& nodes, int64_t 
   return *(it - 1);
 }
 
+// The last node of |lane| that ends at or before |t| (a lane's nodes end in order), -1.
+int32_t LastEndingBy(const CausalGraph& g, const CausalGraph::Lane& lane, int64_t t) {
+  auto first = g.obs_end.begin() + lane.first_node, last = g.obs_end.begin() + lane.end_node;
+  auto it = std::upper_bound(first, last, t);
+  return it == first ? -1 : static_cast<int32_t>((it - 1) - g.obs_end.begin());
+}
+
 }  // namespace
 
 const char* CauseName(Cause c) {
@@ -824,11 +831,9 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     // serialises the staging copy behind the device's work): the latest such end, per stream.
     if (!deps.empty() && b - wait_end >= kInferredWaitMinNs) {
       for (const auto& lane : g.lanes) {
-        if (!lane.gpu || lane.first_node == lane.end_node) continue;
-        auto first = g.obs_end.begin() + lane.first_node, last = g.obs_end.begin() + lane.end_node;
-        auto it = std::upper_bound(first, last, b);
-        if (it == first) continue;
-        const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
+        if (!lane.gpu) continue;
+        const int32_t v = LastEndingBy(g, lane, b);
+        if (v < 0) continue;
         if (g.obs_end[v] <= std::max(a, wait_end) || b - g.obs_end[v] > kSyncReturnTailNs) {
           continue;
         }
@@ -882,11 +887,9 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
       // candidate; the latest-ending one that qualifies is what the slice waited for.
       int32_t d = -1;
       for (const auto& l : g.lanes) {
-        if (l.main || l.first_node == l.end_node || (l.gpu && !may_wait_for_gpu)) continue;
-        auto first = g.obs_end.begin() + l.first_node, last = g.obs_end.begin() + l.end_node;
-        auto it = std::upper_bound(first, last, b);
-        if (it == first) continue;
-        const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
+        if (l.main || (l.gpu && !may_wait_for_gpu)) continue;
+        const int32_t v = LastEndingBy(g, l, b);
+        if (v < 0) continue;
         // The thread resumes within 50 us of the work's end, or 2% of a long wait (the Python
         // that returns from loss.backward() after a cold autograd pass).
         if (g.obs_end[v] <= a || b - g.obs_end[v] > std::max<int64_t>(50000, (b - a) / 50)) {
@@ -955,12 +958,9 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
         }
         int32_t src = -1;
         for (const auto& other : g.lanes) {
-          if (!other.gpu || &other == &lane || other.first_node == other.end_node) continue;
-          auto first = g.obs_end.begin() + other.first_node;
-          auto last = g.obs_end.begin() + other.end_node;
-          auto it = std::upper_bound(first, last, start);
-          if (it == first) continue;
-          const int32_t v = static_cast<int32_t>((it - 1) - g.obs_end.begin());
+          if (!other.gpu || &other == &lane) continue;
+          const int32_t v = LastEndingBy(g, other, start);
+          if (v < 0) continue;
           if (start - g.obs_end[v] > kInferredWaitTailNs) continue;
           if (src < 0 || g.obs_end[v] > g.obs_end[src]) src = v;
         }

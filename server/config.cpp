@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -145,18 +146,20 @@ Status Apply(const cpptoml::table& t, Config* c) {
 
 StatusOr<Config> LoadConfigFile(const std::string& path) {
   Config c;
-  std::shared_ptr<cpptoml::table> root;
-  {
-    // cpptoml recurses per nesting level: a 200k-deep array would overflow the stack.
-    std::ifstream in(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (NestingExceeds(text, kMaxTomlNesting, TextSyntax::kToml)) {
-      return Status::Error(path + ": arrays or inline tables nested deeper than " +
-                           std::to_string(kMaxTomlNesting) + " levels");
-    }
+  // Read once: the nesting guard (cpptoml recurses per level, so a 200k-deep array would overflow
+  // the stack) and the parser see the same text.
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error(path + ": " + path + " could not be opened for parsing");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (NestingExceeds(text, kMaxTomlNesting, TextSyntax::kToml)) {
+    return Status::Error(path + ": arrays or inline tables nested deeper than " +
+                         std::to_string(kMaxTomlNesting) + " levels");
   }
+  std::shared_ptr<cpptoml::table> root;
   try {
-    root = cpptoml::parse_file(path);
+    std::istringstream stream(text);
+    cpptoml::parser parser(stream);
+    root = parser.parse();
   } catch (const std::exception& e) {
     return Status::Error(path + ": " + e.what());
   }

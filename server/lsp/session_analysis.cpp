@@ -140,8 +140,10 @@ void Session::WatchLoop() {
 }
 
 bool Session::AnalyseNewest(bool force, const CancelToken& cancel) {
-  int64_t mtime = -1;
-  std::string trace = NewestTrace(&mtime, nullptr);
+  // One listing serves the newest trace and, when it is broken, the ones after it.
+  const std::vector<std::pair<int64_t, std::string>> candidates = TraceCandidates(nullptr);
+  const int64_t mtime = candidates.empty() ? -1 : candidates.front().first;
+  const std::string trace = candidates.empty() ? std::string() : candidates.front().second;
   std::string failure;
   {
     std::lock_guard<std::mutex> lock(trace_mu_);
@@ -191,12 +193,12 @@ bool Session::AnalyseNewest(bool force, const CancelToken& cancel) {
     if (!broken || cancel.cancelled()) return true;  // being written, deleted: look again
     // Broken: the next newest, from the same listing (a folder of 10,000 JSON files that are
     // not traces is walked once, not once per file), until one loads or the shown one is next.
-    for (const auto& [m, next] : TraceCandidates(nullptr)) {
+    for (size_t k = 1; k < candidates.size(); ++k) {
+      const auto& [m, next] = candidates[k];
       if (cancel.cancelled()) return true;
       {
         std::lock_guard<std::mutex> lock(trace_mu_);
         if (next == last_trace_ && m == last_trace_mtime_) return false;  // still shown
-        if (failed_traces_.count(next)) continue;
       }
       scheduler_.SetInFlight(next, m);
       broken = false;
