@@ -94,16 +94,28 @@ TEST_CASE("lsp: initialize, unknown methods, bad params, shutdown and exit codes
   }
 }
 
-TEST_CASE("lsp: a broken newest trace is reported once and the newest one that loads is shown",
-          "[lsp][e2e]") {
-  std::string root = ttap_test::MakeTempDir();
+namespace {
+
+// train.py and, in log/, a trace that loads (host_1.1700000000000) and one truncated mid-write
+// (host_1.1800000000000). Returns the root.
+std::string WorkspaceWithBrokenNewest() {
+  const std::string root = ttap_test::MakeTempDir();
   WriteOrFail(root + "/train.py", kTrainPy);
   mkdir((root + "/log").c_str(), 0755);
-  const std::string good = root + "/log/host_1.1700000000000.pt.trace.json";
-  const std::string broken = root + "/log/host_1.1800000000000.pt.trace.json";
-  WriteOrFail(good, ttap_test::StallTrace());
+  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
   const std::string full = ttap_test::StallTrace();
-  WriteOrFail(broken, full.substr(0, full.size() / 2));  // truncated mid-write
+  WriteOrFail(root + "/log/host_1.1800000000000.pt.trace.json", full.substr(0, full.size() / 2));
+  return root;
+}
+
+}  // namespace
+
+TEST_CASE("lsp: a broken newest trace is reported once and the newest one that loads is shown",
+          "[lsp][e2e]") {
+  const std::string root = WorkspaceWithBrokenNewest();
+  const std::string good = root + "/log/host_1.1700000000000.pt.trace.json";
+  const std::string broken =
+      root + "/log/host_1.1800000000000.pt.trace.json";  // truncated mid-write
   // The broken one is the newer.
   struct timespec times[2] = {{1700000000, 0}, {1700000000, 0}};
   REQUIRE(utimensat(AT_FDCWD, good.c_str(), times, 0) == 0);
@@ -533,14 +545,8 @@ TEST_CASE(
     "lsp: a broken newest trace whose mtime is ahead of the clock is reported and passed "
     "over within seconds, not when the clock catches up",
     "[lsp][e2e][clock]") {
-  std::string root = ttap_test::MakeTempDir();
-  WriteOrFail(root + "/train.py", kTrainPy);
-  mkdir((root + "/log").c_str(), 0755);
-  const std::string good = root + "/log/host_1.1700000000000.pt.trace.json";
+  const std::string root = WorkspaceWithBrokenNewest();
   const std::string broken = root + "/log/host_1.1800000000000.pt.trace.json";
-  WriteOrFail(good, ttap_test::StallTrace());
-  const std::string full = ttap_test::StallTrace();
-  WriteOrFail(broken, full.substr(0, full.size() / 2));
   // NFS skew / `rsync -t` from a machine an hour ahead.
   struct timespec ahead[2] = {{time(nullptr) + 3600, 0}, {time(nullptr) + 3600, 0}};
   REQUIRE(utimensat(AT_FDCWD, broken.c_str(), ahead, 0) == 0);

@@ -71,6 +71,24 @@ json DiagnosticsAt(LspClient* c, const std::string& uri, int version) {
   return pub["params"]["diagnostics"];
 }
 
+// A workspace with the bundled example (train.py and its 1 MB trace, worker0.pt.trace.json.gz):
+// large enough that a request or a deletion lands while it is analysed. Returns its root.
+std::string ExampleWorkspace() {
+  const std::string root = ttap_test::MakeTempDir();
+  const std::string example = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
+  for (const char* name : {"train.py", "worker0.pt.trace.json.gz"}) {
+    REQUIRE(ttap_test::WriteFile(root + "/" + name, ttap_test::ReadFile(example + "/" + name)));
+  }
+  return root;
+}
+
+// The next $/progress notification of |kind| (begin, report, end); null json on timeout.
+json NextProgress(LspClient* c, const std::string& kind) {
+  return c->WaitFor([&](const json& m) {
+    return m.value("method", "") == "$/progress" && m["params"]["value"].value("kind", "") == kind;
+  });
+}
+
 }  // namespace
 
 TEST_CASE("lsp: $/cancelRequest answers a request still queued with -32800, once",
@@ -567,20 +585,12 @@ TEST_CASE(
     "lsp: every $/progress begun ends, also when didChangeConfiguration right after "
     "start supersedes the first analysis",
     "[lsp][reliability][progress]") {
-  // The bundled example's trace: large enough that a new request lands while it loads.
-  std::string root = ttap_test::MakeTempDir();
-  const std::string example = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
-  REQUIRE(ttap_test::WriteFile(root + "/train.py", ttap_test::ReadFile(example + "/train.py")));
-  REQUIRE(ttap_test::WriteFile(root + "/worker0.pt.trace.json.gz",
-                               ttap_test::ReadFile(example + "/worker0.pt.trace.json.gz")));
+  const std::string root = ExampleWorkspace();
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
   REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
   c.Notify("initialized", json::object());
   // As VS Code does: the settings pushed right after start, while the first analysis runs.
-  auto begin = c.WaitFor([](const json& m) {
-    return m.value("method", "") == "$/progress" &&
-           m["params"]["value"].value("kind", "") == "begin";
-  });
+  auto begin = NextProgress(&c, "begin");
   REQUIRE_FALSE(begin.is_null());
   c.Notify("workspace/didChangeConfiguration", {{"settings", {{"ttap", {{"windows", 30}}}}}});
   c.Notify("workspace/didChangeConfiguration", {{"settings", {{"ttap", {{"windows", 40}}}}}});
@@ -607,25 +617,17 @@ TEST_CASE(
 
 TEST_CASE("lsp: a trace deleted while it is analysed leaves no diagnostics behind",
           "[lsp][reliability][deleted]") {
-  std::string root = ttap_test::MakeTempDir();
-  const std::string example = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
-  REQUIRE(ttap_test::WriteFile(root + "/train.py", ttap_test::ReadFile(example + "/train.py")));
+  const std::string root = ExampleWorkspace();
   const std::string trace = root + "/worker0.pt.trace.json.gz";
-  REQUIRE(ttap_test::WriteFile(trace, ttap_test::ReadFile(example + "/worker0.pt.trace.json.gz")));
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
   REQUIRE(c.Call("initialize", InitParams(root)).contains("result"));
   c.Notify("initialized", json::object());
   // Deleted once it is loaded, while the rules and the mapping run.
-  auto loaded = c.WaitFor([](const json& m) {
-    return m.value("method", "") == "$/progress" &&
-           m["params"]["value"].value("kind", "") == "report";
-  });
+  auto loaded = NextProgress(&c, "report");
   REQUIRE_FALSE(loaded.is_null());
   REQUIRE(unlink(trace.c_str()) == 0);
   // The analysis ends, and whatever was published for train.py ends empty.
-  auto end = c.WaitFor([](const json& m) {
-    return m.value("method", "") == "$/progress" && m["params"]["value"].value("kind", "") == "end";
-  });
+  auto end = NextProgress(&c, "end");
   REQUIRE_FALSE(end.is_null());
   const std::string uri = "file://" + root + "/train.py";
   json last;
