@@ -1,0 +1,459 @@
+#!/usr/bin/env python3
+# Records real PyTorch profiler traces on a CUDA GPU, each anti-pattern next to its fix, and
+# measures what the fix saves with the profiler off: the independent truth for ttap's verdicts
+# and what-ifs (bench/record/README.md). Each workload is a small, realistic loop written as users
+# write it; the anti variant and the fix variant differ only in the lines marked "# ttap-anti".
+#
+# Usage (on the GPU machine):  record_timed.py OUTDIR [--only NAME,...] [--budget SECONDS]
+# Writes OUTDIR/<name>-<variant>.pt.trace.json.gz and OUTDIR/results.jsonl (one line per
+# workload: verdict, measured ms/step of each variant with and without the profiler).
+# Each workload runs in its own process with a timeout, so one failure loses only itself.
+# Not used by CI or the tests; bench/record/ingest.sh turns the output into corpus rows.
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.abspath(__file__)
+
+# name -> (verdict category, severity, also-accepted categories, what the anti variant does)
+WORKLOADS = {
+    "dataloader": ("dataloader", "error", "gpu-idle",
+                   "resnet18 96px bs128 bf16 training; DataLoader num_workers=0 with FFT augmentation "
+                   "in __getitem__ (fix: 8 workers, pin_memory)"),
+    "hostsync": ("host-sync", "warning", "cpu-overhead,gpu-idle",
+                 "8-layer transformer encoder bs32 seq128 bf16 training; isfinite(h).all() assert after "
+                 "every layer and loss.item() every step (fix: no per-layer checks, loss kept on GPU)"),
+    "pageable": ("pageable-copy", "warning", "host-sync,gpu-idle",
+                 "resnet18 112px bs256 bf16 channels_last training; 38 MB fp32 batch copied from pageable "
+                 "memory with .cuda() (fix: pinned buffer, non_blocking=True)"),
+    "optimizer": ("unfused-optimizer", "error", "zero-grad,cpu-overhead",
+                  "60 x (Linear 512, LayerNorm, GELU) bs64 fp32 training; Adam(foreach=False) and "
+                  "zero_grad(set_to_none=False) (fix: Adam(fused=True), set_to_none)"),
+    "decode": ("cpu-overhead", "error", "gpu-idle",
+               "12-block 384-wide decoder, batch 1, one token per step, bf16 eager under no_grad "
+               "(fix: the same step captured once as a CUDA graph and replayed)"),
+    "tf32": ("no-tensor-cores", "error", "-",
+             "4 x Linear 4096 MLP bs4096 fp32 training with float32 matmul precision 'highest' "
+             "(fix: 'high', i.e. TF32)"),
+    "emptycache": ("allocator-churn", "warning", "-",
+                   "4-layer transformer encoder d1024 bs16 seq512 bf16 training; torch.cuda.empty_cache() "
+                   "every step (fix: none)"),
+    "pingpong": ("ping-pong", "error", "host-sync,pageable-copy,gpu-idle",
+                 "MLP bs1024 width 4096; activations clipped on the CPU with numpy mid-forward "
+                 "(.cpu() -> np.clip -> .cuda()) (fix: torch.clamp on the GPU)"),
+    "smallcopies": ("small-copies", "error", "cpu-overhead,gpu-idle",
+                    "MLP on 512 samples built per step from 512 small CPU tensors, each .cuda()'d "
+                    "(fix: torch.stack on the CPU into pinned memory, one copy)"),
+    "healthy": ("healthy", "-", "no-tensor-cores",
+                "resnet50 224px bs128 bf16 channels_last training, fused SGD, data already on GPU "
+                "(fix variant identical: the control)"),
+    "checkpoint": ("gpu-idle", "error", "pageable-copy,host-sync",
+                   "4-layer transformer encoder d512 training; torch.save(state_dict) to local disk every "
+                   "step (fix: none); no catalogue cause names checkpoint I/O"),
+    "compile": ("cold-start", "error", "-",
+                "small transformer under torch.compile, profiled from its first call (compilation) "
+                "(fix variant: the same, steady state)"),
+}
+ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
+         "pingpong", "smallcopies", "healthy", "checkpoint", "compile"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Workloads: build(variant) -> step() callable. Imports happen in the child process only.
+# ----------------------------------------------------------------------------------------------
+
+def build_dataloader(variant, torch, nn, F):
+    import numpy as np
+    import torchvision
+
+    class AugmentedImages(torch.utils.data.Dataset):
+        def __len__(self):
+            return 1 << 30
+
+        def __getitem__(self, index):
+            rng = np.random.default_rng(index)
+            image = rng.random((3, 96, 96), dtype=np.float32)
+            spectrum = np.fft.rfft2(image) * np.exp(-0.01 * np.arange(49))
+            image = np.fft.irfft2(spectrum, s=(96, 96)).astype(np.float32)
+            return torch.from_numpy(image), index % 10
+
+    workers = 0 if variant == "anti" else 8  # ttap-anti
+    loader = torch.utils.data.DataLoader(AugmentedImages(), batch_size=128, num_workers=workers,
+                                         pin_memory=variant != "anti", persistent_workers=workers > 0)
+    batches = iter(loader)
+    model = torchvision.models.resnet18(num_classes=10).cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+
+    def step():
+        images, labels = next(batches)
+        images = images.cuda(non_blocking=True)
+        labels = labels.cuda(non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_hostsync(variant, torch, nn, F):
+    layers = nn.ModuleList([nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
+                            for _ in range(8)]).cuda()
+    head = nn.Linear(512, 1000).cuda()
+    params = list(layers.parameters()) + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    x = torch.randn(32, 128, 512, device="cuda")
+    y = torch.randint(0, 1000, (32, 128), device="cuda")
+    losses = []
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            h = x
+            for layer in layers:
+                h = layer(h)
+                if variant == "anti":
+                    assert torch.isfinite(h).all(), "non-finite activation"  # ttap-anti
+            loss = F.cross_entropy(head(h).flatten(0, 1).float(), y.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if variant == "anti":
+            losses.append(loss.item())  # ttap-anti
+        else:
+            losses.append(loss.detach())
+        if len(losses) > 100:
+            del losses[:50]
+    return step
+
+
+def build_pageable(variant, torch, nn, F):
+    import torchvision
+    model = torchvision.models.resnet18(num_classes=100).cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+    pinned = variant != "anti"
+    host = [torch.randn(256, 3, 112, 112, pin_memory=pinned) for _ in range(2)]
+    labels = torch.randint(0, 100, (256,), device="cuda")
+    count = [0]
+
+    def step():
+        batch = host[count[0] % 2]
+        count[0] += 1
+        if variant == "anti":
+            images = batch.cuda()  # ttap-anti
+        else:
+            images = batch.cuda(non_blocking=True)
+        images = images.contiguous(memory_format=torch.channels_last)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_optimizer(variant, torch, nn, F):
+    blocks = []
+    for _ in range(60):
+        blocks += [nn.Linear(512, 512), nn.LayerNorm(512), nn.GELU()]
+    model = nn.Sequential(*blocks).cuda()
+    if variant == "anti":
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=False)  # ttap-anti
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(64, 512, device="cuda")
+
+    def step():
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=variant != "anti")  # ttap-anti
+    return step
+
+
+def build_decode(variant, torch, nn, F):
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+            self.cache_k = nn.Parameter(torch.randn(1, 6, 256, d // 6), requires_grad=False)
+            self.cache_v = nn.Parameter(torch.randn(1, 6, 256, d // 6), requires_grad=False)
+
+        def forward(self, h):
+            q, k, v = self.qkv(self.ln1(h)).chunk(3, dim=-1)
+            q = q.view(1, 1, 6, -1).transpose(1, 2)
+            att = F.scaled_dot_product_attention(q, self.cache_k, self.cache_v)
+            h = h + self.proj(att.transpose(1, 2).reshape(1, 1, -1))
+            return h + self.down(F.gelu(self.up(self.ln2(h))))
+
+    model = nn.Sequential(*[Block(384) for _ in range(12)]).cuda().to(torch.bfloat16).eval()
+    token = torch.randn(1, 1, 384, device="cuda", dtype=torch.bfloat16)
+    if variant == "anti":
+        def step():
+            with torch.no_grad():
+                return model(token)  # ttap-anti
+        return step
+    static_in = token.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(3):
+            model(static_in)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        static_out = model(static_in)
+
+    def step():
+        static_in.copy_(token)
+        graph.replay()
+        return static_out
+    return step
+
+
+def build_tf32(variant, torch, nn, F):
+    torch.set_float32_matmul_precision("highest" if variant == "anti" else "high")  # ttap-anti
+    model = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
+                          nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 4096)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, fused=True)
+    x = torch.randn(4096, 4096, device="cuda")
+
+    def step():
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_emptycache(variant, torch, nn, F):
+    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True),
+                                  num_layers=4, enable_nested_tensor=False).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(16, 512, 1024, device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if variant == "anti":
+            torch.cuda.empty_cache()  # ttap-anti
+    return step
+
+
+def build_pingpong(variant, torch, nn, F):
+    import numpy as np
+    first = nn.Sequential(nn.Linear(4096, 4096), nn.GELU(), nn.Linear(4096, 4096)).cuda()
+    second = nn.Sequential(nn.Linear(4096, 4096), nn.GELU(), nn.Linear(4096, 1000)).cuda()
+    x = torch.randn(1024, 4096, device="cuda")
+
+    def step():
+        with torch.no_grad():
+            h = first(x)
+            if variant == "anti":
+                clipped = np.clip(h.cpu().numpy(), -3.0, 3.0)  # ttap-anti
+                h = torch.from_numpy(clipped).cuda()  # ttap-anti
+            else:
+                h = h.clamp(-3.0, 3.0)
+            return second(h)
+    return step
+
+
+def build_smallcopies(variant, torch, nn, F):
+    model = nn.Sequential(nn.Linear(64, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                          nn.Linear(1024, 10)).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    samples = [torch.randn(64) for _ in range(512)]
+    labels = torch.randint(0, 10, (512,))
+    staging = torch.empty(512, 64, pin_memory=True)
+
+    def step():
+        if variant == "anti":
+            batch = torch.stack([s.cuda() for s in samples])  # ttap-anti
+            target = labels.cuda()
+        else:
+            torch.stack(samples, out=staging)
+            batch = staging.cuda(non_blocking=True)
+            target = labels.cuda(non_blocking=True)
+        loss = F.cross_entropy(model(batch), target)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_healthy(variant, torch, nn, F):
+    import torchvision
+    torch.backends.cudnn.benchmark = True
+    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+    images = torch.randn(128, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    labels = torch.randint(0, 1000, (128,), device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_checkpoint(variant, torch, nn, F):
+    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True),
+                                  num_layers=4, enable_nested_tensor=False).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(32, 256, 512, device="cuda")
+    path = "/tmp/ttap_record_checkpoint.pt"
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if variant == "anti":
+            torch.save(model.state_dict(), path)  # ttap-anti
+    return step
+
+
+def build_compile(variant, torch, nn, F):
+    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True),
+                                  num_layers=2, enable_nested_tensor=False).cuda()
+    compiled = torch.compile(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(16, 128, 256, device="cuda")
+
+    def step():
+        loss = compiled(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+# ----------------------------------------------------------------------------------------------
+# One workload in a child process: time both variants without the profiler, then profile each.
+# ----------------------------------------------------------------------------------------------
+
+def timed_ms(torch, step, steps):
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    return 1000.0 * (time.perf_counter() - start) / steps
+
+
+def profile_into(torch, step, path, warmup, active, with_stack=True):
+    from torch.profiler import ProfilerActivity, profile, schedule
+    raw = path[:-3]  # without .gz
+    start = [0.0]
+
+    def ready(prof):
+        prof.export_chrome_trace(raw)
+    sched = schedule(wait=0, warmup=warmup, active=active, repeat=1)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
+                 on_trace_ready=ready, record_shapes=True, with_stack=with_stack) as prof:
+        for i in range(warmup + active):
+            if i == warmup:
+                torch.cuda.synchronize()
+                start[0] = time.perf_counter()
+            step()
+            prof.step()
+    torch.cuda.synchronize()
+    ms = 1000.0 * (time.perf_counter() - start[0]) / active
+    with open(raw, "rb") as src, gzip.open(path, "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst)
+    os.remove(raw)
+    return ms
+
+
+def run_child(name, outdir):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    build = globals()["build_" + name]
+    result = {"name": name, "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__}
+    steps = {"tf32": 20, "healthy": 15, "emptycache": 20, "checkpoint": 10, "dataloader": 15}.get(name, 40)
+    cold = name == "compile"
+    for variant in ("anti", "fix"):
+        t0 = time.perf_counter()
+        step = build(variant, torch, nn, F)
+        trace = os.path.join(outdir, f"{name}-{variant}.pt.trace.json.gz")
+        if cold and variant == "anti":
+            # Profiled from the very first call: compilation is inside the trace. No Python stacks
+            # (the Python tracer would record every frame of the compiler).
+            result["anti_profiled_ms"] = profile_into(torch, step, trace, 0, 3, with_stack=False)
+            result["anti_ms"] = timed_ms(torch, step, steps)
+            result["anti_build_s"] = round(time.perf_counter() - t0, 2)
+        else:
+            for _ in range(5):
+                step()
+            result[variant + "_ms"] = timed_ms(torch, step, steps)
+            active = 2 if name in ("healthy", "dataloader") else 3
+            result[variant + "_profiled_ms"] = profile_into(torch, step, trace, 2, active,
+                                                            with_stack=not cold)
+        result[variant + "_s"] = round(time.perf_counter() - t0, 2)
+        del step
+        import gc
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        print(f"{name} {variant}: {result.get(variant + '_ms'):.3f} ms/step", file=sys.stderr, flush=True)
+    verdict, severity, also, what = WORKLOADS[name]
+    result.update(verdict=verdict, severity=severity, also=also, workload=what,
+                  saving_ms=result["anti_ms"] - result["fix_ms"],
+                  saving_share=(result["anti_ms"] - result["fix_ms"]) / result["anti_ms"])
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("outdir")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--budget", type=float, default=400.0)
+    ap.add_argument("--child", default="")
+    a = ap.parse_args()
+    os.makedirs(a.outdir, exist_ok=True)
+    if a.child:
+        return run_child(a.child, a.outdir)
+    names = [n for n in ORDER if not a.only or n in a.only.split(",")]
+    start = time.perf_counter()
+    with open(os.path.join(a.outdir, "results.jsonl"), "a") as results:
+        for name in names:
+            left = a.budget - (time.perf_counter() - start)
+            if left < 20:
+                print(f"skipped {name}: budget spent", file=sys.stderr, flush=True)
+                continue
+            limit = min(left, 150 if name == "compile" else 75)
+            try:
+                proc = subprocess.run([sys.executable, HERE, a.outdir, "--child", name],
+                                      capture_output=True, text=True, timeout=limit)
+                out, err, rc = proc.stdout, proc.stderr, proc.returncode
+            except subprocess.TimeoutExpired as e:
+                out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+                err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+                rc = "timeout"
+            lines = [l[7:] for l in out.splitlines() if l.startswith("RESULT ")]
+            for l in lines:
+                results.write(l + "\n")
+            results.flush()
+            tail = "\n".join(err.splitlines()[-6:])
+            print(f"== {name} rc={rc} {time.perf_counter() - start:.0f}s\n{tail}", file=sys.stderr,
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
