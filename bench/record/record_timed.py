@@ -55,12 +55,16 @@ WORKLOADS = {
     "checkpoint": ("gpu-idle", "error", "pageable-copy,host-sync",
                    "4-layer transformer encoder d512 training; torch.save(state_dict) to local disk every "
                    "step (fix: none); no catalogue cause names checkpoint I/O"),
+    "hostsync2": ("host-sync", "warning", "dataloader,gpu-idle",
+                  "resnet50 112px bs64 bf16 training; light augmentation in the main process "
+                  "(num_workers=0) and loss.item() after backward, so the CPU cannot prepare the next "
+                  "batch while the GPU computes (fix: loss kept on the GPU, logged every 50 steps)"),
     "compile": ("cold-start", "error", "-",
                 "small transformer under torch.compile, profiled from its first call (compilation) "
                 "(fix variant: the same, steady state)"),
 }
 ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
-         "pingpong", "smallcopies", "healthy", "checkpoint", "compile"]
+         "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -322,6 +326,43 @@ def build_checkpoint(variant, torch, nn, F):
         opt.zero_grad()
         if variant == "anti":
             torch.save(model.state_dict(), path)  # ttap-anti
+    return step
+
+
+def build_hostsync2(variant, torch, nn, F):
+    import torchvision
+
+    class LightAugment(torch.utils.data.Dataset):
+        def __len__(self):
+            return 1 << 30
+
+        def __getitem__(self, index):
+            g = torch.Generator().manual_seed(index)
+            image = torch.rand(3, 128, 128, generator=g)
+            image = image[:, 8:120, 8:120].flip(2) * 2.0 - 1.0
+            return image, index % 100
+
+    loader = torch.utils.data.DataLoader(LightAugment(), batch_size=64, num_workers=0)
+    batches = iter(loader)
+    model = torchvision.models.resnet50(num_classes=100).cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+    history = []
+
+    def step():
+        images, labels = next(batches)
+        images = images.cuda(non_blocking=True).contiguous(memory_format=torch.channels_last)
+        labels = labels.cuda(non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if variant == "anti":
+            history.append(loss.item())  # ttap-anti
+        else:
+            history.append(loss.detach())
+            if len(history) % 50 == 0:
+                print(float(torch.stack(history[-50:]).mean()), file=sys.stderr)
     return step
 
 
