@@ -49,6 +49,7 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
       compute_major_ = d.compute_major;
       compute_minor_ = d.compute_minor;
     }
+    if (d.id == main_device) device_name_ = d.name;
   }
   for (size_t i = 0; i < ev.size() && !amd_; ++i) {
     if (IsLaunchKind(ev.kind[i]) && StartsWith(trace.Name(i), "hip")) amd_ = true;

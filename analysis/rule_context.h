@@ -47,6 +47,8 @@ class RuleContext {
   // Compute capability of the device that ran most kernels ({-1,-1} when unknown).
   int compute_major() const { return compute_major_; }
   int compute_minor() const { return compute_minor_; }
+  // deviceProperties name of that device ("NVIDIA H200", "Tesla T4"), empty when unknown.
+  const std::string& device_name() const { return device_name_; }
 
   // Merged intervals of GPU activity (kernels, memcpy, memset) over all devices.
   const std::vector<Interval>& gpu_busy() const { return gpu_busy_; }
@@ -85,6 +87,7 @@ class RuleContext {
   bool amd_ = false;
   int compute_major_ = -1;
   int compute_minor_ = -1;
+  std::string device_name_;
   std::vector<FirstCall> first_calls_;
   std::vector<uint8_t> collective_name_;  // per string id
 };

@@ -333,8 +333,17 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   }
   end_phase("causal detectors");
   // What each fix saves on this run: the causal graph replayed with and without it.
-  FixCosting costing = CostFindings(trace, graph, std::move(base), result.time, &result.findings);
+  ProfilerCost profiler_cost;
+  profiler_cost.per_op_ns =
+      static_cast<int64_t>(1000 * options.Get("profiler_op_us", kProfiledOpNs / 1000.0));
+  profiler_cost.per_frame_ns =
+      static_cast<int64_t>(1000 * options.Get("profiler_frame_us", kProfiledFrameNs / 1000.0));
+  FixCosting costing =
+      CostFindings(trace, graph, std::move(base), result.time, &result.findings, profiler_cost);
   result.run_ns = costing.run_ns;
+  result.traced_run_ns = costing.traced_run_ns;
+  result.profiler_overhead_ns = costing.profiler_overhead_ns;
+  result.profiled_ops = costing.profiled_ops;
   result.safe_saving_ns = costing.safe_saving_ns;
   result.joint_saving_ns = costing.joint_saving_ns;
   result.speedup = costing.speedup();

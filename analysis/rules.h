@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/causal_graph.h"
@@ -45,17 +46,33 @@ struct RuleResult {
   // then the idle time TTA008 finds that no fix explains): adding an anti-pattern to a run can
   // only raise it.
   double trace_score = 0;
-  int64_t run_ns = 0;           // the analysed steps' wall time
-  int64_t safe_saving_ns = 0;   // what all the fixes save together, replayed
-  int64_t joint_saving_ns = 0;  // ... and the idle time no fix explains (TTA008) after them
-  double speedup = 1.0;         // run_ns / (run_ns - safe_saving_ns)
-  TimeBreakdown time;           // where each step's time went (critical path)
+  int64_t run_ns = 0;         // the analysed steps' wall time without the profiler's own cost
+  int64_t traced_run_ns = 0;  // ... as recorded
+  int64_t profiler_overhead_ns = 0;  // traced_run_ns - run_ns: what the profiler itself added
+  size_t profiled_ops = 0;           // the recorded ops that cost it
+  int64_t safe_saving_ns = 0;        // what all the fixes save together, replayed
+  int64_t joint_saving_ns = 0;       // ... and the idle time no fix explains (TTA008) after them
+  double speedup = 1.0;              // run_ns / (run_ns - safe_saving_ns)
+  TimeBreakdown time;                // where each step's time went (critical path)
   // Wall milliseconds per phase, in order ("rule detectors", "causal graph", "replay",
   // "attribution", "causal detectors", "what-ifs", "window scores"): `ttap stats --timing`.
   std::vector<std::pair<std::string, double>> phases;
 };
 
 RuleResult RunRules(const Trace& trace, const RuleOptions& options);
+
+// TTA009's model of fp32 matrix kernels moved to tensor cores (TF32, or fp16/bf16 autocast).
+// How many times faster the GPU's tensor cores run them than its fp32 SIMT pipe: datacenter parts
+// (V100, T4, A100/A30, H100/H200/GH200, B200) about 8x; workstation, inference and GeForce parts
+// of compute capability 8.6/8.9/12.x (A10, A40, L4, L40, RTX 30/40/50) about 2x; GeForce Turing
+// (fp16 with fp32 accumulation) 4x. Measured on an H200 (bench/record/record_calib.py): a 4096^3
+// GEMM 2.67 ms fp32, 0.34 ms TF32.
+double TensorCoreRatio(int arch, std::string_view device_name);
+// A kernel of |fp32_ns| on tensor cores: its work |ratio| times faster plus kTensorCoreFloorNs (a
+// small GEMM is bound by latency, not arithmetic: 256^3 took 30 us fp32, 19 us TF32), never
+// slower than it was.
+int64_t TensorCoreNs(int64_t fp32_ns, double ratio);
+constexpr int64_t kTensorCoreFloorNs = 15000;
 // The one-line message of a merged finding, with its numbers.
 std::string FindingMessage(const Finding& f);
 

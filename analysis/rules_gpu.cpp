@@ -260,15 +260,38 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
   }
 }
 
+double TensorCoreRatio(int arch, std::string_view device_name) {
+  if (arch < 70) return 1.0;
+  const bool geforce = device_name.find("GeForce") != std::string_view::npos ||
+                       device_name.find("TITAN") != std::string_view::npos;
+  if (arch == 75 && geforce) return 4.0;
+  switch (arch) {
+    case 70:   // V100
+    case 75:   // T4
+    case 80:   // A100, A30
+    case 90:   // H100, H200, GH200
+    case 100:  // B200
+    case 103:
+      return geforce ? 2.0 : 8.0;
+    default:  // 8.6, 8.7, 8.9, 12.x: A10, A40, L4, L40, Orin, RTX 30/40/50
+      return 2.0;
+  }
+}
+
+int64_t TensorCoreNs(int64_t fp32_ns, double ratio) {
+  if (ratio <= 1.0) return fp32_ns;
+  const int64_t on_tensor_cores = static_cast<int64_t>(fp32_ns / ratio) + kTensorCoreFloorNs;
+  return std::min(fp32_ns, on_tensor_cores);
+}
+
 // TTA009: fp32 GEMM/convolution kernels on the SIMT pipe of a GPU with tensor cores (NVIDIA
-// compute capability >= 7.0: fp16/bf16 autocast; >= 8.0: TF32 as well). Lost: the estimated
-// saving, kernel time x (1 - 1/tensor_core_speedup).
+// compute capability >= 7.0: fp16/bf16 autocast; >= 8.0: TF32 as well). Lost: each kernel's time
+// minus its time on tensor cores (TensorCoreNs at the GPU's TensorCoreRatio, or the configured
+// tensor_core_speedup).
 void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu() || ctx.amd()) return;
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("no_tensor_cores_share", 0.01);
-  const double speedup = o.Get("tensor_core_speedup", 2.0);
-  if (speedup <= 1.0) return;
   // Classify each kernel name once.
   std::unordered_map<StringId, char> fp32;
   int arch_from_names = -1;
@@ -283,6 +306,10 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
   int arch = ctx.compute_major() >= 0 ? ctx.compute_major() * 10 + std::max(0, ctx.compute_minor())
                                       : arch_from_names;
   if (arch < 70) return;  // unknown, or no tensor cores
+  const double ratio = o.Get("tensor_core_speedup", 0.0) > 1.0
+                           ? o.Get("tensor_core_speedup", 0.0)
+                           : TensorCoreRatio(arch, ctx.device_name());
+  if (ratio <= 1.0) return;
   const bool tf32 = arch >= 80;
   const std::string sm = "sm_" + std::to_string(arch);
   const std::string remedy =
@@ -295,7 +322,7 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
     for (uint32_t i = lo; i < hi; ++i) {
       if (ev.kind[i] != EventKind::kKernel || !fp32[ev.name[i]]) continue;
       const double kernel_us = ev.dur[i] / 1000.0;
-      const double saving_us = kernel_us * (1.0 - 1.0 / speedup);
+      const double saving_us = (ev.dur[i] - TensorCoreNs(ev.dur[i], ratio)) / 1000.0;
       Finding& f =
           sf.For(ctx, "TTA009", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
       f.rows.push_back(static_cast<int32_t>(i));
@@ -317,10 +344,16 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
       AddText(&f, "arch", sm);
       AddText(&f, "precision", tf32 ? "tf32" : "fp16");
       if (!op.empty()) AddText(&f, "op", op);
+      // The kernels' speedup as a whole (small kernels gain less than the GPU's ratio).
+      const double fp32_us = Num(f, "fp32_kernel_us");
+      const double speedup =
+          fp32_us > f.per_step[0].second ? fp32_us / (fp32_us - f.per_step[0].second) : 1.0;
+      AddNumber(&f, "tensor_core_ratio", ratio);
       AddNumber(&f, "speedup", speedup);
       AddText(&f, "detail",
               "fp32 SIMT kernels (" + kernels + ")" + (op.empty() ? "" : " in " + op) + " on " +
-                  sm + " without tensor cores; " + remedy + " would run them ~" +
+                  sm + (ctx.device_name().empty() ? "" : " (" + ctx.device_name() + ")") +
+                  " without tensor cores; " + remedy + " would run them ~" +
                   FormatNumber("%.1f", speedup) + "x faster");
     }
     sf.Flush(step, min_share, out);

@@ -24,8 +24,8 @@ constexpr double kWorkerFetchShare = 0.02;
 constexpr int64_t kAsyncCallNs = 10000;
 // Pinned host memory copies at about twice the bandwidth of pageable memory.
 constexpr double kPinnedCopyFactor = 0.5;
-// FP32 matrix kernels on tensor cores (TF32 / AMP): a conservative 2.5x.
-constexpr double kTensorCoreFactor = 0.4;
+// FP32 matrix kernels on tensor cores when a finding does not say (TensorCoreRatio, rules.h).
+constexpr double kTensorCoreRatio = 2.0;
 // Under CUDA graphs / torch.compile(mode="reduce-overhead") a region's launches and per-op CPU
 // dispatch mostly disappear: what is left of them.
 constexpr double kGraphedCpuFactor = 0.05;
@@ -38,6 +38,10 @@ constexpr int64_t kWarmCallNs = 10000;
 constexpr double kFusedFixedShare = 0.8;
 // zero_grad(set_to_none=True): what is left of the region.
 constexpr int64_t kSetToNoneNs = 10000;
+// Taking the profiler's cost out (ProfilerCost, what_if.h): a CPU slice keeps at least this share
+// of its time, and what slices cannot give up carries on at most this far.
+constexpr double kProfiledMinShare = 0.25;
+constexpr int64_t kProfiledCarryMaxNs = 100000;
 
 struct Builder {
   const Trace& trace;
@@ -191,8 +195,10 @@ struct Builder {
     int64_t total = 0;
     for (int32_t gn : copies) total += g.dur[gn];
     const int64_t fixed = FixedCostOf(copies);
+    // The copies folded into the last one go with their calls and their waits: the batched copy
+    // (which still blocks when its memory is pageable) waits for what they waited for.
     for (size_t k = 0; k + 1 < copies.size(); ++k) {
-      RemoveLaunchAndOps(copies[k], /*keep_wait=*/true);
+      RemoveLaunchAndOps(copies[k]);
       DropGpu(copies[k]);
     }
     SetDur(copies.back(), total - fixed * static_cast<int64_t>(copies.size() - 1));
@@ -455,19 +461,17 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
         }
       }
     }
-  } else if (code == "TTA009") {  // TF32 / AMP, at the detector's tensor-core speedup
-    // Numeric evidence adds up over the steps a finding merges: the per-step speedup is the
-    // sum over the steps affected.
-    auto it = f.evidence.find("speedup");
+  } else if (code == "TTA009") {  // TF32 / AMP: each kernel at its time on tensor cores
+    // Numeric evidence adds up over the steps a finding merges: the ratio is its mean.
+    auto it = f.evidence.find("tensor_core_ratio");
     auto steps = f.evidence.find("steps_affected");
-    const double speedup = it == f.evidence.end() ? 0.0
-                           : steps != f.evidence.end() && steps->second.number >= 1
-                               ? it->second.number / steps->second.number
-                               : it->second.number;
-    const double factor = speedup > 1.0 ? 1.0 / speedup : kTensorCoreFactor;
+    const double ratio = it == f.evidence.end() ? 0.0
+                         : steps != f.evidence.end() && steps->second.number >= 1
+                             ? it->second.number / steps->second.number
+                             : it->second.number;
     for (int32_t r : rows) {
       const int32_t gn = b.NodeOfRow(r);
-      if (gn >= 0) b.SetDur(gn, static_cast<int64_t>(g.dur[gn] * factor));
+      if (gn >= 0) b.SetDur(gn, TensorCoreNs(g.dur[gn], ratio > 1.0 ? ratio : kTensorCoreRatio));
     }
   } else if (code == "TTA011") {
     // Communication overlapped with the step's earlier work (DDP's buckets during backward):
@@ -584,10 +588,65 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
   return b.w;
 }
 
+WhatIf ProfilerOverheadWhatIf(const Trace& trace, const CausalGraph& g, const ProfilerCost& cost,
+                              size_t* ops) {
+  WhatIf w;
+  size_t counted = 0;
+  const bool gpu = std::any_of(g.lanes.begin(), g.lanes.end(), [](const auto& l) { return l.gpu; });
+  const EventTable& ev = trace.events;
+  if (!gpu || g.size() == 0 || (cost.per_op_ns <= 0 && cost.per_frame_ns <= 0)) {
+    if (ops) *ops = 0;
+    return w;
+  }
+  // Rows are in start order, so each lane's containing node only moves forward.
+  std::vector<int32_t> cursor(g.lanes.size(), -1);
+  for (size_t l = 0; l < g.lanes.size(); ++l) cursor[l] = g.lanes[l].first_node;
+  std::vector<uint32_t> count;  // per node, ns of profiler work, allocated on the first op
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const bool op = ev.kind[i] == EventKind::kCpuOp;
+    if (!op && ev.kind[i] != EventKind::kPythonFunction) continue;
+    const int32_t lane = ev.track[i] < g.lane_of_track.size() ? g.lane_of_track[ev.track[i]] : -1;
+    if (lane < 0 || g.lanes[lane].gpu) continue;
+    const auto& l = g.lanes[lane];
+    int32_t& n = cursor[lane];
+    while (n + 1 < l.end_node && g.obs_start[n + 1] <= ev.ts[i]) ++n;
+    if (n >= l.end_node || g.obs_start[n] > ev.ts[i] || ev.ts[i] >= g.obs_end[n]) continue;
+    if (g.role[n] != NodeRole::kCpuWork) continue;
+    if (count.empty()) count.assign(g.size(), 0);
+    count[n] +=
+        static_cast<uint32_t>(std::max<int64_t>(0, op ? cost.per_op_ns : cost.per_frame_ns));
+    counted += op;
+  }
+  // What a slice cannot give up (it keeps kProfiledMinShare) carries on to the lane's next CPU
+  // slices: the profiler's work around an op falls between events as much as inside them.
+  for (const auto& l : g.lanes) {
+    if (l.gpu || count.empty()) continue;
+    int64_t carry = 0;
+    for (int32_t n = l.first_node; n < l.end_node; ++n) {
+      carry += count[n];
+      if (carry == 0 || g.role[n] != NodeRole::kCpuWork) continue;
+      const int64_t cut =
+          std::min(carry, static_cast<int64_t>(g.dur[n] * (1.0 - kProfiledMinShare)));
+      if (cut <= 0) continue;
+      w.dur.emplace_back(n, g.dur[n] - cut);
+      carry = std::min(carry - cut, kProfiledCarryMaxNs);
+    }
+  }
+  if (ops) *ops = counted;
+  return w;
+}
+
 FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
-                        const TimeBreakdown& time, std::vector<Finding>* findings) {
+                        const TimeBreakdown& time, std::vector<Finding>* findings,
+                        const ProfilerCost& profiler_cost) {
   FixCosting out;
+  // Every saving is the run's without the profiler: the replay with the profiler's own cost
+  // per recorded op taken out is the baseline, and each fix is replayed on top of it.
+  out.traced_run_ns = base.total_step_ns();
+  const WhatIf profiler = ProfilerOverheadWhatIf(trace, g, profiler_cost, &out.profiled_ops);
+  if (!profiler.empty()) RunReplay(g, &profiler, &base);
   out.run_ns = base.total_step_ns();
+  out.profiler_overhead_ns = std::max<int64_t>(0, out.traced_run_ns - out.run_ns);
   out.steps = base.step_start.size();
   const std::vector<int64_t> base_start = base.step_start, base_end = base.step_end;
   const double n_steps = std::max<size_t>(1, out.steps);
@@ -631,7 +690,11 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
       Entry& e = entries[i];
       e.what_if = FixWhatIf(trace, g, (*findings)[e.finding]);
       if (e.what_if.empty()) continue;
-      RunReplay(g, &e.what_if, into);
+      if (profiler.empty()) {
+        RunReplay(g, &e.what_if, into);
+      } else {
+        RunReplay(g, std::vector<const WhatIf*>{&profiler, &e.what_if}, into);
+      }
       e.alone_total = into->total_step_ns();
       e.alone_start = into->step_start;
       e.alone_end = into->step_end;
@@ -745,6 +808,7 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
         continue;
       }
       parts.clear();
+      if (!profiler.empty()) parts.push_back(&profiler);
       for (size_t j = 0; j <= k; ++j) parts.push_back(&entries[chain[j]].what_if);
       RunReplay(g, parts, into);
       prefixes[k] = {into->total_step_ns(), into->step_start, into->step_end};

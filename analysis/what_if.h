@@ -21,8 +21,28 @@ namespace ttap {
 // The graph change that expresses |finding|'s fix (empty when the code has no model).
 WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& finding);
 
+// The profiler's own CPU cost on the thread that runs a recorded event: per op (a cpu_op event)
+// and per Python frame (a python_function event, recorded with with_stack=True). CPU-bound loops
+// timed with and without the profiler cost 2.5-5.1 us more per recorded op and 0.3-2.2 us more
+// per frame (H200 host, PyTorch 2.11, bench/record/record_calib.py); the defaults are at the low
+// end of that. RunRules takes them from the options profiler_op_us / profiler_frame_us (0: off).
+constexpr int64_t kProfiledOpNs = 3500;
+constexpr int64_t kProfiledFrameNs = 1500;
+struct ProfilerCost {
+  int64_t per_op_ns = kProfiledOpNs;
+  int64_t per_frame_ns = kProfiledFrameNs;
+};
+// The run without the profiler: each CPU slice loses the profiler's cost of the events that start
+// in it (keeping a quarter of its time; what it cannot give up carries to the lane's next slices:
+// docs/causal_model.md). Empty for traces without GPU activity. |ops|: the recorded ops counted.
+WhatIf ProfilerOverheadWhatIf(const Trace& trace, const CausalGraph& g, const ProfilerCost& cost,
+                              size_t* ops = nullptr);
+
 struct FixCosting {
-  int64_t run_ns = 0;          // the analysed steps' wall time, replayed unchanged
+  int64_t traced_run_ns = 0;         // the analysed steps' wall time as recorded (replayed)
+  int64_t profiler_overhead_ns = 0;  // what the profiler's own cost added to it
+  size_t profiled_ops = 0;           // the recorded ops that cost it
+  int64_t run_ns = 0;                // the analysed steps' wall time without the profiler's cost
   int64_t safe_saving_ns = 0;  // what all the fixes save together (TTA008 has no fix: excluded)
   // What every finding accounts for together: the fixes, then the idle time TTA008 finds that no
   // fix explains (>= safe_saving_ns).
@@ -42,7 +62,9 @@ struct FixCosting {
 // adds once the fixes that save more are in) and detected_us_per_step (the detector's own
 // measure). |base| is RunReplay(g); it is consumed (its memory serves every what-if's replay, so
 // costing the fixes faults in no new per-node memory).
+// Every saving is against the run without the profiler's own cost (|profiler_cost|).
 FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
-                        const TimeBreakdown& time, std::vector<Finding>* findings);
+                        const TimeBreakdown& time, std::vector<Finding>* findings,
+                        const ProfilerCost& profiler_cost = {});
 
 }  // namespace ttap

@@ -8,6 +8,7 @@
 #include "analysis/tiny_trace.h"
 #include "analysis/what_if.h"
 
+using ttap_test::ExactWhatIfs;
 using ttap_test::FindingsWithCode;
 using ttap_test::TinyTrace;
 
@@ -200,7 +201,7 @@ TinyTrace SmallCopies(int n, long long bytes, double copy_us = 2) {
 
 TEST_CASE("TTA004: many small host-to-device copies per step", "[rules][TTA004]") {
   auto trace = SmallCopies(32, 256).Load();
-  auto f = FindingsWithCode(*trace, "TTA004");
+  auto f = FindingsWithCode(*trace, "TTA004", ExactWhatIfs());
   REQUIRE(f.size() == 1);
   CHECK(f[0].name == "small-h2d-copies");
   CHECK(f[0].fix == "create-on-device");
@@ -346,7 +347,7 @@ TinyTrace PingPong(int n, long long out_bytes, long long in_bytes, bool back_fir
 
 TEST_CASE("TTA014: tensors copied to the host and back every step", "[rules][TTA014]") {
   auto trace = PingPong(4, 4 << 20, 4 << 20).Load();
-  auto f = FindingsWithCode(*trace, "TTA014");
+  auto f = FindingsWithCode(*trace, "TTA014", ExactWhatIfs());
   REQUIRE(f.size() == 1);
   CHECK(f[0].name == "device-ping-pong");
   CHECK(f[0].fix == "keep-on-device");

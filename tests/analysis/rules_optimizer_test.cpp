@@ -11,6 +11,7 @@
 #include "test_support.h"
 
 using ttap_test::CountCode;
+using ttap_test::ExactWhatIfs;
 using ttap_test::FindingsWithCode;
 using ttap_test::RealFindings;
 using ttap_test::RealTraces;
@@ -79,7 +80,7 @@ void ZeroGrad(TinyTrace& t, double ts, int params) {
 
 TEST_CASE("TTA005: zero_grad launching one fill kernel per parameter", "[rules][TTA005]") {
   auto trace = OptLoop([](TinyTrace& t, double base) { ZeroGrad(t, base + 100, 40); }).Load();
-  auto f = FindingsWithCode(*trace, "TTA005");
+  auto f = FindingsWithCode(*trace, "TTA005", ExactWhatIfs());
   REQUIRE(f.size() == 1);
   CHECK(f[0].name == "zero-grad-per-parameter");
   CHECK(f[0].fix == "zero-grad-set-to-none");
@@ -166,7 +167,7 @@ TEST_CASE("TTA006: a for-loop Adam step launches per-parameter kernels", "[rules
   auto trace = OptLoop([](TinyTrace& t, double base) {
                  ForLoopAdam(t, base + 100, 16, "Optimizer.step#Adam.step");
                }).Load();
-  auto f = FindingsWithCode(*trace, "TTA006");
+  auto f = FindingsWithCode(*trace, "TTA006", ExactWhatIfs());
   REQUIRE(f.size() == 1);
   CHECK(f[0].name == "unfused-optimizer");
   CHECK(f[0].fix == "optimizer-foreach");

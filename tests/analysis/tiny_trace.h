@@ -171,6 +171,15 @@ inline TinyTrace Eager(int ops, double dispatch_us, double launch_us, double ker
   return t;
 }
 
+// Options for tests of one fix's arithmetic on a hand-written trace: the profiler's own cost per
+// recorded op is not taken out (tests/analysis/what_if_test.cpp tests that on its own).
+inline ttap::RuleOptions ExactWhatIfs() {
+  ttap::RuleOptions o;
+  o.values["profiler_op_us"] = 0;
+  o.values["profiler_frame_us"] = 0;
+  return o;
+}
+
 // Runs the rules with default options and returns the findings with |code|.
 inline std::vector<ttap::Finding> FindingsWithCode(const ttap::Trace& t, const std::string& code,
                                                    const ttap::RuleOptions& o = {}) {

