@@ -658,6 +658,33 @@ class Injector {
            Has(n, "cutlass");
   }
 
+  // How much longer a tensor-core matrix kernel of |ns| runs as an fp32 SIMT one. On the
+  // datacenter parts (compute capability 7.0, 8.0, 9.0) the curve is the one measured on an
+  // H200 (bench/record/calib.json: TF32 and fp32 times of GEMMs from 256^3 to 8192^3),
+  // interpolated by the TF32 time in log space; other parts keep a 1.4-3.6x stretch.
+  double Fp32Slowdown(int64_t ns, int major) {
+    if (major != 7 && major != 8 && major != 9) return 1.4 + 2.2 * sev_;
+    static const double kMeasured[][2] = {// (TF32 us, fp32 us)
+                                          {19.0, 30.5},
+                                          {27.3, 56.3},
+                                          {48.9, 341.0},
+                                          {340.0, 2674.0},
+                                          {2667.0, 21436.0}};
+    const double us = std::max(1.0, ns / 1000.0);
+    const size_t n = sizeof(kMeasured) / sizeof(kMeasured[0]);
+    if (us <= kMeasured[0][0]) return kMeasured[0][1] / kMeasured[0][0];
+    if (us >= kMeasured[n - 1][0]) return kMeasured[n - 1][1] / kMeasured[n - 1][0];
+    for (size_t k = 0; k + 1 < n; ++k) {
+      if (us > kMeasured[k + 1][0]) continue;
+      const double a = kMeasured[k][1] / kMeasured[k][0],
+                   b = kMeasured[k + 1][1] / kMeasured[k + 1][0];
+      const double x =
+          std::log(us / kMeasured[k][0]) / std::log(kMeasured[k + 1][0] / kMeasured[k][0]);
+      return a + (b - a) * x;
+    }
+    return 1.0;
+  }
+
   bool StretchMatrixKernels(std::vector<InjectedInterval>* out, std::string* why) {
     if (t_->amd) {
       *why = "fp32 SIMT kernel names are NVIDIA's";
@@ -703,7 +730,8 @@ class Injector {
         e.name =
             conv ? "volta_scudnn_" + tile + "_relu_interior_nn_v1" : "volta_sgemm_" + tile + "_nn";
       }
-      e.dur = static_cast<int64_t>(static_cast<double>(e.dur) * (1.4 + 2.2 * sev_) * U(0.9, 1.1));
+      e.dur = static_cast<int64_t>(static_cast<double>(e.dur) * Fp32Slowdown(e.dur, major) *
+                                   U(0.9, 1.1));
       changed.push_back(i);
     }
     if (changed.empty()) changed.push_back(rows.front());
