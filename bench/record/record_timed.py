@@ -59,12 +59,23 @@ WORKLOADS = {
                   "resnet50 112px bs64 bf16 training; light augmentation in the main process "
                   "(num_workers=0) and loss.item() after backward, so the CPU cannot prepare the next "
                   "batch while the GPU computes (fix: loss kept on the GPU, logged every 50 steps)"),
+    "graphed": ("cpu-overhead", "error", "gpu-idle",
+                "8-layer transformer encoder d512 bs32 seq128 bf16 training, AdamW(capturable), eager "
+                "(fix: the whole step - forward, backward, optimizer - captured once as a CUDA graph)"),
+    "layout": ("layout", "warning", "-",
+               "resnet50 224px bs64 bf16 training with channels_last weights, NCHW input and every "
+               "conv/linear output made NCHW-contiguous again by a forward hook (fix: no hook, "
+               "channels_last input)"),
+    "zerograd": ("zero-grad", "warning", "cpu-overhead,unfused-optimizer",
+                 "60 x (Linear 512, LayerNorm, GELU) bs64 training, fused Adam; gradients zeroed by a "
+                 "Python loop of p.grad.zero_() (fix: optimizer.zero_grad(), set_to_none)"),
     "compile": ("cold-start", "error", "-",
                 "small transformer under torch.compile, profiled from its first call (compilation) "
                 "(fix variant: the same, steady state)"),
 }
 ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
-         "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2"]
+         "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2", "graphed",
+         "layout", "zerograd"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -363,6 +374,86 @@ def build_hostsync2(variant, torch, nn, F):
             history.append(loss.detach())
             if len(history) % 50 == 0:
                 print(float(torch.stack(history[-50:]).mean()), file=sys.stderr)
+    return step
+
+
+def build_graphed(variant, torch, nn, F):
+    layers = nn.Sequential(*[nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0, batch_first=True)
+                             for _ in range(8)]).cuda()
+    head = nn.Linear(512, 1000).cuda()
+    params = list(layers.parameters()) + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-4, capturable=True, foreach=True)
+    x = torch.randn(32, 128, 512, device="cuda")
+    y = torch.randint(0, 1000, (32, 128), device="cuda")
+
+    def eager_step():
+        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            loss = F.cross_entropy(head(layers(x)).flatten(0, 1).float(), y.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+    if variant == "anti":
+        return eager_step  # ttap-anti
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            eager_step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            static_loss = F.cross_entropy(head(layers(x)).flatten(0, 1).float(), y.flatten())
+        static_loss.backward()
+        opt.step()
+
+    def step():
+        graph.replay()
+        return static_loss
+    return step
+
+
+def build_layout(variant, torch, nn, F):
+    import torchvision
+    model = torchvision.models.resnet50(num_classes=100).cuda().to(memory_format=torch.channels_last)
+    if variant == "anti":
+        for module in model.modules():
+            if isinstance(module, (nn.Conv2d, nn.Linear)):
+                module.register_forward_hook(lambda m, i, o: o.contiguous())  # ttap-anti
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+    images = torch.randn(64, 3, 224, 224, device="cuda")
+    if variant != "anti":
+        images = images.contiguous(memory_format=torch.channels_last)
+    labels = torch.randint(0, 100, (64,), device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_zerograd(variant, torch, nn, F):
+    blocks = []
+    for _ in range(60):
+        blocks += [nn.Linear(512, 512), nn.LayerNorm(512), nn.GELU()]
+    model = nn.Sequential(*blocks).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(64, 512, device="cuda")
+
+    def step():
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        if variant == "anti":
+            for p in model.parameters():
+                p.grad.zero_()  # ttap-anti
+        else:
+            opt.zero_grad()
     return step
 
 
