@@ -339,7 +339,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   profiler_cost.per_frame_ns =
       static_cast<int64_t>(1000 * options.Get("profiler_frame_us", kProfiledFrameNs / 1000.0));
   FixCosting costing =
-      CostFindings(trace, graph, std::move(base), result.time, &result.findings, profiler_cost);
+      CostFindings(trace, &graph, std::move(base), result.time, &result.findings, profiler_cost);
   result.run_ns = costing.run_ns;
   result.traced_run_ns = costing.traced_run_ns;
   result.profiler_overhead_ns = costing.profiler_overhead_ns;

@@ -636,15 +636,19 @@ WhatIf ProfilerOverheadWhatIf(const Trace& trace, const CausalGraph& g, const Pr
   return w;
 }
 
-FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
+FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
                         const TimeBreakdown& time, std::vector<Finding>* findings,
                         const ProfilerCost& profiler_cost) {
   FixCosting out;
-  // Every saving is the run's without the profiler: the replay with the profiler's own cost
-  // per recorded op taken out is the baseline, and each fix is replayed on top of it.
+  // Every saving is the run's without the profiler: the graph's CPU slices lose the profiler's
+  // own cost per recorded op, the replay of that is the baseline, and each fix is replayed on it.
   out.traced_run_ns = base.total_step_ns();
-  const WhatIf profiler = ProfilerOverheadWhatIf(trace, g, profiler_cost, &out.profiled_ops);
-  if (!profiler.empty()) RunReplay(g, &profiler, &base);
+  {
+    const WhatIf profiler = ProfilerOverheadWhatIf(trace, *graph, profiler_cost, &out.profiled_ops);
+    for (const auto& [n, d] : profiler.dur) graph->dur[n] = std::min(graph->dur[n], d);
+    if (!profiler.empty()) RunReplay(*graph, nullptr, &base);
+  }
+  const CausalGraph& g = *graph;
   out.run_ns = base.total_step_ns();
   out.profiler_overhead_ns = std::max<int64_t>(0, out.traced_run_ns - out.run_ns);
   out.steps = base.step_start.size();
@@ -690,11 +694,7 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
       Entry& e = entries[i];
       e.what_if = FixWhatIf(trace, g, (*findings)[e.finding]);
       if (e.what_if.empty()) continue;
-      if (profiler.empty()) {
-        RunReplay(g, &e.what_if, into);
-      } else {
-        RunReplay(g, std::vector<const WhatIf*>{&profiler, &e.what_if}, into);
-      }
+      RunReplay(g, &e.what_if, into);
       e.alone_total = into->total_step_ns();
       e.alone_start = into->step_start;
       e.alone_end = into->step_end;
@@ -808,7 +808,6 @@ FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
         continue;
       }
       parts.clear();
-      if (!profiler.empty()) parts.push_back(&profiler);
       for (size_t j = 0; j <= k; ++j) parts.push_back(&entries[chain[j]].what_if);
       RunReplay(g, parts, into);
       prefixes[k] = {into->total_step_ns(), into->step_start, into->step_end};

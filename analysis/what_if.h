@@ -64,8 +64,9 @@ struct FixCosting {
 // adds once the fixes that save more are in) and detected_us_per_step (the detector's own
 // measure). |base| is RunReplay(g); it is consumed (its memory serves every what-if's replay, so
 // costing the fixes faults in no new per-node memory).
-// Every saving is against the run without the profiler's own cost (|profiler_cost|).
-FixCosting CostFindings(const Trace& trace, const CausalGraph& g, Replay base,
+// Every saving is against the run without the profiler's own cost (|profiler_cost|): |graph|'s
+// durations are changed to that run's first (ProfilerOverheadWhatIf), and stay so.
+FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
                         const TimeBreakdown& time, std::vector<Finding>* findings,
                         const ProfilerCost& profiler_cost = {});
 

@@ -268,3 +268,22 @@ TEST_CASE("scan: a trace without Python stacks is placed by code shape, and says
                                  "' '" + dir + "/worker0.pt.trace.json.gz'");
   CHECK(none.out.find("train.py") == std::string::npos);
 }
+
+TEST_CASE("scan: a recorded GPU-bound run says what the profiler added, and warns of nothing",
+          "[scan][cli][profiler]") {
+  // ResNet-50 bf16 training on an H200 (bench/record): 29.4 ms a step unprofiled, GPU-bound;
+  // recorded with with_stack it looks CPU-bound (the profiler's own cost per op).
+  const std::string trace =
+      ttap_test::SourceDir() + "/bench/record/traces/healthy-anti.pt.trace.json.gz";
+  auto text = RunTtap("scan --no-model '" + trace + "'");
+  INFO(text.out);
+  CHECK(text.out.find("the profiler itself added") != std::string::npos);
+  CHECK(text.out.find("warning[") == std::string::npos);
+  CHECK(text.out.find("error[") == std::string::npos);
+  auto j = nlohmann::json::parse(RunTtap("scan --no-model --format json '" + trace + "'").out);
+  const auto& run = j["run"];
+  CHECK(run["traced_step_us"].get<double>() > run["step_us"].get<double>());
+  CHECK(run["profiler_overhead_us_per_step"].get<double>() > 5000);
+  // Without the profiler's cost the step is within 15% of the 29.4 ms measured.
+  CHECK(run["step_us"].get<double>() == Approx(29400).epsilon(0.15));
+}
