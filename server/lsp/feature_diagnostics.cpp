@@ -1,5 +1,7 @@
 // textDocument/publishDiagnostics, textDocument/diagnostic and workspace/diagnostic (see
 // session.h): one diagnostic per code and line, suppressions as the buffer has them.
+#include <filesystem>
+
 #include "server/lsp/session.h"
 
 namespace ttap::lsp {
@@ -103,8 +105,11 @@ std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) 
       for (size_t k = 0; k < f.frames.size() && rel.size() < 8; ++k) {
         if (static_cast<int>(k) == f.user_frame) continue;
         // A frame the trace names by a relative path (`torch/nn/modules/module.py`) has no URI:
-        // "file://torch/..." would name a host.
+        // "file://torch/..." would name a host. A file of the recording machine that is not
+        // here (its site-packages) would be a dead link: the hover lists it as text.
         if (f.frames[k].file.empty() || f.frames[k].file[0] != '/') continue;
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(f.frames[k].file, ec)) continue;
         const proto::Position line_start{std::max(0, f.frames[k].line - 1), 0};
         rel.push_back({{PathToUri(f.frames[k].file), {line_start, line_start}},
                        "called from " + f.frames[k].function + " (" + f.frames[k].file + ":" +
@@ -125,8 +130,25 @@ std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) 
   return diags;
 }
 
+size_t Session::CountProblemsShown(const Snapshot& snap) {
+  size_t shown = 0;
+  for (const auto& [path, placed] : snap.by_file) {
+    for (const auto& d : DiagnosticsFor(path))
+      shown += d.severity != proto::DiagnosticSeverity::kHint;
+  }
+  return shown;
+}
+
 void Session::PublishAll() {
   if (pull_diagnostics_) {
+    {
+      std::shared_ptr<Snapshot> snap;
+      {
+        std::lock_guard<std::mutex> lock(snap_mu_);
+        snap = snapshot_;
+      }
+      problems_shown_ = snap ? CountProblemsShown(*snap) : 0;
+    }
     if (diagnostic_refresh_)
       out_.Call("workspace/diagnostic/refresh", nullptr, [](const json&, const json&) {});
     if (code_lens_refresh_)
@@ -139,14 +161,17 @@ void Session::PublishAll() {
     snap = snapshot_;
   }
   std::set<std::string> now;
+  size_t shown = 0;
   if (snap) {
     for (const auto& [path, placed] : snap->by_file) {
       now.insert(path);
-      out_.Notify(
-          "textDocument/publishDiagnostics",
-          proto::PublishDiagnosticsParams{PathToUri(path), std::nullopt, DiagnosticsFor(path)});
+      std::vector<proto::Diagnostic> diags = DiagnosticsFor(path);
+      for (const auto& d : diags) shown += d.severity != proto::DiagnosticSeverity::kHint;
+      out_.Notify("textDocument/publishDiagnostics",
+                  proto::PublishDiagnosticsParams{PathToUri(path), std::nullopt, std::move(diags)});
     }
   }
+  problems_shown_ = shown;
   // Files whose problems are gone get an empty list, so their squiggles disappear.
   for (const auto& path : published_) {
     if (!now.count(path))

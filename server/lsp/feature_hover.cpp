@@ -71,6 +71,19 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
     }
     md += "; all fixes together: this run could be " + std::string(buf) + " faster.\n\n";
   }
+  // The call chain above the line, as text: the recording machine's files (its site-packages)
+  // need not exist here, so they are no links (related information links only local files).
+  if (f.frames.size() > 1) {
+    std::string chain;
+    int listed = 0;
+    for (size_t k = 0; k < f.frames.size() && listed < 4; ++k) {
+      if (static_cast<int>(k) == f.user_frame || f.frames[k].file.empty()) continue;
+      chain += std::string(listed ? ", " : "") + "`" + f.frames[k].function + "` (" +
+               f.frames[k].file + ":" + std::to_string(f.frames[k].line) + ")";
+      ++listed;
+    }
+    if (!chain.empty()) md += "Stack (innermost first, this line aside): " + chain + "\n\n";
+  }
   if (lf.located_by_shape)
     md +=
         "Placed on the one statement of the workspace with this fix's shape: the trace has no "

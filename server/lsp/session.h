@@ -199,6 +199,8 @@ class Session {
   }
   // Diagnostics.
   std::vector<proto::Diagnostic> DiagnosticsFor(const std::string& path);
+  // problems_shown_ of |snap| (DiagnosticsFor every file).
+  size_t CountProblemsShown(const Snapshot& snap);
   // A copy of the findings placed in |path| (their lines move with edits under snap_mu_).
   std::vector<Placed> PlacedIn(const Snapshot& snap, const std::string& path);
   void PublishAll();
@@ -317,6 +319,10 @@ class Session {
   // snapshot, which keeps the lines as analysed.
   std::map<std::string, std::vector<int>> moved_lines_;
   std::set<std::string> published_;  // files we pushed diagnostics to
+  // What the Problems view shows of the snapshot: diagnostics at information and above, one per
+  // code and line, in files (hints and findings without a file are not there). Set with each
+  // publish; the status's count.
+  std::atomic<size_t> problems_shown_{0};
   // When analyses run (the worker and watch threads, requests, cancellation): scheduler.h.
   AnalysisScheduler scheduler_;
   // The trace shown and the traces passed over (under trace_mu_).

@@ -222,7 +222,10 @@ void Session::Status(const std::string& state, const std::string& detail) {
     std::lock_guard<std::mutex> lock(snap_mu_);
     if (snapshot_) {
       p["trace"] = snapshot_->trace_path;
-      p["findings"] = snapshot_->scan ? snapshot_->scan->findings.size() : 0;
+      // What the Problems view shows (one per code and line, information and above, in files);
+      // every finding, hints and findings without a line included, apart.
+      p["findings"] = problems_shown_.load();
+      p["findings_total"] = snapshot_->scan ? snapshot_->scan->findings.size() : 0;
     }
   }
   if (!detail.empty()) p["detail"] = detail;
@@ -369,7 +372,8 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     last_trace_mtime_ = mtime;
   }
   PublishAll();
-  end_progress(std::to_string(snap->scan->findings.size()) + " findings");
+  end_progress(std::to_string(problems_shown_.load()) + " problems shown (" +
+               std::to_string(snap->scan->findings.size()) + " findings)");
   ClientLog("analysed " + trace + ": " + std::to_string(snap->scan->findings.size()) +
             " findings (rules " + std::to_string(static_cast<int>(snap->scan->rules_ms)) +
             " ms, mapping " + std::to_string(static_cast<int>(snap->scan->mapping_ms)) + " ms)");

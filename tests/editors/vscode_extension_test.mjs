@@ -58,7 +58,8 @@ class MarkdownString { constructor(v = "") { this.value = v; } appendMarkdown(s)
 class Hover { constructor(contents, range) { this.contents = contents; this.range = range; } }
 class CancellationTokenSource { constructor() { this.token = { isCancellationRequested: false, onCancellationRequested: () => new Disposable() }; } cancel() { this.token.isCancellationRequested = true; } dispose() {} }
 
-const state = { commands: new Map(), diagnostics: new Map(), opened: [], errors: [], statusText: "", config: {}, folder: "" };
+const state = { commands: new Map(), diagnostics: new Map(), opened: [], errors: [], statusText: "", config: {}, folder: "",
+                executed: [], errorChoice: undefined, remoteName: undefined };
 const anyFn = () => new Disposable();
 // Anything the test does not model: a callable, constructible object whose members are more of it.
 function loose(name) {
@@ -90,7 +91,11 @@ const vscode = members({
       state.commands.set(id, fn);
       return new Disposable(() => state.commands.delete(id));
     },
-    executeCommand: async (id, ...args) => (state.commands.has(id) ? state.commands.get(id)(...args) : undefined),
+    executeCommand: async (id, ...args) => {
+      if (state.commands.has(id)) return state.commands.get(id)(...args);
+      state.executed.push([id, ...args]);  // VS Code's own commands (openSettings, ...)
+      return undefined;
+    },
     getCommands: async () => [...state.commands.keys()],
   }, "commands"),
   window: members({
@@ -100,7 +105,7 @@ const vscode = members({
       Object.defineProperty(item, "text", { get: () => state.statusText, set: (v) => { state.statusText = v; } });
       return item;
     },
-    showErrorMessage: async (m) => { state.errors.push(m); return undefined; },
+    showErrorMessage: async (m) => { state.errors.push(m); return state.errorChoice; },
     showWarningMessage: async () => undefined,
     showInformationMessage: async () => undefined,
     showTextDocument: async (doc) => { state.opened.push(doc); return {}; },
@@ -131,7 +136,8 @@ const vscode = members({
     match: () => 10,
     onDidChangeDiagnostics: anyFn,
   }, "languages"),
-  env: members({ appName: "stand-in", language: "en", machineId: "x", sessionId: "x", uiKind: 1, openExternal: async () => true }, "env"),
+  env: members({ appName: "stand-in", language: "en", machineId: "x", sessionId: "x", uiKind: 1, openExternal: async () => true,
+                 get remoteName() { return state.remoteName; } }, "env"),
   extensions: members({ getExtension: () => undefined, all: [], onDidChange: anyFn }, "extensions"),
 }, "vscode");
 
@@ -182,6 +188,24 @@ await state.commands.get("ttap.rescan")();
 check(state.errors.some((m) => /does not exist/.test(m)), "a command answers with the reason");
 try { await ext.deactivate(); } catch (e) { check(false, "deactivate without a server threw"); }
 for (const d of ctx2.subscriptions) d?.dispose?.();
+
+// 3. "Open Settings" on that error finds ttap.serverPath: the User tab locally, the Remote tab in
+// a remote window (the setting is machine-overridable: the User tab shows nothing there).
+for (const [remote, command] of [[undefined, "workbench.action.openSettings"],
+                                 ["ssh-remote", "workbench.action.openRemoteSettings"]]) {
+  state.remoteName = remote;
+  state.errorChoice = "Open Settings";
+  state.executed = [];
+  const c = context();
+  await ext.activate(c);
+  const opened = state.executed.find(([id]) => id.startsWith("workbench.action.open"));
+  check(opened && opened[0] === command, `Open Settings runs ${command} (${JSON.stringify(opened)})`);
+  check(opened && JSON.stringify(opened[1]).includes("ttap.serverPath"), "with the ttap.serverPath query");
+  try { await ext.deactivate(); } catch (e) { /* no server */ }
+  for (const d of c.subscriptions) d?.dispose?.();
+}
+state.remoteName = undefined;
+state.errorChoice = undefined;
 
 console.log(`vscode extension: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

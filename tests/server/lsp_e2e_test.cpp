@@ -655,3 +655,48 @@ TEST_CASE("lsp: a workspace root deleted and made again shows the traces written
   CHECK(ShowsCode(&c, root, "TTA009", 15000));
   c.Notify("exit", nullptr);
 }
+
+TEST_CASE("lsp: the status counts what the Problems view shows; links only to files that exist",
+          "[lsp][e2e]") {
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/train.py", kTrainPy);
+  mkdir((root + "/log").c_str(), 0755);
+  // The DataLoader frame as the recording machine named it: an absolute path not on this one.
+  std::string trace = ttap_test::StallTrace();
+  const std::string rel = "torch/utils/data/dataloader.py(630)";
+  const std::string gone =
+      "/nonexistent-recorder/site-packages/torch/utils/data/dataloader.py(630)";
+  for (size_t at = trace.find(rel); at != std::string::npos; at = trace.find(rel, at + gone.size()))
+    trace.replace(at, rel.size(), gone);
+  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json", trace);
+  LspClient c(ttap_test::Binary(), {"--stdio"});
+  c.Call("initialize", InitParams(root));
+  c.Notify("initialized", json::object());
+  const std::string uri = "file://" + root + "/train.py";
+  auto pub = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri;
+  });
+  REQUIRE_FALSE(pub.is_null());
+  int shown = 0;
+  for (const json& diag : pub["params"]["diagnostics"]) {
+    shown += diag["severity"].get<int>() < 4;
+    for (const json& rel_info : diag.value("relatedInformation", json::array())) {
+      CHECK(rel_info["location"]["uri"].get<std::string>().find("nonexistent-recorder") ==
+            std::string::npos);
+    }
+  }
+  auto status = c.WaitFor([](const json& m) {
+    return m.value("method", "") == "ttap/status" && m["params"]["state"] == "ready";
+  });
+  REQUIRE_FALSE(status.is_null());
+  CHECK(status["params"]["findings"].get<int>() == shown);
+  CHECK(status["params"]["findings_total"].get<int>() >= shown);
+  // The missing file is in the hover, as text.
+  auto hover = OpenAndHover(&c, uri, kTrainPy, 11, 2);
+  REQUIRE(hover["result"].is_object());
+  const std::string md = hover["result"]["contents"]["value"];
+  CHECK(md.find("/nonexistent-recorder/site-packages/torch/utils/data/dataloader.py:630") !=
+        std::string::npos);
+  c.Call("shutdown", nullptr);
+  c.Notify("exit", nullptr);
+}

@@ -73,8 +73,7 @@ async function startServer(context: vscode.ExtensionContext): Promise<void> {
     showStatus('$(error) ttap: no server', startError, true);
     const choice =
         await vscode.window.showErrorMessage(`TorchTraceAP: ${startError}`, 'Open Settings');
-    if (choice === 'Open Settings')
-      await vscode.commands.executeCommand('workbench.action.openSettings', 'ttap.serverPath');
+    if (choice === 'Open Settings') await openServerPathSetting();
     return;
   }
   const serverOptions: ServerOptions = {
@@ -102,12 +101,31 @@ async function startServer(context: vscode.ExtensionContext): Promise<void> {
   showStatus('$(pulse) ttap', command);
   client.onNotification(
       'ttap/status',
-      (p: {state: string; trace?: string; rank?: number; findings?: number; detail?: string}) => {
+      (p: {
+        state: string; trace?: string; rank?: number; findings?: number; findings_total?: number;
+        detail?: string
+      }) => {
+        // `findings` is what the Problems view shows (one per code and line, info and above);
+        // the tooltip says how many there are in all (hints and findings without a line too).
         const findings = p.findings !== undefined ? ` · ${p.findings} findings` : '';
+        const total = p.findings_total !== undefined ?
+            ` · ${p.findings_total} in all, hints and repeats on a line included` :
+            '';
         showStatus(
             `$(pulse) ttap: ${p.state}${findings}`,
-            p.trace ? `${p.trace} (rank ${p.rank ?? 0})` : p.detail ?? 'no trace yet');
+            p.trace ? `${p.trace} (rank ${p.rank ?? 0})${total}` : p.detail ?? 'no trace yet');
       });
+}
+
+// ttap.serverPath is machine-overridable: in a remote window (SSH, WSL, containers, code-server)
+// it shows on the Remote tab only, where the User tab finds nothing.
+async function openServerPathSetting(): Promise<void> {
+  if (vscode.env.remoteName) {
+    await vscode.commands.executeCommand(
+        'workbench.action.openRemoteSettings', {query: 'ttap.serverPath'});
+  } else {
+    await vscode.commands.executeCommand('workbench.action.openSettings', 'ttap.serverPath');
+  }
 }
 
 async function stopServer(): Promise<void> {

@@ -81,19 +81,27 @@ function M.attach(bufnr, opts)
   config.root_dir = root
   config.workspace_folders = { { uri = vim.uri_from_fname(root), name = root } }
   config.init_options = opts.settings
+  local function refresh_attached()
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(buf) and #ttap_clients(buf) > 0 then
+        vim.api.nvim_buf_call(buf, function()
+          refresh_codelens(buf)
+        end)
+      end
+    end
+  end
   config.handlers = vim.tbl_extend("force", {
     ["ttap/status"] = function(_, result)
       vim.g.ttap_status = result and result.state or ""
-    end,
-    -- The server asks for fresh lenses after each analysis.
-    ["workspace/codeLens/refresh"] = function()
-      for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-        if vim.api.nvim_buf_is_loaded(buf) and #ttap_clients(buf) > 0 then
-          vim.api.nvim_buf_call(buf, function()
-            refresh_codelens(buf)
-          end)
-        end
+      -- Neovim before 0.8 does not take the server's workspace/codeLens/refresh: the lenses of
+      -- a finished analysis are fetched when the status says so, not at the first edit.
+      if result and result.state == "ready" then
+        vim.schedule(refresh_attached)
       end
+    end,
+    -- The server asks for fresh lenses after each analysis (clients that support it).
+    ["workspace/codeLens/refresh"] = function()
+      refresh_attached()
       return vim.NIL
     end,
   }, opts.handlers or {})
