@@ -59,7 +59,7 @@ class Hover { constructor(contents, range) { this.contents = contents; this.rang
 class CancellationTokenSource { constructor() { this.token = { isCancellationRequested: false, onCancellationRequested: () => new Disposable() }; } cancel() { this.token.isCancellationRequested = true; } dispose() {} }
 
 const state = { commands: new Map(), diagnostics: new Map(), opened: [], errors: [], statusText: "", config: {}, folder: "",
-                executed: [], errorChoice: undefined, remoteName: undefined };
+                executed: [], errorChoice: undefined, remoteName: undefined, providers: new Map() };
 const anyFn = () => new Disposable();
 // Anything the test does not model: a callable, constructible object whose members are more of it.
 function loose(name) {
@@ -118,7 +118,12 @@ const vscode = members({
     get workspaceFolders() { return [{ uri: Uri.file(state.folder), name: "ws", index: 0 }]; },
     getWorkspaceFolder: () => ({ uri: Uri.file(state.folder), name: "ws", index: 0 }),
     textDocuments: [], notebookDocuments: [],
-    openTextDocument: async (o) => o,
+    openTextDocument: async (o) => (o instanceof Uri && state.providers.has(o.scheme)
+                                      ? { uri: o, content: state.providers.get(o.scheme).provideTextDocumentContent(o) } : o),
+    registerTextDocumentContentProvider: (scheme, provider) => {
+      state.providers.set(scheme, provider);
+      return new Disposable(() => state.providers.delete(scheme));
+    },
     onDidOpenTextDocument: anyFn, onDidCloseTextDocument: anyFn, onDidChangeTextDocument: anyFn, onDidSaveTextDocument: anyFn,
     onWillSaveTextDocument: anyFn, onDidChangeConfiguration: anyFn, onDidChangeWorkspaceFolders: anyFn,
     onDidCreateFiles: anyFn, onDidRenameFiles: anyFn, onDidDeleteFiles: anyFn, onWillCreateFiles: anyFn, onWillRenameFiles: anyFn, onWillDeleteFiles: anyFn,
@@ -166,7 +171,11 @@ const diags = state.diagnostics.get(trainUri) ?? [];
 check(diags.some((d) => String(d.code?.value ?? d.code) === "TTA001"), "a TTA001 diagnostic reaches the collection");
 await until(() => /ready/.test(state.statusText), 20000, "status bar says ready");
 await state.commands.get("ttap.showTraceSummary")();
-check(state.opened.length === 1 && /TTA001/.test(state.opened[0]?.content ?? ""), "the summary opens as a document");
+// A Markdown preview of a read-only virtual document (not an untitled one that asks to be saved).
+const preview = state.executed.find(([id]) => id === "markdown.showPreview");
+check(preview && preview[1].scheme === "ttap-summary", "the summary opens as a Markdown preview of a ttap-summary: document");
+const provider = state.providers.get("ttap-summary");
+check(provider && /TTA001/.test(provider.provideTextDocumentContent(preview?.[1]) ?? ""), "the summary lists TTA001");
 await state.commands.get("ttap.restart")();
 await until(() => /ready/.test(state.statusText), 20000, "ready again after a restart");
 let deactivated = true;

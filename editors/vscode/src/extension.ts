@@ -149,6 +149,35 @@ async function serverCommand(id: string): Promise<unknown> {
   return client.sendRequest('workspace/executeCommand', {command: id, arguments: []});
 }
 
+// The trace summary as a read-only virtual document (scheme ttap-summary), shown as a Markdown
+// preview: no "Untitled-1" that asks to be saved when closed.
+const SUMMARY_URI = 'ttap-summary:/trace-summary.md';
+class SummaryProvider implements vscode.TextDocumentContentProvider {
+  private markdown = '';
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
+  provideTextDocumentContent(): string {
+    return this.markdown;
+  }
+  set(markdown: string, uri: vscode.Uri): void {
+    this.markdown = markdown;
+    this.changed.fire(uri);
+  }
+}
+const summary = new SummaryProvider();
+
+async function showSummary(markdown: string): Promise<void> {
+  const uri = vscode.Uri.parse(SUMMARY_URI);
+  summary.set(markdown, uri);
+  try {
+    await vscode.commands.executeCommand('markdown.showPreview', uri);
+  } catch {
+    // Without VS Code's Markdown extension: the read-only source.
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri),
+                                         {preview: true});
+  }
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel('TorchTraceAP');
   status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
@@ -157,17 +186,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
       output,
       status,
+      vscode.workspace.registerTextDocumentContentProvider('ttap-summary', summary),
       vscode.commands.registerCommand('ttap.rescan', () => serverCommand('ttap.server.rescan')),
       vscode.commands.registerCommand(
           'ttap.showTraceSummary',
           async () => {
             const r = (await serverCommand('ttap.server.showTraceSummary')) as {markdown?: string} |
                 undefined;
-            if (r?.markdown) {
-              const doc = await vscode.workspace.openTextDocument(
-                  {content: r.markdown, language: "markdown"});
-              await vscode.window.showTextDocument(doc, {preview: true});
-            }
+            if (r?.markdown) await showSummary(r.markdown);
           }),
       vscode.commands.registerCommand(
           'ttap.restart',
