@@ -456,6 +456,20 @@ void Session::PrepareForHovers(Snapshot* snap) {
   const StepAttribution& all = rr.time.overall;  // the steps added up
   if (all.total() > 0)
     md += "Where the steps' time went (critical path): " + FormatCauses(all, 5) + "\n\n";
+  if (rr.run_ns > 0 && !rr.time.steps.empty()) {
+    const double steps = static_cast<double>(rr.time.steps.size());
+    char speedup[32];
+    std::snprintf(speedup, sizeof(speedup), "%.2fx", rr.speedup);
+    if (rr.profiler_overhead_ns * 20 >= rr.traced_run_ns) {
+      md += "The profiler itself added " + FormatMs(rr.profiler_overhead_ns / 1000.0 / steps) +
+            " to each recorded step of " + FormatMs(rr.traced_run_ns / 1000.0 / steps) + " (" +
+            std::to_string(static_cast<size_t>(rr.profiled_ops / steps)) +
+            " recorded ops a step): without it a step takes " +
+            FormatMs(rr.run_ns / 1000.0 / steps) + ", and every saving below is of that run. ";
+    }
+    md += "The fixes together save " + FormatMs(rr.joint_saving_ns / 1000.0 / steps) +
+          " a step: this run could be " + speedup + " faster.\n\n";
+  }
   snap->summary_head = std::move(md);
 }
 

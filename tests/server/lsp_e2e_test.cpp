@@ -505,6 +505,7 @@ TEST_CASE("lsp: one diagnostic per code and line; the hover lists the others", "
   CHECK(listed <= 1);
   CHECK(text.find("train.py:12") != std::string::npos);
   CHECK(text.find("saves 0.000 ms") == std::string::npos);
+  CHECK(text.find("The fixes together save") != std::string::npos);  // the run's one story
   c.Notify("exit", nullptr);
 }
 
