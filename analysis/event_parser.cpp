@@ -30,6 +30,53 @@ EventKind KindFromCategory(std::string_view c) {
 
 namespace {
 
+// The ops whose recorded inputs can say that they convert a tensor's memory layout.
+bool IsLayoutCopyCandidate(std::string_view name) {
+  return name == "aten::contiguous" || name == "aten::clone";
+}
+
+// "Input Strides": [[25088, 49, 7, 1], []]: the first input's strides (rank 4 or 5).
+void ReadFirstStrides(od::value& v, int64_t* strides, int* rank) {
+  od::array outer;
+  if (v.get_array().get(outer)) return;
+  for (auto first : outer) {
+    od::array inner;
+    if (first.get_array().get(inner)) return;
+    int n = 0;
+    for (auto x : inner) {
+      int64_t s;
+      if (x.get_int64().get(s) || n >= 5) return;
+      strides[n++] = s;
+    }
+    *rank = n;
+    return;
+  }
+}
+
+// "Concrete Inputs": ["", "2"]: the memory format argument (0 contiguous, 1 preserve,
+// 2 channels_last, 3 channels_last_3d).
+void ReadMemoryFormat(od::value& v, int64_t* format) {
+  od::array a;
+  if (v.get_array().get(a)) return;
+  int k = 0;
+  for (auto x : a) {
+    if (k++ != 1) continue;
+    std::string_view s;
+    if (!x.get_string().get(s) && s.size() == 1 && s[0] >= '0' && s[0] <= '3') *format = s[0] - '0';
+    return;
+  }
+}
+
+// NCHW strides (the channel stride is not the innermost) asked to become channels_last, or
+// channels_last strides (channel stride 1 and the width stride the channel count) asked to
+// become contiguous.
+bool ConvertsLayout(const int64_t* strides, int rank, int64_t format) {
+  if (rank != 4 && rank != 5) return false;
+  const bool channels_last = strides[1] == 1 && strides[rank - 1] > 1;
+  const bool contiguous = strides[rank - 1] == 1 && strides[1] > 1;
+  return (format == 2 || format == 3) ? contiguous : format == 0 && channels_last;
+}
+
 std::string_view TrimRight(std::string_view s) {
   while (!s.empty() &&
          (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
@@ -132,6 +179,10 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     int64_t correlation = kNone, external = kNone, stream = kNone, bytes = kNone, flow_id = kNone;
     int64_t py_id = kNone, py_parent = kNone, device = kNone;
     int64_t wait_stream = kNone, wait_record = kNone;  // cuda_sync: what a wait waits for
+    // aten::contiguous / aten::clone: the first input's strides and the memory format asked for.
+    int64_t in_strides[5] = {0, 0, 0, 0, 0};
+    int in_rank = -1;
+    int64_t memory_format = kNone;
     meta_name.clear();
     meta_value.clear();
     const char* bad = nullptr;
@@ -254,6 +305,16 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
                 if (!av.get_string().get(s)) meta_value.assign(s);
               }
               break;
+            case 13:
+              if (ak == "Input Strides" && IsLayoutCopyCandidate(name)) {
+                ReadFirstStrides(av, in_strides, &in_rank);
+              }
+              break;
+            case 15:
+              if (ak == "Concrete Inputs" && IsLayoutCopyCandidate(name)) {
+                ReadMemoryFormat(av, &memory_format);
+              }
+              break;
             default:
               break;
           }
@@ -354,8 +415,9 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     t.name.push_back(out->strings.Intern(name));
     t.cat.push_back(cat_id);
     t.kind.push_back(kind);
-    t.flags.push_back(static_cast<uint8_t>((has_dur ? kHasDur : 0) | (has_cat ? kHasCat : 0) |
-                                           (frac_ts || frac_dur ? kFracTs : 0)));
+    t.flags.push_back(static_cast<uint8_t>(
+        (has_dur ? kHasDur : 0) | (has_cat ? kHasCat : 0) | (frac_ts || frac_dur ? kFracTs : 0) |
+        (ConvertsLayout(in_strides, in_rank, memory_format) ? kLayoutCopy : 0)));
     t.track.push_back(track_of());
     t.stream.push_back(
         stream == kNone ? -1

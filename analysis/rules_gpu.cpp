@@ -128,6 +128,19 @@ bool IsTransposeName(const std::string& n) {
           n.find("vectorized") == std::string::npos);
 }
 
+// A copy kernel launched under an aten::contiguous / aten::clone whose recorded strides and
+// memory format convert between NCHW and channels_last (kLayoutCopy, set by the parser): a
+// layout conversion wherever it is called from (a forward hook's .contiguous() too).
+bool LaunchedByLayoutCopy(const RuleContext& ctx, size_t gpu_row) {
+  const int32_t launch = ctx.LaunchOf(gpu_row);
+  const EventTable& ev = ctx.ev();
+  for (int32_t p = launch >= 0 ? ev.parent[launch] : -1, g = 0; p >= 0 && g < 256;
+       p = ev.parent[p], ++g) {
+    if (ev.flags[p] & kLayoutCopy) return true;
+  }
+  return false;
+}
+
 bool LaunchedByConvolution(const RuleContext& ctx, size_t gpu_row) {
   const int32_t launch = ctx.LaunchOf(gpu_row);
   const EventTable& ev = ctx.ev();
@@ -375,7 +388,8 @@ void DetectLayoutConversion(const RuleContext& ctx, const RuleOptions& o,
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("layout_conversion_share", 0.01);
-  // 1: always a conversion; 2: a conversion when a convolution launched it.
+  // 1: always a conversion; 2: a conversion when a convolution launched it; 3: a copy kernel,
+  // a conversion when a layout-converting contiguous() / clone() launched it.
   std::unordered_map<StringId, char> kind;
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
@@ -386,9 +400,16 @@ void DetectLayoutConversion(const RuleContext& ctx, const RuleOptions& o,
       auto [it, fresh] = kind.emplace(ev.name[i], 0);
       if (fresh) {
         std::string n = Lower(ctx.Name(i));
-        it->second = IsLayoutConversionName(n) ? 1 : IsTransposeName(n) ? 2 : 0;
+        it->second = IsLayoutConversionName(n)             ? 1
+                     : IsTransposeName(n)                  ? 2
+                     : n.find("copy") != std::string::npos ? 3
+                                                           : 0;
       }
-      if (it->second == 0 || (it->second == 2 && !LaunchedByConvolution(ctx, i))) continue;
+      if (it->second == 0) continue;
+      if (it->second >= 2 && !LaunchedByLayoutCopy(ctx, i) &&
+          (it->second == 3 || !LaunchedByConvolution(ctx, i))) {
+        continue;
+      }
       const double us = ev.dur[i] / 1000.0;
       Finding& f =
           sf.For(ctx, "TTA010", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));

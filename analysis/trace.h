@@ -44,6 +44,9 @@ enum EventFlags : uint8_t {
   kHasDur = 1,  // "dur" present in the file
   kHasCat = 2,  // "cat" present in the file
   kFracTs = 4,  // ts or dur had a fractional part
+  // aten::contiguous / aten::clone whose recorded input strides and memory format say it
+  // converts between NCHW and channels_last (record_shapes: "Input Strides", "Concrete Inputs").
+  kLayoutCopy = 8,
 };
 
 constexpr int64_t kNone = -1;

@@ -356,6 +356,55 @@ TEST_CASE("TTA010: transposes count only when a convolution launches them", "[ru
   CHECK(FindingsWithCode(*other, "TTA010").empty());
 }
 
+// After each channels_last convolution a forward hook calls .contiguous() (or a convolution makes
+// its NCHW input channels_last): a strided copy that only the recorded strides and memory format
+// show to be a layout conversion (record_shapes). A copy of a transposed matrix is none.
+TinyTrace ContiguousSteps(const std::string& strides, const std::string& format) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA H200", 9, 0);
+  double base = 1000;
+  const std::string args =
+      "\"Input Strides\": [" + strides + ", []], \"Concrete Inputs\": [\"\", \"" + format + "\"]";
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10, gpu = base + 40;
+    for (int k = 0; k < 3; ++k) {
+      t.Cpu("aten::cudnn_convolution", cpu, 20);
+      t.Kernel("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc", cpu + 5, 5, gpu,
+               500);
+      gpu += 500;
+      t.Cpu("aten::contiguous", cpu + 22, 20, "cpu_op", 1, args);
+      t.Cpu("aten::clone", cpu + 23, 18);
+      t.Cpu("aten::copy_", cpu + 25, 14);
+      t.Kernel(
+          "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+          "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}>(at::"
+          "TensorIteratorBase&, {lambda()#3} const&)::{lambda(int)#1}>(int, {lambda(int)#1})",
+          cpu + 27, 5, gpu, 150);
+      gpu += 150;
+      cpu += 45;
+    }
+    const double end = gpu + 20;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  return t;
+}
+
+TEST_CASE("TTA010: a .contiguous() that the recorded strides show converts the layout",
+          "[rules][TTA010]") {
+  // channels_last strides of a 64x512x7x7 tensor made contiguous (memory format 0).
+  auto to_nchw = ContiguousSteps("[25088, 1, 3584, 512]", "0").Load();
+  auto f = FindingsWithCode(*to_nchw, "TTA010", ExactWhatIfs());
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("conversions").number == 9);
+  CHECK(f[0].time_lost_us_per_step == Approx(3 * 150).margin(10));
+  // NCHW strides asked to become channels_last (memory format 2): a conversion too.
+  CHECK(FindingsWithCode(*ContiguousSteps("[25088, 49, 7, 1]", "2").Load(), "TTA010").size() == 1);
+  // A transposed matrix made contiguous, or an NCHW tensor kept NCHW: no layout conversion.
+  CHECK(FindingsWithCode(*ContiguousSteps("[1, 4096]", "0").Load(), "TTA010").empty());
+  CHECK(FindingsWithCode(*ContiguousSteps("[25088, 49, 7, 1]", "0").Load(), "TTA010").empty());
+}
+
 TEST_CASE("TTA010: channels-last convolutions give no finding", "[rules][TTA010]") {
   auto trace = ConvSteps("", "").Load();
   CHECK(FindingsWithCode(*trace, "TTA010").empty());
