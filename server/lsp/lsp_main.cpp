@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "server/lsp/channel.h"
@@ -28,11 +29,27 @@ bool ParsePort(const std::string& text, int lowest, int* port) {
   return true;
 }
 
+// 32 hex digits from /dev/urandom, empty when it cannot be read.
+std::string RandomToken() {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  unsigned char bytes[16];
+  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) return "";
+  std::string out;
+  char hex[3];
+  for (unsigned char b : bytes) {
+    std::snprintf(hex, sizeof(hex), "%02x", b);
+    out += hex;
+  }
+  return out;
+}
+
 }  // namespace
 
 int RunLspCommand(const std::vector<std::string>& args) {
   std::signal(SIGPIPE, SIG_IGN);  // a client that goes away must not kill the server
   std::string listen;
+  std::string token, token_file;
+  bool no_token = false;
   int socket_port = -1;
   const char* socket_port_text = nullptr;
   ServerOptions options;
@@ -47,6 +64,16 @@ int RunLspCommand(const std::vector<std::string>& args) {
       listen = a.substr(9);
     } else if (a == "--listen" && i + 1 < args.size()) {
       listen = args[++i];
+    } else if (a.rfind("--token=", 0) == 0) {
+      token = a.substr(8);
+    } else if (a == "--token" && i + 1 < args.size()) {
+      token = args[++i];
+    } else if (a.rfind("--token-file=", 0) == 0) {
+      token_file = a.substr(13);
+    } else if (a == "--token-file" && i + 1 < args.size()) {
+      token_file = args[++i];
+    } else if (a == "--no-token") {
+      no_token = true;
     } else if (a.rfind("--clientProcessId", 0) == 0) {
       if (a.find('=') == std::string::npos && i + 1 < args.size()) ++i;  // passed by some clients
     } else if (a.rfind("--poll-ms=", 0) == 0) {
@@ -82,12 +109,43 @@ int RunLspCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "ttap lsp: --listen: '%s' is not a port (0-65535)\n", port.c_str());
       return 2;
     }
+    if (!token_file.empty()) {
+      std::ifstream in(token_file);
+      if (!in || !std::getline(in, token) || token.empty()) {
+        std::fprintf(stderr, "ttap lsp: --token-file: cannot read a token from %s\n",
+                     token_file.c_str());
+        return 2;
+      }
+    }
+    // Any local user can connect to a port: off the loopback interface a token is required
+    // unless --no-token says otherwise (as Jupyter and code-server do); one is made if none is
+    // given. On loopback it is asked for only when given.
+    const bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1" ||
+                          host == "[::1]" || host.rfind("127.", 0) == 0;
+    bool generated = false;
+    if (token.empty() && !no_token && !loopback) {
+      token = RandomToken();
+      generated = !token.empty();
+      if (!generated) {
+        std::fprintf(stderr, "ttap lsp: cannot make a token (/dev/urandom): pass --token\n");
+        return 2;
+      }
+    }
+    options.token = token;
     auto listener = TcpListener::Listen(host, port_number);
     if (!listener.ok()) {
       std::fprintf(stderr, "ttap lsp: %s\n", listener.status().message().c_str());
       return 2;
     }
     std::fprintf(stderr, "ttap lsp: listening on %s:%d\n", host.c_str(), (*listener)->port());
+    if (generated) {
+      std::fprintf(stderr,
+                   "ttap lsp: clients must send initializationOptions.token = \"%s\" in "
+                   "initialize (--token / --token-file to choose it, --no-token for none)\n",
+                   token.c_str());
+    } else if (!token.empty()) {
+      std::fprintf(stderr, "ttap lsp: clients must send initializationOptions.token\n");
+    }
     options.exit_with_client_process = false;
     while (auto channel = (*listener)->Accept()) {
       // Each connection is its own session; `exit` ends that session, not the server.

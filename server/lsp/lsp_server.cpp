@@ -9,6 +9,26 @@
 
 namespace ttap::lsp {
 
+namespace {
+
+// Whether |msg| is `initialize` with initializationOptions.token == |token| (compared in time
+// that does not depend on where they differ).
+bool TokenMatches(const json& msg, const std::string& token) {
+  if (!msg.is_object() || !msg.contains("method") || msg["method"] != "initialize") return false;
+  const json& params = msg.contains("params") ? msg["params"] : json();
+  if (!params.is_object() || !params.contains("initializationOptions")) return false;
+  const json& init = params["initializationOptions"];
+  if (!init.is_object() || !init.contains("token") || !init["token"].is_string()) return false;
+  const std::string& given = init["token"].get_ref<const std::string&>();
+  unsigned char diff = given.size() == token.size() ? 0 : 1;
+  for (size_t i = 0; i < token.size(); ++i) {
+    diff |= static_cast<unsigned char>(token[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
 int Session::Run() {
   request_thread_ = std::thread([this] { RequestLoop(); });
   std::string body, error;
@@ -31,6 +51,18 @@ int Session::Run() {
     if (msg.is_discarded()) {
       out_.ReplyError(nullptr, kParseError, "invalid JSON");
       continue;
+    }
+    if (!options_.token.empty() && !authorised_) {
+      // --listen with a token: the connection proves it knows the token in `initialize`, first.
+      if (!TokenMatches(msg, options_.token)) {
+        json id = msg.is_object() && msg.contains("id") ? msg["id"] : json();
+        out_.ReplyError(id, kInvalidRequest,
+                        "unauthorised: this server needs initializationOptions.token in "
+                        "initialize (ttap lsp --listen prints where it is)");
+        Log("refused a connection without the token");
+        break;
+      }
+      authorised_ = true;
     }
     try {
       Handle(msg);

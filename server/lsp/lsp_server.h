@@ -22,6 +22,9 @@ struct ServerOptions {
   // Exit when the editor process (initialize's processId) is gone, as the spec asks; off under
   // --listen, where one process serves many sessions (a dead client's socket ends its session).
   bool exit_with_client_process = true;
+  // --listen's token: when set, a connection's first message must be `initialize` with
+  // initializationOptions.token equal to it, else the session ends (the connection closes).
+  std::string token;
 };
 
 // Runs one session on |framer| until `exit` or the end of the stream; returns the process exit

@@ -244,6 +244,7 @@ class Session {
   Framer* framer_;
   Outbox out_;
   ServerOptions options_;
+  bool authorised_ = false;  // the token was given (reader thread only)
   Binder binder_;
 
   // The request thread: requests and notifications other than document edits run there in the

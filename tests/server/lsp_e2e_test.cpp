@@ -391,6 +391,49 @@ TEST_CASE("lsp: --listen serves sessions over TCP, exit ends one session, not th
   CHECK(server.alive());
 }
 
+TEST_CASE("lsp: --listen with a token ends a session that does not give it", "[lsp][e2e][tcp]") {
+  int port = 20000 + ((getpid() + 7919) % 20000);
+  std::string root = ttap_test::MakeTempDir();
+  WriteOrFail(root + "/token", "s3cret-token\n");
+  LspClient server(ttap_test::Binary(), {"--listen", "127.0.0.1:" + std::to_string(port),
+                                         "--token-file", root + "/token"});
+  {  // No token: an error, and the connection closes.
+    int fd = ttap_test::ConnectLoopback(port);
+    REQUIRE(fd >= 0);
+    LspClient c(fd, -1);
+    auto init = c.Call("initialize", InitParams(root));
+    REQUIRE(init.contains("error"));
+    CHECK(init["error"]["message"].get<std::string>().find("unauthorised") != std::string::npos);
+    CHECK(c.Call("shutdown", nullptr, 2000).is_null());  // nobody answers any more
+  }
+  {  // A wrong token: the same.
+    int fd = ttap_test::ConnectLoopback(port);
+    REQUIRE(fd >= 0);
+    LspClient c(fd, -1);
+    json params = InitParams(root);
+    params["initializationOptions"]["token"] = "s3cret-tokem";
+    CHECK(c.Call("initialize", params).contains("error"));
+  }
+  {  // The token: a session as usual.
+    int fd = ttap_test::ConnectLoopback(port);
+    REQUIRE(fd >= 0);
+    LspClient c(fd, -1);
+    json params = InitParams(root);
+    params["initializationOptions"]["token"] = "s3cret-token";
+    REQUIRE(c.Call("initialize", params).contains("result"));
+    CHECK(c.Call("shutdown", nullptr).contains("result"));
+    c.Notify("exit", nullptr);
+  }
+  CHECK(server.alive());
+  // Off the loopback interface a token is made and printed when none is given.
+  const std::string err = root + "/listen.err";
+  std::system(("timeout 1 '" + ttap_test::Binary() + "' lsp --listen 0.0.0.0:" +
+               std::to_string(port + 1) + " < /dev/null 2>'" + err + "'")
+                  .c_str());
+  CHECK(ttap_test::ReadFile(err).find("clients must send initializationOptions.token = \"") !=
+        std::string::npos);
+}
+
 TEST_CASE("lsp: --socket connects to a listening client", "[lsp][e2e][tcp]") {
   int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
