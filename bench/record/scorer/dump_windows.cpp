@@ -2,8 +2,8 @@
 // time the scorer on a machine that has libtorch but not ttap's other dependencies (a lent GPU):
 // time_scorer.cpp reads the file. Built here against build/analysis/libttap_analysis.a by
 // bench/record/scorer/run.sh. Usage: dump_windows TRACE OUT
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "analysis/trace_loader.h"
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   Write(f, t.mask);
   Write(f, t.window_features);
   std::fclose(f);
-  std::printf("%s: %d windows x %d events x %d tokens, %d features\n", argv[2], t.windows,
-              t.events, t.tokens, t.features);
+  std::printf("%s: %d windows x %d events x %d tokens, %d features\n", argv[2], t.windows, t.events,
+              t.tokens, t.features);
   return 0;
 }

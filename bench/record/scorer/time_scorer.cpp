@@ -68,9 +68,11 @@ int main(int argc, char** argv) {
         std::printf("%s: unreadable\n", argv[a]);
         continue;
       }
-      ttap_window_batch b{d.windows, d.events, d.tokens, d.token_ids.data(), d.kinds.data(),
-                          d.numeric.data(), d.lanes.data(), d.mask.data(), d.features,
-                          d.window_features.data()};
+      ttap_window_batch b{d.windows,      d.events,
+                          d.tokens,       d.token_ids.data(),
+                          d.kinds.data(), d.numeric.data(),
+                          d.lanes.data(), d.mask.data(),
+                          d.features,     d.window_features.data()};
       std::vector<float> scores(d.windows), conf(d.windows);
       std::vector<int32_t> cats(d.windows);
       std::vector<double> ms;
@@ -81,9 +83,9 @@ int main(int argc, char** argv) {
           std::printf("%s %s: %s\n", device, argv[a], err);
           break;
         }
-        const double t = std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - t0)
-                             .count();
+        const double t =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
         if (r > 0) ms.push_back(t);
       }
       if (ms.empty()) continue;
