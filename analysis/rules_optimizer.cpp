@@ -265,6 +265,25 @@ void DetectUnfusedOptimizer(const RuleContext& ctx, const RuleOptions& o,
   const double min_kernels = o.Get("optimizer_min_kernels", 32);
   const double min_ops = o.Get("optimizer_min_ops", 32);
   const int64_t tiny_ns = static_cast<int64_t>(o.Get("optimizer_tiny_kernel_us", 20) * 1000);
+  // Each distinct name classified once (a 1 GB trace has millions of CPU rows, a few thousand
+  // names): 1 an Optimizer.step# annotation, 2 another step or optimizer annotation, 3 a name
+  // that says optimizer or step (a structural candidate), 4 none.
+  std::vector<uint8_t> name_class(ctx.trace().strings.size(), 0);
+  auto class_of = [&](uint32_t i) {
+    uint8_t& c = name_class[ev.name[i]];
+    if (c == 0) {
+      const std::string_view name = ctx.Name(i);
+      if (StartsWith(name, "Optimizer.step#")) {
+        c = 1;
+      } else if (StartsWith(name, "ProfilerStep#") || StartsWith(name, "Optimizer.")) {
+        c = 2;
+      } else {
+        const std::string lower = Lower(name);
+        c = Contains(lower, "optimizer") || Contains(lower, "step") ? 3 : 4;
+      }
+    }
+    return c;
+  };
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
@@ -273,20 +292,17 @@ void DetectUnfusedOptimizer(const RuleContext& ctx, const RuleOptions& o,
     std::vector<int32_t> fallback;
     for (uint32_t i = lo; i < hi; ++i) {
       if (!IsCpuRegionKind(ev.kind[i])) continue;
-      const std::string_view name = ctx.Name(i);
       const int32_t row = static_cast<int32_t>(i);
-      if (StartsWith(name, "Optimizer.step#")) {
+      const uint8_t c = class_of(i);
+      if (c == 1) {
         if (!HasAncestorWithPrefix(ctx, row, "Optimizer.step#")) named.push_back(row);
         continue;
       }
-      if (StartsWith(name, "ProfilerStep#") || StartsWith(name, "Optimizer.")) continue;
-      const std::string lower = Lower(name);
+      if (c != 3) continue;
       // The annotation that marks the (inferred) step itself, e.g. a decode loop's
       // "decode_step", is the whole step, not its optimizer.
       const bool is_step = ev.ts[i] == step.start_ns && ev.dur[i] * 10 >= step.duration() * 9;
-      if ((Contains(lower, "optimizer") || Contains(lower, "step")) && !is_step) {
-        fallback.push_back(row);
-      }
+      if (!is_step) fallback.push_back(row);
     }
     std::map<std::string, Finding> by_cause;
     auto report = [&](int32_t row, const RegionStats& st, bool structural) {

@@ -40,7 +40,7 @@ constexpr double kFusedFixedShare = 0.8;
 constexpr int64_t kSetToNoneNs = 10000;
 // Taking the profiler's cost out (ProfilerCost, what_if.h): a CPU slice keeps at least this share
 // of its time, and what slices cannot give up carries on at most this far.
-constexpr double kProfiledMinShare = 0.25;
+constexpr double kProfiledMinShare = 0.1;
 constexpr int64_t kProfiledCarryMaxNs = 100000;
 
 struct Builder {

@@ -35,7 +35,7 @@ struct ProfilerCost {
   int64_t per_frame_ns = kProfiledFrameNs;
 };
 // The run without the profiler: each CPU slice loses the profiler's cost of the events that start
-// in it (keeping a quarter of its time; what it cannot give up carries to the lane's next slices:
+// in it (keeping a tenth of its time; what it cannot give up carries to the lane's next slices:
 // docs/causal_model.md). Empty for traces without GPU activity. |ops|: the recorded ops counted.
 WhatIf ProfilerOverheadWhatIf(const Trace& trace, const CausalGraph& g, const ProfilerCost& cost,
                               size_t* ops = nullptr);
