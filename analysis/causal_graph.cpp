@@ -1201,8 +1201,10 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
 }
 
 int64_t StepAttribution::total() const {
-  int64_t t = 0;
-  for (int64_t v : ns) t += v;
+  int64_t t = 0;  // saturating: a fuzzed clock's steps can add past int64
+  for (int64_t v : ns) {
+    if (__builtin_add_overflow(t, v, &t)) return std::numeric_limits<int64_t>::max();
+  }
   return t;
 }
 
@@ -1210,7 +1212,9 @@ int64_t StepAttribution::gpu_ns() const {
   int64_t t = 0;
   for (Cause c : {Cause::kGpuMatmul, Cause::kGpuKernel, Cause::kCommunication, Cause::kMemcpy,
                   Cause::kMemset}) {
-    t += ns[static_cast<int>(c)];
+    if (__builtin_add_overflow(t, ns[static_cast<int>(c)], &t)) {
+      return std::numeric_limits<int64_t>::max();
+    }
   }
   return t;
 }
@@ -1360,8 +1364,13 @@ TimeBreakdown WhereTimeWent(const Trace& trace, const CausalGraph& g, const Repl
   std::map<StringId, int64_t> ops;
   for (size_t k = 0; k < out.steps.size(); ++k) {
     out.step_numbers.push_back(k < spans.size() ? spans[k].number : -1);
-    for (int c = 0; c < kCauseCount; ++c) out.overall.ns[c] += out.steps[k].ns[c];
-    for (auto& [name, ns] : out.steps[k].cpu_ops) ops[name] += ns;
+    // Sums saturate: a trace's clock may span up to 2^62 ns (kMaxTimestampNs), and steps
+    // that long add past int64.
+    auto add = [](int64_t* total, int64_t v) {
+      if (__builtin_add_overflow(*total, v, total)) *total = std::numeric_limits<int64_t>::max();
+    };
+    for (int c = 0; c < kCauseCount; ++c) add(&out.overall.ns[c], out.steps[k].ns[c]);
+    for (auto& [name, ns] : out.steps[k].cpu_ops) add(&ops[name], ns);
     if (!trace.steps.empty() && k < spans.size()) {
       const int64_t rec = spans[k].end_ns - spans[k].start_ns;
       const int64_t rep = r.step_end[k] - r.step_start[k];
