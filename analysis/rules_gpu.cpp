@@ -131,26 +131,31 @@ bool IsTransposeName(const std::string& n) {
 // A copy kernel launched under an aten::contiguous / aten::clone whose recorded strides and
 // memory format convert between NCHW and channels_last (kLayoutCopy, set by the parser): a
 // layout conversion wherever it is called from (a forward hook's .contiguous() too).
-bool LaunchedByLayoutCopy(const RuleContext& ctx, size_t gpu_row) {
+// Returns the outermost such op's row (the user's contiguous() rather than the clone() inside
+// it), -1 for none.
+int32_t LayoutCopyAbove(const RuleContext& ctx, size_t gpu_row) {
   const int32_t launch = ctx.LaunchOf(gpu_row);
   const EventTable& ev = ctx.ev();
+  int32_t found = -1;
   for (int32_t p = launch >= 0 ? ev.parent[launch] : -1, g = 0; p >= 0 && g < 256;
        p = ev.parent[p], ++g) {
-    if (ev.flags[p] & kLayoutCopy) return true;
+    if (ev.flags[p] & kLayoutCopy) found = p;
   }
-  return false;
+  return found;
 }
 
-bool LaunchedByConvolution(const RuleContext& ctx, size_t gpu_row) {
+// The innermost convolution op (a cpu_op whose name contains "conv") around |gpu_row|'s launch,
+// -1 for none.
+int32_t ConvolutionAbove(const RuleContext& ctx, size_t gpu_row) {
   const int32_t launch = ctx.LaunchOf(gpu_row);
   const EventTable& ev = ctx.ev();
   for (int32_t p = launch >= 0 ? ev.parent[launch] : -1, g = 0; p >= 0 && g < 256;
        p = ev.parent[p], ++g) {
     if (ev.kind[p] != EventKind::kCpuOp) continue;
     std::string n = Lower(ctx.Name(p));
-    if (n.find("conv") != std::string::npos) return true;
+    if (n.find("conv") != std::string::npos) return p;
   }
-  return false;
+  return -1;
 }
 
 }  // namespace
@@ -406,13 +411,14 @@ void DetectLayoutConversion(const RuleContext& ctx, const RuleOptions& o,
                                                            : 0;
       }
       if (it->second == 0) continue;
-      if (it->second >= 2 && !LaunchedByLayoutCopy(ctx, i) &&
-          (it->second == 3 || !LaunchedByConvolution(ctx, i))) {
-        continue;
-      }
+      const int32_t conv = ConvolutionAbove(ctx, i);
+      const int32_t copy = it->second >= 2 ? LayoutCopyAbove(ctx, i) : -1;
+      if (it->second >= 2 && copy < 0 && (it->second == 3 || conv < 0)) continue;
+      // Named by the convolution that converts, else by the contiguous() / clone() that does
+      // (a hook's), else by the launching op.
+      const int32_t op = conv >= 0 ? conv : copy >= 0 ? copy : LaunchingOp(ctx, i);
       const double us = ev.dur[i] / 1000.0;
-      Finding& f =
-          sf.For(ctx, "TTA010", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
+      Finding& f = sf.For(ctx, "TTA010", static_cast<int>(s), ev.ts[i], ev.end(i), op);
       f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += us;
       sf.lost_us += us;
