@@ -50,10 +50,15 @@ struct RuleResult {
   int64_t traced_run_ns = 0;  // ... as recorded
   int64_t profiler_overhead_ns = 0;  // traced_run_ns - run_ns: what the profiler itself added
   size_t profiled_ops = 0;           // the recorded ops that cost it
-  int64_t safe_saving_ns = 0;        // what all the fixes save together, replayed
-  int64_t joint_saving_ns = 0;       // ... and the idle time no fix explains (TTA008) after them
-  double speedup = 1.0;              // run_ns / (run_ns - safe_saving_ns)
-  TimeBreakdown time;                // where each step's time went (critical path)
+  // Whether what the profiler added is worth saying (>= 5% of the recorded run): `ttap scan`'s
+  // last line, the hover and the trace summary say it from this one test.
+  bool ProfilerCostMatters() const {
+    return profiled_ops > 0 && profiler_overhead_ns * 20 >= traced_run_ns;
+  }
+  int64_t safe_saving_ns = 0;   // what all the fixes save together, replayed
+  int64_t joint_saving_ns = 0;  // ... and the idle time no fix explains (TTA008) after them
+  double speedup = 1.0;         // run_ns / (run_ns - safe_saving_ns)
+  TimeBreakdown time;           // where each step's time went (critical path)
   // Wall milliseconds per phase, in order ("rule detectors", "causal graph", "replay",
   // "attribution", "causal detectors", "what-ifs", "window scores"): `ttap stats --timing`.
   std::vector<std::pair<std::string, double>> phases;

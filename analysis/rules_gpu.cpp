@@ -128,34 +128,29 @@ bool IsTransposeName(const std::string& n) {
           n.find("vectorized") == std::string::npos);
 }
 
-// A copy kernel launched under an aten::contiguous / aten::clone whose recorded strides and
-// memory format convert between NCHW and channels_last (kLayoutCopy, set by the parser): a
-// layout conversion wherever it is called from (a forward hook's .contiguous() too).
-// Returns the outermost such op's row (the user's contiguous() rather than the clone() inside
-// it), -1 for none.
-int32_t LayoutCopyAbove(const RuleContext& ctx, size_t gpu_row) {
-  const int32_t launch = ctx.LaunchOf(gpu_row);
-  const EventTable& ev = ctx.ev();
-  int32_t found = -1;
-  for (int32_t p = launch >= 0 ? ev.parent[launch] : -1, g = 0; p >= 0 && g < 256;
-       p = ev.parent[p], ++g) {
-    if (ev.flags[p] & kLayoutCopy) found = p;
-  }
-  return found;
-}
-
-// The innermost convolution op (a cpu_op whose name contains "conv") around |gpu_row|'s launch,
-// -1 for none.
-int32_t ConvolutionAbove(const RuleContext& ctx, size_t gpu_row) {
+// What surrounds a GPU activity's launch, in one walk up its CPU ancestors: the innermost
+// convolution op (a cpu_op whose name contains "conv"), and the outermost aten::contiguous /
+// aten::clone whose recorded strides and memory format convert between NCHW and channels_last
+// (kLayoutCopy, set by the parser: the user's contiguous() rather than the clone() inside it; a
+// layout conversion wherever it is called from, a forward hook's too). -1 for none.
+struct LaunchAncestry {
+  int32_t conv = -1;
+  int32_t layout_copy = -1;
+};
+// |is_conv| caches the name test per string id (-1 unknown).
+LaunchAncestry AncestryOf(const RuleContext& ctx, size_t gpu_row, std::vector<int8_t>* is_conv) {
+  LaunchAncestry out;
   const int32_t launch = ctx.LaunchOf(gpu_row);
   const EventTable& ev = ctx.ev();
   for (int32_t p = launch >= 0 ? ev.parent[launch] : -1, g = 0; p >= 0 && g < 256;
        p = ev.parent[p], ++g) {
-    if (ev.kind[p] != EventKind::kCpuOp) continue;
-    std::string n = Lower(ctx.Name(p));
-    if (n.find("conv") != std::string::npos) return p;
+    if (ev.flags[p] & kLayoutCopy) out.layout_copy = p;
+    if (out.conv >= 0 || ev.kind[p] != EventKind::kCpuOp) continue;
+    int8_t& conv = (*is_conv)[ev.name[p]];
+    if (conv < 0) conv = Lower(ctx.Name(p)).find("conv") != std::string::npos ? 1 : 0;
+    if (conv) out.conv = p;
   }
-  return -1;
+  return out;
 }
 
 }  // namespace
@@ -396,6 +391,7 @@ void DetectLayoutConversion(const RuleContext& ctx, const RuleOptions& o,
   // 1: always a conversion; 2: a conversion when a convolution launched it; 3: a copy kernel,
   // a conversion when a layout-converting contiguous() / clone() launched it.
   std::unordered_map<StringId, char> kind;
+  std::vector<int8_t> is_conv(ctx.trace().strings.size(), -1);
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
@@ -411,12 +407,12 @@ void DetectLayoutConversion(const RuleContext& ctx, const RuleOptions& o,
                                                            : 0;
       }
       if (it->second == 0) continue;
-      const int32_t conv = ConvolutionAbove(ctx, i);
-      const int32_t copy = it->second >= 2 ? LayoutCopyAbove(ctx, i) : -1;
-      if (it->second >= 2 && copy < 0 && (it->second == 3 || conv < 0)) continue;
+      const LaunchAncestry up = AncestryOf(ctx, i, &is_conv);
+      const int32_t copy = it->second >= 2 ? up.layout_copy : -1;
+      if (it->second >= 2 && copy < 0 && (it->second == 3 || up.conv < 0)) continue;
       // Named by the convolution that converts, else by the contiguous() / clone() that does
       // (a hook's), else by the launching op.
-      const int32_t op = conv >= 0 ? conv : copy >= 0 ? copy : LaunchingOp(ctx, i);
+      const int32_t op = up.conv >= 0 ? up.conv : copy >= 0 ? copy : LaunchingOp(ctx, i);
       const double us = ev.dur[i] / 1000.0;
       Finding& f = sf.For(ctx, "TTA010", static_cast<int>(s), ev.ts[i], ev.end(i), op);
       f.rows.push_back(static_cast<int32_t>(i));

@@ -588,18 +588,15 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f) {
   return b.w;
 }
 
-WhatIf ProfilerOverheadWhatIf(const Trace& trace, const CausalGraph& g, const ProfilerCost& cost,
-                              size_t* ops) {
-  WhatIf w;
-  size_t counted = 0;
+ProfilerCostTaken TakeOutProfilerCost(const Trace& trace, CausalGraph* graph,
+                                      const ProfilerCost& cost) {
+  ProfilerCostTaken out;
+  const CausalGraph& g = *graph;
   const bool gpu = std::any_of(g.lanes.begin(), g.lanes.end(), [](const auto& l) { return l.gpu; });
+  if (!gpu || g.size() == 0 || (cost.per_op_ns <= 0 && cost.per_frame_ns <= 0)) return out;
   const EventTable& ev = trace.events;
-  if (!gpu || g.size() == 0 || (cost.per_op_ns <= 0 && cost.per_frame_ns <= 0)) {
-    if (ops) *ops = 0;
-    return w;
-  }
   // Rows are in start order, so each lane's containing node only moves forward.
-  std::vector<int32_t> cursor(g.lanes.size(), -1);
+  std::vector<int32_t> cursor(g.lanes.size());
   for (size_t l = 0; l < g.lanes.size(); ++l) cursor[l] = g.lanes[l].first_node;
   std::vector<uint32_t> count;  // per node, ns of profiler work, allocated on the first op
   for (size_t i = 0; i < ev.size(); ++i) {
@@ -615,12 +612,13 @@ WhatIf ProfilerOverheadWhatIf(const Trace& trace, const CausalGraph& g, const Pr
     if (count.empty()) count.assign(g.size(), 0);
     count[n] +=
         static_cast<uint32_t>(std::max<int64_t>(0, op ? cost.per_op_ns : cost.per_frame_ns));
-    counted += op;
+    out.ops += op;
   }
+  if (count.empty()) return out;
   // What a slice cannot give up (it keeps kProfiledMinShare) carries on to the lane's next CPU
   // slices: the profiler's work around an op falls between events as much as inside them.
   for (const auto& l : g.lanes) {
-    if (l.gpu || count.empty()) continue;
+    if (l.gpu) continue;
     int64_t carry = 0;
     for (int32_t n = l.first_node; n < l.end_node; ++n) {
       carry += count[n];
@@ -628,12 +626,12 @@ WhatIf ProfilerOverheadWhatIf(const Trace& trace, const CausalGraph& g, const Pr
       const int64_t cut =
           std::min(carry, static_cast<int64_t>(g.dur[n] * (1.0 - kProfiledMinShare)));
       if (cut <= 0) continue;
-      w.dur.emplace_back(n, g.dur[n] - cut);
+      graph->dur[n] -= cut;
+      out.cut_ns += cut;
       carry = std::min(carry - cut, kProfiledCarryMaxNs);
     }
   }
-  if (ops) *ops = counted;
-  return w;
+  return out;
 }
 
 FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
@@ -643,11 +641,9 @@ FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
   // Every saving is the run's without the profiler: the graph's CPU slices lose the profiler's
   // own cost per recorded op, the replay of that is the baseline, and each fix is replayed on it.
   out.traced_run_ns = base.total_step_ns();
-  {
-    const WhatIf profiler = ProfilerOverheadWhatIf(trace, *graph, profiler_cost, &out.profiled_ops);
-    for (const auto& [n, d] : profiler.dur) graph->dur[n] = std::min(graph->dur[n], d);
-    if (!profiler.empty()) RunReplay(*graph, nullptr, &base);
-  }
+  const ProfilerCostTaken taken = TakeOutProfilerCost(trace, graph, profiler_cost);
+  out.profiled_ops = taken.ops;
+  if (taken.cut_ns > 0) RunReplay(*graph, nullptr, &base);
   const CausalGraph& g = *graph;
   out.run_ns = base.total_step_ns();
   out.profiler_overhead_ns = std::max<int64_t>(0, out.traced_run_ns - out.run_ns);

@@ -34,11 +34,15 @@ struct ProfilerCost {
   int64_t per_op_ns = kProfiledOpNs;
   int64_t per_frame_ns = kProfiledFrameNs;
 };
-// The run without the profiler: each CPU slice loses the profiler's cost of the events that start
-// in it (keeping a tenth of its time; what it cannot give up carries to the lane's next slices:
-// docs/causal_model.md). Empty for traces without GPU activity. |ops|: the recorded ops counted.
-WhatIf ProfilerOverheadWhatIf(const Trace& trace, const CausalGraph& g, const ProfilerCost& cost,
-                              size_t* ops = nullptr);
+// The run without the profiler: each CPU slice of |graph| loses the profiler's cost of the events
+// that start in it, in place (keeping a tenth of its time; what it cannot give up carries to the
+// lane's next slices: docs/causal_model.md). Nothing changes for traces without GPU activity.
+struct ProfilerCostTaken {
+  size_t ops = 0;      // the recorded ops counted
+  int64_t cut_ns = 0;  // CPU time taken out of the slices, in all
+};
+ProfilerCostTaken TakeOutProfilerCost(const Trace& trace, CausalGraph* graph,
+                                      const ProfilerCost& cost);
 
 struct FixCosting {
   int64_t traced_run_ns = 0;         // the analysed steps' wall time as recorded (replayed)
@@ -65,7 +69,7 @@ struct FixCosting {
 // measure). |base| is RunReplay(g); it is consumed (its memory serves every what-if's replay, so
 // costing the fixes faults in no new per-node memory).
 // Every saving is against the run without the profiler's own cost (|profiler_cost|): |graph|'s
-// durations are changed to that run's first (ProfilerOverheadWhatIf), and stay so.
+// durations are changed to that run's first (TakeOutProfilerCost), and stay so.
 FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
                         const TimeBreakdown& time, std::vector<Finding>* findings,
                         const ProfilerCost& profiler_cost = {});

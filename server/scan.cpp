@@ -439,8 +439,7 @@ std::string RunSummaryText(const ScanResult& r) {
   const bool whole = rr.time.step_numbers.size() == 1 && rr.time.step_numbers[0] < 0;
   const std::string per = whole ? "" : "/step";
   std::string profiler;
-  // The profiler's own cost, where it matters (>= 5% of the recorded step).
-  if (rr.profiler_overhead_ns * 20 >= rr.traced_run_ns && rr.profiled_ops > 0) {
+  if (rr.ProfilerCostMatters()) {
     profiler = "; the profiler itself added " + FormatMs(rr.profiler_overhead_ns / 1000.0 / steps) +
                per + " (" + std::to_string(static_cast<size_t>(rr.profiled_ops / steps)) +
                " recorded ops" + per + "): without it " +

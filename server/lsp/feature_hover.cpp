@@ -64,7 +64,7 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
   if (rr.run_ns > 0) {
     std::snprintf(buf, sizeof(buf), "%.2fx", rr.speedup);
     md += "The saving is replayed on this run's dependency graph, without the profiler's own cost";
-    if (rr.profiler_overhead_ns * 20 >= rr.traced_run_ns && !rr.time.steps.empty()) {
+    if (rr.ProfilerCostMatters() && !rr.time.steps.empty()) {
       const double steps = static_cast<double>(rr.time.steps.size());
       md += " (it added " + FormatMs(rr.profiler_overhead_ns / 1000.0 / steps) +
             " to each recorded step of " + FormatMs(rr.traced_run_ns / 1000.0 / steps) + ")";

@@ -460,7 +460,7 @@ void Session::PrepareForHovers(Snapshot* snap) {
     const double steps = static_cast<double>(rr.time.steps.size());
     char speedup[32];
     std::snprintf(speedup, sizeof(speedup), "%.2fx", rr.speedup);
-    if (rr.profiler_overhead_ns * 20 >= rr.traced_run_ns) {
+    if (rr.ProfilerCostMatters()) {
       md += "The profiler itself added " + FormatMs(rr.profiler_overhead_ns / 1000.0 / steps) +
             " to each recorded step of " + FormatMs(rr.traced_run_ns / 1000.0 / steps) + " (" +
             std::to_string(static_cast<size_t>(rr.profiled_ops / steps)) +
