@@ -22,6 +22,7 @@ using ttap_test::json;
 using ttap_test::kTrainPy;
 using ttap_test::LspClient;
 using ttap_test::OpenAndHover;
+using ttap_test::StallWorkspace;
 
 TEST_CASE("lsp: lifecycle and error codes", "[lsp][e2e]") {
   LspClient c(ttap_test::Binary(), {}, /*quiet_stderr=*/true);
@@ -209,10 +210,7 @@ TEST_CASE("lsp: malformed percent-escapes in URIs keep the server up", "[lsp][e2
 
 TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick fixes",
           "[lsp][e2e]") {
-  std::string root = ttap_test::MakeTempDir();
-  WriteOrFail(root + "/train.py", kTrainPy);
-  mkdir((root + "/log").c_str(), 0755);
-  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
+  std::string root = StallWorkspace();
   LspClient c(ttap_test::Binary(), {"--stdio"});
   c.Call("initialize", InitParams(root));
   c.Notify("initialized", json::object());
@@ -305,9 +303,6 @@ TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick f
 // One session with |model| settings: "CODE@LINE" (0-based) of every diagnostic train.py gets,
 // and the `ttap/status` "ready" notification.
 std::pair<std::vector<std::string>, json> ScorerSession(const json& model) {
-  std::string root = ttap_test::MakeTempDir();
-  WriteOrFail(root + "/train.py", kTrainPy);
-  mkdir((root + "/log").c_str(), 0755);
   // The three stalled steps, then a fourth without a stall: 10 ms of matmul under
   // `loss = model(batch)` (line 13) that no rule explains.
   std::string trace = ttap_test::StallTrace();
@@ -323,7 +318,7 @@ std::pair<std::vector<std::string>, json> ScorerSession(const json& model) {
       R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":31200,"dur":5,"args":{"correlation":1000}},)"
       "\n"
       R"({"ph":"X","cat":"kernel","name":"volta_h884gemm_128x64_nn","pid":0,"tid":7,"ts":31210,"dur":9700,"args":{"correlation":1000,"stream":7,"device":0}})");
-  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json", trace);
+  const std::string root = StallWorkspace(trace);
   LspClient c(ttap_test::Binary(), {"--stdio"});
   json init = InitParams(root);
   init["initializationOptions"]["model"] = model;
@@ -554,10 +549,7 @@ TEST_CASE("lsp: one diagnostic per code and line; the hover lists the others", "
 
 TEST_CASE("lsp: plaintext hovers for clients that prefer them; server command ids of its own",
           "[lsp][e2e]") {
-  std::string root = ttap_test::MakeTempDir();
-  WriteOrFail(root + "/train.py", kTrainPy);
-  mkdir((root + "/log").c_str(), 0755);
-  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json", ttap_test::StallTrace());
+  std::string root = StallWorkspace();
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
   json params = InitParams(root);
   params["capabilities"]["textDocument"]["hover"]["contentFormat"] = {"plaintext", "markdown"};
@@ -702,9 +694,6 @@ TEST_CASE("lsp: a workspace root deleted and made again shows the traces written
 
 TEST_CASE("lsp: the status counts what the Problems view shows; links only to files that exist",
           "[lsp][e2e]") {
-  std::string root = ttap_test::MakeTempDir();
-  WriteOrFail(root + "/train.py", kTrainPy);
-  mkdir((root + "/log").c_str(), 0755);
   // The DataLoader frame as the recording machine named it: an absolute path not on this one.
   std::string trace = ttap_test::StallTrace();
   const std::string rel = "torch/utils/data/dataloader.py(630)";
@@ -712,7 +701,7 @@ TEST_CASE("lsp: the status counts what the Problems view shows; links only to fi
       "/nonexistent-recorder/site-packages/torch/utils/data/dataloader.py(630)";
   for (size_t at = trace.find(rel); at != std::string::npos; at = trace.find(rel, at + gone.size()))
     trace.replace(at, rel.size(), gone);
-  WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json", trace);
+  const std::string root = StallWorkspace(trace);
   LspClient c(ttap_test::Binary(), {"--stdio"});
   c.Call("initialize", InitParams(root));
   c.Notify("initialized", json::object());

@@ -4,10 +4,14 @@
 // lsp_reliability_test.cpp.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "fixture_traces.h"
 #include "lsp_client.h"
+#include "test_support.h"
 
 namespace ttap_test {
 
@@ -41,6 +45,15 @@ inline json InitParams(const std::string& root, bool utf8 = false) {
           {"workspaceFolders", {{{"uri", "file://" + root}, {"name", "ws"}}}},
           {"capabilities", caps},
           {"initializationOptions", {{"windows", 20}}}};
+}
+
+// A workspace with train.py and |trace| (by default the StallTrace) as its only trace, in log/.
+inline std::string StallWorkspace(const std::string& trace = StallTrace()) {
+  std::string root = MakeTempDir();
+  REQUIRE(WriteFile(root + "/train.py", kTrainPy));
+  mkdir((root + "/log").c_str(), 0755);
+  REQUIRE(WriteFile(root + "/log/host_1.1700000000000.pt.trace.json", trace));
+  return root;
 }
 
 // Waits for the non-empty diagnostics of |root|/train.py and checks they start with the

@@ -25,22 +25,13 @@ using ttap_test::InitParams;
 using ttap_test::json;
 using ttap_test::kTrainPy;
 using ttap_test::LspClient;
+using ttap_test::StallWorkspace;
 
 namespace {
 
 std::string Frame(const json& msg) {
   const std::string body = msg.dump();
   return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
-// A workspace with train.py and the StallTrace; returns its root.
-std::string StallWorkspace() {
-  std::string root = ttap_test::MakeTempDir();
-  REQUIRE(ttap_test::WriteFile(root + "/train.py", kTrainPy));
-  mkdir((root + "/log").c_str(), 0755);
-  REQUIRE(ttap_test::WriteFile(root + "/log/host_1.1700000000000.pt.trace.json",
-                               ttap_test::StallTrace()));
-  return root;
 }
 
 // Initializes a session on |root|, waits for the StallTrace's diagnostic, opens train.py (as
