@@ -1097,10 +1097,36 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
   r.start.resize(n);
   r.end.resize(n);
   // The what-if's changes, merged per node (several entries for one node: the smallest wins).
+  // Durations: a few are kept in the change list; when the what-ifs change many (CUDA graphs of
+  // a whole region), a copy of the duration column takes them instead, so the list never holds
+  // most of the graph (32 bytes a node, faulted in by every replay memory that first meets it).
   constexpr int64_t kKeep = std::numeric_limits<int64_t>::max();  // no change of that value
   std::vector<Replay::Change>& changes = r.scratch_changes;
   std::vector<int32_t>& change_of = r.scratch_change_of;
   changes.clear();
+  size_t dur_entries = 0;
+  for (const WhatIf* what_if : what_ifs) {
+    if (what_if) dur_entries += what_if->dur.size();
+  }
+  const bool dense_dur = dur_entries > n / 16;
+  const int64_t* dur_of = g.dur.data();
+  if (dense_dur) {
+    r.scratch_dur.assign(g.dur.begin(), g.dur.end());
+    for (const WhatIf* what_if : what_ifs) {  // a changed node's value is its smallest change
+      if (!what_if) continue;
+      for (const auto& [node, d] : what_if->dur) {
+        if (node >= 0 && static_cast<size_t>(node) < n) r.scratch_dur[node] = kKeep;
+      }
+    }
+    for (const WhatIf* what_if : what_ifs) {
+      if (!what_if) continue;
+      for (const auto& [node, d] : what_if->dur) {
+        if (node < 0 || static_cast<size_t>(node) >= n) continue;
+        r.scratch_dur[node] = std::min(r.scratch_dur[node], std::max<int64_t>(0, d));
+      }
+    }
+    dur_of = r.scratch_dur.data();
+  }
   for (const WhatIf* what_if : what_ifs) {
     if (!what_if || what_if->empty()) continue;
     if (change_of.size() != n) change_of.assign(n, -1);
@@ -1113,8 +1139,10 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
       }
       return &changes[i];
     };
-    for (const auto& [node, d] : what_if->dur) {
-      if (Replay::Change* c = slot(node)) c->dur = std::min(c->dur, d);
+    if (!dense_dur) {
+      for (const auto& [node, d] : what_if->dur) {
+        if (Replay::Change* c = slot(node)) c->dur = std::min(c->dur, d);
+      }
     }
     for (const auto& [node, w] : what_if->cross_gap) {
       if (Replay::Change* c = slot(node)) c->cross_gap = std::min(c->cross_gap, w);
@@ -1128,7 +1156,7 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
   }
   const bool any_change = !changes.empty();
   for (int32_t v : g.order) {
-    int64_t dur = g.dur[v], lane_gap = g.lane_gap[v], cross_gap = g.cross_gap[v];
+    int64_t dur = dur_of[v], lane_gap = g.lane_gap[v], cross_gap = g.cross_gap[v];
     bool wait = g.role[v] == NodeRole::kSync || g.role[v] == NodeRole::kJoin;
     if (any_change && change_of[v] >= 0) {
       const Replay::Change& c = changes[change_of[v]];

@@ -195,8 +195,8 @@ struct Replay {
   std::vector<int64_t> step_start, step_end;  // per step
   int64_t total_step_ns() const;              // sum of the steps' durations
   // A what-if's changes merged per node, and per node the index of its change (-1: none, reset
-  // after each replay): the replay never copies a whole column, and replaying into the same
-  // object again allocates (and faults in) no new memory.
+  // after each replay); a what-if that changes many durations gets a copy of the duration column
+  // instead. Replaying into the same object again allocates (and faults in) no new memory.
   struct Change {
     int32_t node;
     bool no_wait;
@@ -204,6 +204,7 @@ struct Replay {
   };
   std::vector<Change> scratch_changes;
   std::vector<int32_t> scratch_change_of;
+  std::vector<int64_t> scratch_dur;  // the graph's durations with many changed ones, or empty
 };
 Replay RunReplay(const CausalGraph& g, const WhatIf* what_if = nullptr);
 // The same into |out|, reusing its memory (the what-ifs replay many times).

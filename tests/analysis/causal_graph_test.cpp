@@ -95,6 +95,41 @@ TEST_CASE("a sync waits for the GPU: the replay waits too, and shorter GPU work 
   CHECK(at[0].ns[static_cast<int>(Cause::kHostSync)] == 5000);
 }
 
+TEST_CASE("what-ifs that change few or most durations replay alike: the smallest change wins",
+          "[causal]") {
+  auto trace = ttap_test::Eager(40, 6, 10, 4).Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  // The expected replay: the graph itself with each changed duration written in.
+  auto replay_written = [&](const std::vector<std::pair<int32_t, int64_t>>& dur) {
+    CausalGraph copy = g;
+    for (const auto& [v, d] : dur) copy.dur[v] = std::max<int64_t>(0, d);
+    return RunReplay(copy);
+  };
+  // Few nodes (kept in the change list) and every CPU node (a copy of the duration column),
+  // each split over two what-ifs that also propose larger values for the same nodes.
+  for (size_t every : {size_t{97}, size_t{1}}) {
+    INFO("every " << every << "th node");
+    WhatIf small, large;
+    std::vector<std::pair<int32_t, int64_t>> expected;
+    for (size_t v = 0; v < g.size(); v += every) {
+      if (g.role[v] != NodeRole::kCpuWork) continue;
+      const int64_t d = v % 3 == 0 ? -5 : g.dur[v] / 2;  // a negative duration means none
+      small.dur.emplace_back(static_cast<int32_t>(v), d);
+      large.dur.emplace_back(static_cast<int32_t>(v), g.dur[v] * 2);
+      expected.emplace_back(static_cast<int32_t>(v), d);
+    }
+    REQUIRE(!expected.empty());
+    Replay want = replay_written(expected);
+    Replay got;
+    RunReplay(g, {&large, &small}, &got);
+    CHECK(got.start == want.start);
+    CHECK(got.end == want.end);
+    CHECK(got.step_end == want.step_end);
+    RunReplay(g, nullptr, &got);  // the same memory replays the unchanged graph unchanged
+    RequireReplayMatches(*trace, g, got);
+  }
+}
+
 TEST_CASE("a recorded stream wait: the waiting kernel follows the awaited one, in replay and path",
           "[causal]") {
   TinyTrace t;
