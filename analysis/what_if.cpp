@@ -3,12 +3,13 @@
 #include "analysis/what_if.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <map>
 #include <set>
-#include <thread>
 #include <tuple>
 
+#include "analysis/parallel.h"
 #include "analysis/rule_context.h"
 #include "analysis/rule_util.h"
 
@@ -676,36 +677,36 @@ FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
     std::vector<int64_t> alone_start, alone_end;
   };
   constexpr size_t kParallelNodes = 200000;  // a second thread pays off from here
-  // 1. Each fix alone, against the unchanged run. The base's memory serves every replay; on a
-  // big graph a second thread builds and replays every other fix into its own memory.
+  // The replays run on up to two threads (each replay streams the whole graph: more threads
+  // would mostly share the memory bus, and each keeps its own copy of the replay's columns),
+  // each taking the next replay when it is done. The base's memory serves the first thread.
   Replay& work = base;
   Replay second;  // the second thread's memory, kept for both rounds of replays
+  const size_t threads = g.size() >= kParallelNodes ? std::min<size_t>(2, HardwareThreads()) : 1;
+  auto replay_each = [&](size_t count, auto&& replay_one) {
+    std::atomic<size_t> next{0};
+    ParallelFor(std::min(threads, count), threads, [&](size_t thread) {
+      Replay* into = thread == 0 ? &work : &second;
+      for (size_t i; (i = next.fetch_add(1)) < count;) replay_one(i, into);
+    });
+  };
   std::vector<Entry> entries;
   for (size_t i = 0; i < findings->size(); ++i) {
     entries.push_back({i, {}, 0, 0, 0, {}, (*findings)[i].code == "TTA008", 0, {}, {}});
     entries.back().steps.assign(out.steps, 0);
   }
-  auto replay_alone = [&](size_t first, size_t stride, Replay* into) {
-    for (size_t i = first; i < entries.size(); i += stride) {
-      Entry& e = entries[i];
-      e.what_if = FixWhatIf(trace, g, (*findings)[e.finding]);
-      if (e.what_if.empty()) continue;
-      RunReplay(g, &e.what_if, into);
-      e.alone_total = into->total_step_ns();
-      e.alone_start = into->step_start;
-      e.alone_end = into->step_end;
-      e.alone_ns = std::max<int64_t>(0, out.run_ns - e.alone_total);
-      if (!e.symptom) e.steps = step_deltas(base_start, base_end, into->step_start, into->step_end);
-    }
-  };
-  if (entries.size() >= 2 && g.size() >= kParallelNodes &&
-      std::thread::hardware_concurrency() > 1) {
-    std::thread helper([&] { replay_alone(1, 2, &second); });
-    replay_alone(0, 2, &work);
-    helper.join();
-  } else {
-    replay_alone(0, 1, &work);
-  }
+  // 1. Each fix alone, against the unchanged run.
+  replay_each(entries.size(), [&](size_t i, Replay* into) {
+    Entry& e = entries[i];
+    e.what_if = FixWhatIf(trace, g, (*findings)[e.finding]);
+    if (e.what_if.empty()) return;
+    RunReplay(g, &e.what_if, into);
+    e.alone_total = into->total_step_ns();
+    e.alone_start = into->step_start;
+    e.alone_end = into->step_end;
+    e.alone_ns = std::max<int64_t>(0, out.run_ns - e.alone_total);
+    if (!e.symptom) e.steps = step_deltas(base_start, base_end, into->step_start, into->step_end);
+  });
   // Of |count| nodes (node(k) the k-th), how many |owner| gives to an entry, and the entry that
   // owns the most of them (the first such entry; -1 for none).
   auto owned = [](const std::vector<int32_t>& owner, size_t count, auto node) {
@@ -784,8 +785,7 @@ FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
     if (rank(a) != rank(b)) return rank(a) < rank(b);
     return a.alone_ns > b.alone_ns;
   });
-  // Each prefix of the chain is replayed on its own (every other one by a second thread on a big
-  // graph), then the chain is walked in order.
+  // Each prefix of the chain is replayed on its own, then the chain is walked in order.
   std::vector<size_t> chain;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].alone_ns > 0) chain.push_back(i);
@@ -795,28 +795,18 @@ FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
     std::vector<int64_t> step_start, step_end;
   };
   std::vector<Prefix> prefixes(chain.size());
-  auto replay_prefixes = [&](size_t first, size_t stride, Replay* into) {
-    std::vector<const WhatIf*> parts;
-    for (size_t k = first; k < chain.size(); k += stride) {
-      if (k == 0) {  // the first fix alone, replayed already
-        const Entry& e = entries[chain[0]];
-        prefixes[0] = {e.alone_total, e.alone_start, e.alone_end};
-        continue;
-      }
-      parts.clear();
-      for (size_t j = 0; j <= k; ++j) parts.push_back(&entries[chain[j]].what_if);
-      RunReplay(g, parts, into);
-      prefixes[k] = {into->total_step_ns(), into->step_start, into->step_end};
-    }
-  };
-  if (chain.size() >= 2 && g.size() >= kParallelNodes && std::thread::hardware_concurrency() > 1) {
-    // The first prefix is free: the first thread takes the even ones from 0 (1 replay less).
-    std::thread helper([&] { replay_prefixes(1, 2, &second); });
-    replay_prefixes(0, 2, &work);
-    helper.join();
-  } else {
-    replay_prefixes(0, 1, &work);
+  // The first prefix is the first fix alone, replayed already; the longest prefixes go first.
+  if (!chain.empty()) {
+    const Entry& e = entries[chain[0]];
+    prefixes[0] = {e.alone_total, e.alone_start, e.alone_end};
   }
+  replay_each(chain.empty() ? 0 : chain.size() - 1, [&](size_t i, Replay* into) {
+    const size_t k = chain.size() - 1 - i;
+    std::vector<const WhatIf*> parts;
+    for (size_t j = 0; j <= k; ++j) parts.push_back(&entries[chain[j]].what_if);
+    RunReplay(g, parts, into);
+    prefixes[k] = {into->total_step_ns(), into->step_start, into->step_end};
+  });
   std::vector<int64_t> prev_start = base_start, prev_end = base_end;
   int64_t prev_total = out.run_ns;
   for (size_t k = 0; k < chain.size(); ++k) {
