@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything TorchTraceAP needs on a fresh Debian 12 machine (idempotent, quiet when
 # nothing is missing): Debian packages with apt-get and the tree-sitter Python grammar from npm.
+# With --browser (scripts/test.sh) also what the real-editor test needs: Debian's Chromium and
+# ripgrep, then code-server and puppeteer-core from npm (tests/editors/browser/install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+browser=0
+[ "${1:-}" = --browser ] && browser=1
 
 PKGS=(build-essential cmake ninja-build ccache pkg-config python3
       libsimdjson-dev nlohmann-json3-dev libtorch-dev libopenblas0-pthread libtree-sitter-dev
@@ -11,6 +15,7 @@ PKGS=(build-essential cmake ninja-build ccache pkg-config python3
       clang-format)
 # node/npm: Debian's packages unless a node with npm is already there (nodesource bundles npm).
 if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
+if [ "$browser" = 1 ]; then PKGS+=(chromium ripgrep); fi
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -49,3 +54,6 @@ if [ ! -d editors/vscode/node_modules/vscode-languageserver-protocol ] || [ ! -d
   echo "setup: installing the VS Code extension's npm packages" >&2
   (cd editors/vscode && npm ci --silent --no-audit --no-fund >/dev/null)
 fi
+
+# VS Code for the browser and its driver, for the real-editor test (scripts/test.sh only).
+if [ "$browser" = 1 ]; then tests/editors/browser/install.sh; fi

@@ -1,5 +1,6 @@
 // textDocument/codeLens and workspace/executeCommand (see session.h): per-function lenses, the
 // trace summary, rescan.
+#include <map>
 #include <set>
 
 #include "server/lsp/session.h"
@@ -59,18 +60,33 @@ std::string Session::SummaryMarkdown(const CancelToken& cancel) {
   std::string md = snap->summary_head;
   // What the Problems view shows: findings at info or above, one per code and line; the hints
   // (and findings that save nothing measurable) are counted, not listed four times over.
+  // Each on the line the Problems view shows it: where the buffer was edited since the trace
+  // was analysed, the line it moved to, not the trace's.
+  std::map<size_t, int> line_now;  // finding -> 1-based line in the current buffer
+  for (const auto& [path, unused] : snap->by_file) {
+    for (const Placed& p : PlacedIn(*snap, path)) {
+      SourceRange r;
+      ByteRange b;
+      bool stale = false;
+      if (RangeOf(path, p, snap->scan->findings[p.finding], &r, &b, nullptr, &stale)) {
+        line_now.emplace(p.finding, r.start.line + 1);
+      }
+    }
+  }
   std::set<std::string> listed;
   size_t not_listed = 0;
-  for (const auto& lf : snap->scan->findings) {
-    if (cancel.cancelled()) break;
+  for (size_t i = 0; i < snap->scan->findings.size() && !cancel.cancelled(); ++i) {
+    const LocatedFinding& lf = snap->scan->findings[i];
     const Finding& f = lf.finding;
+    auto now = line_now.find(i);
+    const std::string at =
+        lf.file + ":" + std::to_string(now != line_now.end() ? now->second : lf.line);
     if (f.severity == Severity::kHint || f.time_lost_us_per_step < 1.0 ||
-        !listed.insert(f.code + "\n" + lf.file + ":" + std::to_string(lf.line)).second) {
+        !listed.insert(f.code + "\n" + at).second) {
       ++not_listed;
       continue;
     }
-    md += "- " + f.code + " " + f.name +
-          (lf.file.empty() ? "" : " (" + lf.file + ":" + std::to_string(lf.line) + ")") + ": " +
+    md += "- " + f.code + " " + f.name + (lf.file.empty() ? "" : " (" + at + ")") + ": " +
           f.message + "\n";
   }
   if (not_listed > 0) {

@@ -544,6 +544,24 @@ TEST_CASE("lsp: one diagnostic per code and line; the hover lists the others", "
   CHECK(text.find("train.py:12") != std::string::npos);
   CHECK(text.find("saves 0.000 ms") == std::string::npos);
   CHECK(text.find("The fixes together save") != std::string::npos);  // the run's one story
+  // Two lines inserted above: the summary names the line the Problems view now shows.
+  c.Notify(
+      "textDocument/didChange",
+      {{"textDocument", {{"uri", uri}, {"version", 2}}},
+       {"contentChanges",
+        {{{"range",
+           {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
+          {"text", "# one\n# two\n"}}}}});
+  auto moved = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && m["params"].value("version", 0) == 2;
+  });
+  REQUIRE_FALSE(moved.is_null());
+  const std::string after =
+      c.Call("workspace/executeCommand", {{"command", "ttap.server.showTraceSummary"}})["result"]
+          .value("markdown", "");
+  CHECK(after.find("train.py:14") != std::string::npos);
+  CHECK(after.find("train.py:12") == std::string::npos);
   c.Notify("exit", nullptr);
 }
 
