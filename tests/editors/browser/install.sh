@@ -6,7 +6,7 @@
 # code-server's own postinstall cannot run as root under npm (it asks for --unsafe-perm), wants
 # to download ripgrep and prebuilt binaries from GitHub, and compiles native modules with
 # node-gyp. So the packages are installed with --ignore-scripts and this script does its steps:
-# VS Code's server dependencies from its shrinkwrap, the native modules the server loads built
+# VS Code's server dependencies from its shrinkwrap, the native module code-server needs built
 # against the installed Node's headers, the asar and CLI links, and Debian's rg for ripgrep.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -26,19 +26,18 @@ npm ci --ignore-scripts --silent --no-audit --no-fund >/dev/null
 (cd "$vscode" && npm install --omit=dev --ignore-scripts --silent --no-audit --no-fund >/dev/null)
 (cd "$vscode/extensions" && npm install --omit=dev --ignore-scripts --silent --no-audit --no-fund >/dev/null)
 
-# Native modules, against this Node's headers (nodesource and Debian's libnode-dev put them in
-# <prefix>/include/node; without them node-gyp would download them).
+# The one native module code-server loads at start (argon2, its password hashing), against this
+# Node's headers (nodesource and Debian's libnode-dev put them in <prefix>/include/node; without
+# them node-gyp would download them), where node-pre-gyp would put it. VS Code's own native
+# modules (spdlog, node-pty, native-watchdog) serve logs to disk, terminals and crash watching:
+# the test opens none, and without them the server goes on.
 nodedir=$(dirname "$(dirname "$(command -v node)")")
 gyp_args=(--silent)
 [ -f "$nodedir/include/node/node.h" ] && gyp_args+=(--nodedir="$nodedir")
 here=$PWD
-gyp=$here/node_modules/node-gyp/bin/node-gyp.js
-for m in @vscode/spdlog native-watchdog node-pty; do
-  (cd "$vscode/node_modules/$m" && node "$gyp" rebuild "${gyp_args[@]}" >/dev/null)
-done
-# argon2 (code-server's password hashing, loaded at start) goes where node-pre-gyp puts it.
-(cd node_modules/argon2 && node "$gyp" rebuild "${gyp_args[@]}" --module_name=argon2 \
-  --module_path="$here/node_modules/argon2/lib/binding/napi-v3" --napi_build_version=3 >/dev/null)
+(cd node_modules/argon2 && node "$here/node_modules/node-gyp/bin/node-gyp.js" rebuild \
+  "${gyp_args[@]}" --module_name=argon2 --napi_build_version=3 \
+  --module_path="$here/node_modules/argon2/lib/binding/napi-v3" >/dev/null)
 
 ln -sfn node_modules "$vscode/node_modules.asar"
 ln -sfn code-linux.sh "$vscode/bin/remote-cli/code-server"
