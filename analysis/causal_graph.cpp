@@ -33,20 +33,6 @@ constexpr int64_t kSyncReturnTailNs = 50000;
 // What a synchronisation call costs when the awaited work has already finished.
 constexpr int64_t kSyncCostNs = 5000;
 
-bool IsAllocatorName(std::string_view n) {
-  return n == "cudaMalloc" || n == "cudaFree" || n == "hipMalloc" || n == "hipFree" ||
-         n == "cudaMallocAsync" || n == "cudaFreeAsync" || n == "cuMemAlloc_v2" ||
-         n == "cuMemFree_v2" || n == "cudaHostAlloc" || n == "cudaFreeHost" ||
-         n == "hipHostMalloc" || n == "hipHostFree" || n == "hipExtMallocWithFlags";
-}
-// cudaFree / hipFree wait for the device before they release memory.
-bool IsImplicitSync(std::string_view n) { return n == "cudaFree" || n == "hipFree"; }
-bool IsColdStartName(std::string_view n) {
-  return Contains(n, "ModuleLoad") || Contains(n, "LibraryLoad") ||
-         Contains(n, "FuncGetAttributes") || n == "cuModuleGetFunction" ||
-         n == "cudaGetFuncBySymbol" || n == "cuLibraryGetKernel" || n == "hipModuleGetFunction";
-}
-
 // A Python frame that blocks without working: a thread waiting on a condition, a lock, a
 // sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
 bool IsIdleWaitName(std::string_view n) {
@@ -304,8 +290,9 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   for (size_t i = 0; i < ev.size(); ++i) {
     if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < kFirstCallMinNs) continue;
     const std::string_view name = trace.Name(i);
-    const bool allocator = IsAllocatorName(name) && ev.dur[i] >= kOneTimeAllocatorCallNs;
-    const bool lazy_launch = ev.link[i] >= 0 && Contains(name, "LaunchKernel");
+    const uint32_t call = RuntimeCallFlags(name);
+    const bool allocator = (call & kRuntimeAllocator) && ev.dur[i] >= kOneTimeAllocatorCallNs;
+    const bool lazy_launch = ev.link[i] >= 0 && (call & kRuntimeKernelLaunch);
     if ((allocator || lazy_launch) && gpu_idle_through(static_cast<int32_t>(i))) {
       out.push_back({static_cast<int32_t>(i), kFirstCallMinNs / 100});
     }
@@ -391,10 +378,11 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
   std::vector<uint8_t> name_class(trace.strings.size(), 0);
   for (size_t id = 0; id < name_class.size(); ++id) {
     const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
+    const uint32_t call = RuntimeCallFlags(n);
     name_class[id] =
-        (IsBlockingCall(n) || IsImplicitSync(n) ? kNameSync : 0) |
-        (IsAllocatorName(n) ? kNameAllocator : 0) | (IsColdStartName(n) ? kNameCold : 0) |
-        (IsDataLoaderName(n) ? kNameDataLoader : 0) |
+        (call & (kRuntimeSync | kRuntimeSyncCopy | kRuntimeImplicitSync) ? kNameSync : 0) |
+        (call & kRuntimeAllocator ? kNameAllocator : 0) |
+        (call & kRuntimeColdStart ? kNameCold : 0) | (IsDataLoaderName(n) ? kNameDataLoader : 0) |
         (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0) |
         (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0);
   }
@@ -804,7 +792,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     std::vector<int32_t> deps;
     const std::string_view name = trace.Name(g.row[s]);
     const int32_t own = ev.link[g.row[s]];
-    if (own >= 0 && !IsBlockingCall(name) && !IsImplicitSync(name)) {
+    if (own >= 0 && !HasRuntimeFlag(name, kRuntimeSync | kRuntimeSyncCopy | kRuntimeImplicitSync)) {
       // An async copy that blocks: it waits for its own copy (stream order covers the rest).
       if (g.node_of_row[own] >= 0) deps.push_back(g.node_of_row[own]);
     } else if (auto precise = event_sync_source.find(s); precise != event_sync_source.end()) {
@@ -869,7 +857,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     bool main_syncs_recorded = false;
     for (int32_t s : pending_syncs) {
       if (g.lane[s] < g.lanes.size() && g.lanes[g.lane[s]].main &&
-          Contains(trace.Name(g.row[s]), "Synchronize")) {
+          IsSyncCall(trace.Name(g.row[s]))) {
         main_syncs_recorded = true;
         break;
       }

@@ -11,25 +11,10 @@
 #include "analysis/findings.h"
 #include "analysis/rule_context.h"
 #include "analysis/rules.h"
+#include "analysis/runtime_calls.h"
 #include "analysis/string_util.h"
 
 namespace ttap {
-
-// The runtime calls that synchronise the host with the device (stream, device, event).
-inline bool IsSyncCall(std::string_view n) {
-  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" ||
-         n == "cudaEventSynchronize" || n == "hipStreamSynchronize" ||
-         n == "hipDeviceSynchronize" || n == "hipEventSynchronize" || n == "cuStreamSynchronize" ||
-         n == "cuCtxSynchronize" || n == "cuEventSynchronize";
-}
-
-// The calls that block the host until device work is done: the synchronisations and the
-// synchronous copies (which return once their copy, queued behind their stream, is done).
-// Shared by the causal graph and the trace editor's reflow.
-inline bool IsBlockingCall(std::string_view n) {
-  return IsSyncCall(n) || n == "cudaMemcpy" || n == "hipMemcpy" || n == "hipMemcpyWithStream" ||
-         n == "cudaMemcpy2D" || n == "hipMemcpy2D";
-}
 
 // A raw finding for one step (|step| indexes ctx.steps()); RunRules merges raw findings with
 // the same code and cause key.
@@ -100,6 +85,11 @@ inline double AccumulateNumber(Finding* f, const std::string& key, double v) {
   return total;
 }
 
+// A text evidence entry, "" when absent.
+inline std::string TextOf(const Finding& f, const std::string& key) {
+  auto it = f.evidence.find(key);
+  return it == f.evidence.end() ? std::string() : it->second.text;
+}
 inline void AddText(Finding* f, const std::string& key, std::string v) {
   f->evidence[key] = EvidenceValue{false, 0, std::move(v)};
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/rule_registry.h"
 #include "analysis/what_if.h"
 
 namespace ttap {
@@ -54,64 +55,40 @@ bool ParseSeverity(const std::string& text, Severity* out) {
 }
 
 const std::vector<RuleInfo>& RuleCatalogue() {
-  static const std::vector<RuleInfo> kRules = {
-      {"TTA001", "dataloader-stall", "the input pipeline keeps the GPU idle", "dataloader-workers"},
-      {"TTA002", "host-sync", "the CPU waits for the GPU inside the step, then the GPU drains",
-       "defer-host-sync"},
-      {"TTA003", "pageable-memcpy", "copies between pageable host memory and the GPU",
-       "pin-memory-non-blocking"},
-      {"TTA004", "small-h2d-copies", "many small host-to-device copies per step",
-       "create-on-device"},
-      {"TTA005", "zero-grad-per-parameter", "zero_grad launches one kernel per parameter",
-       "zero-grad-set-to-none"},
-      {"TTA006", "unfused-optimizer", "the optimizer step launches per-parameter kernels",
-       "optimizer-foreach"},
-      {"TTA007", "launch-bound", "kernels shorter than their launches, the GPU idle between them",
-       "cuda-graphs-or-compile"},
-      {"TTA008", "gpu-idle", "the GPU idles inside the step while the CPU works", ""},
-      {"TTA009", "no-tensor-cores", "fp32 matrix kernels where tensor cores exist",
-       "enable-tf32-or-amp"},
-      {"TTA010", "layout-conversion", "NCHW<->NHWC conversions around convolutions",
-       "channels-last"},
-      {"TTA011", "comm-not-overlapped", "collectives run with little concurrent compute",
-       "overlap-communication"},
-      {"TTA012", "comm-per-parameter", "many small collectives per step", "bucket-collectives"},
-      {"TTA013", "allocator-churn", "cudaMalloc/cudaFree in steady-state steps",
-       "avoid-empty-cache"},
-      {"TTA014", "device-ping-pong", "the same data copied to the host and back every step",
-       "keep-on-device"},
-  };
+  static const std::vector<RuleInfo> kRules = [] {
+    std::vector<RuleInfo> rules;
+    for (const RuleSpec& s : RuleRegistry()) {
+      if (s.learned_category) rules.push_back(s.info);
+    }
+    return rules;
+  }();
   return kRules;
 }
 
 const std::vector<RuleInfo>& CauseRuleCatalogue() {
-  static const std::vector<RuleInfo> kRules = {
-      {"TTA015", "cold-start", "lazy kernel loading and first calls inside the profiled steps",
-       "profile-after-warmup"},
-      {"TTA016", "trace-incomplete", "launches without GPU activity: the trace cannot be judged",
-       "record-gpu-activity"},
-      {"TTA017", "cpu-overhead-bound",
-       "the CPU's per-op dispatch and launches bound the step while the GPU waits",
-       "cuda-graphs-or-compile"},
-  };
+  static const std::vector<RuleInfo> kRules = [] {
+    std::vector<RuleInfo> rules;
+    for (const RuleSpec& s : RuleRegistry()) {
+      if (!s.learned_category && s.detect_causal) rules.push_back(s.info);
+    }
+    return rules;
+  }();
   return kRules;
 }
 
 const RuleInfo& UnusualWindowRule() {
-  static const RuleInfo kRule = {"TTA900", "unusual-window",
-                                 "the window scorer flags a window that no rule explains", ""};
+  static const RuleInfo kRule = [] {
+    for (const RuleSpec& s : RuleRegistry()) {
+      if (s.from_window_scorer) return s.info;
+    }
+    return RuleInfo{"TTA900", "unusual-window", "", ""};
+  }();
   return kRule;
 }
 
 const RuleInfo* FindRule(const std::string& code) {
-  for (const auto& r : RuleCatalogue()) {
-    if (code == r.code) return &r;
-  }
-  for (const auto& r : CauseRuleCatalogue()) {
-    if (code == r.code) return &r;
-  }
-  if (code == UnusualWindowRule().code) return &UnusualWindowRule();
-  return nullptr;
+  const RuleSpec* spec = FindRuleSpec(code);
+  return spec ? &spec->info : nullptr;
 }
 
 namespace {
@@ -201,16 +178,17 @@ Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
 }  // namespace
 
 std::string FindingMessage(const Finding& f) {
-  const RuleInfo* info = FindRule(f.code);
+  const RuleSpec* spec = FindRuleSpec(f.code);
+  const RuleInfo* info = spec ? &spec->info : nullptr;
+  const bool idle_time = spec && spec->role == CostRole::kIdleTime;
   const std::string per_step = Ms(f.time_lost_us_per_step) + "/step";
   const std::string share = Pct(f.share_of_step);
-  const double steps = std::max(1.0, Num(f, "steps_affected"));
   const std::string detected = Ms(Num(f, "detected_us_per_step")) + "/step";
   // Once the fixes that save more are in, this one may add much less (they recover the same
   // time): say so.
   const double after = Num(f, "saving_after_larger_fixes_us_per_step");
   const std::string after_text =
-      f.code != "TTA008" && f.evidence.count("saving_after_larger_fixes_us_per_step") &&
+      !idle_time && f.evidence.count("saving_after_larger_fixes_us_per_step") &&
               after < 0.5 * f.time_lost_us_per_step && f.time_lost_us_per_step >= 1
           ? ", " + Ms(after) + "/step after the larger fixes"
           : "";
@@ -220,37 +198,15 @@ std::string FindingMessage(const Finding& f) {
   const std::string symptom_of = Text(f, "symptom_of");
   if (!symptom_of.empty()) {
     note = "after " + symptom_of + "'s fix, which removes most of these " +
-           (f.code == "TTA002" ? "waits" : "launches") + (note.empty() ? "" : "; " + note);
+           (spec && spec->symptom_of_pinned_copies ? "waits" : "launches") +
+           (note.empty() ? "" : "; " + note);
   }
   const std::string saving =
-      f.code == "TTA900" || f.code == "TTA016" ? ""
-      : note.empty()
-          ? std::string(f.code == "TTA008" ? "; moving that work out of the step" : "; a fix") +
-                " saves " + per_step + " (" + share + " of the step" + after_text + ")"
-          : "; a fix saves " + per_step + " (" + note + ")";
-  if (f.code == "TTA001") {
-    const double step_us = Num(f, "step_us");
-    std::string runs = step_us > 0 ? "the input pipeline runs " +
-                                         Pct(Num(f, "dataloader_us") / step_us) + " of each step"
-                                   : "the input pipeline keeps the GPU idle";
-    return runs + " (GPU idle " + detected + ")" + saving;
-  }
-  if (f.code == "TTA002") {
-    std::string op = Text(f, "op");
-    return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
-           Text(f, "sync_call") + ", " + std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
-           "x per step) drains the GPU for " + detected +
-           (Num(f, "host_statement_us") / steps >= 10
-                ? "; the statement that reads it runs " + Ms(Num(f, "host_statement_us") / steps) +
-                      "/step on the host"
-                : "") +
-           saving;
-  }
-  if (f.code == "TTA008") {
-    std::string op = Text(f, "cpu_op");
-    return "the GPU idles " + detected + " while the CPU runs " +
-           (op.empty() ? std::string("untraced work") : op) + saving;
-  }
+      !spec || spec->fix_model == FixModel::kNone ? ""
+      : note.empty() ? std::string(idle_time ? "; moving that work out of the step" : "; a fix") +
+                           " saves " + per_step + " (" + share + " of the step" + after_text + ")"
+                     : "; a fix saves " + per_step + " (" + note + ")";
+  if (spec && spec->message) return spec->message(f, detected, saving);
   std::string text = info ? info->summary : f.name;
   std::string detail = Text(f, "detail");  // a detector's own words, with its numbers
   return text + (detail.empty() ? "" : ": " + detail) + saving;
@@ -268,20 +224,17 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   result.windows.resize(trace.windows.size());
   if (trace.events.size() == 0) return result;
   RuleContext ctx(trace);
-  static const Detector kDetectors[] = {
-      DetectDataloaderStall,  DetectHostSync,          DetectPageableMemcpy,
-      DetectSmallH2DCopies,   DetectZeroGradPerParam,  DetectUnfusedOptimizer,
-      DetectLaunchBound,      DetectGpuIdle,           DetectNoTensorCores,
-      DetectLayoutConversion, DetectCommNotOverlapped, DetectCommPerParameter,
-      DetectAllocatorChurn,   DetectDevicePingPong,
-  };
   std::vector<Finding> raw;
-  for (Detector d : kDetectors) {
-    size_t before = raw.size();
-    d(ctx, options, &raw);
+  // A detector's findings go when the options disable their code (disable_TTA0xx = 1).
+  auto run = [&](auto&& detect) {
+    const size_t before = raw.size();
+    detect();
     if (raw.size() > before && options.Get("disable_" + raw[before].code, 0) != 0) {
       raw.resize(before);
     }
+  };
+  for (const RuleSpec& spec : RuleRegistry()) {
+    if (spec.detect) run([&] { spec.detect(ctx, options, &raw); });
   }
   end_phase("rule detectors");
   // The causal model of the run: the detectors that read it, then the costing of every finding.
@@ -298,28 +251,32 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   auto has_code = [&raw](const char* code) {
     return std::any_of(raw.begin(), raw.end(), [code](const Finding& f) { return f.code == code; });
   };
-  const bool allocator_churn = has_code("TTA013");
-  static const CausalDetector kCausalDetectors[] = {DetectCpuOverheadPath, DetectAllocatorPath,
-                                                    DetectColdStart, DetectTraceIncomplete};
-  for (CausalDetector d : kCausalDetectors) {
-    if (d == DetectAllocatorPath && allocator_churn) continue;
-    size_t before = raw.size();
-    d(ctx, graph, result.time, options, &raw);
-    if (raw.size() > before && options.Get("disable_" + raw[before].code, 0) != 0) {
-      raw.resize(before);
-    }
+  std::vector<const RuleSpec*> found_before_graph;  // the codes the per-step detectors reported
+  for (const RuleSpec& spec : RuleRegistry()) {
+    if (has_code(spec.info.code)) found_before_graph.push_back(&spec);
   }
-  auto drop = [&raw](std::initializer_list<const char*> codes) {
-    raw.erase(std::remove_if(raw.begin(), raw.end(),
-                             [&](const Finding& f) {
-                               return std::any_of(codes.begin(), codes.end(),
-                                                  [&](const char* c) { return f.code == c; });
-                             }),
-              raw.end());
-  };
+  for (const RuleSpec& spec : RuleRegistry()) {
+    if (!spec.detect_causal) continue;
+    if (spec.causal_only_if_absent &&
+        std::count(found_before_graph.begin(), found_before_graph.end(), &spec) > 0) {
+      continue;
+    }
+    run([&] { spec.detect_causal(ctx, graph, result.time, options, &raw); });
+  }
   // Without the GPU side, idle GPU time says nothing about the run, and launch calls whose work
   // is missing are not launch overhead.
-  if (has_code("TTA016")) drop({"TTA008", "TTA007", "TTA017"});
+  auto spec_of = [](const Finding& f) { return FindRuleSpec(f.code); };
+  if (std::any_of(raw.begin(), raw.end(), [&](const Finding& f) {
+        const RuleSpec* s = spec_of(f);
+        return s && s->marks_trace_incomplete;
+      })) {
+    raw.erase(std::remove_if(raw.begin(), raw.end(),
+                             [&](const Finding& f) {
+                               const RuleSpec* s = spec_of(f);
+                               return s && s->needs_gpu_activity;
+                             }),
+              raw.end());
+  }
 
   // Group by (code, cause).
   std::map<std::pair<std::string, std::string>, std::vector<Finding>> groups;
@@ -328,7 +285,8 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   for (auto& [key, group] : groups) {
     Finding f = Merge(group, ctx);
     // The detector's own measure: too small to report (an incomplete trace costs nothing itself).
-    if (f.share_of_step < min_share && f.code != "TTA016") continue;
+    const RuleSpec* spec = FindRuleSpec(f.code);
+    if (f.share_of_step < min_share && !(spec && spec->marks_trace_incomplete)) continue;
     result.findings.push_back(std::move(f));
   }
   end_phase("causal detectors");
@@ -351,12 +309,17 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   const double gpu_share =
       all.total() > 0 ? static_cast<double>(all.gpu_ns()) / static_cast<double>(all.total()) : 0.0;
   const size_t analysed_steps = result.time.steps.size();
+  auto incomplete = [](const Finding& f) {
+    const RuleSpec* spec = FindRuleSpec(f.code);
+    return spec && spec->marks_trace_incomplete;
+  };
   for (Finding& f : result.findings) {
+    const RuleSpec* spec = FindRuleSpec(f.code);
     // Whether it happens once per process or recurs: TTA015 is one-time by definition; the
     // others say how many of the analysed steps they occur in.
     const size_t in_steps = static_cast<size_t>(Num(f, "steps_affected"));
     f.evidence["occurs"] = {false, 0,
-                            f.code == "TTA015" ? "one-time"
+                            spec && spec->one_time ? "one-time"
                             : analysed_steps <= 1 || in_steps >= analysed_steps
                                 ? "every step"
                                 : "in " + std::to_string(in_steps) + " of " +
@@ -368,7 +331,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
         f.time_lost_us_per_step < options.Get("severity_warning_min_us", 25)) {
       f.severity = std::max(f.severity, Severity::kInfo);
     }
-    if (f.code == "TTA016") {
+    if (incomplete(f)) {
       // Nothing to save, but nothing else can be trusted either.
       f.severity = Severity::kWarning;
       f.message = FindingMessage(f);
@@ -382,14 +345,15 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
     }
     f.message = FindingMessage(f);
   }
-  std::sort(result.findings.begin(), result.findings.end(), [](const Finding& a, const Finding& b) {
-    // An incomplete trace comes first: it qualifies everything after it.
-    if ((a.code == "TTA016") != (b.code == "TTA016")) return a.code == "TTA016";
-    if (a.time_lost_us_per_step != b.time_lost_us_per_step) {
-      return a.time_lost_us_per_step > b.time_lost_us_per_step;
-    }
-    return a.code < b.code;
-  });
+  std::sort(result.findings.begin(), result.findings.end(),
+            [&](const Finding& a, const Finding& b) {
+              // An incomplete trace comes first: it qualifies everything after it.
+              if (incomplete(a) != incomplete(b)) return incomplete(a);
+              if (a.time_lost_us_per_step != b.time_lost_us_per_step) {
+                return a.time_lost_us_per_step > b.time_lost_us_per_step;
+              }
+              return a.code < b.code;
+            });
   end_phase("what-ifs");
   // Window scores from each window's avoidable time: every finding's replayed saving is spread
   // over the windows its occurrences touch, in proportion to the overlap; a window scores 0.2

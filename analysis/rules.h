@@ -105,6 +105,14 @@ void DetectCommPerParameter(const RuleContext&, const RuleOptions&,
 void DetectAllocatorChurn(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA013
 void DetectDevicePingPong(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA014
 
+// A code's own wording of its merged finding, with the detected time (per step) and the saving
+// clause; codes without one read "<summary>: <detail><saving>" (FindingMessage).
+using MessageFn = std::string (*)(const Finding& f, const std::string& detected,
+                                  const std::string& saving);
+std::string DataLoaderStallMessage(const Finding&, const std::string&, const std::string&);
+std::string HostSyncMessage(const Finding&, const std::string&, const std::string&);
+std::string GpuIdleMessage(const Finding&, const std::string&, const std::string&);
+
 // Detectors over the causal model (rules_causal.cpp), run after the graph is built.
 using CausalDetector = void (*)(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                                 const RuleOptions&, std::vector<Finding>*);

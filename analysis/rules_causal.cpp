@@ -9,22 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/rule_registry.h"
 #include "analysis/rule_util.h"
 
 namespace ttap {
 
 namespace {
-
-bool IsGraphLaunch(std::string_view n) { return Contains(n, "Graph"); }
-
-// The launch calls that start GPU work (kernels, copies, memsets) by name, as HTA counts them.
-bool IsWorkLaunchName(std::string_view n) {
-  return Contains(n, "LaunchKernel") || Contains(n, "LaunchCooperativeKernel") ||
-         n == "cuLaunchKernel" || n == "cuLaunchKernelEx" || n == "cudaMemcpyAsync" ||
-         n == "cudaMemsetAsync" || n == "hipMemcpyAsync" || n == "hipMemsetAsync" ||
-         n == "hipExtModuleLaunchKernel" || n == "hipModuleLaunchKernel" || n == "cudaMemcpy" ||
-         n == "hipMemcpy" || n == "hipMemcpyWithStream" || n == "cudaMemset" || n == "hipMemset";
-}
 
 int64_t Share(const StepAttribution& a, Cause c) { return a.ns[static_cast<int>(c)]; }
 
@@ -96,7 +86,7 @@ void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const Tim
   int32_t first = -1;
   for (size_t i = 0; i < ev.size(); ++i) {
     if (IsGpuKind(ev.kind[i]) && ev.kind[i] != EventKind::kGpuSync) ++gpu;
-    if (!IsLaunchKind(ev.kind[i]) || !IsWorkLaunchName(ctx.Name(i))) continue;
+    if (!IsLaunchKind(ev.kind[i]) || !IsWorkLaunchCall(ctx.Name(i))) continue;
     ++launches;
     if (ev.link[i] < 0) {
       ++unmatched;
@@ -238,9 +228,10 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
   // report (their regions' rows): their fixes come first.
   std::vector<uint8_t> in_bursts(ev.size(), 0), claimed_region(ev.size(), 0);
   for (const Finding& f : *out) {
-    if (f.code == "TTA007") {
+    const RuleSpec* spec = FindRuleSpec(f.code);
+    if (spec && spec->launch_burst_rows) {
       for (int32_t r : f.rows) in_bursts[r] = 1;
-    } else if (f.code == "TTA005" || f.code == "TTA006") {
+    } else if (spec && spec->per_parameter_rows) {
       for (int32_t r : f.rows) claimed_region[r] = 1;
     }
   }
@@ -251,7 +242,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     const std::string_view n = ctx.trace().strings.Get(static_cast<StringId>(id));
     cls[id] = (StartsWith(n, "ProfilerStep#") ? kStep : 0) |
               (StartsWith(n, "Optimizer.") ? kOptimizer : 0) | (Contains(n, "#") ? kHash : 0) |
-              (IsGraphLaunch(n) ? kGraph : 0);
+              (HasRuntimeFlag(n, kRuntimeGraphLaunch) ? kGraph : 0);
   }
   auto eligible = [&](size_t n) {  // a kernel a captured region would replay
     if (g.role[n] != NodeRole::kGpu || ev.kind[g.row[n]] != EventKind::kKernel) return false;

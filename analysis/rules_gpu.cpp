@@ -39,8 +39,8 @@ int32_t LaunchingOp(const RuleContext& ctx, size_t gpu_row) {
 // Whether |launch| (a runtime call) launches exactly one kernel the way a CPU-bound loop does: a
 // kernel launch, not a CUDA graph (whose kernels share one launch call; graphs are the fix).
 bool IsKernelLaunch(std::string_view n) {
-  return (Contains(n, "LaunchKernel") || Contains(n, "LaunchCooperativeKernel")) &&
-         !Contains(n, "Graph");
+  const uint32_t call = RuntimeCallFlags(n);
+  return (call & kRuntimeKernelLaunch) && !(call & kRuntimeGraphLaunch);
 }
 
 // Gathers raw findings of one step keyed by cause; adds those passing the step threshold.

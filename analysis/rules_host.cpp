@@ -39,9 +39,7 @@ bool ProfilerStopSync(const RuleContext& ctx, uint32_t row,
                       const std::vector<int64_t>& last_launch) {
   const EventTable& ev = ctx.ev();
   const std::string_view n = ctx.Name(row);
-  if (n != "cudaDeviceSynchronize" && n != "hipDeviceSynchronize" && n != "cuCtxSynchronize") {
-    return false;
-  }
+  if (!HasRuntimeFlag(n, kRuntimeDeviceWideSync)) return false;
   for (int32_t p = ev.parent[row], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
     if (!StartsWith(ctx.Name(p), "ProfilerStep#")) return false;
   }
@@ -145,8 +143,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
         std::string_view pn = ctx.Name(p);
         if (pn == "aten::item" || pn == "aten::_local_scalar_dense" || pn == "aten::nonzero" ||
-            pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" ||
-            StartsWith(pn, "cudaStreamSynchronize")) {
+            pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" || IsSyncCall(pn)) {
           anchor = p;
         }
       }
@@ -257,6 +254,37 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       out->push_back(std::move(f));
     }
   }
+}
+
+std::string DataLoaderStallMessage(const Finding& f, const std::string& detected,
+                                   const std::string& saving) {
+  const double step_us = Num(f, "step_us");
+  std::string runs = step_us > 0
+                         ? "the input pipeline runs " +
+                               FormatPercent(Num(f, "dataloader_us") / step_us) + " of each step"
+                         : "the input pipeline keeps the GPU idle";
+  return runs + " (GPU idle " + detected + ")" + saving;
+}
+
+std::string HostSyncMessage(const Finding& f, const std::string& detected,
+                            const std::string& saving) {
+  const double steps = std::max(1.0, Num(f, "steps_affected"));
+  std::string op = TextOf(f, "op");
+  return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
+         TextOf(f, "sync_call") + ", " + std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
+         "x per step) drains the GPU for " + detected +
+         (Num(f, "host_statement_us") / steps >= 10
+              ? "; the statement that reads it runs " +
+                    FormatMs(Num(f, "host_statement_us") / steps) + "/step on the host"
+              : "") +
+         saving;
+}
+
+std::string GpuIdleMessage(const Finding& f, const std::string& detected,
+                           const std::string& saving) {
+  std::string op = TextOf(f, "cpu_op");
+  return "the GPU idles " + detected + " while the CPU runs " +
+         (op.empty() ? std::string("untraced work") : op) + saving;
 }
 
 }  // namespace ttap

@@ -27,16 +27,15 @@ HostMemory HostMemoryOf(std::string_view n) {
 }
 
 // Synchronous copy calls: the CPU blocks until the copy is done, whatever the host memory.
+// A copy call that blocks until its copy is done, whatever host memory it copies (ROCm's
+// hipMemcpyWithStream blocks for pinned buffers too: it counts only when it blocked long).
 bool IsSyncCopyCall(std::string_view n) {
-  return n == "cudaMemcpy" || n == "hipMemcpy" ||
-         ((StartsWith(n, "cuMemcpyHtoD") || StartsWith(n, "cuMemcpyDtoH")) &&
-          !Contains(n, "Async"));
+  const uint32_t call = RuntimeCallFlags(n);
+  return (call & kRuntimeSyncCopy) && !(call & kRuntimeAnyHostCopy);
 }
 
-bool IsAllocatorCall(std::string_view n) {
-  return n == "cudaMalloc" || n == "cudaFree" || n == "hipMalloc" || n == "hipFree" ||
-         n == "cuMemAlloc" || n == "cuMemAlloc_v2" || n == "cuMemFree" || n == "cuMemFree_v2";
-}
+// A synchronous device malloc or free, what the caching allocator avoids.
+bool IsAllocatorCall(std::string_view n) { return HasRuntimeFlag(n, kRuntimeDeviceMalloc); }
 
 bool IsEmptyCache(std::string_view n) {
   return Contains(n, "empty_cache") || Contains(n, "emptyCache");

@@ -8,6 +8,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "analysis/runtime_calls.h"
+
 namespace ttap {
 namespace {
 
@@ -45,8 +47,6 @@ double Share(const Intervals& merged, const Window& w) {
 
 double Log1pUs(int64_t ns) { return std::log1p(std::max<int64_t>(ns, 0) / 1000.0); }
 
-bool IsSyncName(std::string_view name) { return name.find("Synchronize") != std::string::npos; }
-
 }  // namespace
 
 const std::vector<std::string>& WindowFeatureNames() {
@@ -75,7 +75,7 @@ std::vector<std::vector<double>> WindowFeatures(const Trace& trace) {
       AddSorted(&runtime, s, e);
       const StringId id = ev.name[i];
       if (id >= sync_name.size()) continue;
-      if (sync_name[id] < 0) sync_name[id] = IsSyncName(trace.strings.Get(id)) ? 1 : 0;
+      if (sync_name[id] < 0) sync_name[id] = IsSyncCall(trace.strings.Get(id)) ? 1 : 0;
       if (sync_name[id] == 1) AddSorted(&sync, s, e);
     } else if (k == EventKind::kPythonFunction) {
       AddSorted(&python, s, e);

@@ -30,57 +30,49 @@ bool LoopsOverLoader(const PythonSource& src, TSNode loop) {
   return false;
 }
 
-bool MatchesCall(const PythonSource& src, TSNode call, const std::string& code) {
+bool MatchesCall(const PythonSource& src, TSNode call, SourceShape shape) {
   const std::string name = CalleeName(src, call);
-  if (code == "TTA005") return name == "zero_grad";
-  if (code == "backward") return name == "backward";
-  if (code == "TTA013") return name == "empty_cache";
-  if (code == "TTA006") {
-    if (name != "step") return false;
-    const std::string callee = CalleeText(src, call);
-    const std::string receiver = callee.size() > 5 ? callee.substr(0, callee.size() - 5) : "";
-    return !receiver.empty() && !ContainsIgnoreCase(receiver, "sched") &&
-           !ContainsIgnoreCase(receiver, "scaler") && !ContainsIgnoreCase(receiver, "prof") &&
-           !ContainsIgnoreCase(receiver, "env");
+  switch (shape) {
+    case SourceShape::kZeroGradCall:
+      return name == "zero_grad";
+    case SourceShape::kBackwardCall:
+      return name == "backward";
+    case SourceShape::kEmptyCacheCall:
+      return name == "empty_cache";
+    case SourceShape::kOptimizerStep: {
+      if (name != "step") return false;
+      const std::string callee = CalleeText(src, call);
+      const std::string receiver = callee.size() > 5 ? callee.substr(0, callee.size() - 5) : "";
+      return !receiver.empty() && !ContainsIgnoreCase(receiver, "sched") &&
+             !ContainsIgnoreCase(receiver, "scaler") && !ContainsIgnoreCase(receiver, "prof") &&
+             !ContainsIgnoreCase(receiver, "env");
+    }
+    default:
+      return false;
   }
-  return false;
 }
 
 }  // namespace
 
-bool HasCodeShape(const std::string& code) {
-  return code == "TTA001" || code == "TTA005" || code == "TTA006" || code == "TTA013" ||
-         code == "backward";
-}
-
-std::string ShapeKeyOf(const Finding& f) {
-  if (f.code == "TTA017") {
-    // A CPU-overhead-bound region sits where the region is written: loss.backward(), the
-    // optimizer's step, zero_grad, else the training loop whose step it is.
-    auto it = f.evidence.find("region");
-    const std::string region = it == f.evidence.end() ? "" : it->second.text;
-    if (region == "backward") return "backward";
-    if (region == "the optimizer step") return "TTA006";
-    if (region == "zero_grad") return "TTA005";
-    if (region == "the step's eager ops") return "TTA001";
-    return "";
-  }
-  return HasCodeShape(f.code) ? f.code : "";
+bool IsLocatableShape(SourceShape shape) {
+  return shape == SourceShape::kDataLoaderLoop || shape == SourceShape::kZeroGradCall ||
+         shape == SourceShape::kOptimizerStep || shape == SourceShape::kEmptyCacheCall ||
+         shape == SourceShape::kBackwardCall;
 }
 
 std::optional<ShapeLocation> LocateByShape(const std::vector<std::string>& files,
-                                           SourceCache* cache, const std::string& code,
-                                           int* matches) {
+                                           SourceCache* cache, SourceShape shape, int* matches) {
   int found = 0;
   std::optional<ShapeLocation> only;
-  if (HasCodeShape(code)) {
+  if (IsLocatableShape(shape)) {
     for (const auto& path : files) {
       auto src = cache->GetFile(path);
       if (!src) continue;
       Walk(src->root(), [&](TSNode n) {
         const std::string_view type = NodeType(n);
-        const bool hit = code == "TTA001" ? type == "for_statement" && LoopsOverLoader(*src, n)
-                                          : type == "call" && MatchesCall(*src, n, code);
+        const bool hit = shape == SourceShape::kDataLoaderLoop
+                             ? type == "for_statement" && LoopsOverLoader(*src, n)
+                             : type == "call" && MatchesCall(*src, n, shape);
         if (hit) {
           ++found;
           only = ShapeLocation{path, static_cast<int>(ts_node_start_point(n).row) + 1,

@@ -1,8 +1,9 @@
 // Where a finding of a trace recorded without Python stacks (`with_stack=False`, the profiler's
 // default) most likely sits: the one statement in the workspace with the shape the code's fix
-// edits. TTA001: a `for` loop over a DataLoader; TTA005: a `.zero_grad(...)` call; TTA006: an
-// optimizer's `.step()` (not a scheduler's or a GradScaler's); TTA013: an `empty_cache()` call;
-// TTA017 by its region (ShapeKeyOf).
+// edits (its SourceShape in analysis/rule_registry.h, ShapeOf): a `for` loop over a DataLoader
+// (TTA001), a `.zero_grad(...)` call (TTA005), an optimizer's `.step()` (TTA006; not a
+// scheduler's or a GradScaler's), an `empty_cache()` call (TTA013), `.backward()`; TTA017 by its
+// region.
 // Only a unique match is returned, and callers say the place was inferred from code, not read
 // from the trace. Used by `ttap scan` (server/scan.cpp), hence by the language server too.
 #pragma once
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "analysis/findings.h"
+#include "analysis/rule_registry.h"
 #include "mapping/python_source.h"
 
 namespace ttap {
@@ -22,17 +24,13 @@ struct ShapeLocation {
   std::string function;  // the enclosing def's name, or "<module>"
 };
 
-// True for the shapes LocateByShape knows: the codes above and "backward" (a `.backward()` call).
-bool HasCodeShape(const std::string& code);
-// The shape a finding's fix edits (a code or "backward"), "" for none. TTA017 (CPU-overhead-
-// bound) by its region: backward -> `.backward()`, the optimizer step -> TTA006's shape,
-// zero_grad -> TTA005's, the step's eager ops -> the training loop (TTA001's).
-std::string ShapeKeyOf(const Finding& f);
+// True for the shapes LocateByShape can find in a workspace.
+bool IsLocatableShape(SourceShape shape);
 
-// Searches |files| (absolute .py paths, parsed through |cache|) for |code|'s shape; returns the
+// Searches |files| (absolute .py paths, parsed through |cache|) for |shape|; returns the
 // location when exactly one statement has it. |matches| (optional) gets how many did.
 std::optional<ShapeLocation> LocateByShape(const std::vector<std::string>& files,
-                                           SourceCache* cache, const std::string& code,
+                                           SourceCache* cache, SourceShape shape,
                                            int* matches = nullptr);
 
 }  // namespace ttap

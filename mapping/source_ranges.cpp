@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "analysis/rule_registry.h"
 #include "analysis/string_util.h"
 #include "mapping/syntax_util.h"
 
@@ -275,9 +276,9 @@ void FollowIterable(const PythonSource& src, TSNode expr, uint32_t before, int d
   }
 }
 
-// What a finding code narrows to; see the table in source_ranges.h.
+// The calls a code's shape narrows to; see the table in source_ranges.h.
 struct CallSpec {
-  const char* code;
+  SourceShape shape;
   std::vector<std::string_view> names;
   bool innermost;
   const char* what;  // for stale reasons
@@ -285,40 +286,54 @@ struct CallSpec {
 
 const std::vector<CallSpec>& CallSpecs() {
   static const std::vector<CallSpec> kSpecs = {
-      {"TTA002",
+      {SourceShape::kHostReadCall,
        {"item", "cpu", "tolist", "numpy", "synchronize"},
        true,
        "an .item()/.cpu()/.tolist()/.numpy()/synchronize() call"},
-      {"TTA003", {"to", "cuda", "cpu"}, true, "a .to()/.cuda()/.cpu() call"},
-      {"TTA004",
+      {SourceShape::kTransferCall, {"to", "cuda", "cpu"}, true, "a .to()/.cuda()/.cpu() call"},
+      {SourceShape::kTensorCreation,
        {"tensor", "as_tensor", "from_numpy", "to", "cuda"},
        false,
        "a tensor creation or .to()/.cuda() call"},
-      {"TTA013", {"empty_cache"}, false, "an empty_cache() call"},
-      {"TTA014", {"to", "cuda", "cpu"}, true, "a .to()/.cuda()/.cpu() call"},
+      {SourceShape::kEmptyCacheCall, {"empty_cache"}, false, "an empty_cache() call"},
   };
   return kSpecs;
 }
 
-const CallSpec* SpecFor(std::string_view code) {
+// The shape a finding code's statement narrows to (the registry's; a region-dependent shape,
+// TTA017's, is not narrowed: its stack names the statement).
+SourceShape ShapeOfCode(std::string_view code) {
+  const RuleSpec* spec = FindRuleSpec(code);
+  return spec && spec->shape != SourceShape::kByRegion ? spec->shape : SourceShape::kNone;
+}
+
+const CallSpec* SpecFor(SourceShape shape) {
   for (const CallSpec& s : CallSpecs()) {
-    if (code == s.code) return &s;
+    if (shape == s.shape) return &s;
   }
   return nullptr;
 }
 
-bool HasShape(std::string_view code) {
-  return SpecFor(code) || code == "TTA001" || code == "TTA005" || code == "TTA006" ||
-         code == "TTA010";
+bool HasShape(SourceShape shape) {
+  return SpecFor(shape) || shape == SourceShape::kDataLoaderLoop ||
+         shape == SourceShape::kZeroGradCall || shape == SourceShape::kOptimizerStep ||
+         shape == SourceShape::kModelCall;
 }
 
-std::string ShapeDescription(std::string_view code) {
-  if (const CallSpec* s = SpecFor(code)) return s->what;
-  if (code == "TTA001") return "a loop over a DataLoader";
-  if (code == "TTA005") return "a zero_grad() call";
-  if (code == "TTA006") return "an optimizer .step() call";
-  if (code == "TTA010") return "a model call";
-  return "the statement";
+std::string ShapeDescription(SourceShape shape) {
+  if (const CallSpec* s = SpecFor(shape)) return s->what;
+  switch (shape) {
+    case SourceShape::kDataLoaderLoop:
+      return "a loop over a DataLoader";
+    case SourceShape::kZeroGradCall:
+      return "a zero_grad() call";
+    case SourceShape::kOptimizerStep:
+      return "an optimizer .step() call";
+    case SourceShape::kModelCall:
+      return "a model call";
+    default:
+      return "the statement";
+  }
 }
 
 // A narrowing of one statement: |strong| when it is the shape the code looks for, weak when only
@@ -492,14 +507,14 @@ Narrowed NarrowModelCall(const PythonSource& src, TSNode stmt, int line0,
   return OfCall(stmt, call, false);
 }
 
-Narrowed Narrow(const PythonSource& src, TSNode stmt, int line0, std::string_view code) {
+Narrowed Narrow(const PythonSource& src, TSNode stmt, int line0, SourceShape shape) {
   if (IsNull(stmt)) return {};
   std::vector<TSNode> calls = StatementCalls(stmt);
-  if (code == "TTA001") return NarrowDataLoader(src, stmt, line0, calls);
-  if (code == "TTA005") return NarrowZeroGrad(src, stmt, line0, calls);
-  if (code == "TTA006") return NarrowOptimizerStep(src, stmt, line0, calls);
-  if (code == "TTA010") return NarrowModelCall(src, stmt, line0, calls);
-  if (const CallSpec* spec = SpecFor(code)) {
+  if (shape == SourceShape::kDataLoaderLoop) return NarrowDataLoader(src, stmt, line0, calls);
+  if (shape == SourceShape::kZeroGradCall) return NarrowZeroGrad(src, stmt, line0, calls);
+  if (shape == SourceShape::kOptimizerStep) return NarrowOptimizerStep(src, stmt, line0, calls);
+  if (shape == SourceShape::kModelCall) return NarrowModelCall(src, stmt, line0, calls);
+  if (const CallSpec* spec = SpecFor(shape)) {
     TSNode call = PickCall(
         calls, line0,
         [&](TSNode c) {
@@ -514,17 +529,17 @@ Narrowed Narrow(const PythonSource& src, TSNode stmt, int line0, std::string_vie
 
 // Narrow() over every statement starting on the line (`a = 1; loss = x.item()`), preferring a
 // strong match.
-Narrowed NarrowAt(const PythonSource& src, TSNode stmt, int line0, std::string_view code) {
+Narrowed NarrowAt(const PythonSource& src, TSNode stmt, int line0, SourceShape shape) {
   Narrowed weak;
   for (TSNode s = stmt; !IsNull(s) && Row(s) == line0 && IsStatementNode(NodeType(s));
        s = ts_node_next_named_sibling(s)) {
-    Narrowed n = Narrow(src, s, line0, code);
+    Narrowed n = Narrow(src, s, line0, shape);
     if (n.strong) return n;
     if (n.found && !weak.found) weak = n;
     if (IsCompound(NodeType(s))) break;
   }
   if (weak.found) return weak;
-  return Narrow(src, stmt, line0, code);
+  return Narrow(src, stmt, line0, shape);
 }
 
 std::string DefinitionName(const PythonSource& src, TSNode def) {
@@ -600,7 +615,7 @@ std::vector<TSNode> ScopesNamed(const PythonSource& src, const std::string& fn, 
 // The strong match nearest |line0| among the statements of |scopes| (nested defs and classes
 // are other code objects and are skipped).
 bool FindReanchor(const PythonSource& src, const std::vector<TSNode>& scopes, int line0,
-                  std::string_view code, Narrowed* best) {
+                  SourceShape shape, Narrowed* best) {
   int best_distance = INT_MAX;
   const int center = std::min(line0, std::max(0, RealLineCount(src) - 1));
   for (TSNode scope : scopes) {
@@ -608,7 +623,7 @@ bool FindReanchor(const PythonSource& src, const std::vector<TSNode>& scopes, in
       std::string_view t = NodeType(n);
       if (IsDefinition(t) || t == "decorated_definition") return false;
       if (IsStatementNode(t)) {
-        Narrowed m = Narrow(src, n, Row(n), code);
+        Narrowed m = Narrow(src, n, Row(n), shape);
         if (m.found && m.strong) {
           int row = src.ToPosition(m.range.start, PositionEncoding::kUtf8).line;
           int distance = std::abs(row - line0);
@@ -675,9 +690,10 @@ MappedRange MapToSource(const PythonSource& src, const RangeQuery& q) {
   out.line = q.line;
   const int line0 = q.line - 1;
   const std::string fn = FunctionKey(q.function);
-  const bool has_shape = HasShape(q.code);
+  const SourceShape code_shape = ShapeOfCode(q.code);
+  const bool has_shape = HasShape(code_shape);
   const std::string where = fn == "<module>" ? "module-level code" : "'" + fn + "'";
-  const std::string shape = ShapeDescription(q.code);
+  const std::string shape = ShapeDescription(code_shape);
 
   enum class Failure { kUnverifiable, kNoFunction, kNoShape, kNoMatch };
   Failure failure = Failure::kNoMatch;
@@ -697,7 +713,7 @@ MappedRange MapToSource(const PythonSource& src, const RangeQuery& q) {
       return false;
     }
     failure = Failure::kNoMatch;
-    return FindReanchor(src, scopes, line0, q.code, found);
+    return FindReanchor(src, scopes, line0, code_shape, found);
   };
   auto why = [&]() -> std::string {
     switch (failure) {
@@ -740,7 +756,7 @@ MappedRange MapToSource(const PythonSource& src, const RangeQuery& q) {
   }
 
   TSNode stmt = StatementAt(src, line0);
-  Narrowed here = NarrowAt(src, stmt, line0, q.code);
+  Narrowed here = NarrowAt(src, stmt, line0, code_shape);
   const bool encloses = Encloses(src, stmt, line0, fn);
   const bool verified = !q.file_newer_than_trace || !has_shape || here.strong;
   if (encloses && verified) {

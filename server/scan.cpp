@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "analysis/parallel.h"
+#include "analysis/rule_registry.h"
 #include "analysis/trace_loader.h"
 #include "mapping/python_frames.h"
 #include "mapping/python_source.h"
@@ -99,9 +100,7 @@ nlohmann::json EvidenceJson(const Finding& f) {
 }  // namespace
 
 std::string RuleDocsUrl(const std::string& code, const std::string& name) {
-  std::string anchor = code + "-" + name;
-  for (char& c : anchor) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return std::string(kDocsBase) + anchor;
+  return std::string(kDocsBase) + RuleDocsAnchor({code.c_str(), name.c_str(), "", ""});
 }
 
 // TTA900: windows the learned scorer flags (score >= |threshold|, or the file's flag threshold
@@ -236,7 +235,7 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   struct timespec trace_mtime {};
   const bool have_trace_mtime = ModifiedTime(trace->path, &trace_mtime);
   std::vector<std::string> shape_files;  // the workspace's files, listed on first use
-  std::map<std::string, std::optional<ShapeLocation>> shapes;  // by code
+  std::map<SourceShape, std::optional<ShapeLocation>> shapes;
   for (Finding& f : r.rules.findings) {
     if (SeverityRank(f.severity) < SeverityRank(options.min_severity)) continue;
     if (!CodeSelected(f.code, options.select, options.ignore)) continue;
@@ -262,10 +261,10 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
         lf.ambiguous = resolved.candidates;
       }
     } else if (f.frames.empty() && options.workspace && options.locate_by_shape &&
-               !ShapeKeyOf(f).empty()) {
+               IsLocatableShape(ShapeOf(f))) {
       // No Python stack in the trace for it: the workspace's one statement with the shape its
       // fix edits, when there is exactly one (said so wherever the finding is shown).
-      const std::string shape = ShapeKeyOf(f);
+      const SourceShape shape = ShapeOf(f);
       auto cached = shapes.find(shape);
       if (cached == shapes.end()) {
         if (shape_files.empty()) shape_files = options.workspace->AbsoluteFiles(5000);

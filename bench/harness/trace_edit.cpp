@@ -8,22 +8,18 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "analysis/rule_util.h"
+#include "analysis/runtime_calls.h"
 #include "bench/harness/kineto_writer.h"
 
 namespace ttap {
 
 namespace {
 
-bool IsSyncName(const std::string& n) {
-  return n.find("Synchronize") != std::string::npos || IsBlockingCall(n);
-}
-
 bool OnGpuTrack(const EditableTrace& t, const EditEvent& e) { return t.tracks[e.track].gpu; }
 
 // A call that returns once GPU work is done: a synchronize or synchronous copy by name, or an
 // async copy that blocks (EditEvent::blocking_copy).
-bool IsSyncCall(const EditEvent& e) { return IsSyncName(e.name) || e.blocking_copy; }
+bool IsSyncCall(const EditEvent& e) { return IsBlockingCall(e.name) || e.blocking_copy; }
 
 // A sync call awaits the GPU work launched before it; a blocking copy also its own copy,
 // launched by the call itself.
@@ -200,7 +196,7 @@ class LaunchedGpuEnds {
 struct AwaitedGpuEnds {
   explicit AwaitedGpuEnds(const EditableTrace& t) : device(t, true), streams(t, false) {}
   const LaunchedGpuEnds& For(const EditEvent& sync) const {
-    return sync.name.find("DeviceSynchronize") != std::string::npos ? device : streams;
+    return HasRuntimeFlag(sync.name, kRuntimeDeviceWideSync) ? device : streams;
   }
   LaunchedGpuEnds device, streams;
 };

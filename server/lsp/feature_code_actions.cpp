@@ -42,9 +42,10 @@ std::vector<proto::CodeAction> Session::FixesFor(const std::string& uri, const s
   FixRequest req;
   req.recipe = lf.finding.fix;
   req.line = p.line;
-  // What the trace proves: per-parameter fill kernels under zero_grad mean set_to_none was off
-  // (the default before torch 2.0); GPU activity means the step runs on a CUDA/ROCm device.
-  if (lf.finding.code == "TTA005") req.facts["torch_before_2"] = "1";
+  // What the trace proves: per-parameter fill kernels under zero_grad (the finding this recipe
+  // fixes) mean set_to_none was off, the default before torch 2.0; GPU activity means the step
+  // runs on a CUDA/ROCm device.
+  if (req.recipe == "zero-grad-set-to-none") req.facts["torch_before_2"] = "1";
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
     if (snapshot_ && snapshot_->has_gpu) req.facts["device"] = "cuda";

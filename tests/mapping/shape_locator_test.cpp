@@ -8,6 +8,16 @@
 
 using namespace ttap;
 
+namespace {
+
+Finding Coded(const char* code) {
+  Finding f;
+  f.code = code;
+  return f;
+}
+
+}  // namespace
+
 TEST_CASE("code shapes: a unique statement is found, several or none give nothing",
           "[mapping][shape]") {
   const std::string root = ttap_test::MakeTempDir();
@@ -33,27 +43,28 @@ TEST_CASE("code shapes: a unique statement is found, several or none give nothin
   const std::vector<std::string> files = {train, util};
   int matches = 0;
   // The loop over a name assigned from DataLoader(...); `for epoch in range(3)` is not one.
-  auto loop = LocateByShape(files, &cache, "TTA001", &matches);
+  auto loop = LocateByShape(files, &cache, ShapeOf(Coded("TTA001")), &matches);
   REQUIRE(loop);
   CHECK(loop->path == train);
   CHECK(loop->line == 6);
   CHECK(loop->function == "train");
-  auto zero = LocateByShape(files, &cache, "TTA005");
+  auto zero = LocateByShape(files, &cache, ShapeOf(Coded("TTA005")));
   REQUIRE(zero);
   CHECK(zero->line == 7);
   // The optimizer's step, not the scheduler's or the GradScaler's.
-  auto step = LocateByShape(files, &cache, "TTA006", &matches);
+  auto step = LocateByShape(files, &cache, ShapeOf(Coded("TTA006")), &matches);
   REQUIRE(step);
   CHECK(step->line == 9);
   CHECK(matches == 1);
-  auto empty = LocateByShape(files, &cache, "TTA013");
+  auto empty = LocateByShape(files, &cache, ShapeOf(Coded("TTA013")));
   REQUIRE(empty);
   CHECK(empty->path == util);
   CHECK(empty->function == "cleanup");
   // No shape for the code, or two statements with it: nowhere.
-  CHECK_FALSE(LocateByShape(files, &cache, "TTA009"));
+  CHECK_FALSE(LocateByShape(files, &cache, ShapeOf(Coded("TTA009"))));
   REQUIRE(ttap_test::WriteFile(root + "/eval.py", "for b in val_loader:\n    pass\n"));
-  CHECK_FALSE(LocateByShape({train, util, root + "/eval.py"}, &cache, "TTA001", &matches));
+  CHECK_FALSE(
+      LocateByShape({train, util, root + "/eval.py"}, &cache, ShapeOf(Coded("TTA001")), &matches));
   CHECK(matches == 2);
 }
 
@@ -65,16 +76,14 @@ TEST_CASE("code shapes: a CPU-overhead-bound region goes where the region is wri
     f.evidence["region"] = {false, 0, region};
     return f;
   };
-  CHECK(ShapeKeyOf(finding("backward")) == "backward");
-  CHECK(ShapeKeyOf(finding("the optimizer step")) == "TTA006");
-  CHECK(ShapeKeyOf(finding("zero_grad")) == "TTA005");
-  CHECK(ShapeKeyOf(finding("the step's eager ops")) == "TTA001");
-  CHECK(ShapeKeyOf(finding("## forward ##")).empty());  // an annotation: only its stack knows
-  Finding other;
-  other.code = "TTA009";
-  CHECK(ShapeKeyOf(other).empty());
-  other.code = "TTA005";
-  CHECK(ShapeKeyOf(other) == "TTA005");
+  CHECK(ShapeOf(finding("backward")) == SourceShape::kBackwardCall);
+  CHECK(ShapeOf(finding("the optimizer step")) == ShapeOf(Coded("TTA006")));
+  CHECK(ShapeOf(finding("zero_grad")) == ShapeOf(Coded("TTA005")));
+  CHECK(ShapeOf(finding("the step's eager ops")) == ShapeOf(Coded("TTA001")));
+  // An annotation: only its stack knows.
+  CHECK_FALSE(IsLocatableShape(ShapeOf(finding("## forward ##"))));
+  CHECK_FALSE(IsLocatableShape(ShapeOf(Coded("TTA009"))));
+  CHECK(IsLocatableShape(ShapeOf(Coded("TTA005"))));
   const std::string root = ttap_test::MakeTempDir();
   const std::string train = root + "/train.py";
   REQUIRE(ttap_test::WriteFile(train,
@@ -82,7 +91,7 @@ TEST_CASE("code shapes: a CPU-overhead-bound region goes where the region is wri
                                "    loss = model(x).sum()\n"
                                "    loss.backward()\n"));
   SourceCache cache;
-  auto bw = LocateByShape({train}, &cache, "backward");
+  auto bw = LocateByShape({train}, &cache, SourceShape::kBackwardCall);
   REQUIRE(bw);
   CHECK(bw->line == 3);
 }
