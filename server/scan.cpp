@@ -289,6 +289,8 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
         struct timespec file_mtime {};
         q.file_newer_than_trace = have_trace_mtime && ModifiedTime(lf.absolute_path, &file_mtime) &&
                                   Later(file_mtime, trace_mtime);
+        lf.source_newer_than_trace = q.file_newer_than_trace;
+        lf.function = where_function;
         MappedRange m = MapToSource(*src, q);
         if (options.apply_suppressions && SuppressedAt(*src, m, where_line, f.code)) {
           ++r.suppressed;

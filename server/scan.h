@@ -26,11 +26,15 @@ struct LocatedFinding {
   std::string file;           // workspace-relative when resolved, as recorded otherwise; "" = none
   std::string absolute_path;  // resolved file, "" when not resolved
   int line = 0;               // 1-based; 0 = none
+  std::string function;       // the function its line was mapped in (frame's or shape's), or ""
   int column = 0;             // 1-based in Unicode code points; 0 = none
   int end_line = 0;           // end of the narrowed range, 1-based; 0 = none
   int end_column = 0;         // 1-based code points, exclusive (the column just past the range)
   bool stale = false;  // the file changed after the trace and the line could not be re-anchored
   std::string stale_reason;
+  // The file was modified after the trace: its line is verified against the code's shape, and
+  // re-anchored when it does not match (the language server maps the buffer the same way).
+  bool source_newer_than_trace = false;
   std::vector<std::string> ambiguous;  // candidate files when the frame path was ambiguous
   // No Python stack: placed on the workspace's one statement with the code's shape
   // (mapping/shape_locator.h), not by a frame.

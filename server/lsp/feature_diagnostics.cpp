@@ -39,6 +39,7 @@ bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFin
   q.line = p.line;
   q.function = p.function;
   q.code = lf.finding.code;
+  q.file_newer_than_trace = p.source_newer_than_trace;
   MappedRange m = MapToSource(*src, q);
   // `# ttap: ignore[...]` as the buffer has it now: typed or deleted, it applies at once.
   if (SuppressedAt(*src, m, p.line, lf.finding.code)) return false;

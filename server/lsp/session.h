@@ -99,6 +99,7 @@ class Session {
     size_t finding;  // index into the snapshot's scan findings
     int line = 0;    // 1-based
     std::string function;
+    bool source_newer_than_trace = false;  // as `ttap scan` found it: map the line the same way
   };
   struct Snapshot {
     std::string trace_path;

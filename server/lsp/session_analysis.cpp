@@ -353,8 +353,10 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     Placed p;
     p.finding = i;
     p.line = lf.line;
-    const Finding& f = lf.finding;
-    if (f.user_frame >= 0) p.function = f.frames[f.user_frame].function;
+    // Mapped as `ttap scan` mapped it: in the same function, with the same view of whether the
+    // file changed since the trace (the buffer's edits since then move it: moved_lines_).
+    p.function = lf.function;
+    p.source_newer_than_trace = lf.source_newer_than_trace;
     snap->by_file[lf.absolute_path].push_back(p);
   }
   if (cancel.cancelled()) {

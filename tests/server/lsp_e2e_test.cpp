@@ -751,3 +751,52 @@ TEST_CASE("lsp: the status counts what the Problems view shows; links only to fi
   c.Call("shutdown", nullptr);
   c.Notify("exit", nullptr);
 }
+
+TEST_CASE("lsp and ttap scan place a finding alike on a script edited since the trace",
+          "[lsp][e2e][mapping]") {
+  // The StallTrace's frames name train.py line 12, the DataLoader loop when it was recorded. The
+  // script changed afterwards: line 12 is a print and no loop is left to re-anchor to, so the
+  // location is stale, for `ttap scan` and the editor alike.
+  std::string edited = kTrainPy;
+  edited.replace(edited.find("for batch in loader:\n    loss = model(batch)\n"),
+                 std::string("for batch in loader:\n    loss = model(batch)\n").size(),
+                 "print(model)\nloss = model(next(ds))\n");
+  const std::string root = ttap_test::MakeTempDir();
+  REQUIRE(ttap_test::WriteFile(root + "/train.py", edited));
+  mkdir((root + "/log").c_str(), 0755);
+  const std::string trace = root + "/log/host_1.1700000000000.pt.trace.json";
+  REQUIRE(ttap_test::WriteFile(trace, ttap_test::StallTrace()));
+  struct timespec recorded[2] = {{1700000000, 0}, {1700000000, 0}};  // before the edit
+  REQUIRE(utimensat(AT_FDCWD, trace.c_str(), recorded, 0) == 0);
+
+  auto scan = ttap_test::RunTtap("scan --no-model --format json --workspace '" + root + "' '" +
+                                 trace + "'");
+  const json report = json::parse(scan.out);
+  json scanned;
+  for (const json& f : report["findings"]) {
+    if (f["code"] == "TTA001") scanned = f;
+  }
+  REQUIRE(scanned.is_object());
+  CHECK(scanned["stale"] == true);
+
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  json params = InitParams(root);
+  params["initializationOptions"]["model"] = {{"enabled", false}};
+  c.Call("initialize", params);
+  c.Notify("initialized", json::object());
+  const std::string uri = "file://" + root + "/train.py";
+  auto pub = c.WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && !m["params"]["diagnostics"].empty();
+  });
+  REQUIRE_FALSE(pub.is_null());
+  json shown;
+  for (const json& d : pub["params"]["diagnostics"]) {
+    if (d["code"] == "TTA001") shown = d;
+  }
+  REQUIRE(shown.is_object());
+  CHECK(shown["range"]["start"]["line"].get<int>() + 1 == scanned["line"].get<int>());
+  CHECK(shown["message"].get<std::string>().find("source changed since the trace") !=
+        std::string::npos);
+  c.Notify("exit", nullptr);
+}
