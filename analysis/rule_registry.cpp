@@ -98,6 +98,11 @@ std::vector<RuleSpec> Build() {
                    nullptr, DetectCpuOverheadPath, FM::kGraphRegion, SS::kByRegion));
   r.back().role = CostRole::kLaunchBound;
   r.back().needs_gpu_activity = true;
+  // Read from a job's ranks together (analysis/job_analysis.cpp, `ttap scan DIR`).
+  r.push_back(Spec({"TTA018", "straggler-rank",
+                    "some ranks arrive late at the collectives and the others wait for them", ""},
+                   nullptr, nullptr, FM::kNone, SS::kNone));
+  r.back().from_job_analysis = true;
   // Windows the learned scorer flags and no rule explains (server/scan.cpp adds them).
   r.push_back(Spec(
       {"TTA900", "unusual-window", "the window scorer flags a window that no rule explains", ""},

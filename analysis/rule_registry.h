@@ -75,6 +75,8 @@ struct RuleSpec {
   bool one_time = false;
   // Added by the learned window scorer, not by a detector (TTA900).
   bool from_window_scorer = false;
+  // Found by reading a job's ranks together (analysis/job_analysis.h), not one trace (TTA018).
+  bool from_job_analysis = false;
   // The learned scorer's category head knows it (RuleCatalogue(), TTA001..TTA014).
   bool learned_category = false;
   // Its finding is the pinned-copy fix's symptom when most of its waits are copies that fix

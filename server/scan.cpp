@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "analysis/job_analysis.h"
 #include "analysis/parallel.h"
 #include "analysis/rule_registry.h"
 #include "analysis/trace_loader.h"
@@ -557,6 +558,110 @@ std::string ScanResultToTextWithDrafts(const ScanResult& r, const FindingDrafts&
 
 }  // namespace
 
+// The job the ranks of a directory make (TTA018 straggler-rank): traces that name their rank,
+// read together. Not ok for traces of different jobs (their collectives do not end together).
+JobAnalysis AnalyseJobOf(const std::vector<const ScanResult*>& results) {
+  std::vector<RankTimeline> timelines;
+  for (const ScanResult* r : results) {
+    if (!r->trace || r->trace->rank_source == "default") continue;
+    RankTimeline t = ExtractRankTimeline(*r->trace);
+    const size_t steps = std::max<size_t>(1, r->rules.time.steps.size());
+    t.step_us = r->rules.run_ns / 1000.0 / static_cast<double>(steps);
+    if (!r->findings.empty()) {
+      const LocatedFinding& top = r->findings.front();
+      t.top_cause = top.finding.code + " " + top.finding.name + " " +
+                    FormatMs(top.finding.time_lost_us_per_step) + "/step" +
+                    (top.file.empty() ? "" : " at " + top.file + ":" + std::to_string(top.line));
+    }
+    timelines.push_back(std::move(t));
+  }
+  return AnalyseJob(timelines);
+}
+
+// The job's report under the per-rank table: each rank's lateness and wait, then TTA018.
+std::string JobToText(const JobAnalysis& job, const std::vector<const ScanResult*>& results,
+                      const std::string& target) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "\njob: %d ranks, %zu step(s), %zu collective(s) on every rank; a step of the job "
+                "takes %s from its first rank's start to its last rank's end\n",
+                job.ranks, job.steps, job.collectives, FormatMs(job.job_step_us).c_str());
+  out += line;
+  std::snprintf(line, sizeof(line), "%6s  %-28s  %-28s  %s\n", "rank", "arrives after the median",
+                "waits in collectives", "last to arrive");
+  out += line;
+  for (const RankLateness& l : job.per_rank) {
+    std::snprintf(line, sizeof(line), "%6d  %-28s  %-28s  %d of %zu\n", l.rank,
+                  (FormatMs(l.late_us_per_step) + "/step").c_str(),
+                  (FormatMs(l.wait_us_per_step) + "/step").c_str(), l.last_arrivals,
+                  job.collectives);
+    out += line;
+  }
+  if (job.late_ranks.empty()) {
+    return out + "no rank holds the others back: they arrive at the collectives together\n";
+  }
+  const double share = job.job_step_us > 0 ? job.saving_us_per_step / job.job_step_us : 0;
+  const Severity severity = share >= 0.05 ? Severity::kWarning : Severity::kInfo;
+  auto late_of = [&](int rank) {
+    for (const RankLateness& l : job.per_rank)
+      if (l.rank == rank) return l;
+    return RankLateness{};
+  };
+  std::string ranks, lates;
+  for (size_t i = 0; i < job.late_ranks.size(); ++i) {
+    const char* sep = i == 0 ? "" : i + 1 == job.late_ranks.size() ? " and " : ", ";
+    ranks += sep + std::to_string(job.late_ranks[i]);
+    lates += sep + FormatMs(late_of(job.late_ranks[i]).late_us_per_step);
+  }
+  RankLateness waits_most{};
+  for (const RankLateness& l : job.per_rank) {
+    if (l.wait_us_per_step > waits_most.wait_us_per_step) waits_most = l;
+  }
+  std::string causes;
+  for (int rank : job.late_ranks) {
+    for (const ScanResult* r : results) {
+      if (!r->trace || r->trace->rank != rank || r->findings.empty()) continue;
+      const Finding& f = r->findings.front().finding;
+      causes += "; rank " + std::to_string(rank) + "'s own top cause: " + f.code + " " + f.name +
+                " (" + FormatMs(f.time_lost_us_per_step) + "/step)";
+    }
+  }
+  char speedup[32];
+  std::snprintf(speedup, sizeof(speedup), "%.2f", job.speedup());
+  const RuleInfo* info = FindRule("TTA018");
+  std::snprintf(line, sizeof(line), "%s: %s[TTA018 %s]: ", target.c_str(), SeverityName(severity),
+                info ? info->name : "straggler-rank");
+  out += line;
+  out += (job.late_ranks.size() == 1 ? "rank " : "ranks ") + ranks +
+         (job.late_ranks.size() == 1 ? " arrives" : " arrive") + " at the collectives " + lates +
+         " per step after the median rank, and the others wait for " +
+         (job.late_ranks.size() == 1 ? "it" : "them") + " (rank " +
+         std::to_string(waits_most.rank) + " waits " + FormatMs(waits_most.wait_us_per_step) +
+         "/step)" + causes + "; if they arrived with the median rank the job would save " +
+         FormatMs(job.saving_us_per_step) + "/step (" + FormatPercent(share) +
+         " of its step): it could be " + speedup + "x faster\n";
+  return out;
+}
+
+nlohmann::json JobToJson(const JobAnalysis& job, int rank) {
+  nlohmann::json j = {{"ranks", job.ranks},
+                      {"steps", job.steps},
+                      {"collectives", job.collectives},
+                      {"job_step_us", Round3(job.job_step_us)},
+                      {"late_ranks", job.late_ranks},
+                      {"saving_us_per_step", Round3(job.saving_us_per_step)},
+                      {"speedup", Round3(job.speedup())}};
+  for (const RankLateness& l : job.per_rank) {
+    if (l.rank != rank) continue;
+    j["this_rank"] = {{"rank", l.rank},
+                      {"late_us_per_step", Round3(l.late_us_per_step)},
+                      {"wait_us_per_step", Round3(l.wait_us_per_step)},
+                      {"last_arrivals", l.last_arrivals}};
+  }
+  return j;
+}
+
 int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   std::string target, workspace_dir, format = "text";
   Severity min_severity = Severity::kInfo;
@@ -711,8 +816,11 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
                   << "\n";
     } else {
       nlohmann::json arr = nlohmann::json::array();
-      for (size_t i = 0; i < ok.size(); ++i)
+      const JobAnalysis job = AnalyseJobOf(ok);
+      for (size_t i = 0; i < ok.size(); ++i) {
         arr.push_back(ScanResultToJsonWithDrafts(*ok[i], *ok_drafts[i]));
+        if (job.ok && ok[i]->trace) arr.back()["job"] = JobToJson(job, ok[i]->trace->rank);
+      }
       std::cout << arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
   } else if (format == "sarif") {
@@ -744,6 +852,8 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
         }
         std::cout << line;
       }
+      const JobAnalysis job = AnalyseJobOf(ok);
+      if (job.ok) std::cout << JobToText(job, ok, target);
     } else if (!ok.empty() && ok[0]->findings.empty()) {
       std::cout << ok[0]->trace_path << ": no findings at or above " << SeverityName(min_severity)
                 << "\n";

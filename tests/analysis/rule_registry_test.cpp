@@ -37,7 +37,7 @@ TEST_CASE("rule registry: every code has every part", "[rules][registry]") {
     CHECK(RuleDocsAnchor(spec.info).rfind("tta", 0) == 0);
     CHECK(FindRuleSpec(code) == &spec);
     CHECK(FindRule(code) == &spec.info);
-    if (spec.from_window_scorer) {
+    if (spec.from_window_scorer || spec.from_job_analysis) {
       CHECK(spec.detect == nullptr);
       CHECK(spec.detect_causal == nullptr);
       continue;

@@ -1,6 +1,7 @@
 // The `ttap` binary as a whole process: --help/--version, exit codes, `ttap stats` text and JSON
 // (golden files for small bundled traces), directories of ranks, configuration discovery.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -279,4 +280,48 @@ TEST_CASE("stats --json and scan --format json|sarif write non-UTF-8 file names,
       CHECK_FALSE(nlohmann::json::parse(scan.out, nullptr, false).is_discarded());
     }
   }
+}
+
+TEST_CASE("scan of a job's ranks: the table, each rank's lateness and the straggler ranks",
+          "[cli][job]") {
+  const std::string real = ttap_test::RealTracesDir();
+  const std::string dir = ttap_test::MakeTempDir();
+  int ranks = 0;
+  for (int r = 0; r < 8; ++r) {
+    const std::string prefix =
+        "param--dlrm_kineto.tar.gz__worker" + std::to_string(r) + "_step_12.";
+    for (const char* stamp : {"1694128201545", "1694128201556", "1694128201554", "1694128201557",
+                              "1694128201547", "1694128201549", "1694128201553"}) {
+      const std::string name = prefix + stamp + ".pt.trace.json.gz";
+      struct stat st;
+      if (stat((real + "/" + name).c_str(), &st) != 0) continue;
+      REQUIRE(symlink((real + "/" + name).c_str(), (dir + "/" + name).c_str()) == 0);
+      ++ranks;
+      break;
+    }
+  }
+  if (ranks != 8) {
+    WARN("the 8 PARAM DLRM ranks of ../shared are not here: skipped");
+    return;
+  }
+  auto text = ttap_test::RunTtap("scan --no-model '" + dir + "'");
+  CHECK(text.exit_code == 1);
+  CHECK(text.out.find("job: 8 ranks, 1 step(s), 8 collective(s) on every rank") !=
+        std::string::npos);
+  CHECK(text.out.find("[TTA018 straggler-rank]: ranks 7, ") != std::string::npos);
+  CHECK(text.out.find("it could be") != std::string::npos);
+  auto json = ttap_test::RunTtap("scan --no-model --format json '" + dir + "'");
+  const nlohmann::json all = nlohmann::json::parse(json.out);
+  REQUIRE(all.is_array());
+  REQUIRE(all.size() == 8);
+  for (const nlohmann::json& rank : all) {
+    REQUIRE(rank.contains("job"));
+    CHECK(rank["job"]["late_ranks"].size() == 3);
+    CHECK(rank["job"]["this_rank"]["wait_us_per_step"].get<double>() >= 0);
+  }
+  // One trace is not a job.
+  auto one = ttap_test::RunTtap("scan --no-model --format json '" + dir + "/" +
+                                "param--dlrm_kineto.tar.gz__worker0_step_12.1694128201545" +
+                                ".pt.trace.json.gz'");
+  CHECK_FALSE(nlohmann::json::parse(one.out).contains("job"));
 }
