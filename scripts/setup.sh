@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything TorchTraceAP needs on a fresh Debian 12 machine (idempotent, quiet when
 # nothing is missing): Debian packages with apt-get and the tree-sitter Python grammar from npm.
-# With --browser (scripts/test.sh) also what the real-editor test needs: Debian's Chromium and
-# ripgrep, then code-server and puppeteer-core from npm (tests/editors/browser/install.sh).
+# With --tests (scripts/test.sh) also what the real-editor and Dask tests need: Debian's
+# Chromium, ripgrep and python3-distributed, then code-server and puppeteer-core from npm
+# (tests/editors/browser/install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-browser=0
-[ "${1:-}" = --browser ] && browser=1
+tests=0
+[ "${1:-}" = --tests ] && tests=1
 
 PKGS=(build-essential cmake ninja-build ccache pkg-config python3
       libsimdjson-dev nlohmann-json3-dev libtorch-dev libopenblas0-pthread libtree-sitter-dev
@@ -15,7 +16,7 @@ PKGS=(build-essential cmake ninja-build ccache pkg-config python3
       clang-format)
 # node/npm: Debian's packages unless a node with npm is already there (nodesource bundles npm).
 if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
-if [ "$browser" = 1 ]; then PKGS+=(chromium ripgrep); fi
+if [ "$tests" = 1 ]; then PKGS+=(chromium ripgrep python3-distributed); fi
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -56,4 +57,4 @@ if [ ! -d editors/vscode/node_modules/vscode-languageserver-protocol ] || [ ! -d
 fi
 
 # VS Code for the browser and its driver, for the real-editor test (scripts/test.sh only).
-if [ "$browser" = 1 ]; then tests/editors/browser/install.sh; fi
+if [ "$tests" = 1 ]; then tests/editors/browser/install.sh; fi

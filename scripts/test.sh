@@ -4,7 +4,7 @@
 # loader fuzzer for a bounded time (TTAP_FUZZ_SECONDS, default 60; 0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --browser
+scripts/setup.sh --tests
 # Formatting is checked, not hoped for: every C/C++ source as .clang-format wants it.
 unformatted=$(find analysis mapping models server tests bench \( -name node_modules -o -path bench/out \) -prune -o \
   \( -name '*.cpp' -o -name '*.h' -o -name '*.c' \) -print | sort |

@@ -39,11 +39,14 @@ constexpr const char* kUsage =
     "        load a trace (.json or .json.gz, Kineto object or legacy array) or a directory of\n"
     "        per-rank traces and print the per-step breakdown, top kernels and CPU ops, HTA's\n"
     "        temporal breakdown and import statistics\n"
-    "  scan TRACE_OR_DIR [--workspace DIR] [--format text|json|sarif] [--min-severity LEVEL]\n"
+    "  scan TRACE_OR_DIR [--workspace DIR] [--format text|json|sarif|rank-summary]\n"
+    "       [--min-severity LEVEL]\n"
     "        find performance anti-patterns (docs/antipatterns.md), each with the Python line\n"
     "        responsible, the time it costs per step and the fix; a directory is scanned in\n"
-    "        parallel with a summary table. Exit code 1 when findings at or above LEVEL\n"
-    "        (default info) remain; `# ttap: ignore[TTA005]` on a line suppresses them\n"
+    "        parallel with a summary table, and its ranks read as one job (TTA018: the ranks\n"
+    "        the others wait for at the collectives). Exit code 1 when findings at or above\n"
+    "        LEVEL (default info) remain; `# ttap: ignore[TTA005]` on a line suppresses them.\n"
+    "        rank-summary: what `ttap job` needs of each rank (tools/ttap_dask.py)\n"
     "        [--select CODES] [--ignore CODES] report only these codes / not these (codes or\n"
     "        prefixes, comma-separated: TTA001,TTA9; [tool.ttap] select / ignore)\n"
     "        [--llm [--llm-base-url URL] [--llm-model NAME] [--llm-api-key-env VAR]]\n"
@@ -53,6 +56,9 @@ constexpr const char* kUsage =
     "        TTA900 \"unusual window\" findings: windows the learned scorer flags (score >=\n"
     "        T, by default the file's flag threshold) that no rule explains; the shipped\n"
     "        weights (beside the binary, TTAP_MODEL, ./models) run unless --no-model\n"
+    "  job SUMMARY... [--format text|json]\n"
+    "        the job report of `ttap scan DIR` (per-rank table, TTA018) from the ranks'\n"
+    "        summaries (`ttap scan --format rank-summary`, a file or - each)\n"
     "  gen --out DIR --seed S [--count N] [--bases PATH...] [--max-base-mb M] [--threads T]\n"
     "        write N (default 600) labelled traces: simulated CV training/inference loops and,\n"
     "        with --bases, real traces with injected anti-patterns (labels in DIR/labels);\n"
@@ -271,6 +277,7 @@ int RunCli(int argc, char** argv, const std::vector<CliCommand>& more_commands) 
   }
   if (command == "stats") return RunStats(rest, *config);
   if (command == "scan") return RunScanCommand(rest, *config);
+  if (command == "job") return RunJobCommand(rest);
   for (const CliCommand& c : more_commands) {
     if (command == c.name) return c.run(rest);
   }

@@ -558,28 +558,78 @@ std::string ScanResultToTextWithDrafts(const ScanResult& r, const FindingDrafts&
 
 }  // namespace
 
-// The job the ranks of a directory make (TTA018 straggler-rank): traces that name their rank,
-// read together. Not ok for traces of different jobs (their collectives do not end together).
-JobAnalysis AnalyseJobOf(const std::vector<const ScanResult*>& results) {
-  std::vector<RankTimeline> timelines;
-  for (const ScanResult* r : results) {
-    if (!r->trace || r->trace->rank_source == "default") continue;
-    RankTimeline t = ExtractRankTimeline(*r->trace);
-    const size_t steps = std::max<size_t>(1, r->rules.time.steps.size());
-    t.step_us = r->rules.run_ns / 1000.0 / static_cast<double>(steps);
-    if (!r->findings.empty()) {
-      const LocatedFinding& top = r->findings.front();
-      t.top_cause = top.finding.code + " " + top.finding.name + " " +
-                    FormatMs(top.finding.time_lost_us_per_step) + "/step" +
-                    (top.file.empty() ? "" : " at " + top.file + ":" + std::to_string(top.line));
+// One rank of a job as the table and the job analysis need it: what `ttap scan DIR` keeps of a
+// scanned trace, and what `ttap scan --format rank-summary` ships to `ttap job`.
+struct RankRow {
+  std::string file;
+  bool usable = false;
+  int rank = 0;
+  size_t steps = 0, findings = 0;
+  std::string top;          // "TTA017 cpu-overhead-bound 25.5%", "-" for none
+  std::string text;         // the rank's findings as `ttap scan` prints them
+  bool rank_known = false;  // named by the trace (distributedInfo or file name)
+  RankTimeline timeline;
+};
+
+RankRow RankRowOf(const ScanResult& r, const FindingDrafts& drafts) {
+  RankRow row;
+  row.file = r.trace_path;
+  row.usable = true;
+  row.rank = r.trace ? r.trace->rank : 0;
+  row.steps = r.trace ? r.trace->steps.size() : 0;
+  row.findings = r.findings.size();
+  row.top = r.findings.empty() ? "-"
+                               : r.findings[0].finding.code + " " + r.findings[0].finding.name +
+                                     " " + FormatPercent(r.findings[0].finding.share_of_step);
+  row.text = ScanResultToTextWithDrafts(r, drafts);
+  if (r.trace) {
+    row.rank_known = r.trace->rank_source != "default";
+    row.timeline = ExtractRankTimeline(*r.trace);
+    const size_t steps = std::max<size_t>(1, r.rules.time.steps.size());
+    row.timeline.step_us = r.rules.run_ns / 1000.0 / static_cast<double>(steps);
+    if (!r.findings.empty()) {
+      const Finding& f = r.findings.front().finding;
+      row.timeline.top_cause =
+          f.code + " " + f.name + " (" + FormatMs(f.time_lost_us_per_step) + "/step)";
     }
-    timelines.push_back(std::move(t));
+  }
+  return row;
+}
+
+// The job the ranks make (TTA018 straggler-rank): the traces that name their rank, read
+// together. Not ok for traces of different jobs (their collectives do not end together).
+JobAnalysis AnalyseJobOf(const std::vector<RankRow>& rows) {
+  std::vector<RankTimeline> timelines;
+  for (const RankRow& r : rows) {
+    if (r.usable && r.rank_known) timelines.push_back(r.timeline);
   }
   return AnalyseJob(timelines);
 }
 
+// The per-rank table under the findings of a directory.
+std::string RanksTable(const std::vector<RankRow>& rows) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof(line), "\n%-56s %5s %6s %9s  %s\n", "trace", "rank", "steps",
+                "findings", "top finding");
+  out += line;
+  for (const RankRow& r : rows) {
+    std::string name = r.file.substr(r.file.rfind('/') + 1);
+    if (name.size() > 56) name = name.substr(0, 53) + "...";
+    if (!r.usable) {
+      std::snprintf(line, sizeof(line), "%-56s %5s %6s %9s  %s\n", name.c_str(), "-", "-", "-",
+                    "unusable input");
+    } else {
+      std::snprintf(line, sizeof(line), "%-56s %5d %6zu %9zu  %s\n", name.c_str(), r.rank, r.steps,
+                    r.findings, r.top.c_str());
+    }
+    out += line;
+  }
+  return out;
+}
+
 // The job's report under the per-rank table: each rank's lateness and wait, then TTA018.
-std::string JobToText(const JobAnalysis& job, const std::vector<const ScanResult*>& results,
+std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
                       const std::string& target) {
   std::string out;
   char line[512];
@@ -620,11 +670,9 @@ std::string JobToText(const JobAnalysis& job, const std::vector<const ScanResult
   }
   std::string causes;
   for (int rank : job.late_ranks) {
-    for (const ScanResult* r : results) {
-      if (!r->trace || r->trace->rank != rank || r->findings.empty()) continue;
-      const Finding& f = r->findings.front().finding;
-      causes += "; rank " + std::to_string(rank) + "'s own top cause: " + f.code + " " + f.name +
-                " (" + FormatMs(f.time_lost_us_per_step) + "/step)";
+    for (const RankRow& r : rows) {
+      if (!r.usable || !r.rank_known || r.rank != rank || r.timeline.top_cause.empty()) continue;
+      causes += "; rank " + std::to_string(rank) + "'s own top cause: " + r.timeline.top_cause;
     }
   }
   char speedup[32];
@@ -662,6 +710,61 @@ nlohmann::json JobToJson(const JobAnalysis& job, int rank) {
   return j;
 }
 
+// `ttap scan --format rank-summary`: one rank, small enough to ship from a worker (tools/
+// ttap_dask.py) to the machine that runs `ttap job` over every rank.
+nlohmann::json RankRowToJson(const RankRow& r) {
+  nlohmann::json steps = nlohmann::json::array(), collectives = nlohmann::json::array();
+  for (const RankTimeline::Step& s : r.timeline.steps) {
+    steps.push_back({s.number, s.start_ns, s.end_ns});
+  }
+  for (const RankCollective& c : r.timeline.collectives) {
+    collectives.push_back({c.step, c.kind, c.start_ns, c.end_ns});
+  }
+  return {{"ttap_rank_summary", 1},
+          {"file", r.file},
+          {"rank", r.rank},
+          {"rank_known", r.rank_known},
+          {"steps", r.steps},
+          {"findings", r.findings},
+          {"top", r.top},
+          {"text", r.text},
+          {"step_us", r.timeline.step_us},
+          {"top_cause", r.timeline.top_cause},
+          {"timeline", {{"steps", steps}, {"collectives", collectives}}}};
+}
+
+StatusOr<RankRow> RankRowFromJson(const nlohmann::json& j) {
+  if (!j.is_object() || j.value("ttap_rank_summary", 0) != 1) {
+    return Status::Error("not a ttap rank summary (ttap scan --format rank-summary)");
+  }
+  try {
+    RankRow r;
+    r.usable = true;
+    r.file = j.at("file").get<std::string>();
+    r.rank = j.at("rank").get<int>();
+    r.rank_known = j.at("rank_known").get<bool>();
+    r.steps = j.at("steps").get<size_t>();
+    r.findings = j.at("findings").get<size_t>();
+    r.top = j.at("top").get<std::string>();
+    r.text = j.at("text").get<std::string>();
+    r.timeline.rank = r.rank;
+    r.timeline.file = r.file;
+    r.timeline.step_us = j.at("step_us").get<double>();
+    r.timeline.top_cause = j.at("top_cause").get<std::string>();
+    for (const auto& s : j.at("timeline").at("steps")) {
+      r.timeline.steps.push_back(
+          {s.at(0).get<int64_t>(), s.at(1).get<int64_t>(), s.at(2).get<int64_t>()});
+    }
+    for (const auto& c : j.at("timeline").at("collectives")) {
+      r.timeline.collectives.push_back({c.at(0).get<int64_t>(), c.at(1).get<std::string>(),
+                                        c.at(2).get<int64_t>(), c.at(3).get<int64_t>()});
+    }
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Error(std::string("a rank summary field is missing or wrong: ") + e.what());
+  }
+}
+
 int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   std::string target, workspace_dir, format = "text";
   Severity min_severity = Severity::kInfo;
@@ -683,8 +786,9 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
     if (a == "--workspace") {
       if (!next(&workspace_dir)) return UsageError("--workspace needs a directory");
     } else if (a == "--format") {
-      if (!next(&format) || (format != "text" && format != "json" && format != "sarif")) {
-        return UsageError("--format is text, json or sarif");
+      if (!next(&format) ||
+          (format != "text" && format != "json" && format != "sarif" && format != "rank-summary")) {
+        return UsageError("--format is text, json, sarif or rank-summary");
       }
     } else if (a == "--json") {
       format = "json";
@@ -808,7 +912,13 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
     ok_drafts.push_back(&drafts[k]);
     if (!results[k].findings.empty() && exit_code == 0) exit_code = 1;
   }
-  if (format == "json") {
+  if (format == "rank-summary") {
+    nlohmann::json arr = nlohmann::json::array();
+    for (size_t i = 0; i < ok.size(); ++i)
+      arr.push_back(RankRowToJson(RankRowOf(*ok[i], *ok_drafts[i])));
+    const nlohmann::json out = directory || arr.empty() ? arr : arr[0];
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else if (format == "json") {
     if (!directory) {
       if (!ok.empty())
         std::cout << ScanResultToJsonWithDrafts(*ok[0], *ok_drafts[0])
@@ -816,7 +926,9 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
                   << "\n";
     } else {
       nlohmann::json arr = nlohmann::json::array();
-      const JobAnalysis job = AnalyseJobOf(ok);
+      std::vector<RankRow> rows;
+      for (size_t i = 0; i < ok.size(); ++i) rows.push_back(RankRowOf(*ok[i], *ok_drafts[i]));
+      const JobAnalysis job = AnalyseJobOf(rows);
       for (size_t i = 0; i < ok.size(); ++i) {
         arr.push_back(ScanResultToJsonWithDrafts(*ok[i], *ok_drafts[i]));
         if (job.ok && ok[i]->trace) arr.back()["job"] = JobToJson(job, ok[i]->trace->rank);
@@ -828,38 +940,107 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
                                              nlohmann::json::error_handler_t::replace)
               << "\n";
   } else {
-    for (size_t i = 0; i < ok.size(); ++i)
-      std::cout << ScanResultToTextWithDrafts(*ok[i], *ok_drafts[i]);
-    if (directory) {
-      char line[512];
-      std::snprintf(line, sizeof(line), "\n%-56s %5s %6s %9s  %s\n", "trace", "rank", "steps",
-                    "findings", "top finding");
-      std::cout << line;
-      for (size_t k = 0; k < files.size(); ++k) {
-        std::string name = files[k].substr(files[k].rfind('/') + 1);
-        if (name.size() > 56) name = name.substr(0, 53) + "...";
-        if (!errors[k].empty()) {
-          std::snprintf(line, sizeof(line), "%-56s %5s %6s %9s  %s\n", name.c_str(), "-", "-", "-",
-                        "unusable input");
-        } else {
-          const ScanResult& r = results[k];
-          std::string top = r.findings.empty()
-                                ? "-"
-                                : r.findings[0].finding.code + " " + r.findings[0].finding.name +
-                                      " " + FormatPercent(r.findings[0].finding.share_of_step);
-          std::snprintf(line, sizeof(line), "%-56s %5d %6zu %9zu  %s\n", name.c_str(),
-                        r.trace->rank, r.trace->steps.size(), r.findings.size(), top.c_str());
-        }
-        std::cout << line;
+    std::vector<RankRow> rows;
+    for (size_t k = 0; k < files.size(); ++k) {
+      if (!errors[k].empty()) {
+        RankRow unusable;
+        unusable.file = files[k];
+        rows.push_back(unusable);
+        continue;
       }
-      const JobAnalysis job = AnalyseJobOf(ok);
-      if (job.ok) std::cout << JobToText(job, ok, target);
+      rows.push_back(RankRowOf(results[k], drafts[k]));
+      std::cout << rows.back().text;
+    }
+    if (directory) {
+      std::cout << RanksTable(rows);
+      const JobAnalysis job = AnalyseJobOf(rows);
+      if (job.ok) std::cout << JobToText(job, rows, target);
     } else if (!ok.empty() && ok[0]->findings.empty()) {
       std::cout << ok[0]->trace_path << ": no findings at or above " << SeverityName(min_severity)
                 << "\n";
     }
   }
   return exit_code;
+}
+
+int RunJobCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> inputs;
+  std::string format = "text";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--format") {
+      if (i + 1 >= args.size() || (args[i + 1] != "text" && args[i + 1] != "json")) {
+        return UsageError("job: --format is text or json");
+      }
+      format = args[++i];
+    } else if (args[i].size() > 1 && args[i][0] == '-') {
+      return UsageError("job: unknown option " + args[i]);
+    } else {
+      inputs.push_back(args[i]);
+    }
+  }
+  if (inputs.empty()) return UsageError("job: give the ranks' summaries (SUMMARY.json ... or -)");
+  // Each input holds one rank summary or an array of them; "-" is standard input.
+  std::vector<RankRow> rows;
+  for (const std::string& path : inputs) {
+    std::stringstream text;
+    if (path == "-") {
+      text << std::cin.rdbuf();
+    } else {
+      std::ifstream in(path);
+      if (!in) {
+        std::fprintf(stderr, "ttap: error: %s: cannot read\n", path.c_str());
+        return 2;
+      }
+      text << in.rdbuf();
+    }
+    nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+    if (j.is_discarded()) {
+      std::fprintf(stderr, "ttap: error: %s: not JSON\n", path.c_str());
+      return 2;
+    }
+    if (!j.is_array()) j = nlohmann::json::array({j});
+    for (const nlohmann::json& one : j) {
+      auto row = RankRowFromJson(one);
+      if (!row.ok()) {
+        std::fprintf(stderr, "ttap: error: %s: %s\n", path.c_str(), row.status().message().c_str());
+        return 2;
+      }
+      rows.push_back(std::move(row.value()));
+    }
+  }
+  // In the order `ttap scan DIR` lists the files.
+  auto base = [](const std::string& f) { return f.substr(f.rfind('/') + 1); };
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const RankRow& a, const RankRow& b) { return base(a.file) < base(b.file); });
+  const JobAnalysis job = AnalyseJobOf(rows);
+  if (format == "json") {
+    nlohmann::json out = {{"ranks", rows.size()}};
+    if (job.ok) {
+      out["job"] = JobToJson(job, -1);
+      nlohmann::json per_rank = nlohmann::json::array();
+      for (const RankLateness& l : job.per_rank) {
+        per_rank.push_back({{"rank", l.rank},
+                            {"late_us_per_step", Round3(l.late_us_per_step)},
+                            {"wait_us_per_step", Round3(l.wait_us_per_step)},
+                            {"last_arrivals", l.last_arrivals}});
+      }
+      out["job"]["per_rank"] = per_rank;
+    } else {
+      out["not_a_job"] = job.why_not;
+    }
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    for (const RankRow& r : rows) std::cout << r.text;
+    std::cout << RanksTable(rows);
+    // Labelled as `ttap scan DIR` labels it: the ranks' directory.
+    const std::string dir = rows.empty() || rows[0].file.find('/') == std::string::npos
+                                ? std::string("job")
+                                : rows[0].file.substr(0, rows[0].file.rfind('/'));
+    if (job.ok) std::cout << JobToText(job, rows, dir);
+  }
+  size_t findings = 0;
+  for (const RankRow& r : rows) findings += r.findings;
+  return findings > 0 || (job.ok && !job.late_ranks.empty()) ? 1 : 0;
 }
 
 }  // namespace ttap

@@ -86,5 +86,8 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
 
 // The `ttap scan` command line; returns the exit code (0 none, 1 findings, 2 unusable input).
 int RunScanCommand(const std::vector<std::string>& args, const Config& config);
+// `ttap job SUMMARY...`: the job report of `ttap scan DIR` from the ranks' summaries (`ttap scan
+// --format rank-summary`, made where the traces are: tools/ttap_dask.py).
+int RunJobCommand(const std::vector<std::string>& args);
 
 }  // namespace ttap

@@ -319,6 +319,21 @@ TEST_CASE("scan of a job's ranks: the table, each rank's lateness and the stragg
     CHECK(rank["job"]["late_ranks"].size() == 3);
     CHECK(rank["job"]["this_rank"]["wait_us_per_step"].get<double>() >= 0);
   }
+  // The same report from the ranks' summaries, as a distributed scan ships them.
+  std::string summaries;
+  for (const nlohmann::json& rank : all) {
+    auto one = ttap_test::RunTtap("scan --no-model --format rank-summary '" +
+                                  rank["trace"].get<std::string>() + "'");
+    const std::string path = dir + "/rank" + std::to_string(rank["rank"].get<int>()) + ".summary";
+    REQUIRE(ttap_test::WriteFile(path, one.out));
+    summaries += " '" + path + "'";
+  }
+  auto job = ttap_test::RunTtap("job" + summaries);
+  CHECK(job.exit_code == 1);
+  CHECK(job.out == text.out);
+  CHECK(ttap_test::RunTtap("job '" + dir + "/param--dlrm_kineto.tar.gz__worker0_step_12." +
+                           "1694128201545.pt.trace.json.gz'")
+            .exit_code == 2);  // a trace, not a summary
   // One trace is not a job.
   auto one = ttap_test::RunTtap("scan --no-model --format json '" + dir + "/" +
                                 "param--dlrm_kineto.tar.gz__worker0_step_12.1694128201545" +

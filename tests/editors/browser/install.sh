@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs VS Code for the browser (code-server, from npm) and puppeteer-core here, for the
-# real-editor test (tests/editors/vscode_browser_test.mjs); scripts/setup.sh --browser calls it
+# real-editor test (tests/editors/vscode_browser_test.mjs); scripts/setup.sh --tests calls it
 # after installing Debian's Chromium and ripgrep. Idempotent: quiet when it is all there.
 #
 # code-server's own postinstall cannot run as root under npm (it asks for --unsafe-perm), wants
