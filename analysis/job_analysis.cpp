@@ -102,6 +102,7 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
   // every rank ran as many.
   struct Matched {
     int64_t step;
+    std::string kind;
     std::vector<int64_t> start, end;  // per rank (sorted order), own clocks
   };
   std::vector<Matched> matched;
@@ -120,7 +121,7 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
       }
       if (!same) continue;
       for (size_t i = 0; i < first.size(); ++i) {
-        Matched m{step, std::vector<int64_t>(n), std::vector<int64_t>(n)};
+        Matched m{step, kind, std::vector<int64_t>(n), std::vector<int64_t>(n)};
         for (size_t k = 0; k < n; ++k) {
           const RankCollective* c = by_kind[k][kind][i];
           m.start[k] = c->start_ns;
@@ -186,18 +187,28 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
   std::vector<double> late(n, 0), wait(n, 0);
   std::vector<int> last_count(n, 0);
   std::vector<std::vector<int64_t>> arrivals;
+  std::vector<std::pair<int64_t, CollectiveSkew>> skews;  // (median arrival, skew)
   for (const Matched& m : matched) {
     std::vector<int64_t> a(n);
     for (size_t k = 0; k < n; ++k) a[k] = m.start[k] - offset[k];
     const int64_t med = Median(a);
     const size_t last = std::max_element(a.begin(), a.end()) - a.begin();
     ++last_count[last];
+    CollectiveSkew skew;
+    skew.step = m.step;
+    skew.kind = m.kind;
+    skew.last_rank = ranks[last]->rank;
     for (size_t k = 0; k < n; ++k) {
       late[k] += static_cast<double>(std::max<int64_t>(0, a[k] - med));
       wait[k] += static_cast<double>(a[last] - a[k]);
+      skew.wait_us.push_back(static_cast<double>(a[last] - a[k]) / 1000.0);
     }
+    skews.emplace_back(med, std::move(skew));
     arrivals.push_back(std::move(a));
   }
+  std::stable_sort(skews.begin(), skews.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [t, skew] : skews) job.per_collective.push_back(std::move(skew));
   const double steps = static_cast<double>(job.steps);
   double worst = 0;
   for (size_t k = 0; k < n; ++k) {

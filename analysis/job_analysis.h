@@ -45,6 +45,14 @@ struct RankLateness {
   int last_arrivals = 0;        // collectives it arrived at last
 };
 
+// One matched collective: which rank arrived last, and each rank's wait for it.
+struct CollectiveSkew {
+  int64_t step = -1;
+  std::string kind;
+  int last_rank = -1;
+  std::vector<double> wait_us;  // per rank, in JobAnalysis::per_rank order
+};
+
 struct JobAnalysis {
   bool ok = false;
   std::string why_not;  // when !ok: fewer than two ranks, no collective in common, not one job
@@ -52,7 +60,8 @@ struct JobAnalysis {
   size_t steps = 0;        // steps all ranks recorded
   size_t collectives = 0;  // collectives matched on every rank
   double job_step_us = 0;  // a step of the job: its first start to its last end on any rank
-  std::vector<RankLateness> per_rank;  // by rank
+  std::vector<RankLateness> per_rank;          // by rank
+  std::vector<CollectiveSkew> per_collective;  // in the order the median rank reached them
   std::vector<int> late_ranks;  // the ranks that arrive well after the median rank, latest first
   // What the job saves per step if the late ranks arrived with the median rank: each collective
   // starts when the last of the others arrives.

@@ -69,6 +69,7 @@ std::vector<RuleSpec> Build() {
   r.push_back(Spec({"TTA011", "comm-not-overlapped",
                     "collectives run with little concurrent compute", "overlap-communication"},
                    DetectCommNotOverlapped, nullptr, FM::kOverlapCommunication, SS::kNone));
+  r.back().may_wait_for_peers = true;
   r.push_back(Spec(
       {"TTA012", "comm-per-parameter", "many small collectives per step", "bucket-collectives"},
       DetectCommPerParameter, nullptr, FM::kBucketCollectives, SS::kNone));

@@ -75,6 +75,9 @@ struct RuleSpec {
   bool one_time = false;
   // Added by the learned window scorer, not by a detector (TTA900).
   bool from_window_scorer = false;
+  // Its time on one rank may be a wait for other ranks at the collectives (TTA011): a job's
+  // report says whose.
+  bool may_wait_for_peers = false;
   // Found by reading a job's ranks together (analysis/job_analysis.h), not one trace (TTA018).
   bool from_job_analysis = false;
   // The learned scorer's category head knows it (RuleCatalogue(), TTA001..TTA014).

@@ -569,6 +569,9 @@ struct RankRow {
   std::string text;         // the rank's findings as `ttap scan` prints them
   bool rank_known = false;  // named by the trace (distributedInfo or file name)
   RankTimeline timeline;
+  // Its largest finding whose time may be a wait for other ranks (TTA011), "" for none.
+  std::string peer_wait_finding;
+  double peer_wait_us = 0;
 };
 
 RankRow RankRowOf(const ScanResult& r, const FindingDrafts& drafts) {
@@ -591,6 +594,13 @@ RankRow RankRowOf(const ScanResult& r, const FindingDrafts& drafts) {
       const Finding& f = r.findings.front().finding;
       row.timeline.top_cause =
           f.code + " " + f.name + " (" + FormatMs(f.time_lost_us_per_step) + "/step)";
+    }
+    for (const LocatedFinding& lf : r.findings) {
+      const RuleSpec* spec = FindRuleSpec(lf.finding.code);
+      if (!spec || !spec->may_wait_for_peers) continue;
+      row.peer_wait_finding = lf.finding.code + " " + lf.finding.name;
+      row.peer_wait_us = lf.finding.time_lost_us_per_step;
+      break;
     }
   }
   return row;
@@ -675,6 +685,16 @@ std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
       causes += "; rank " + std::to_string(rank) + "'s own top cause: " + r.timeline.top_cause;
     }
   }
+  // A waiting rank's own "communication" finding is the late ranks' cost, not its own.
+  std::vector<std::string> waiting_ranks;
+  for (const RankLateness& l : job.per_rank) {
+    if (std::count(job.late_ranks.begin(), job.late_ranks.end(), l.rank) > 0) continue;
+    for (const RankRow& r : rows) {
+      if (!r.usable || !r.rank_known || r.rank != l.rank || r.peer_wait_finding.empty()) continue;
+      if (l.wait_us_per_step < 0.5 * r.peer_wait_us) continue;
+      waiting_ranks.push_back(std::to_string(l.rank) + " (" + FormatMs(r.peer_wait_us) + "/step)");
+    }
+  }
   char speedup[32];
   std::snprintf(speedup, sizeof(speedup), "%.2f", job.speedup());
   const RuleInfo* info = FindRule("TTA018");
@@ -686,9 +706,19 @@ std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
          " per step after the median rank, and the others wait for " +
          (job.late_ranks.size() == 1 ? "it" : "them") + " (rank " +
          std::to_string(waits_most.rank) + " waits " + FormatMs(waits_most.wait_us_per_step) +
-         "/step)" + causes + "; if they arrived with the median rank the job would save " +
-         FormatMs(job.saving_us_per_step) + "/step (" + FormatPercent(share) +
-         " of its step): it could be " + speedup + "x faster\n";
+         "/step)" + causes + "; if " + (job.late_ranks.size() == 1 ? "it" : "they") +
+         " arrived with the median rank the job would save " + FormatMs(job.saving_us_per_step) +
+         "/step (" + FormatPercent(share) + " of its step): it could be " + speedup + "x faster\n";
+  std::string waiting;
+  for (size_t i = 0; i < waiting_ranks.size(); ++i) {
+    waiting += (i == 0 ? "" : i + 1 == waiting_ranks.size() ? " and " : ", ") + waiting_ranks[i];
+  }
+  if (!waiting.empty()) {
+    out += "  the exposed communication (TTA011) of rank" +
+           std::string(waiting_ranks.size() == 1 ? " " : "s ") + waiting +
+           " is mostly that wait: fix the late " + (job.late_ranks.size() == 1 ? "rank" : "ranks") +
+           " first\n";
+  }
   return out;
 }
 
@@ -730,6 +760,8 @@ nlohmann::json RankRowToJson(const RankRow& r) {
           {"text", r.text},
           {"step_us", r.timeline.step_us},
           {"top_cause", r.timeline.top_cause},
+          {"peer_wait_finding", r.peer_wait_finding},
+          {"peer_wait_us", r.peer_wait_us},
           {"timeline", {{"steps", steps}, {"collectives", collectives}}}};
 }
 
@@ -751,6 +783,8 @@ StatusOr<RankRow> RankRowFromJson(const nlohmann::json& j) {
     r.timeline.file = r.file;
     r.timeline.step_us = j.at("step_us").get<double>();
     r.timeline.top_cause = j.at("top_cause").get<std::string>();
+    r.peer_wait_finding = j.at("peer_wait_finding").get<std::string>();
+    r.peer_wait_us = j.at("peer_wait_us").get<double>();
     for (const auto& s : j.at("timeline").at("steps")) {
       r.timeline.steps.push_back(
           {s.at(0).get<int64_t>(), s.at(1).get<int64_t>(), s.at(2).get<int64_t>()});

@@ -106,3 +106,49 @@ TEST_CASE("job: the PARAM DLRM ranks: ranks 7, 6 and 2 hold the others back", "[
   CHECK(job.saving_us_per_step > 1000);
   CHECK(job.saving_us_per_step < job.job_step_us);
 }
+
+TEST_CASE("job: the DLRM ranks' per-collective last rank and waits agree with the reference",
+          "[job][real]") {
+  // ../shared/traces/hta_stragglers_dlrm.json: per collective, each rank's start and end from
+  // the raw JSON (independent of ttap), the last to arrive and each rank's wait; HTA's
+  // get_potential_stragglers(3) answers [2, 6, 7].
+  namespace fs = std::filesystem;
+  const std::string ref_path = ttap_test::SharedDir() + "/traces/hta_stragglers_dlrm.json";
+  if (!fs::exists(ref_path)) {
+    WARN("../shared/traces/hta_stragglers_dlrm.json is not here: skipped");
+    return;
+  }
+  const std::string ref_text = ttap_test::ReadFile(ref_path);
+  // The reference names its files; the test reads them from ../shared/traces/real.
+  std::vector<RankTimeline> ranks;
+  for (int r = 0; r < 8; ++r) {
+    const std::string key = "\"" + std::to_string(r) + "\": \"";
+    const size_t files = ref_text.find("\"files\"");
+    REQUIRE(files != std::string::npos);
+    const size_t at = ref_text.find(key, files);
+    REQUIRE(at != std::string::npos);
+    const size_t begin = at + key.size(), end = ref_text.find('"', begin);
+    auto t = LoadTrace(ttap_test::RealTracesDir() + "/" + ref_text.substr(begin, end - begin), {});
+    REQUIRE(t.ok());
+    ranks.push_back(ExtractRankTimeline(**t));
+  }
+  JobAnalysis job = AnalyseJob(ranks);
+  REQUIRE(job.ok);
+  REQUIRE(job.per_collective.size() == 8);
+  // The reference's last ranks, collective by collective: rank 7 five times, then 5, 5, 4 (from
+  // "last_to_arrive"), and rank 1's waits (7624 us in the first).
+  std::vector<int> last;
+  for (const CollectiveSkew& c : job.per_collective) last.push_back(c.last_rank);
+  size_t pos = 0;
+  std::vector<int> ref_last;
+  while ((pos = ref_text.find("\"last_to_arrive\": ", pos)) != std::string::npos) {
+    pos += 18;
+    ref_last.push_back(std::stoi(ref_text.substr(pos)));
+  }
+  CHECK(last == ref_last);
+  CHECK(job.per_collective[0].wait_us[1] == Approx(7624).margin(3));
+  CHECK(job.per_collective[0].wait_us[7] == Approx(0).margin(3));
+  std::vector<int> late = job.late_ranks;
+  std::sort(late.begin(), late.end());
+  CHECK(late == std::vector<int>{2, 6, 7});  // HTA's get_potential_stragglers(3)
+}

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "analysis/tiny_trace.h"
 #include "server/fixture_traces.h"
 #include "test_support.h"
 
@@ -339,4 +340,44 @@ TEST_CASE("scan of a job's ranks: the table, each rank's lateness and the stragg
                                 "param--dlrm_kineto.tar.gz__worker0_step_12.1694128201545" +
                                 ".pt.trace.json.gz'");
   CHECK_FALSE(nlohmann::json::parse(one.out).contains("job"));
+}
+
+TEST_CASE("scan of a job: a rank with a slow DataLoader makes the others wait in all_reduce",
+          "[cli][job]") {
+  // Three ranks, four steps of 11 ms. Each step: a 4 ms GEMM, then an all_reduce that ends on
+  // every rank when the last rank arrives. Rank 1 first loads its batch on the main thread
+  // (5 ms), so it reaches the all_reduce 5 ms after ranks 0 and 2, which wait for it there.
+  const std::string dir = ttap_test::MakeTempDir();
+  for (int rank = 0; rank < 3; ++rank) {
+    ttap_test::TinyTrace t;
+    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+    for (int k = 0; k < 4; ++k) {
+      const double base = 1000 + 20000.0 * k;
+      const double load = rank == 1 ? 5000 : 0;
+      t.Step(k + 1, base, 11150);
+      if (rank == 1) {
+        t.Cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", base + 50, load);
+      }
+      t.Kernel("volta_sgemm_128x64_nn", base + 100 + load, 10, base + 150 + load, 4000);
+      const double arrive = base + 5100 + (rank == 1 ? 5000 : 0);
+      const double end = base + 11100;  // the slow rank's arrival + 1 ms, on every rank
+      t.Launch("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, ncclWork*)", arrive - 100, 10,
+               arrive, end - arrive, "kernel", 13);
+      t.Runtime("cudaStreamSynchronize", arrive, end + 20 - arrive);
+    }
+    REQUIRE(
+        ttap_test::WriteFile(dir + "/rank-" + std::to_string(rank) + ".pt.trace.json", t.Json()));
+  }
+  auto text = ttap_test::RunTtap("scan --no-model '" + dir + "'");
+  INFO(text.out);
+  CHECK(text.out.find("job: 3 ranks, 4 step(s), 4 collective(s) on every rank") !=
+        std::string::npos);
+  // The report names rank 1 and its DataLoader ...
+  CHECK(text.out.find("[TTA018 straggler-rank]: rank 1 arrives at the collectives 5.0 ms per "
+                      "step after the median rank") != std::string::npos);
+  CHECK(text.out.find("rank 1's own top cause: TTA001 dataloader-stall") != std::string::npos);
+  CHECK(text.out.find("rank 0 waits 5.0 ms/step") != std::string::npos);
+  // ... and not the others' communication: their waits are rank 1's cost.
+  CHECK(text.out.find("rank 0's own top cause") == std::string::npos);
+  CHECK(text.out.find("rank 2's own top cause") == std::string::npos);
 }
