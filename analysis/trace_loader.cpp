@@ -285,6 +285,42 @@ std::vector<std::string> ListTraceFiles(const std::string& dir) {
   return files;
 }
 
+TraceRankHint PeekTraceRank(const std::string& path, size_t max_bytes) {
+  TraceRankHint hint;
+  auto src = ByteSource::Open(path);
+  if (!src.ok()) return hint;
+  std::string head(max_bytes, '\0');
+  size_t got = 0;
+  while (got < max_bytes) {
+    auto n = (*src)->Read(head.data() + got, max_bytes - got);
+    if (!n.ok() || *n == 0) break;
+    got += *n;
+  }
+  head.resize(got);
+  const size_t info = head.find("\"distributedInfo\"");
+  if (info == std::string::npos) return hint;
+  const size_t end = head.find('}', info);
+  const std::string_view body =
+      std::string_view(head).substr(info, end == std::string::npos ? 512 : end - info);
+  auto number_after = [&](std::string_view key) {
+    const size_t k = body.find(key);
+    if (k == std::string_view::npos) return -1;
+    size_t p = body.find(':', k + key.size());
+    if (p == std::string_view::npos) return -1;
+    ++p;
+    while (p < body.size() && (body[p] == ' ' || body[p] == '\n' || body[p] == '\t')) ++p;
+    int v = 0, digits = 0;
+    while (p < body.size() && body[p] >= '0' && body[p] <= '9' && digits < 9) {
+      v = v * 10 + (body[p++] - '0');
+      ++digits;
+    }
+    return digits > 0 ? v : -1;
+  };
+  hint.rank = number_after("\"rank\"");
+  hint.world_size = number_after("\"world_size\"");
+  return hint;
+}
+
 int RankFromFileName(std::string_view path) {
   size_t slash = path.rfind('/');
   std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);

@@ -33,6 +33,14 @@ StatusOr<std::unique_ptr<Trace>> LoadTraceFromMemory(std::string_view data, cons
 
 // Trace files in a directory (*.json, *.json.gz, not recursive), sorted by name.
 std::vector<std::string> ListTraceFiles(const std::string& dir);
+// The rank and world size a trace's distributedInfo names, read cheaply from its first
+// |max_bytes| (Kineto writes distributedInfo before traceEvents); -1 when not found there. A
+// hint for choosing which files to load (a job's ranks), not a substitute for loading.
+struct TraceRankHint {
+  int rank = -1;
+  int world_size = -1;
+};
+TraceRankHint PeekTraceRank(const std::string& path, size_t max_bytes = 1 << 20);
 // Rank from a file name as HTA and tensorboard_trace_handler users name them ("rank-3", "rank_3",
 // "rank3"); -1 when the name says nothing.
 int RankFromFileName(std::string_view path);

@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -797,6 +798,104 @@ StatusOr<RankRow> RankRowFromJson(const nlohmann::json& j) {
   } catch (const nlohmann::json::exception& e) {
     return Status::Error(std::string("a rank summary field is missing or wrong: ") + e.what());
   }
+}
+
+JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>& cancelled) {
+  JobAnalysis none;
+  if (!r.trace || r.trace->rank_source == "default") return none;
+  const std::string& path = r.trace_path;
+  const size_t slash = path.rfind('/');
+  const std::vector<std::string> files =
+      ListTraceFiles(slash == std::string::npos ? "." : path.substr(0, slash));
+  constexpr size_t kMaxSiblings = 64;
+  constexpr int64_t kMaxSiblingBytes = int64_t{4} << 30;
+  if (files.size() < 2 || files.size() > kMaxSiblings) return none;
+  int64_t bytes = 0;
+  for (const std::string& f : files) {
+    struct stat st;
+    if (stat(f.c_str(), &st) == 0) bytes += st.st_size;
+  }
+  if (bytes > kMaxSiblingBytes) return none;
+  std::vector<RankTimeline> timelines = {ExtractRankTimeline(*r.trace)};
+  std::set<int> ranks = {r.trace->rank};
+  for (const std::string& f : files) {
+    if (cancelled()) return none;
+    if (f == path || (slash == std::string::npos && "./" + path == f)) continue;
+    // Only the other ranks of its job are loaded: their distributedInfo, read from the file's
+    // head, names another rank of the same world size.
+    const TraceRankHint hint = PeekTraceRank(f);
+    if (hint.rank < 0 || ranks.count(hint.rank) > 0 ||
+        (r.trace->world_size > 0 && hint.world_size != r.trace->world_size)) {
+      continue;
+    }
+    LoadOptions options;
+    options.threads = 1;
+    auto t = LoadTrace(f, options);
+    if (!t.ok() || (*t)->rank_source == "default" || !ranks.insert((*t)->rank).second) continue;
+    timelines.push_back(ExtractRankTimeline(**t));
+  }
+  return AnalyseJob(timelines);
+}
+
+void AddStragglerFinding(const JobAnalysis& job, ScanResult* r) {
+  if (!job.ok || !r->trace || r->findings.empty()) return;
+  const int rank = r->trace->rank;
+  if (std::count(job.late_ranks.begin(), job.late_ranks.end(), rank) == 0) return;
+  RankLateness mine{}, waits_most{};
+  for (const RankLateness& l : job.per_rank) {
+    if (l.rank == rank) mine = l;
+    if (l.wait_us_per_step > waits_most.wait_us_per_step) waits_most = l;
+  }
+  const LocatedFinding& top = r->findings.front();
+  LocatedFinding lf = top;  // placed where this rank's own top cause is
+  Finding& f = lf.finding;
+  const RuleInfo* info = FindRule("TTA018");
+  f = Finding{};
+  f.code = "TTA018";
+  f.name = info ? info->name : "straggler-rank";
+  f.time_lost_us_per_step = job.saving_us_per_step;
+  f.share_of_step = job.job_step_us > 0 ? job.saving_us_per_step / job.job_step_us : 0;
+  f.severity = f.share_of_step >= 0.05 ? Severity::kWarning : Severity::kInfo;
+  f.frames = top.finding.frames;
+  f.user_frame = top.finding.user_frame;
+  f.start_ns = top.finding.start_ns;
+  f.end_ns = top.finding.end_ns;
+  f.step_ids = top.finding.step_ids;
+  char speedup[32];
+  std::snprintf(speedup, sizeof(speedup), "%.2f", job.speedup());
+  f.message = "the other ranks of the job wait for this one (rank " + std::to_string(rank) +
+              ") at the collectives: it arrives " + FormatMs(mine.late_us_per_step) +
+              "/step after the median rank (rank " + std::to_string(waits_most.rank) + " waits " +
+              FormatMs(waits_most.wait_us_per_step) + "/step); its own top cause here, " +
+              top.finding.code + " " + top.finding.name +
+              ", is the whole job's cost: if the late ranks arrived with the median rank the job " +
+              "would save " + FormatMs(job.saving_us_per_step) + "/step (" +
+              FormatPercent(f.share_of_step) + " of its step, " + speedup + "x)";
+  r->findings.insert(r->findings.begin(), std::move(lf));
+}
+
+std::string JobNoteFor(const JobAnalysis& job, int rank, const Finding& f) {
+  const RuleSpec* spec = FindRuleSpec(f.code);
+  if (!job.ok || !spec || !spec->may_wait_for_peers || job.late_ranks.empty()) return "";
+  if (std::count(job.late_ranks.begin(), job.late_ranks.end(), rank) > 0) {
+    return "This rank is one the job's other ranks wait for at the collectives (TTA018): its "
+           "own causes come first.";
+  }
+  double wait = 0;
+  for (const RankLateness& l : job.per_rank) {
+    if (l.rank == rank) wait = l.wait_us_per_step;
+  }
+  std::string late;
+  for (size_t i = 0; i < job.late_ranks.size(); ++i) {
+    late += (i == 0                           ? ""
+             : i + 1 == job.late_ranks.size() ? " and "
+                                              : ", ") +
+            std::to_string(job.late_ranks[i]);
+  }
+  return "At the collectives this rank waits " + FormatMs(wait) + "/step for rank" +
+         (job.late_ranks.size() == 1 ? " " : "s ") + late +
+         ", late ones of its job (TTA018): that wait is theirs, not this rank's communication; "
+         "fix them first.";
 }
 
 int RunScanCommand(const std::vector<std::string>& args, const Config& config) {

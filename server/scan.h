@@ -5,12 +5,14 @@
 // ScanTrace is also what the language server's analysis worker calls.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "analysis/findings.h"
+#include "analysis/job_analysis.h"
 #include "analysis/rules.h"
 #include "analysis/trace.h"
 #include "mapping/workspace_index.h"
@@ -86,6 +88,18 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
 
 // The `ttap scan` command line; returns the exit code (0 none, 1 findings, 2 unusable input).
 int RunScanCommand(const std::vector<std::string>& args, const Config& config);
+// The job |r|'s trace belongs to: the other ranks' traces in its directory (at most 64 files and
+// 4 GB; those whose distributedInfo names another rank of the same world size are loaded, not
+// scanned) read with it (analysis/job_analysis.h). Not ok for a trace alone, one
+// that names no rank, or siblings of other jobs. Used by the language server, which shows one
+// rank; |cancelled| is polled between files.
+JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>& cancelled);
+// When |r|'s rank is one the job waits for: a TTA018 finding placed where its own top finding is
+// (its cause is the job's cost), saving what the job saves without the late ranks' lateness.
+void AddStragglerFinding(const JobAnalysis& job, ScanResult* r);
+// A hover's line on |f| when its time may be a wait for other ranks (TTA011): whose wait it is.
+std::string JobNoteFor(const JobAnalysis& job, int rank, const Finding& f);
+
 // `ttap job SUMMARY...`: the job report of `ttap scan DIR` from the ranks' summaries (`ttap scan
 // --format rank-summary`, made where the traces are: tools/ttap_dask.py).
 int RunJobCommand(const std::vector<std::string>& args);

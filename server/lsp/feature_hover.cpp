@@ -1,5 +1,6 @@
 // textDocument/hover (see session.h): the finding's numbers, where its steps' time went, what
 // the fix saves, drafted explanations; Markdown or plain text.
+#include "analysis/rule_registry.h"
 #include "server/lsp/session.h"
 
 namespace ttap::lsp {
@@ -61,7 +62,12 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
   if (steps_time.total() > 0) {
     md += "Where these steps' time went (critical path): " + FormatCauses(steps_time, 4) + "\n\n";
   }
-  if (rr.run_ns > 0) {
+  const RuleSpec* spec = FindRuleSpec(f.code);
+  if (spec && spec->from_job_analysis) {
+    md +=
+        "The saving is the job's: each collective would start when the last of the other ranks "
+        "arrives (`ttap scan` on the traces' directory lists every rank's lateness and wait).\n\n";
+  } else if (rr.run_ns > 0) {
     std::snprintf(buf, sizeof(buf), "%.2fx", rr.speedup);
     md += "The saving is replayed on this run's dependency graph, without the profiler's own cost";
     if (rr.ProfilerCostMatters() && !rr.time.steps.empty()) {
@@ -84,6 +90,8 @@ std::string Session::HoverMarkdown(const Snapshot& snap, const LocatedFinding& l
     }
     if (!chain.empty()) md += "Stack (innermost first, this line aside): " + chain + "\n\n";
   }
+  const std::string job_note = JobNoteFor(snap.job, snap.rank, f);
+  if (!job_note.empty()) md += job_note + "\n\n";
   if (lf.located_by_shape)
     md +=
         "Placed on the one statement of the workspace with this fix's shape: the trace has no "

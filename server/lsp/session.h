@@ -115,6 +115,10 @@ class Session {
     std::string summary_head;                        // the summary's lines above the findings
     // Hover text by finding index, made on first hover (under snap_mu_).
     std::map<size_t, std::string> hover_markdown;
+    // The job this rank belongs to (its siblings in the trace's directory), when it is one:
+    // TTA018 on this rank, and whose wait a collective finding's time is.
+    JobAnalysis job;
+    int rank = 0;
     // LLM drafts by finding index, filled in by the worker after publishing (under snap_mu_).
     std::map<size_t, std::shared_ptr<const llm::FindingDraft>> drafts;
   };

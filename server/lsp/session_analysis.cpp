@@ -346,6 +346,13 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
   snap->trace_path = trace;
   snap->trace_mtime = mtime;
   snap->scan = std::make_unique<ScanResult>(std::move(loaded.value()));
+  // The ranks beside it in its directory, read as one job: this rank may be the one the others
+  // wait for (TTA018 placed on its own top cause), or its collective waits may be theirs.
+  snap->job = AnalyseSiblingRanks(*snap->scan, [&] { return cancel.cancelled(); });
+  if (snap->job.ok) {
+    snap->rank = snap->scan->trace->rank;
+    AddStragglerFinding(snap->job, snap->scan.get());
+  }
   PrepareForHovers(snap.get());
   for (size_t i = 0; i < snap->scan->findings.size(); ++i) {
     const LocatedFinding& lf = snap->scan->findings[i];
@@ -471,6 +478,23 @@ void Session::PrepareForHovers(Snapshot* snap) {
     }
     md += "The fixes together save " + FormatMs(rr.joint_saving_ns / 1000.0 / steps) +
           " a step: this run could be " + speedup + " faster.\n\n";
+  }
+  if (snap->job.ok) {
+    md += "This is rank " + std::to_string(snap->rank) + " of a job of " +
+          std::to_string(snap->job.ranks) + " ranks (the traces beside it): ";
+    if (snap->job.late_ranks.empty()) {
+      md += "they arrive at the collectives together.\n\n";
+    } else {
+      std::string late;
+      for (size_t i = 0; i < snap->job.late_ranks.size(); ++i) {
+        late += (i == 0 ? "" : ", ") + std::to_string(snap->job.late_ranks[i]);
+      }
+      char speedup[32];
+      std::snprintf(speedup, sizeof(speedup), "%.2fx", snap->job.speedup());
+      md += "the others wait at the collectives for rank(s) " + late + " (TTA018); without that " +
+            "the job would save " + FormatMs(snap->job.saving_us_per_step) + " a step (" + speedup +
+            "). `ttap scan` on the directory reports every rank.\n\n";
+    }
   }
   snap->summary_head = std::move(md);
 }

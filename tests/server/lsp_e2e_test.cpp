@@ -800,3 +800,62 @@ TEST_CASE("lsp and ttap scan place a finding alike on a script edited since the 
         std::string::npos);
   c.Notify("exit", nullptr);
 }
+
+TEST_CASE(
+    "lsp: a rank of a job: the late rank gets TTA018 on its cause, a waiting rank's "
+    "collective hover says whose wait it is",
+    "[lsp][e2e][job]") {
+  const std::string root = ttap_test::MakeTempDir();
+  REQUIRE(ttap_test::WriteFile(root + "/train.py", ttap_test::kJobTrainPy));
+  mkdir((root + "/log").c_str(), 0755);
+  for (int rank = 0; rank < 3; ++rank) {
+    REQUIRE(ttap_test::WriteFile(root + "/log/host.rank" + std::to_string(rank) + ".pt.trace.json",
+                                 ttap_test::JobRankTrace(rank)));
+  }
+  const std::string uri = "file://" + root + "/train.py";
+  auto session = [&](int rank) {
+    auto c = std::make_unique<LspClient>(ttap_test::Binary(), std::vector<std::string>{"--stdio"},
+                                         /*quiet_stderr=*/true);
+    json params = InitParams(root);
+    params["initializationOptions"]["model"] = {{"enabled", false}};
+    params["initializationOptions"]["rank"] = rank;
+    c->Call("initialize", params);
+    c->Notify("initialized", json::object());
+    return c;
+  };
+  auto diagnostics = [&](LspClient* c) {
+    auto pub = c->WaitFor([&](const json& m) {
+      return m.value("method", "") == "textDocument/publishDiagnostics" &&
+             m["params"]["uri"] == uri && !m["params"]["diagnostics"].empty();
+    });
+    REQUIRE_FALSE(pub.is_null());
+    return pub["params"]["diagnostics"];
+  };
+  {  // Rank 1 loads its batches on the main thread: the job waits for it.
+    auto c = session(1);
+    json late;
+    for (const json& d : diagnostics(c.get())) {
+      if (d["code"] == "TTA018") late = d;
+    }
+    REQUIRE(late.is_object());
+    CHECK(late["range"]["start"]["line"] == 7);  // `for batch in loader:`, its DataLoader
+    CHECK(late["message"].get<std::string>().find(
+              "the other ranks of the job wait for this one (rank 1)") != std::string::npos);
+    c->Notify("exit", nullptr);
+  }
+  {  // Rank 0 waits in the all_reduce: its exposed communication is rank 1's wait.
+    auto c = session(0);
+    bool comm = false;
+    for (const json& d : diagnostics(c.get())) {
+      CHECK(d["code"] != "TTA018");
+      comm = comm || (d["code"] == "TTA011" && d["range"]["start"]["line"] == 9);
+    }
+    REQUIRE(comm);
+    auto hover = OpenAndHover(c.get(), uri, ttap_test::kJobTrainPy, 9, 6);
+    REQUIRE(hover["result"].is_object());
+    const std::string md = hover["result"]["contents"]["value"];
+    CHECK(md.find("At the collectives this rank waits 5.0 ms/step for rank 1") !=
+          std::string::npos);
+    c->Notify("exit", nullptr);
+  }
+}
