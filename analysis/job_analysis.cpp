@@ -18,6 +18,8 @@ constexpr double kLateShareOfWorst = 0.5;
 // ... and the latest rank is late at all: this long per step, and this share of the job's step.
 constexpr double kMinLateUs = 100;
 constexpr double kMinLateShare = 0.02;
+// A rank's kernels take this many times the median rank's: load imbalance.
+constexpr double kImbalanceRatio = 1.15;
 // Matched collectives end together on every rank (within this, or this share of their median
 // duration) once the clocks are aligned; otherwise the traces are not one job's.
 constexpr int64_t kEndSpreadNs = 200000;
@@ -42,13 +44,21 @@ RankTimeline ExtractRankTimeline(const Trace& trace) {
   t.rank = trace.rank;
   t.file = trace.path;
   for (const Step& s : trace.steps) {
-    t.steps.push_back({s.number, s.cpu_start, std::max(s.cpu_end, s.gpu_end)});
+    t.steps.push_back({s.number, s.cpu_start, std::max(s.cpu_end, s.gpu_end), 0});
   }
   const EventTable& ev = trace.events;
   for (size_t i = 0; i < ev.size(); ++i) {
     if (ev.kind[i] != EventKind::kKernel) continue;
     const std::string_view name = trace.Name(i);
-    if (!IsCollectiveKernel(name)) continue;
+    if (!IsCollectiveKernel(name)) {  // compute: counted in the step that launched it
+      const int64_t launched = ev.link[i] >= 0 ? ev.ts[ev.link[i]] : ev.ts[i];
+      for (size_t k = 0; k < trace.steps.size(); ++k) {
+        if (launched >= trace.steps[k].cpu_start && launched < trace.steps[k].cpu_end) {
+          t.steps[k].compute_ns += ev.dur[i];
+        }
+      }
+      continue;
+    }
     RankCollective c;
     c.kind = KindOf(name);
     c.start_ns = ev.ts[i];
@@ -220,6 +230,30 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
     worst = std::max(worst, l.late_us_per_step);
     job.per_rank.push_back(l);
   }
+  // Each rank's kernels per common step, the collectives aside: the same work taking longer on
+  // one rank is load imbalance.
+  std::vector<double> compute(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    double ns = 0;
+    size_t counted = 0;
+    for (const RankTimeline::Step& s : ranks[k]->steps) {
+      if (!common.count(s.number)) continue;
+      ns += static_cast<double>(s.compute_ns);
+      ++counted;
+    }
+    compute[k] = counted ? ns / static_cast<double>(counted) / 1000.0 : 0;
+    job.per_rank[k].compute_us_per_step = compute[k];
+  }
+  job.median_compute_us = Median(compute);
+  for (size_t k = 0; k < n; ++k) {
+    const double excess = compute[k] - job.median_compute_us;
+    if (job.median_compute_us > 0 && compute[k] >= kImbalanceRatio * job.median_compute_us &&
+        excess >= kMinLateUs && excess >= kMinLateShare * job.job_step_us) {
+      job.imbalanced.emplace_back(ranks[k]->rank, excess);
+    }
+  }
+  std::sort(job.imbalanced.begin(), job.imbalanced.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
   job.ok = true;
   if (worst < kMinLateUs || worst < kMinLateShare * job.job_step_us) return job;
   std::vector<size_t> late_idx;

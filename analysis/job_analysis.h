@@ -30,6 +30,7 @@ struct RankTimeline {
   struct Step {
     int64_t number = -1;
     int64_t start_ns = 0, end_ns = 0;
+    int64_t compute_ns = 0;  // its GPU kernels' time, the collectives aside
   };
   std::vector<Step> steps;
   std::vector<RankCollective> collectives;  // in start order
@@ -40,9 +41,10 @@ RankTimeline ExtractRankTimeline(const Trace& trace);
 
 struct RankLateness {
   int rank = -1;
-  double late_us_per_step = 0;  // how long after the median rank it arrives, summed per step
-  double wait_us_per_step = 0;  // how long it waits in collectives for the last rank, per step
-  int last_arrivals = 0;        // collectives it arrived at last
+  double late_us_per_step = 0;     // how long after the median rank it arrives, summed per step
+  double wait_us_per_step = 0;     // how long it waits in collectives for the last rank, per step
+  int last_arrivals = 0;           // collectives it arrived at last
+  double compute_us_per_step = 0;  // its GPU kernels' time per step, the collectives aside
 };
 
 // One matched collective: which rank arrived last, and each rank's wait for it.
@@ -63,6 +65,10 @@ struct JobAnalysis {
   std::vector<RankLateness> per_rank;          // by rank
   std::vector<CollectiveSkew> per_collective;  // in the order the median rank reached them
   std::vector<int> late_ranks;  // the ranks that arrive well after the median rank, latest first
+  // Load imbalance (TTA019): ranks whose kernels take well longer than the median rank's (uneven
+  // batches or sequence lengths), with how much longer per step; most first.
+  double median_compute_us = 0;
+  std::vector<std::pair<int, double>> imbalanced;
   // What the job saves per step if the late ranks arrived with the median rank: each collective
   // starts when the last of the others arrives.
   double saving_us_per_step = 0;

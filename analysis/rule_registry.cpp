@@ -104,6 +104,10 @@ std::vector<RuleSpec> Build() {
                     "some ranks arrive late at the collectives and the others wait for them", ""},
                    nullptr, nullptr, FM::kNone, SS::kNone));
   r.back().from_job_analysis = true;
+  r.push_back(Spec({"TTA019", "load-imbalance",
+                    "the same work takes longer on some ranks of a job than on the others", ""},
+                   nullptr, nullptr, FM::kNone, SS::kNone));
+  r.back().from_job_analysis = true;
   // Windows the learned scorer flags and no rule explains (server/scan.cpp adds them).
   r.push_back(Spec(
       {"TTA900", "unusual-window", "the window scorer flags a window that no rule explains", ""},

@@ -649,18 +649,43 @@ std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
                 "takes %s from its first rank's start to its last rank's end\n",
                 job.ranks, job.steps, job.collectives, FormatMs(job.job_step_us).c_str());
   out += line;
-  std::snprintf(line, sizeof(line), "%6s  %-28s  %-28s  %s\n", "rank", "arrives after the median",
-                "waits in collectives", "last to arrive");
+  std::snprintf(line, sizeof(line), "%6s  %-28s  %-28s  %-14s  %s\n", "rank",
+                "arrives after the median", "waits in collectives", "last to arrive",
+                "kernels (collectives aside)");
   out += line;
   for (const RankLateness& l : job.per_rank) {
-    std::snprintf(line, sizeof(line), "%6d  %-28s  %-28s  %d of %zu\n", l.rank,
+    const std::string last =
+        std::to_string(l.last_arrivals) + " of " + std::to_string(job.collectives);
+    std::snprintf(line, sizeof(line), "%6d  %-28s  %-28s  %-14s  %s\n", l.rank,
                   (FormatMs(l.late_us_per_step) + "/step").c_str(),
-                  (FormatMs(l.wait_us_per_step) + "/step").c_str(), l.last_arrivals,
-                  job.collectives);
+                  (FormatMs(l.wait_us_per_step) + "/step").c_str(), last.c_str(),
+                  (FormatMs(l.compute_us_per_step) + "/step").c_str());
     out += line;
   }
+  // TTA019: the same work taking longer on some ranks (uneven batches or sequence lengths).
+  std::string imbalance;
+  if (!job.imbalanced.empty()) {
+    std::string ranks;
+    for (size_t i = 0; i < job.imbalanced.size(); ++i) {
+      ranks += (i == 0                           ? ""
+                : i + 1 == job.imbalanced.size() ? " and "
+                                                 : ", ") +
+               std::string("rank ") + std::to_string(job.imbalanced[i].first) + " (" +
+               FormatMs(job.imbalanced[i].second) + "/step more)";
+    }
+    const RuleInfo* info = FindRule("TTA019");
+    const double share = job.job_step_us > 0 ? job.imbalanced[0].second / job.job_step_us : 0;
+    std::snprintf(line, sizeof(line), "%s: %s[TTA019 %s]: ", target.c_str(),
+                  SeverityName(share >= 0.05 ? Severity::kWarning : Severity::kInfo),
+                  info ? info->name : "load-imbalance");
+    imbalance = std::string(line) + "the GPU kernels of " + ranks +
+                " take longer than the median rank's " + FormatMs(job.median_compute_us) +
+                "/step, the collectives aside: uneven batches or sequence lengths give some ranks "
+                "more work every step\n";
+  }
   if (job.late_ranks.empty()) {
-    return out + "no rank holds the others back: they arrive at the collectives together\n";
+    return out + "no rank holds the others back: they arrive at the collectives together\n" +
+           imbalance;
   }
   const double share = job.job_step_us > 0 ? job.saving_us_per_step / job.job_step_us : 0;
   const Severity severity = share >= 0.05 ? Severity::kWarning : Severity::kInfo;
@@ -714,6 +739,7 @@ std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
   for (size_t i = 0; i < waiting_ranks.size(); ++i) {
     waiting += (i == 0 ? "" : i + 1 == waiting_ranks.size() ? " and " : ", ") + waiting_ranks[i];
   }
+  out += imbalance;
   if (!waiting.empty()) {
     out += "  the exposed communication (TTA011) of rank" +
            std::string(waiting_ranks.size() == 1 ? " " : "s ") + waiting +
@@ -746,7 +772,7 @@ nlohmann::json JobToJson(const JobAnalysis& job, int rank) {
 nlohmann::json RankRowToJson(const RankRow& r) {
   nlohmann::json steps = nlohmann::json::array(), collectives = nlohmann::json::array();
   for (const RankTimeline::Step& s : r.timeline.steps) {
-    steps.push_back({s.number, s.start_ns, s.end_ns});
+    steps.push_back({s.number, s.start_ns, s.end_ns, s.compute_ns});
   }
   for (const RankCollective& c : r.timeline.collectives) {
     collectives.push_back({c.step, c.kind, c.start_ns, c.end_ns});
@@ -787,8 +813,8 @@ StatusOr<RankRow> RankRowFromJson(const nlohmann::json& j) {
     r.peer_wait_finding = j.at("peer_wait_finding").get<std::string>();
     r.peer_wait_us = j.at("peer_wait_us").get<double>();
     for (const auto& s : j.at("timeline").at("steps")) {
-      r.timeline.steps.push_back(
-          {s.at(0).get<int64_t>(), s.at(1).get<int64_t>(), s.at(2).get<int64_t>()});
+      r.timeline.steps.push_back({s.at(0).get<int64_t>(), s.at(1).get<int64_t>(),
+                                  s.at(2).get<int64_t>(), s.at(3).get<int64_t>()});
     }
     for (const auto& c : j.at("timeline").at("collectives")) {
       r.timeline.collectives.push_back({c.at(0).get<int64_t>(), c.at(1).get<std::string>(),

@@ -152,3 +152,22 @@ TEST_CASE("job: the DLRM ranks' per-collective last rank and waits agree with th
   std::sort(late.begin(), late.end());
   CHECK(late == std::vector<int>{2, 6, 7});  // HTA's get_potential_stragglers(3)
 }
+
+TEST_CASE("job: a rank whose kernels take longer every step is load imbalance", "[job]") {
+  // Rank 2's kernels take 6 ms a step against the others' 4 ms (a larger batch): it arrives late
+  // at the all-reduces, and TTA019 names it with 2 ms/step more work.
+  std::vector<RankTimeline> ranks = {Rank(0, 0, 0, 20, 120), Rank(1, 0, 0, 25, 125),
+                                     Rank(2, 0, 0, 90, 190)};
+  const int64_t compute_us[3] = {4000, 4100, 6000};
+  for (int k = 0; k < 3; ++k) ranks[k].steps[0].compute_ns = compute_us[k] * 1000;
+  JobAnalysis job = AnalyseJob(ranks);
+  REQUIRE(job.ok);
+  CHECK(job.median_compute_us == Approx(4100));
+  REQUIRE(job.imbalanced.size() == 1);
+  CHECK(job.imbalanced[0].first == 2);
+  CHECK(job.imbalanced[0].second == Approx(1900));
+  CHECK(job.per_rank[2].compute_us_per_step == Approx(6000));
+  // Even work: none.
+  for (auto& r : ranks) r.steps[0].compute_ns = 4000000;
+  CHECK(AnalyseJob(ranks).imbalanced.empty());
+}
