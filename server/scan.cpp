@@ -593,8 +593,12 @@ RankRow RankRowOf(const ScanResult& r, const FindingDrafts& drafts) {
     row.timeline.step_us = r.rules.run_ns / 1000.0 / static_cast<double>(steps);
     if (!r.findings.empty()) {
       const Finding& f = r.findings.front().finding;
+      const LocatedFinding& top = r.findings.front();
       row.timeline.top_cause =
-          f.code + " " + f.name + " (" + FormatMs(f.time_lost_us_per_step) + "/step)";
+          f.code + " " + f.name + " (" + FormatMs(f.time_lost_us_per_step) + "/step" +
+          (top.file.empty() || top.line <= 0 ? ""
+                                             : ", " + top.file + ":" + std::to_string(top.line)) +
+          ")";
     }
     for (const LocatedFinding& lf : r.findings) {
       const RuleSpec* spec = FindRuleSpec(lf.finding.code);
@@ -649,15 +653,19 @@ std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
                 "takes %s from its first rank's start to its last rank's end\n",
                 job.ranks, job.steps, job.collectives, FormatMs(job.job_step_us).c_str());
   out += line;
-  std::snprintf(line, sizeof(line), "%6s  %-28s  %-28s  %-14s  %s\n", "rank",
+  std::snprintf(line, sizeof(line), "%6s  %-12s  %-26s  %-22s  %-14s  %s\n", "rank", "step",
                 "arrives after the median", "waits in collectives", "last to arrive",
                 "kernels (collectives aside)");
   out += line;
   for (const RankLateness& l : job.per_rank) {
     const std::string last =
         std::to_string(l.last_arrivals) + " of " + std::to_string(job.collectives);
-    std::snprintf(line, sizeof(line), "%6d  %-28s  %-28s  %-14s  %s\n", l.rank,
-                  (FormatMs(l.late_us_per_step) + "/step").c_str(),
+    double step_us = 0;  // the rank's own analysed step (without the profiler's cost)
+    for (const RankRow& r : rows) {
+      if (r.usable && r.rank_known && r.rank == l.rank) step_us = r.timeline.step_us;
+    }
+    std::snprintf(line, sizeof(line), "%6d  %-12s  %-26s  %-22s  %-14s  %s\n", l.rank,
+                  FormatMs(step_us).c_str(), (FormatMs(l.late_us_per_step) + "/step").c_str(),
                   (FormatMs(l.wait_us_per_step) + "/step").c_str(), last.c_str(),
                   (FormatMs(l.compute_us_per_step) + "/step").c_str());
     out += line;
