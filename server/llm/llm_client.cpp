@@ -196,9 +196,7 @@ std::string Redact(std::string text, const std::string& secret) {
   return text;
 }
 
-bool IsDraftCategory(const std::string& code) {
-  return code == "TTA900" || FindRule(code) != nullptr;
-}
+bool IsDraftCategory(const std::string& code) { return FindRule(code) != nullptr; }
 
 // The draft's "fix" object; an error names what is wrong with it.
 StatusOr<DraftFix> DraftFixFromJson(const nlohmann::json& f) {
