@@ -165,6 +165,22 @@ std::string KernelName(const std::string& functor, int arity) {
          ", at::detail::Array<char*, " + std::to_string(arity) + ">)";
 }
 
+class Injector;
+// One injectable code: how the injector writes it (each step's block, or the whole trace at once),
+// its variant of a shared form, whether it has a fixed form (the truth's "after" run), and the
+// line of the generated script its frames name. Injectors() lists them.
+struct InjectorSpec {
+  const char* code;
+  bool (Injector::*per_step)(size_t step, bool variant, std::string* why) = nullptr;
+  bool (Injector::*whole_trace)(std::vector<InjectedInterval>* out, std::string* why) = nullptr;
+  bool variant = false;
+  bool fixed_form = false;
+  int script_line = 0;
+  bool needs_named_host_memory = false;  // not on ROCm, whose traces do not name pageable memory
+};
+const InjectorSpec* FindInjector(const std::string& code);
+const std::vector<InjectorSpec>& Injectors();
+
 class Injector {
  public:
   Injector(EditableTrace* t, const InjectionSpec& spec, const Site& site)
@@ -173,15 +189,13 @@ class Injector {
   }
 
   bool Run(std::vector<InjectedInterval>* out, std::string* why) {
-    const std::string& c = spec_.code;
+    const InjectorSpec* inj = FindInjector(spec_.code);
     const size_t n = site_.steps.size();
     bool ok = true;
-    if (c == "TTA009") {
-      ok = StretchMatrixKernels(out, why);
-    } else if (c == "TTA010") {
-      ok = LayoutConversions(out, why);
+    if (inj && inj->whole_trace) {
+      ok = (this->*(inj->whole_trace))(out, why);
     } else {
-      if (c == "TTA003" && t_->amd) {
+      if (inj && inj->needs_named_host_memory && t_->amd) {
         *why = "ROCm traces do not name pageable host memory";
         return false;
       }
@@ -195,6 +209,7 @@ class Injector {
   }
 
  private:
+  friend const std::vector<InjectorSpec>& Injectors();
   double U(double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng_); }
   int64_t Us(double us) { return static_cast<int64_t>(std::llround(us * 1000.0)); }
   std::string LaunchName() const { return t_->amd ? "hipLaunchKernel" : "cudaLaunchKernel"; }
@@ -253,358 +268,406 @@ class Injector {
     for (size_t i = 0; i < ops.size(); ++i) b->End();
   }
 
+  // One step's injected block, by the code's injector (Injectors()).
   bool Block(size_t s, std::string* why) {
-    const std::string& c = spec_.code;
-    const double L = static_cast<double>(site_.Length(s)) / 1000.0;  // us
-    const bool amd = t_->amd;
-    if (c == "TTA001") {
-      CpuBlock b(t_, site_.cpu, site_.At(s, 0));
-      UserFrame(&b);
-      b.Py("torch/utils/data/dataloader.py", 631, "__next__");
-      b.Op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
-           EventKind::kUserAnnotation);
-      b.Py("torch/utils/data/dataloader.py", 675, "_next_data");
-      b.Py("torch/utils/data/_utils/fetch.py", 51, "fetch");
-      const double total = L * (0.12 + 1.2 * sev_);
-      const int items = 8 + static_cast<int>(U(0, 24));
-      for (int i = 0; i < items; ++i) {
-        b.Py("torchvision/transforms/transforms.py", 95, "__call__");
-        b.Cpu(Us(total * 0.9 / items * U(0.7, 1.3)));
-        b.End();
-      }
-      b.End();
-      b.Op("aten::stack");
-      b.Cpu(Us(total * 0.05));
-      b.Commit(false);
-      Keep(b);
-    } else if (c == "TTA002") {
-      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.6)));
-      UserFrame(&b);
-      b.Op("aten::item");
-      b.Op("aten::_local_scalar_dense");
-      b.Launch(MemcpyName(), Us(U(5, 9)), EventKind::kMemcpy,
-               amd ? "Memcpy DtoH (Device -> Host)" : "Memcpy DtoH (Device -> Pageable)", Us(1.5),
-               site_.gpu, 4);
-      b.Runtime(SyncName(), Us(3));
-      b.End();
-      b.End();
-      b.Py("tqdm/std.py", 1196, "update");
-      b.Cpu(Us(L * (0.01 + 0.2 * sev_)));
-      b.Commit(true);  // the sync's wait depends on the GPU backlog: settle it now
-      Keep(b, true);
-    } else if (c == "TTA003") {
-      CpuBlock b(t_, site_.cpu, site_.At(s, 0));
-      UserFrame(&b);
-      const int64_t bytes = static_cast<int64_t>(U(2, 24) * (0.3 + 1.5 * sev_) * 1048576.0);
-      const double gbps = U(5, 11);
-      const double blocking_extra_us = U(8, 20);
-      // The fixed form (pinned memory, non_blocking=True): the same bytes at the pinned rate
-      // (1.6-2.4x the pageable one, which stages through a bounce buffer), and a call that
-      // returns at once.
-      const double pinned_gbps = gbps * U(1.6, 2.4);
-      const double async_call_us = U(5, 10);
-      if (spec_.fixed) {
-        Copy(&b, "Memcpy HtoD (Pinned -> Device)", bytes, pinned_gbps, async_call_us);
-      } else {
-        Copy(&b, "Memcpy HtoD (Pageable -> Device)", bytes, gbps,
-             static_cast<double>(bytes) / gbps / 1000.0 + blocking_extra_us);
-      }
-      b.Commit(false);
-      Keep(b);
-    } else if (c == "TTA004") {
-      CpuBlock b(t_, site_.cpu, site_.At(s, 0));
-      UserFrame(&b);
-      const int copies = 24 + static_cast<int>(400 * sev_ * U(0.7, 1.3));
-      // Each tensor: host work that makes it, then its copy. Drawn alike for both forms: the
-      // fixed form (the tensors batched, or made on the device) keeps the host work and sends
-      // all the bytes in one copy.
-      std::vector<double> make_us(copies), gbps(copies), call_us(copies);
-      std::vector<int64_t> bytes(copies);
-      for (int i = 0; i < copies; ++i) {
-        make_us[i] = U(2, 6);
-        bytes[i] = static_cast<int64_t>(U(1, 64) * 1024);
-        gbps[i] = U(3, 8);
-        call_us[i] = U(4, 8);
-      }
-      const std::string kind =
-          amd ? "Memcpy HtoD (Host -> Device)" : "Memcpy HtoD (Pinned -> Device)";
-      int64_t all_bytes = 0;
-      double payload_ns = 0;  // each tensor's bytes at its own rate
-      for (int i = 0; i < copies; ++i) {
-        b.Cpu(Us(make_us[i]));
-        all_bytes += bytes[i];
-        payload_ns += static_cast<double>(bytes[i]) / gbps[i];
-        if (!spec_.fixed) Copy(&b, kind, bytes[i], gbps[i], call_us[i]);
-      }
-      if (spec_.fixed) {
-        Copy(&b, kind, all_bytes, static_cast<double>(all_bytes) / std::max(1.0, payload_ns),
-             call_us[0]);
-      }
-      b.Commit(false);
-      Keep(b);
-    } else if (c == "TTA005" || c == "TTA006") {
-      const bool zero = c == "TTA005";
-      CpuBlock b(t_, site_.cpu, zero ? site_.At(s, U(0, 0.1)) : site_.End(s));
-      UserFrame(&b);
-      if (zero) {
-        b.Py("torch/optim/optimizer.py", 803, "zero_grad");
-        b.Op("Optimizer.zero_grad#SGD.zero_grad", EventKind::kUserAnnotation);
-      } else {
-        b.Py("torch/optim/optimizer.py", 485, "wrapper");
-        b.Op("Optimizer.step#SGD.step", EventKind::kUserAnnotation);
-        if (spec_.fixed) {
-          b.Py("torch/optim/sgd.py", 352, "_multi_tensor_sgd");
-        } else {
-          b.Py("torch/optim/sgd.py", 286, "_single_tensor_sgd");
-        }
-      }
-      const int params = 30 + static_cast<int>(300 * sev_ * U(0.7, 1.3));
-      if (zero) {
-        for (int p = 0; p < params; ++p) {
-          ElementwiseOp(&b, {"aten::zero_", "aten::fill_"}, "at::native::FillFunctor<float>", 1,
-                        {2, 5}, {3.5, 7}, {1.2, 2.8});
-        }
-      } else {
-        // Drawn alike for both forms: per parameter and update (mul_, add_, add_) its CPU gap,
-        // launch call and kernel time; and the GPU's fixed cost of a kernel. The fixed form
-        // (foreach=True: `_multi_tensor_sgd`) makes each update one _foreach_ op that launches a
-        // multi-tensor kernel per chunk of kForeachChunk parameters, which does the same work
-        // as the chunk's kernels less all but one of their fixed costs.
-        constexpr int kUpdates = 3, kForeachChunk = 64;
-        const char* kOps[kUpdates] = {"aten::mul_", "aten::add_", "aten::add_"};
-        const double fixed_gpu_us = U(0.9, 1.4);
-        std::vector<double> gap_us(params * kUpdates), call_us(params * kUpdates),
-            gpu_us(params * kUpdates);
-        for (size_t i = 0; i < gap_us.size(); ++i) {
-          gap_us[i] = U(2, 5);
-          call_us[i] = U(3.5, 7);
-          gpu_us[i] = U(1.5, 4);
-        }
-        auto functor = [&](int u) {
-          return u == 0 ? std::string("at::native::MulFunctor<float>")
-                        : std::string("at::native::CUDAFunctor_add<float>");
-        };
-        if (spec_.fixed) {
-          for (int u = 0; u < kUpdates; ++u) {
-            b.Cpu(Us(U(8, 15)));  // grouping the tensors by device and dtype
-            b.Op(u == 0 ? "aten::_foreach_mul_" : "aten::_foreach_add_");
-            for (int first = 0; first < params; first += kForeachChunk) {
-              const int last = std::min(params, first + kForeachChunk);
-              double kernel_us = fixed_gpu_us;
-              for (int p = first; p < last; ++p) {
-                kernel_us += std::max(0.1, gpu_us[p * kUpdates + u] - fixed_gpu_us);
-              }
-              b.Cpu(Us(0.15 * (last - first)));  // filling the chunk's tensor list
-              b.Launch(
-                  LaunchName(), Us(call_us[first * kUpdates + u]), EventKind::kKernel,
-                  "void at::native::multi_tensor_apply_kernel<at::native::TensorListMetadata<2>, "
-                  "at::native::BinaryOpListAlphaFunctor<float, 2, 2, 0>>(" +
-                      functor(u) + ")",
-                  Us(kernel_us), site_.gpu);
-            }
-            b.End();
-          }
-        } else {
-          for (int p = 0; p < params; ++p) {
-            for (int u = 0; u < kUpdates; ++u) {
-              const size_t i = static_cast<size_t>(p * kUpdates + u);
-              DrawnOp(&b, kOps[u], functor(u), 2, gap_us[i], call_us[i], gpu_us[i]);
-            }
-          }
-        }
-      }
-      b.Commit(false);
-      Keep(b);
-    } else if (c == "TTA007") {
-      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
-      UserFrame(&b);
-      const int ops = 60 + static_cast<int>(700 * sev_ * U(0.7, 1.3));
-      // Drawn alike for both forms. The fixed form (the region captured in a CUDA graph) runs
-      // the same kernels, each enqueued by the graph's replay in a fraction of a microsecond,
-      // with no op dispatch on the CPU.
-      std::vector<double> gap_us(ops), call_us(ops), gpu_us(ops);
-      for (int i = 0; i < ops; ++i) {
-        gap_us[i] = U(2, 6);
-        call_us[i] = U(4, 8);
-        gpu_us[i] = U(1.2, 2.6);
-      }
-      for (int i = 0; i < ops; ++i) {
-        const bool mul = i % 2 == 0;
-        const std::string functor =
-            mul ? "at::native::MulFunctor<float>" : "at::native::CUDAFunctor_add<float>";
-        if (spec_.fixed) {
-          b.Cpu(Us(0.1));
-          b.Launch(LaunchName(), Us(0.3), EventKind::kKernel, KernelName(functor, 3), Us(gpu_us[i]),
-                   site_.gpu);
-          continue;
-        }
-        DrawnOp(&b, mul ? "aten::mul" : "aten::add", functor, 3, gap_us[i], call_us[i], gpu_us[i]);
-      }
-      b.Commit(false);
-      Keep(b);
-    } else if (c == "TTA008") {
-      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
-      UserFrame(&b);
-      b.Py("utils/metrics.py", 88, "log_histograms");
-      const double total = L * (0.1 + 0.9 * sev_);
-      const int parts = 4 + static_cast<int>(U(0, 8));
-      for (int i = 0; i < parts; ++i) {
-        b.Py("utils/metrics.py", 41, "histogram");
-        b.Op("aten::histc");
-        b.Cpu(Us(total / parts * U(0.7, 1.3)));
-        b.End();
-        b.End();
-      }
-      b.Commit(false);
-      Keep(b);
-    } else if (c == "TTA011" || c == "TTA012") {
-      const bool per_param = c == "TTA012";
-      const int64_t block_start = site_.End(s);
-      CpuBlock b(t_, site_.cpu, block_start);
-      UserFrame(&b);
-      const int calls = per_param ? 40 + static_cast<int>(240 * sev_ * U(0.7, 1.3))
-                                  : 1 + static_cast<int>(U(0, 2));
-      // Each call: its launch, and on the GPU a fixed cost (latency, a small message's protocol)
-      // plus its payload's transfer. Drawn alike for both forms, so the fixed form differs only
-      // in how the calls are grouped: DDP's buckets carry kCallsPerBucket gradients per call.
-      std::vector<double> launch_us(calls), fixed_us(calls), payload_us(calls);
-      for (int k = 0; k < calls; ++k) {
-        launch_us[k] = U(5, 9);
-        if (per_param) {
-          fixed_us[k] = U(6, 12);
-          payload_us[k] = U(4, 18);
-        } else {
-          fixed_us[k] = 0;
-          payload_us[k] = L * (0.1 + 0.6 * sev_) / calls;
-        }
-      }
-      constexpr int kCallsPerBucket = 32;
-      const int group = per_param && spec_.fixed ? kCallsPerBucket : 1;
-      const uint32_t comm = CommTrack();
-      // The collective waits for the gradients: the compute work launched so far.
-      size_t last_compute = SIZE_MAX;
-      int64_t last_ts = INT64_MIN;
-      for (size_t i = 0; i < t_->events.size(); ++i) {
-        const EditEvent& e = t_->events[i];
-        if (e.track == site_.gpu && IsGpuKind(e.kind) && e.ts < b.now() && e.ts > last_ts) {
-          last_ts = e.ts;
-          last_compute = i;
-        }
-      }
-      // The fixed form of TTA011: the collectives issued as backward produces the gradients
-      // (DDP's buckets): launched when the step's backward begins, on their own stream after its
-      // first GPU work, so they run beside backward; the step still waits for them at the end.
-      const bool overlapped = c == "TTA011" && spec_.fixed;
-      int64_t launch_at = block_start;
-      size_t gradients_from = SIZE_MAX;
-      if (overlapped) {
-        int64_t backward = INT64_MAX;
-        for (const EditEvent& e : t_->events) {
-          if (e.ts >= site_.Start(s) && e.ts < block_start && e.ts < backward &&
-              !t_->tracks[e.track].gpu &&
-              (e.name.rfind("autograd::engine::evaluate_function", 0) == 0 ||
-               Has(e.name, "Backward"))) {
-            backward = e.ts;
-          }
-        }
-        if (backward == INT64_MAX) backward = site_.Start(s);
-        // The first GPU work launched once backward began.
-        int64_t first_launch = INT64_MAX, correlation = -1;
-        for (const EditEvent& e : t_->events) {
-          if (IsLaunchKind(e.kind) && !t_->tracks[e.track].gpu && e.correlation >= 0 &&
-              e.ts >= backward && e.ts < block_start && e.ts < first_launch) {
-            first_launch = e.ts;
-            correlation = e.correlation;
-          }
-        }
-        for (size_t i = 0; i < t_->events.size() && correlation >= 0; ++i) {
-          const EditEvent& e = t_->events[i];
-          if (t_->tracks[e.track].gpu && IsGpuKind(e.kind) && e.correlation == correlation) {
-            gradients_from = i;
-            break;
-          }
-        }
-        launch_at = backward;
-      }
-      CpuBlock early(t_, site_.cpu, launch_at);
-      CpuBlock* calls_block = overlapped ? &early : &b;
-      std::vector<size_t> locals;
-      for (int first = 0; first < calls; first += group) {
-        const int last = std::min(calls, first + group);
-        double us = fixed_us[first];
-        for (int k = first; k < last; ++k) us += payload_us[k];
-        calls_block->Py("torch/distributed/distributed_c10d.py", 2501, "all_reduce");
-        calls_block->Op("record_param_comms");
-        calls_block->Op("nccl:all_reduce");
-        locals.push_back(
-            calls_block->Launch(LaunchName(), Us(launch_us[first]), EventKind::kKernel,
-                                amd ? "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"
-                                    : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, "
-                                      "unsigned long, ncclWork*)",
-                                Us(us), comm));
-        calls_block->End();
-        calls_block->End();
-        calls_block->End();
-      }
-      size_t last_collective = SIZE_MAX;
-      if (overlapped) {
-        const auto [a, e] = early.Commit(false);
-        last_collective = early.gpu_index(locals.back());
-        if (gradients_from != SIZE_MAX) t_->barriers.push_back({comm, a, gradients_from});
-        // The step's wait, where the injected form has it (later by the inserted launches).
-        CpuBlock wait(t_, site_.cpu, block_start + (e - a));
-        UserFrame(&wait);
-        wait.Op("aten::wait");
-        wait.Runtime(t_->amd ? "hipStreamWaitEvent" : "cudaStreamWaitEvent", Us(3));
-        wait.End();
-        const int64_t wait_at = wait.now() - Us(3);
-        wait.Commit(false);
-        t_->barriers.push_back({site_.gpu, wait_at, last_collective});
-        return true;
-      }
-      b.Op("aten::wait");
-      b.Runtime(t_->amd ? "hipStreamWaitEvent" : "cudaStreamWaitEvent", Us(3));
-      b.End();
-      const int64_t wait_at = b.now() - Us(3);
-      b.Commit(false);
-      if (last_compute != SIZE_MAX) t_->barriers.push_back({comm, block_start, last_compute});
-      t_->barriers.push_back({site_.gpu, wait_at, b.gpu_index(locals.back())});
-      Keep(b);
-    } else if (c == "TTA013") {
-      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.2, 0.8)));
-      UserFrame(&b);
-      b.Py("torch/cuda/memory.py", 192, "empty_cache");
-      const int n = 4 + static_cast<int>(30 * sev_ * U(0.7, 1.3));
-      for (int i = 0; i < n; ++i) b.Runtime(amd ? "hipFree" : "cudaFree", Us(U(60, 400)));
-      b.End();
-      for (int i = 0; i < n; ++i) {
-        b.Op("aten::empty");
-        b.Runtime(amd ? "hipMalloc" : "cudaMalloc", Us(U(40, 300)));
-        b.End();
-      }
-      b.Commit(false);
-      Keep(b);
-    } else if (c == "TTA014") {
-      CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
-      UserFrame(&b);
-      const int64_t bytes = static_cast<int64_t>(U(0.5, 8) * (0.3 + 1.5 * sev_) * 1048576.0);
-      const int rounds = 1 + static_cast<int>(U(0, 2.99));
-      for (int r = 0; r < rounds; ++r) {
-        Copy(&b, amd ? "Memcpy DtoH (Device -> Host)" : "Memcpy DtoH (Device -> Pinned)", bytes,
-             U(10, 20), U(6, 10));
-        b.Runtime(SyncName(), Us(3));
-        b.Py("numpy/core/fromnumeric.py", 2313, "clip");
-        b.Cpu(Us(U(30, 300)));
-        b.End();
-        Copy(&b, amd ? "Memcpy HtoD (Host -> Device)" : "Memcpy HtoD (Pinned -> Device)", bytes,
-             U(10, 20), U(6, 10));
-      }
-      b.Commit(true);
-      Keep(b);
-    } else {
-      *why = "no injector for " + c;
+    const InjectorSpec* inj = FindInjector(spec_.code);
+    if (!inj || !inj->per_step) {
+      *why = "no injector for " + spec_.code;
       return false;
     }
+    return (this->*(inj->per_step))(s, inj->variant, why);
+  }
+
+  // TTA001: the batch loaded on the main thread (transforms under the DataLoader).
+  bool InjectDataLoaderStall(size_t s, bool /*variant*/, std::string* /*why*/) {
+    const double L = static_cast<double>(site_.Length(s)) / 1000.0;  // us
+    CpuBlock b(t_, site_.cpu, site_.At(s, 0));
+    UserFrame(&b);
+    b.Py("torch/utils/data/dataloader.py", 631, "__next__");
+    b.Op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", EventKind::kUserAnnotation);
+    b.Py("torch/utils/data/dataloader.py", 675, "_next_data");
+    b.Py("torch/utils/data/_utils/fetch.py", 51, "fetch");
+    const double total = L * (0.12 + 1.2 * sev_);
+    const int items = 8 + static_cast<int>(U(0, 24));
+    for (int i = 0; i < items; ++i) {
+      b.Py("torchvision/transforms/transforms.py", 95, "__call__");
+      b.Cpu(Us(total * 0.9 / items * U(0.7, 1.3)));
+      b.End();
+    }
+    b.End();
+    b.Op("aten::stack");
+    b.Cpu(Us(total * 0.05));
+    b.Commit(false);
+    Keep(b);
+    return true;
+  }
+
+  // TTA002: a value read on the host (.item()), which waits for the GPU.
+  bool InjectHostSync(size_t s, bool /*variant*/, std::string* /*why*/) {
+    const double L = static_cast<double>(site_.Length(s)) / 1000.0;  // us
+    const bool amd = t_->amd;
+    CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.6)));
+    UserFrame(&b);
+    b.Op("aten::item");
+    b.Op("aten::_local_scalar_dense");
+    b.Launch(MemcpyName(), Us(U(5, 9)), EventKind::kMemcpy,
+             amd ? "Memcpy DtoH (Device -> Host)" : "Memcpy DtoH (Device -> Pageable)", Us(1.5),
+             site_.gpu, 4);
+    b.Runtime(SyncName(), Us(3));
+    b.End();
+    b.End();
+    b.Py("tqdm/std.py", 1196, "update");
+    b.Cpu(Us(L * (0.01 + 0.2 * sev_)));
+    b.Commit(true);  // the sync's wait depends on the GPU backlog: settle it now
+    Keep(b, true);
+    return true;
+  }
+
+  // TTA003: copies from pageable host memory (a pinned, non-blocking copy when fixed).
+  bool InjectPageableCopies(size_t s, bool /*variant*/, std::string* /*why*/) {
+    CpuBlock b(t_, site_.cpu, site_.At(s, 0));
+    UserFrame(&b);
+    const int64_t bytes = static_cast<int64_t>(U(2, 24) * (0.3 + 1.5 * sev_) * 1048576.0);
+    const double gbps = U(5, 11);
+    const double blocking_extra_us = U(8, 20);
+    // The fixed form (pinned memory, non_blocking=True): the same bytes at the pinned rate
+    // (1.6-2.4x the pageable one, which stages through a bounce buffer), and a call that
+    // returns at once.
+    const double pinned_gbps = gbps * U(1.6, 2.4);
+    const double async_call_us = U(5, 10);
+    if (spec_.fixed) {
+      Copy(&b, "Memcpy HtoD (Pinned -> Device)", bytes, pinned_gbps, async_call_us);
+    } else {
+      Copy(&b, "Memcpy HtoD (Pageable -> Device)", bytes, gbps,
+           static_cast<double>(bytes) / gbps / 1000.0 + blocking_extra_us);
+    }
+    b.Commit(false);
+    Keep(b);
+    return true;
+  }
+
+  // TTA004: many small host-to-device copies (one batched copy when fixed).
+  bool InjectSmallCopies(size_t s, bool /*variant*/, std::string* /*why*/) {
+    const bool amd = t_->amd;
+    CpuBlock b(t_, site_.cpu, site_.At(s, 0));
+    UserFrame(&b);
+    const int copies = 24 + static_cast<int>(400 * sev_ * U(0.7, 1.3));
+    // Each tensor: host work that makes it, then its copy. Drawn alike for both forms: the
+    // fixed form (the tensors batched, or made on the device) keeps the host work and sends
+    // all the bytes in one copy.
+    std::vector<double> make_us(copies), gbps(copies), call_us(copies);
+    std::vector<int64_t> bytes(copies);
+    for (int i = 0; i < copies; ++i) {
+      make_us[i] = U(2, 6);
+      bytes[i] = static_cast<int64_t>(U(1, 64) * 1024);
+      gbps[i] = U(3, 8);
+      call_us[i] = U(4, 8);
+    }
+    const std::string kind =
+        amd ? "Memcpy HtoD (Host -> Device)" : "Memcpy HtoD (Pinned -> Device)";
+    int64_t all_bytes = 0;
+    double payload_ns = 0;  // each tensor's bytes at its own rate
+    for (int i = 0; i < copies; ++i) {
+      b.Cpu(Us(make_us[i]));
+      all_bytes += bytes[i];
+      payload_ns += static_cast<double>(bytes[i]) / gbps[i];
+      if (!spec_.fixed) Copy(&b, kind, bytes[i], gbps[i], call_us[i]);
+    }
+    if (spec_.fixed) {
+      Copy(&b, kind, all_bytes, static_cast<double>(all_bytes) / std::max(1.0, payload_ns),
+           call_us[0]);
+    }
+    b.Commit(false);
+    Keep(b);
+    return true;
+  }
+
+  // TTA005 (variant: zero_grad) and TTA006 (the optimizer step): one kernel per parameter.
+  bool InjectPerParameterOps(size_t s, bool variant, std::string* /*why*/) {
+    const bool zero = variant;
+    CpuBlock b(t_, site_.cpu, zero ? site_.At(s, U(0, 0.1)) : site_.End(s));
+    UserFrame(&b);
+    if (zero) {
+      b.Py("torch/optim/optimizer.py", 803, "zero_grad");
+      b.Op("Optimizer.zero_grad#SGD.zero_grad", EventKind::kUserAnnotation);
+    } else {
+      b.Py("torch/optim/optimizer.py", 485, "wrapper");
+      b.Op("Optimizer.step#SGD.step", EventKind::kUserAnnotation);
+      if (spec_.fixed) {
+        b.Py("torch/optim/sgd.py", 352, "_multi_tensor_sgd");
+      } else {
+        b.Py("torch/optim/sgd.py", 286, "_single_tensor_sgd");
+      }
+    }
+    const int params = 30 + static_cast<int>(300 * sev_ * U(0.7, 1.3));
+    if (zero) {
+      for (int p = 0; p < params; ++p) {
+        ElementwiseOp(&b, {"aten::zero_", "aten::fill_"}, "at::native::FillFunctor<float>", 1,
+                      {2, 5}, {3.5, 7}, {1.2, 2.8});
+      }
+    } else {
+      // Drawn alike for both forms: per parameter and update (mul_, add_, add_) its CPU gap,
+      // launch call and kernel time; and the GPU's fixed cost of a kernel. The fixed form
+      // (foreach=True: `_multi_tensor_sgd`) makes each update one _foreach_ op that launches a
+      // multi-tensor kernel per chunk of kForeachChunk parameters, which does the same work
+      // as the chunk's kernels less all but one of their fixed costs.
+      constexpr int kUpdates = 3, kForeachChunk = 64;
+      const char* kOps[kUpdates] = {"aten::mul_", "aten::add_", "aten::add_"};
+      const double fixed_gpu_us = U(0.9, 1.4);
+      std::vector<double> gap_us(params * kUpdates), call_us(params * kUpdates),
+          gpu_us(params * kUpdates);
+      for (size_t i = 0; i < gap_us.size(); ++i) {
+        gap_us[i] = U(2, 5);
+        call_us[i] = U(3.5, 7);
+        gpu_us[i] = U(1.5, 4);
+      }
+      auto functor = [&](int u) {
+        return u == 0 ? std::string("at::native::MulFunctor<float>")
+                      : std::string("at::native::CUDAFunctor_add<float>");
+      };
+      if (spec_.fixed) {
+        for (int u = 0; u < kUpdates; ++u) {
+          b.Cpu(Us(U(8, 15)));  // grouping the tensors by device and dtype
+          b.Op(u == 0 ? "aten::_foreach_mul_" : "aten::_foreach_add_");
+          for (int first = 0; first < params; first += kForeachChunk) {
+            const int last = std::min(params, first + kForeachChunk);
+            double kernel_us = fixed_gpu_us;
+            for (int p = first; p < last; ++p) {
+              kernel_us += std::max(0.1, gpu_us[p * kUpdates + u] - fixed_gpu_us);
+            }
+            b.Cpu(Us(0.15 * (last - first)));  // filling the chunk's tensor list
+            b.Launch(
+                LaunchName(), Us(call_us[first * kUpdates + u]), EventKind::kKernel,
+                "void at::native::multi_tensor_apply_kernel<at::native::TensorListMetadata<2>, "
+                "at::native::BinaryOpListAlphaFunctor<float, 2, 2, 0>>(" +
+                    functor(u) + ")",
+                Us(kernel_us), site_.gpu);
+          }
+          b.End();
+        }
+      } else {
+        for (int p = 0; p < params; ++p) {
+          for (int u = 0; u < kUpdates; ++u) {
+            const size_t i = static_cast<size_t>(p * kUpdates + u);
+            DrawnOp(&b, kOps[u], functor(u), 2, gap_us[i], call_us[i], gpu_us[i]);
+          }
+        }
+      }
+    }
+    b.Commit(false);
+    Keep(b);
+    return true;
+  }
+
+  // TTA007: bursts of kernels shorter than their launches.
+  bool InjectLaunchBursts(size_t s, bool /*variant*/, std::string* /*why*/) {
+    CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
+    UserFrame(&b);
+    const int ops = 60 + static_cast<int>(700 * sev_ * U(0.7, 1.3));
+    // Drawn alike for both forms. The fixed form (the region captured in a CUDA graph) runs
+    // the same kernels, each enqueued by the graph's replay in a fraction of a microsecond,
+    // with no op dispatch on the CPU.
+    std::vector<double> gap_us(ops), call_us(ops), gpu_us(ops);
+    for (int i = 0; i < ops; ++i) {
+      gap_us[i] = U(2, 6);
+      call_us[i] = U(4, 8);
+      gpu_us[i] = U(1.2, 2.6);
+    }
+    for (int i = 0; i < ops; ++i) {
+      const bool mul = i % 2 == 0;
+      const std::string functor =
+          mul ? "at::native::MulFunctor<float>" : "at::native::CUDAFunctor_add<float>";
+      if (spec_.fixed) {
+        b.Cpu(Us(0.1));
+        b.Launch(LaunchName(), Us(0.3), EventKind::kKernel, KernelName(functor, 3), Us(gpu_us[i]),
+                 site_.gpu);
+        continue;
+      }
+      DrawnOp(&b, mul ? "aten::mul" : "aten::add", functor, 3, gap_us[i], call_us[i], gpu_us[i]);
+    }
+    b.Commit(false);
+    Keep(b);
+    return true;
+  }
+
+  // TTA008: host work that launches nothing while the GPU idles.
+  bool InjectIdleCpuWork(size_t s, bool /*variant*/, std::string* /*why*/) {
+    const double L = static_cast<double>(site_.Length(s)) / 1000.0;  // us
+    CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
+    UserFrame(&b);
+    b.Py("utils/metrics.py", 88, "log_histograms");
+    const double total = L * (0.1 + 0.9 * sev_);
+    const int parts = 4 + static_cast<int>(U(0, 8));
+    for (int i = 0; i < parts; ++i) {
+      b.Py("utils/metrics.py", 41, "histogram");
+      b.Op("aten::histc");
+      b.Cpu(Us(total / parts * U(0.7, 1.3)));
+      b.End();
+      b.End();
+    }
+    b.Commit(false);
+    Keep(b);
+    return true;
+  }
+
+  // TTA011 (one collective, overlapped when fixed) and TTA012 (variant: one per
+  // parameter, bucketed when fixed).
+  bool InjectCollectives(size_t s, bool variant, std::string* /*why*/) {
+    const double L = static_cast<double>(site_.Length(s)) / 1000.0;  // us
+    const bool amd = t_->amd;
+    const bool per_param = variant;
+    const int64_t block_start = site_.End(s);
+    CpuBlock b(t_, site_.cpu, block_start);
+    UserFrame(&b);
+    const int calls =
+        per_param ? 40 + static_cast<int>(240 * sev_ * U(0.7, 1.3)) : 1 + static_cast<int>(U(0, 2));
+    // Each call: its launch, and on the GPU a fixed cost (latency, a small message's protocol)
+    // plus its payload's transfer. Drawn alike for both forms, so the fixed form differs only
+    // in how the calls are grouped: DDP's buckets carry kCallsPerBucket gradients per call.
+    std::vector<double> launch_us(calls), fixed_us(calls), payload_us(calls);
+    for (int k = 0; k < calls; ++k) {
+      launch_us[k] = U(5, 9);
+      if (per_param) {
+        fixed_us[k] = U(6, 12);
+        payload_us[k] = U(4, 18);
+      } else {
+        fixed_us[k] = 0;
+        payload_us[k] = L * (0.1 + 0.6 * sev_) / calls;
+      }
+    }
+    constexpr int kCallsPerBucket = 32;
+    const int group = per_param && spec_.fixed ? kCallsPerBucket : 1;
+    const uint32_t comm = CommTrack();
+    // The collective waits for the gradients: the compute work launched so far.
+    size_t last_compute = SIZE_MAX;
+    int64_t last_ts = INT64_MIN;
+    for (size_t i = 0; i < t_->events.size(); ++i) {
+      const EditEvent& e = t_->events[i];
+      if (e.track == site_.gpu && IsGpuKind(e.kind) && e.ts < b.now() && e.ts > last_ts) {
+        last_ts = e.ts;
+        last_compute = i;
+      }
+    }
+    // The fixed form of TTA011: the collectives issued as backward produces the gradients
+    // (DDP's buckets): launched when the step's backward begins, on their own stream after its
+    // first GPU work, so they run beside backward; the step still waits for them at the end.
+    const bool overlapped = !per_param && spec_.fixed;
+    int64_t launch_at = block_start;
+    size_t gradients_from = SIZE_MAX;
+    if (overlapped) {
+      int64_t backward = INT64_MAX;
+      for (const EditEvent& e : t_->events) {
+        if (e.ts >= site_.Start(s) && e.ts < block_start && e.ts < backward &&
+            !t_->tracks[e.track].gpu &&
+            (e.name.rfind("autograd::engine::evaluate_function", 0) == 0 ||
+             Has(e.name, "Backward"))) {
+          backward = e.ts;
+        }
+      }
+      if (backward == INT64_MAX) backward = site_.Start(s);
+      // The first GPU work launched once backward began.
+      int64_t first_launch = INT64_MAX, correlation = -1;
+      for (const EditEvent& e : t_->events) {
+        if (IsLaunchKind(e.kind) && !t_->tracks[e.track].gpu && e.correlation >= 0 &&
+            e.ts >= backward && e.ts < block_start && e.ts < first_launch) {
+          first_launch = e.ts;
+          correlation = e.correlation;
+        }
+      }
+      for (size_t i = 0; i < t_->events.size() && correlation >= 0; ++i) {
+        const EditEvent& e = t_->events[i];
+        if (t_->tracks[e.track].gpu && IsGpuKind(e.kind) && e.correlation == correlation) {
+          gradients_from = i;
+          break;
+        }
+      }
+      launch_at = backward;
+    }
+    CpuBlock early(t_, site_.cpu, launch_at);
+    CpuBlock* calls_block = overlapped ? &early : &b;
+    std::vector<size_t> locals;
+    for (int first = 0; first < calls; first += group) {
+      const int last = std::min(calls, first + group);
+      double us = fixed_us[first];
+      for (int k = first; k < last; ++k) us += payload_us[k];
+      calls_block->Py("torch/distributed/distributed_c10d.py", 2501, "all_reduce");
+      calls_block->Op("record_param_comms");
+      calls_block->Op("nccl:all_reduce");
+      locals.push_back(
+          calls_block->Launch(LaunchName(), Us(launch_us[first]), EventKind::kKernel,
+                              amd ? "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"
+                                  : "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, "
+                                    "unsigned long, ncclWork*)",
+                              Us(us), comm));
+      calls_block->End();
+      calls_block->End();
+      calls_block->End();
+    }
+    size_t last_collective = SIZE_MAX;
+    if (overlapped) {
+      const auto [a, e] = early.Commit(false);
+      last_collective = early.gpu_index(locals.back());
+      if (gradients_from != SIZE_MAX) t_->barriers.push_back({comm, a, gradients_from});
+      // The step's wait, where the injected form has it (later by the inserted launches).
+      CpuBlock wait(t_, site_.cpu, block_start + (e - a));
+      UserFrame(&wait);
+      wait.Op("aten::wait");
+      wait.Runtime(t_->amd ? "hipStreamWaitEvent" : "cudaStreamWaitEvent", Us(3));
+      wait.End();
+      const int64_t wait_at = wait.now() - Us(3);
+      wait.Commit(false);
+      t_->barriers.push_back({site_.gpu, wait_at, last_collective});
+      return true;
+    }
+    b.Op("aten::wait");
+    b.Runtime(t_->amd ? "hipStreamWaitEvent" : "cudaStreamWaitEvent", Us(3));
+    b.End();
+    const int64_t wait_at = b.now() - Us(3);
+    b.Commit(false);
+    if (last_compute != SIZE_MAX) t_->barriers.push_back({comm, block_start, last_compute});
+    t_->barriers.push_back({site_.gpu, wait_at, b.gpu_index(locals.back())});
+    Keep(b);
+    return true;
+  }
+
+  // TTA013: cudaMalloc/cudaFree in the step (an empty_cache()).
+  bool InjectAllocatorCalls(size_t s, bool /*variant*/, std::string* /*why*/) {
+    const bool amd = t_->amd;
+    CpuBlock b(t_, site_.cpu, site_.At(s, U(0.2, 0.8)));
+    UserFrame(&b);
+    b.Py("torch/cuda/memory.py", 192, "empty_cache");
+    const int n = 4 + static_cast<int>(30 * sev_ * U(0.7, 1.3));
+    for (int i = 0; i < n; ++i) b.Runtime(amd ? "hipFree" : "cudaFree", Us(U(60, 400)));
+    b.End();
+    for (int i = 0; i < n; ++i) {
+      b.Op("aten::empty");
+      b.Runtime(amd ? "hipMalloc" : "cudaMalloc", Us(U(40, 300)));
+      b.End();
+    }
+    b.Commit(false);
+    Keep(b);
+    return true;
+  }
+
+  // TTA014: a tensor copied to the host and back.
+  bool InjectRoundTrips(size_t s, bool /*variant*/, std::string* /*why*/) {
+    const bool amd = t_->amd;
+    CpuBlock b(t_, site_.cpu, site_.At(s, U(0.3, 0.7)));
+    UserFrame(&b);
+    const int64_t bytes = static_cast<int64_t>(U(0.5, 8) * (0.3 + 1.5 * sev_) * 1048576.0);
+    const int rounds = 1 + static_cast<int>(U(0, 2.99));
+    for (int r = 0; r < rounds; ++r) {
+      Copy(&b, amd ? "Memcpy DtoH (Device -> Host)" : "Memcpy DtoH (Device -> Pinned)", bytes,
+           U(10, 20), U(6, 10));
+      b.Runtime(SyncName(), Us(3));
+      b.Py("numpy/core/fromnumeric.py", 2313, "clip");
+      b.Cpu(Us(U(30, 300)));
+      b.End();
+      Copy(&b, amd ? "Memcpy HtoD (Host -> Device)" : "Memcpy HtoD (Pinned -> Device)", bytes,
+           U(10, 20), U(6, 10));
+    }
+    b.Commit(true);
+    Keep(b);
     return true;
   }
 
@@ -819,27 +882,54 @@ class Injector {
   std::vector<Pending> pending_;
 };
 
+// Every injectable code, one line each (the catalogue's TTA001..TTA014, in code order).
+const std::vector<InjectorSpec>& Injectors() {
+  using I = Injector;
+  static const std::vector<InjectorSpec> k = {
+      {"TTA001", &I::InjectDataLoaderStall, nullptr, false, false, 21},
+      {"TTA002", &I::InjectHostSync, nullptr, false, false, 30},
+      {"TTA003", &I::InjectPageableCopies, nullptr, false, true, 22, true},
+      {"TTA004", &I::InjectSmallCopies, nullptr, false, true, 23},
+      {"TTA005", &I::InjectPerParameterOps, nullptr, true, false, 24},
+      {"TTA006", &I::InjectPerParameterOps, nullptr, false, true, 33},
+      {"TTA007", &I::InjectLaunchBursts, nullptr, false, true, 27},
+      {"TTA008", &I::InjectIdleCpuWork, nullptr, false, false, 31},
+      {"TTA009", nullptr, &I::StretchMatrixKernels, false, false, 0},
+      {"TTA010", nullptr, &I::LayoutConversions, false, false, 0},
+      {"TTA011", &I::InjectCollectives, nullptr, false, true, 32},
+      {"TTA012", &I::InjectCollectives, nullptr, true, true, 32},
+      {"TTA013", &I::InjectAllocatorCalls, nullptr, false, false, 28},
+      {"TTA014", &I::InjectRoundTrips, nullptr, false, false, 29},
+  };
+  return k;
+}
+
+const InjectorSpec* FindInjector(const std::string& code) {
+  for (const InjectorSpec& inj : Injectors()) {
+    if (code == inj.code) return &inj;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool HasFixedForm(const std::string& code) {
-  return code == "TTA003" || code == "TTA004" || code == "TTA006" || code == "TTA007" ||
-         code == "TTA011" || code == "TTA012";
+  const InjectorSpec* inj = FindInjector(code);
+  return inj && inj->fixed_form;
 }
 
 const std::vector<std::string>& InjectableCodes() {
-  static const std::vector<std::string> k = {"TTA001", "TTA002", "TTA003", "TTA004", "TTA005",
-                                             "TTA006", "TTA007", "TTA008", "TTA009", "TTA010",
-                                             "TTA011", "TTA012", "TTA013", "TTA014"};
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> codes;
+    for (const InjectorSpec& inj : Injectors()) codes.push_back(inj.code);
+    return codes;
+  }();
   return k;
 }
 
 int InjectedScriptLine(const std::string& code) {
-  static const std::map<std::string, int> k = {{"TTA001", 21}, {"TTA002", 30}, {"TTA003", 22},
-                                               {"TTA004", 23}, {"TTA005", 24}, {"TTA006", 33},
-                                               {"TTA007", 27}, {"TTA008", 31}, {"TTA011", 32},
-                                               {"TTA012", 32}, {"TTA013", 28}, {"TTA014", 29}};
-  auto it = k.find(code);
-  return it == k.end() ? 0 : it->second;
+  const InjectorSpec* inj = FindInjector(code);
+  return inj ? inj->script_line : 0;
 }
 
 std::string GeneratedScript(const std::string& workload) {
