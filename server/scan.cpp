@@ -461,11 +461,62 @@ std::string ScanResultToText(const ScanResult& r) {
   return out + RunSummaryText(r);
 }
 
+FixRequest FixRequestFor(const LocatedFinding& lf, bool trace_has_gpu) {
+  FixRequest req;
+  req.recipe = lf.finding.fix;
+  req.line = lf.line;
+  if (req.recipe == "zero-grad-set-to-none") req.facts["torch_before_2"] = "1";
+  if (trace_has_gpu) req.facts["device"] = "cuda";
+  return req;
+}
+
+namespace {
+
+// A finding's mechanical fixes as SARIF fix objects: each edit a replacement of a region (lines
+// and columns 1-based, columns in code points, as the run's columnKind says).
+nlohmann::json SarifFixes(const LocatedFinding& lf, bool trace_has_gpu) {
+  nlohmann::json out = nlohmann::json::array();
+  if (lf.finding.fix.empty() || lf.absolute_path.empty() || lf.line <= 0 || lf.stale) return out;
+  auto src = ProcessSourceCache().GetFile(lf.absolute_path);
+  if (!src) return out;
+  auto fixes = ComputeFixes(*src, FixRequestFor(lf, trace_has_gpu));
+  if (!fixes.ok()) return out;
+  for (const QuickFix& fx : *fixes) {
+    nlohmann::json replacements = nlohmann::json::array();
+    for (const TextEdit& e : fx.edits) {
+      const SourcePosition a = src->ToPosition(e.range.start, PositionEncoding::kUtf32);
+      const SourcePosition b = src->ToPosition(e.range.end, PositionEncoding::kUtf32);
+      replacements.push_back({{"deletedRegion",
+                               {{"startLine", a.line + 1},
+                                {"startColumn", a.character + 1},
+                                {"endLine", b.line + 1},
+                                {"endColumn", b.character + 1}}},
+                              {"insertedContent", {{"text", e.new_text}}}});
+    }
+    if (replacements.empty()) continue;
+    out.push_back(
+        {{"description", {{"text", fx.title}}},
+         {"artifactChanges", nlohmann::json::array({{{"artifactLocation", {{"uri", lf.file}}},
+                                                     {"replacements", replacements}}})}});
+  }
+  return out;
+}
+
+bool HasGpuActivity(const ScanResult& r) {
+  if (!r.trace) return false;
+  const EventTable& ev = r.trace->events;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (IsGpuKind(ev.kind[i])) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results) {
   nlohmann::json rules = nlohmann::json::array();
-  std::vector<RuleInfo> catalogue = RuleCatalogue();
-  for (const RuleInfo& ri : CauseRuleCatalogue()) catalogue.push_back(ri);
-  catalogue.push_back(UnusualWindowRule());
+  std::vector<RuleInfo> catalogue;  // every registered code (analysis/rule_registry.h)
+  for (const RuleSpec& spec : RuleRegistry()) catalogue.push_back(spec.info);
   for (const RuleInfo& ri : catalogue) {
     rules.push_back({{"id", ri.code},
                      {"name", ri.name},
@@ -474,6 +525,7 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
   }
   nlohmann::json sarif_results = nlohmann::json::array();
   for (const ScanResult* r : results) {
+    const bool has_gpu = HasGpuActivity(*r);
     for (const LocatedFinding& lf : r->findings) {
       const Finding& f = lf.finding;
       const char* level = f.severity == Severity::kError     ? "error"
@@ -507,6 +559,8 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
                                {"message", {{"text", f.message}}},
                                {"locations", nlohmann::json::array({location})},
                                {"properties", props}});
+      nlohmann::json fixes = SarifFixes(lf, has_gpu);
+      if (!fixes.empty()) sarif_results.back()["fixes"] = std::move(fixes);
     }
   }
   return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},

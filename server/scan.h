@@ -15,6 +15,7 @@
 #include "analysis/job_analysis.h"
 #include "analysis/rules.h"
 #include "analysis/trace.h"
+#include "mapping/quick_fixes.h"
 #include "mapping/workspace_index.h"
 #include "server/config.h"
 
@@ -99,6 +100,12 @@ JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>
 void AddStragglerFinding(const JobAnalysis& job, ScanResult* r);
 // A hover's line on |f| when its time may be a wait for other ranks (TTA011): whose wait it is.
 std::string JobNoteFor(const JobAnalysis& job, int rank, const Finding& f);
+
+// The quick fix request for a located finding (its recipe and line) with what the trace proves:
+// per-parameter fill kernels under zero_grad mean set_to_none was off (torch < 2.0), GPU activity
+// means the step runs on CUDA/ROCm. The language server's code actions and `ttap scan --format
+// sarif`'s fixes both start from it.
+FixRequest FixRequestFor(const LocatedFinding& lf, bool trace_has_gpu);
 
 // `ttap job SUMMARY...`: the job report of `ttap scan DIR` from the ranks' summaries (`ttap scan
 // --format rank-summary`, made where the traces are: tools/ttap_dask.py).

@@ -39,17 +39,14 @@ std::vector<proto::CodeAction> Session::FixesFor(const std::string& uri, const s
   if (!src) return actions;
   AddDraftedFix(uri, p, lf, *src, diagnostic, with_edits, &actions);
   if (lf.finding.fix.empty()) return actions;
-  FixRequest req;
-  req.recipe = lf.finding.fix;
-  req.line = p.line;
-  // What the trace proves: per-parameter fill kernels under zero_grad (the finding this recipe
-  // fixes) mean set_to_none was off, the default before torch 2.0; GPU activity means the step
-  // runs on a CUDA/ROCm device.
-  if (req.recipe == "zero-grad-set-to-none") req.facts["torch_before_2"] = "1";
+  bool has_gpu = false;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
-    if (snapshot_ && snapshot_->has_gpu) req.facts["device"] = "cuda";
+    has_gpu = snapshot_ && snapshot_->has_gpu;
   }
+  // The same request `ttap scan --format sarif` makes, on the line the buffer has it now.
+  FixRequest req = FixRequestFor(lf, has_gpu);
+  req.line = p.line;
   auto fixes = ComputeFixes(*src, req);
   if (!fixes.ok()) {
     ClientLog("no mechanical fix for " + lf.finding.code + ": " + fixes.status().message());

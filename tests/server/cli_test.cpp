@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "analysis/tiny_trace.h"
@@ -380,4 +381,25 @@ TEST_CASE("scan of a job: a rank with a slow DataLoader makes the others wait in
   // ... and not the others' communication: their waits are rank 1's cost.
   CHECK(text.out.find("rank 0's own top cause") == std::string::npos);
   CHECK(text.out.find("rank 2's own top cause") == std::string::npos);
+}
+
+TEST_CASE("scan --format sarif carries the mechanical fixes the editor offers", "[cli][sarif]") {
+  const std::string example = ttap_test::SourceDir() + "/examples/resnet50_num_workers_0";
+  auto sarif = ttap_test::RunTtap("scan --no-model --format sarif --workspace '" + example + "' '" +
+                                  example + "/worker0.pt.trace.json.gz'");
+  const nlohmann::json all = nlohmann::json::parse(sarif.out);
+  std::map<std::string, nlohmann::json> fixes;
+  for (const nlohmann::json& r : all["runs"][0]["results"]) {
+    if (r.contains("fixes")) fixes[r["ruleId"]] = r["fixes"];
+  }
+  // zero_grad() on line 37 gets set_to_none=True inserted, the SGD constructor foreach=True.
+  REQUIRE(fixes.count("TTA005"));
+  const nlohmann::json& change = fixes["TTA005"][0]["artifactChanges"][0];
+  CHECK(change["artifactLocation"]["uri"] == "train.py");
+  CHECK(change["replacements"][0]["deletedRegion"]["startLine"] == 37);
+  CHECK(change["replacements"][0]["insertedContent"]["text"] == "set_to_none=True");
+  REQUIRE(fixes.count("TTA006"));
+  CHECK(fixes["TTA006"][0]["description"]["text"].get<std::string>().find("foreach=True") !=
+        std::string::npos);
+  CHECK(fixes.count("TTA001"));  // the DataLoader's workers
 }
