@@ -55,6 +55,13 @@ void EventTable::Reserve(size_t n) {
   device.reserve(n);
 }
 
+void EventTable::ReleaseSourceColumns() {
+  std::vector<int64_t>().swap(external_id);
+  std::vector<int32_t>().swap(python_parent);
+  std::vector<StringId>().swap(call_stack);
+  std::vector<int32_t>().swap(frame);
+}
+
 namespace {
 // Rows that take time: not the profiler's own window (Trace) nor instants ("Record Window End"
 // can lie seconds after the last work).

@@ -84,6 +84,10 @@ struct EventTable {
   int64_t end(size_t i) const { return ts[i] + dur[i]; }
   void Resize(size_t n);
   void Reserve(size_t n);
+  // Frees the columns only the placing of findings on source lines reads (external ids,
+  // Python parents, call stacks, enclosing frames; 20 bytes an event): `ttap stats`, which
+  // places none, calls it before its causal breakdown. The rules must not run afterwards.
+  void ReleaseSourceColumns();
 };
 
 struct Track {
@@ -181,7 +185,7 @@ struct Trace {
   StringPool strings;
   EventTable events;
   std::vector<Track> tracks;
-  std::vector<FlowEvent> flows;
+  std::vector<FlowEvent> flows;  // ac2g flows while building (links); empty once loaded
   std::vector<DeviceInfo> devices;
   std::vector<Step> steps;
   std::vector<Window> windows;       // the profiled span cut into N equal windows
