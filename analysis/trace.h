@@ -185,7 +185,7 @@ struct Trace {
   StringPool strings;
   EventTable events;
   std::vector<Track> tracks;
-  std::vector<FlowEvent> flows;  // ac2g flows while building (links); empty once loaded
+  std::vector<FlowEvent> flows;  // empty once loaded unless LoadOptions::keep_flows
   std::vector<DeviceInfo> devices;
   std::vector<Step> steps;
   std::vector<Window> windows;       // the profiled span cut into N equal windows

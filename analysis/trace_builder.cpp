@@ -364,9 +364,6 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     }
     trace->stats.gpu_without_launch = unlinked;
   }
-  // The flows served the links; nothing reads them after (a launch-heavy trace holds two per
-  // launch, 32 bytes each: a tenth of the loaded trace).
-  std::vector<FlowEvent>().swap(trace->flows);
 
   phase("links");
 

@@ -243,6 +243,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   trace->bare_array = splitter.bare_array();
   Status built = BuildTrace(&parts, top, options.window_count, threads, trace.get());
   if (!built.ok()) return Status::Error(name + ": " + built.message());
+  if (!options.keep_flows) std::vector<FlowEvent>().swap(trace->flows);  // they served the links
   trace->stats.json_bytes = json_bytes;
   if (trace->rank_source.empty()) {
     int r = RankFromFileName(name);

@@ -22,6 +22,10 @@ struct LoadOptions {
   size_t chunk_bytes = 4u << 20;  // bytes read per chunk
   int window_count = 100;         // windows over the profiled span (the paper's N)
   CancelToken cancel;             // polled once per chunk
+  // Keep Trace::flows after they linked launches and GPU work (tests that inspect them); by
+  // default they are released: nothing reads them after, and a launch-heavy trace holds two per
+  // launch, 32 bytes each.
+  bool keep_flows = false;
 };
 
 // Loads one trace file. Errors name the file and the byte offset or the reason.

@@ -31,6 +31,7 @@ std::unique_ptr<Trace> Load(std::string_view data, int threads, int window_count
   opts.threads = threads;
   opts.window_count = window_count;
   opts.chunk_bytes = chunk_bytes;
+  opts.keep_flows = true;  // the flows' own fields are checked
   auto r = LoadTraceFromMemory(data, name, opts);
   INFO(r.status().message());
   REQUIRE(r.ok());

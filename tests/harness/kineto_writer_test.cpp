@@ -13,6 +13,7 @@ namespace {
 std::unique_ptr<ttap::Trace> Load(const std::string& json) {
   ttap::LoadOptions o;
   o.threads = 1;
+  o.keep_flows = true;
   auto t = ttap::LoadTraceFromMemory(json, "writer.json", o);
   REQUIRE(t.ok());
   return std::move(t.value());
@@ -108,7 +109,9 @@ TEST_CASE("the Kineto writer's document loads and round-trips events, args and f
     CHECK(ev.stream[kernel] == 7);
     CHECK(ev.correlation[kernel] == 5);
     CHECK(ev.link[kernel] == launch);  // the flow pair (and correlation) link launch and kernel
-    CHECK(t->stats.flows == 2);        // both flow events read (released once they linked)
+    REQUIRE(t->flows.size() == 2);
+    CHECK(t->flows[0].id == 5);
+    CHECK(t->flows[1].id == 5);
 
     const int mark = Row(*t, "mark");
     CHECK(ev.kind[mark] == ttap::EventKind::kInstant);
