@@ -1246,6 +1246,16 @@ int RunJobCommand(const std::vector<std::string>& args) {
                             {"last_arrivals", l.last_arrivals}});
       }
       out["job"]["per_rank"] = per_rank;
+      nlohmann::json per_collective = nlohmann::json::array();
+      for (const CollectiveSkew& c : job.per_collective) {
+        nlohmann::json waits = nlohmann::json::object();
+        for (size_t k = 0; k < c.wait_us.size() && k < job.per_rank.size(); ++k) {
+          waits[std::to_string(job.per_rank[k].rank)] = Round3(c.wait_us[k]);
+        }
+        per_collective.push_back(
+            {{"step", c.step}, {"kind", c.kind}, {"last_rank", c.last_rank}, {"wait_us", waits}});
+      }
+      out["job"]["per_collective"] = per_collective;
     } else {
       out["not_a_job"] = job.why_not;
     }
