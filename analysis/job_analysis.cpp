@@ -39,6 +39,25 @@ T Median(std::vector<T> v) {
 
 }  // namespace
 
+const RankLateness* JobAnalysis::Of(int rank) const {
+  for (const RankLateness& l : per_rank) {
+    if (l.rank == rank) return &l;
+  }
+  return nullptr;
+}
+
+const RankLateness* JobAnalysis::WaitsLongest() const {
+  const RankLateness* most = nullptr;
+  for (const RankLateness& l : per_rank) {
+    if (!most || l.wait_us_per_step > most->wait_us_per_step) most = &l;
+  }
+  return most;
+}
+
+bool JobAnalysis::IsLate(int rank) const {
+  return std::find(late_ranks.begin(), late_ranks.end(), rank) != late_ranks.end();
+}
+
 RankTimeline ExtractRankTimeline(const Trace& trace) {
   RankTimeline t;
   t.rank = trace.rank;

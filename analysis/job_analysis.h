@@ -72,6 +72,11 @@ struct JobAnalysis {
   // What the job saves per step if the late ranks arrived with the median rank: each collective
   // starts when the last of the others arrives.
   double saving_us_per_step = 0;
+  // The rank's entry in per_rank, nullptr when it is not one of the job's.
+  const RankLateness* Of(int rank) const;
+  // The rank that waits longest in collectives (for the late ones), nullptr without ranks.
+  const RankLateness* WaitsLongest() const;
+  bool IsLate(int rank) const;
   double speedup() const {
     return job_step_us > saving_us_per_step && job_step_us > 0
                ? job_step_us / (job_step_us - saving_us_per_step)

@@ -613,6 +613,8 @@ std::string ScanResultToTextWithDrafts(const ScanResult& r, const FindingDrafts&
 
 }  // namespace
 
+namespace {
+
 // One rank of a job as the table and the job analysis need it: what `ttap scan DIR` keeps of a
 // scanned trace, and what `ttap scan --format rank-summary` ships to `ttap job`.
 struct RankRow {
@@ -697,6 +699,33 @@ std::string RanksTable(const std::vector<RankRow>& rows) {
   return out;
 }
 
+// "a", "a and b", "a, b and c".
+std::string JoinAnd(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  }
+  return out;
+}
+
+// A job-level finding's severity from its share of the job's step (TTA018, TTA019).
+Severity JobSeverity(double share) { return share >= 0.05 ? Severity::kWarning : Severity::kInfo; }
+
+// The row of a rank the trace names, nullptr for none.
+const RankRow* RowOfRank(const std::vector<RankRow>& rows, int rank) {
+  for (const RankRow& r : rows) {
+    if (r.usable && r.rank_known && r.rank == rank) return &r;
+  }
+  return nullptr;
+}
+
+nlohmann::json LatenessToJson(const RankLateness& l) {
+  return {{"rank", l.rank},
+          {"late_us_per_step", Round3(l.late_us_per_step)},
+          {"wait_us_per_step", Round3(l.wait_us_per_step)},
+          {"last_arrivals", l.last_arrivals}};
+}
+
 // The job's report under the per-rank table: each rank's lateness and wait, then TTA018.
 std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
                       const std::string& target) {
@@ -714,10 +743,8 @@ std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
   for (const RankLateness& l : job.per_rank) {
     const std::string last =
         std::to_string(l.last_arrivals) + " of " + std::to_string(job.collectives);
-    double step_us = 0;  // the rank's own analysed step (without the profiler's cost)
-    for (const RankRow& r : rows) {
-      if (r.usable && r.rank_known && r.rank == l.rank) step_us = r.timeline.step_us;
-    }
+    const RankRow* row = RowOfRank(rows, l.rank);
+    const double step_us = row ? row->timeline.step_us : 0;  // its own analysed step
     std::snprintf(line, sizeof(line), "%6d  %-12s  %-26s  %-22s  %-14s  %s\n", l.rank,
                   FormatMs(step_us).c_str(), (FormatMs(l.late_us_per_step) + "/step").c_str(),
                   (FormatMs(l.wait_us_per_step) + "/step").c_str(), last.c_str(),
@@ -727,20 +754,15 @@ std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
   // TTA019: the same work taking longer on some ranks (uneven batches or sequence lengths).
   std::string imbalance;
   if (!job.imbalanced.empty()) {
-    std::string ranks;
-    for (size_t i = 0; i < job.imbalanced.size(); ++i) {
-      ranks += (i == 0                           ? ""
-                : i + 1 == job.imbalanced.size() ? " and "
-                                                 : ", ") +
-               std::string("rank ") + std::to_string(job.imbalanced[i].first) + " (" +
-               FormatMs(job.imbalanced[i].second) + "/step more)";
+    std::vector<std::string> ranks;
+    for (const auto& [rank, excess] : job.imbalanced) {
+      ranks.push_back("rank " + std::to_string(rank) + " (" + FormatMs(excess) + "/step more)");
     }
     const RuleInfo* info = FindRule("TTA019");
     const double share = job.job_step_us > 0 ? job.imbalanced[0].second / job.job_step_us : 0;
     std::snprintf(line, sizeof(line), "%s: %s[TTA019 %s]: ", target.c_str(),
-                  SeverityName(share >= 0.05 ? Severity::kWarning : Severity::kInfo),
-                  info ? info->name : "load-imbalance");
-    imbalance = std::string(line) + "the GPU kernels of " + ranks +
+                  SeverityName(JobSeverity(share)), info ? info->name : "load-imbalance");
+    imbalance = std::string(line) + "the GPU kernels of " + JoinAnd(ranks) +
                 " take longer than the median rank's " + FormatMs(job.median_compute_us) +
                 "/step, the collectives aside: uneven batches or sequence lengths give some ranks "
                 "more work every step\n";
@@ -750,57 +772,41 @@ std::string JobToText(const JobAnalysis& job, const std::vector<RankRow>& rows,
            imbalance;
   }
   const double share = job.job_step_us > 0 ? job.saving_us_per_step / job.job_step_us : 0;
-  const Severity severity = share >= 0.05 ? Severity::kWarning : Severity::kInfo;
-  auto late_of = [&](int rank) {
-    for (const RankLateness& l : job.per_rank)
-      if (l.rank == rank) return l;
-    return RankLateness{};
-  };
-  std::string ranks, lates;
-  for (size_t i = 0; i < job.late_ranks.size(); ++i) {
-    const char* sep = i == 0 ? "" : i + 1 == job.late_ranks.size() ? " and " : ", ";
-    ranks += sep + std::to_string(job.late_ranks[i]);
-    lates += sep + FormatMs(late_of(job.late_ranks[i]).late_us_per_step);
-  }
-  RankLateness waits_most{};
-  for (const RankLateness& l : job.per_rank) {
-    if (l.wait_us_per_step > waits_most.wait_us_per_step) waits_most = l;
-  }
+  std::vector<std::string> ranks, lates;
   std::string causes;
   for (int rank : job.late_ranks) {
-    for (const RankRow& r : rows) {
-      if (!r.usable || !r.rank_known || r.rank != rank || r.timeline.top_cause.empty()) continue;
-      causes += "; rank " + std::to_string(rank) + "'s own top cause: " + r.timeline.top_cause;
+    ranks.push_back(std::to_string(rank));
+    const RankLateness* l = job.Of(rank);
+    lates.push_back(FormatMs(l ? l->late_us_per_step : 0));
+    const RankRow* row = RowOfRank(rows, rank);
+    if (row && !row->timeline.top_cause.empty()) {
+      causes += "; rank " + std::to_string(rank) + "'s own top cause: " + row->timeline.top_cause;
     }
   }
+  const RankLateness& waits_most = *job.WaitsLongest();  // late ranks: per_rank is not empty
   // A waiting rank's own "communication" finding is the late ranks' cost, not its own.
   std::vector<std::string> waiting_ranks;
   for (const RankLateness& l : job.per_rank) {
-    if (std::count(job.late_ranks.begin(), job.late_ranks.end(), l.rank) > 0) continue;
-    for (const RankRow& r : rows) {
-      if (!r.usable || !r.rank_known || r.rank != l.rank || r.peer_wait_finding.empty()) continue;
-      if (l.wait_us_per_step < 0.5 * r.peer_wait_us) continue;
-      waiting_ranks.push_back(std::to_string(l.rank) + " (" + FormatMs(r.peer_wait_us) + "/step)");
-    }
+    const RankRow* row = RowOfRank(rows, l.rank);
+    if (job.IsLate(l.rank) || !row || row->peer_wait_finding.empty()) continue;
+    if (l.wait_us_per_step < 0.5 * row->peer_wait_us) continue;
+    waiting_ranks.push_back(std::to_string(l.rank) + " (" + FormatMs(row->peer_wait_us) + "/step)");
   }
   char speedup[32];
   std::snprintf(speedup, sizeof(speedup), "%.2f", job.speedup());
   const RuleInfo* info = FindRule("TTA018");
-  std::snprintf(line, sizeof(line), "%s: %s[TTA018 %s]: ", target.c_str(), SeverityName(severity),
-                info ? info->name : "straggler-rank");
+  std::snprintf(line, sizeof(line), "%s: %s[TTA018 %s]: ", target.c_str(),
+                SeverityName(JobSeverity(share)), info ? info->name : "straggler-rank");
   out += line;
-  out += (job.late_ranks.size() == 1 ? "rank " : "ranks ") + ranks +
-         (job.late_ranks.size() == 1 ? " arrives" : " arrive") + " at the collectives " + lates +
-         " per step after the median rank, and the others wait for " +
+  out += (job.late_ranks.size() == 1 ? "rank " : "ranks ") + JoinAnd(ranks) +
+         (job.late_ranks.size() == 1 ? " arrives" : " arrive") + " at the collectives " +
+         JoinAnd(lates) + " per step after the median rank, and the others wait for " +
          (job.late_ranks.size() == 1 ? "it" : "them") + " (rank " +
          std::to_string(waits_most.rank) + " waits " + FormatMs(waits_most.wait_us_per_step) +
          "/step)" + causes + "; if " + (job.late_ranks.size() == 1 ? "it" : "they") +
          " arrived with the median rank the job would save " + FormatMs(job.saving_us_per_step) +
          "/step (" + FormatPercent(share) + " of its step): it could be " + speedup + "x faster\n";
-  std::string waiting;
-  for (size_t i = 0; i < waiting_ranks.size(); ++i) {
-    waiting += (i == 0 ? "" : i + 1 == waiting_ranks.size() ? " and " : ", ") + waiting_ranks[i];
-  }
+  const std::string waiting = JoinAnd(waiting_ranks);
   out += imbalance;
   if (!waiting.empty()) {
     out += "  the exposed communication (TTA011) of rank" +
@@ -819,13 +825,7 @@ nlohmann::json JobToJson(const JobAnalysis& job, int rank) {
                       {"late_ranks", job.late_ranks},
                       {"saving_us_per_step", Round3(job.saving_us_per_step)},
                       {"speedup", Round3(job.speedup())}};
-  for (const RankLateness& l : job.per_rank) {
-    if (l.rank != rank) continue;
-    j["this_rank"] = {{"rank", l.rank},
-                      {"late_us_per_step", Round3(l.late_us_per_step)},
-                      {"wait_us_per_step", Round3(l.wait_us_per_step)},
-                      {"last_arrivals", l.last_arrivals}};
-  }
+  if (const RankLateness* l = job.Of(rank)) j["this_rank"] = LatenessToJson(*l);
   return j;
 }
 
@@ -888,6 +888,8 @@ StatusOr<RankRow> RankRowFromJson(const nlohmann::json& j) {
   }
 }
 
+}  // namespace
+
 JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>& cancelled) {
   JobAnalysis none;
   if (!r.trace || r.trace->rank_source == "default") return none;
@@ -928,12 +930,9 @@ JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>
 void AddStragglerFinding(const JobAnalysis& job, ScanResult* r) {
   if (!job.ok || !r->trace || r->findings.empty()) return;
   const int rank = r->trace->rank;
-  if (std::count(job.late_ranks.begin(), job.late_ranks.end(), rank) == 0) return;
-  RankLateness mine{}, waits_most{};
-  for (const RankLateness& l : job.per_rank) {
-    if (l.rank == rank) mine = l;
-    if (l.wait_us_per_step > waits_most.wait_us_per_step) waits_most = l;
-  }
+  if (!job.IsLate(rank)) return;
+  const RankLateness& mine = *job.Of(rank);  // a late rank is one of per_rank
+  const RankLateness& waits_most = *job.WaitsLongest();
   const LocatedFinding& top = r->findings.front();
   LocatedFinding lf = top;  // placed where this rank's own top cause is
   Finding& f = lf.finding;
@@ -943,7 +942,7 @@ void AddStragglerFinding(const JobAnalysis& job, ScanResult* r) {
   f.name = info ? info->name : "straggler-rank";
   f.time_lost_us_per_step = job.saving_us_per_step;
   f.share_of_step = job.job_step_us > 0 ? job.saving_us_per_step / job.job_step_us : 0;
-  f.severity = f.share_of_step >= 0.05 ? Severity::kWarning : Severity::kInfo;
+  f.severity = JobSeverity(f.share_of_step);
   f.frames = top.finding.frames;
   f.user_frame = top.finding.user_frame;
   f.start_ns = top.finding.start_ns;
@@ -965,23 +964,16 @@ void AddStragglerFinding(const JobAnalysis& job, ScanResult* r) {
 std::string JobNoteFor(const JobAnalysis& job, int rank, const Finding& f) {
   const RuleSpec* spec = FindRuleSpec(f.code);
   if (!job.ok || !spec || !spec->may_wait_for_peers || job.late_ranks.empty()) return "";
-  if (std::count(job.late_ranks.begin(), job.late_ranks.end(), rank) > 0) {
+  if (job.IsLate(rank)) {
     return "This rank is one the job's other ranks wait for at the collectives (TTA018): its "
            "own causes come first.";
   }
-  double wait = 0;
-  for (const RankLateness& l : job.per_rank) {
-    if (l.rank == rank) wait = l.wait_us_per_step;
-  }
-  std::string late;
-  for (size_t i = 0; i < job.late_ranks.size(); ++i) {
-    late += (i == 0                           ? ""
-             : i + 1 == job.late_ranks.size() ? " and "
-                                              : ", ") +
-            std::to_string(job.late_ranks[i]);
-  }
+  const RankLateness* mine = job.Of(rank);
+  const double wait = mine ? mine->wait_us_per_step : 0;
+  std::vector<std::string> late;
+  for (int r : job.late_ranks) late.push_back(std::to_string(r));
   return "At the collectives this rank waits " + FormatMs(wait) + "/step for rank" +
-         (job.late_ranks.size() == 1 ? " " : "s ") + late +
+         (job.late_ranks.size() == 1 ? " " : "s ") + JoinAnd(late) +
          ", late ones of its job (TTA018): that wait is theirs, not this rank's communication; "
          "fix them first.";
 }
@@ -1239,12 +1231,7 @@ int RunJobCommand(const std::vector<std::string>& args) {
     if (job.ok) {
       out["job"] = JobToJson(job, -1);
       nlohmann::json per_rank = nlohmann::json::array();
-      for (const RankLateness& l : job.per_rank) {
-        per_rank.push_back({{"rank", l.rank},
-                            {"late_us_per_step", Round3(l.late_us_per_step)},
-                            {"wait_us_per_step", Round3(l.wait_us_per_step)},
-                            {"last_arrivals", l.last_arrivals}});
-      }
+      for (const RankLateness& l : job.per_rank) per_rank.push_back(LatenessToJson(l));
       out["job"]["per_rank"] = per_rank;
       nlohmann::json per_collective = nlohmann::json::array();
       for (const CollectiveSkew& c : job.per_collective) {
