@@ -281,17 +281,7 @@ TEST_CASE("lsp: a trace in the workspace becomes diagnostics, hovers and quick f
   }
   CHECK(preferred);
   // Two lines inserted above: the squiggle moves with its line.
-  c.Notify(
-      "textDocument/didChange",
-      {{"textDocument", {{"uri", uri}, {"version", 2}}},
-       {"contentChanges",
-        {{{"range",
-           {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
-          {"text", "# one\n# two\n"}}}}});
-  auto moved = c.WaitFor([&](const json& m) {
-    return m.value("method", "") == "textDocument/publishDiagnostics" &&
-           m["params"]["uri"] == uri && m["params"].value("version", 0) == 2;
-  });
+  auto moved = InsertTwoLinesAtTop(&c, uri);
   REQUIRE_FALSE(moved.is_null());
   REQUIRE_FALSE(moved["params"]["diagnostics"].empty());
   CHECK(moved["params"]["diagnostics"][0]["range"]["start"]["line"] == 13);
@@ -545,17 +535,7 @@ TEST_CASE("lsp: one diagnostic per code and line; the hover lists the others", "
   CHECK(text.find("saves 0.000 ms") == std::string::npos);
   CHECK(text.find("The fixes together save") != std::string::npos);  // the run's one story
   // Two lines inserted above: the summary names the line the Problems view now shows.
-  c.Notify(
-      "textDocument/didChange",
-      {{"textDocument", {{"uri", uri}, {"version", 2}}},
-       {"contentChanges",
-        {{{"range",
-           {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
-          {"text", "# one\n# two\n"}}}}});
-  auto moved = c.WaitFor([&](const json& m) {
-    return m.value("method", "") == "textDocument/publishDiagnostics" &&
-           m["params"]["uri"] == uri && m["params"].value("version", 0) == 2;
-  });
+  auto moved = InsertTwoLinesAtTop(&c, uri);
   REQUIRE_FALSE(moved.is_null());
   const std::string after =
       c.Call("workspace/executeCommand", {{"command", "ttap.server.showTraceSummary"}})["result"]

@@ -77,6 +77,22 @@ inline void OpenDocument(LspClient* c, const std::string& uri, const std::string
 }
 
 // Opens |uri| with |text| and hovers at (|line|, |character|); returns the reply.
+// Inserts two comment lines at the top of |uri|'s open buffer (as version 2) and returns the
+// diagnostics the server publishes for that version (null when none come).
+inline json InsertTwoLinesAtTop(LspClient* c, const std::string& uri) {
+  c->Notify(
+      "textDocument/didChange",
+      {{"textDocument", {{"uri", uri}, {"version", 2}}},
+       {"contentChanges",
+        {{{"range",
+           {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
+          {"text", "# one\n# two\n"}}}}});
+  return c->WaitFor([&](const json& m) {
+    return m.value("method", "") == "textDocument/publishDiagnostics" &&
+           m["params"]["uri"] == uri && m["params"].value("version", 0) == 2;
+  });
+}
+
 inline json OpenAndHover(LspClient* c, const std::string& uri, const std::string& text, int line,
                          int character) {
   c->Notify(
