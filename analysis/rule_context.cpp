@@ -28,8 +28,11 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   MergeIntervals(&gpu_busy_);
   first_calls_ = OneTimeFirstCalls(trace, gpu_busy_);
   collective_name_.assign(trace.strings.size(), 0);
+  runtime_flags_.assign(trace.strings.size(), 0);
   for (size_t id = 0; id < collective_name_.size(); ++id) {
-    collective_name_[id] = IsCollectiveKernel(trace.strings.Get(static_cast<StringId>(id))) ? 1 : 0;
+    const std::string_view name = trace.strings.Get(static_cast<StringId>(id));
+    collective_name_[id] = IsCollectiveKernel(name) ? 1 : 0;
+    runtime_flags_[id] = RuntimeCallFlags(name);
   }
   MergeIntervals(&kernel_busy_);
   int32_t main_device = -1;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/causal_graph.h"
+#include "analysis/runtime_calls.h"
 #include "analysis/trace.h"
 #include "analysis/trace_stats.h"
 
@@ -68,6 +69,10 @@ class RuleContext {
   int32_t LaunchOf(size_t gpu_row) const { return trace_.events.link[gpu_row]; }
   // Whether |row| is a collective kernel (IsCollectiveKernel, tested once per distinct name).
   bool IsCollective(size_t row) const { return collective_name_[trace_.events.name[row]] != 0; }
+  // |row|'s runtime call flags (runtime_calls.h: RuntimeCallFlags of its name, looked up once
+  // per distinct name), 0 for anything but a runtime call.
+  uint32_t RuntimeFlags(size_t row) const { return runtime_flags_[trace_.events.name[row]]; }
+  bool IsSyncCall(size_t row) const { return (RuntimeFlags(row) & kRuntimeSync) != 0; }
   // The outermost cpu_op / user_annotation ancestor of |row| below the step annotation: the
   // "user-level" op (e.g. aten::item, Optimizer.step#SGD.step), or -1.
   int32_t TopOp(int32_t row) const;
@@ -90,6 +95,7 @@ class RuleContext {
   std::string device_name_;
   std::vector<FirstCall> first_calls_;
   std::vector<uint8_t> collective_name_;  // per string id
+  std::vector<uint32_t> runtime_flags_;   // per string id
 };
 
 }  // namespace ttap

@@ -39,7 +39,7 @@ void DetectBlindWaits(const RuleContext& ctx, const RuleOptions& o, std::vector<
   for (const AnalysedStep& s : ctx.steps()) {
     auto [lo, hi] = ctx.RowsIn(s.start_ns, s.end_ns);
     for (uint32_t i = lo; i < hi; ++i) {
-      if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < min_wait || !IsSyncCall(ctx.Name(i))) continue;
+      if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < min_wait || !ctx.IsSyncCall(i)) continue;
       // A sync returns within microseconds of the work it waits for: the time from the end of
       // the last GPU activity (or the call's start) to the call's return waited for nothing the
       // trace holds.
@@ -86,7 +86,9 @@ void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const Tim
   int32_t first = -1;
   for (size_t i = 0; i < ev.size(); ++i) {
     if (IsGpuKind(ev.kind[i]) && ev.kind[i] != EventKind::kGpuSync) ++gpu;
-    if (!IsLaunchKind(ev.kind[i]) || !IsWorkLaunchCall(ctx.Name(i))) continue;
+    // The launch calls that start GPU work (IsWorkLaunchCall), by the row's cached flags.
+    constexpr uint32_t kStartsWork = kRuntimeKernelLaunch | kRuntimeCopy | kRuntimeMemset;
+    if (!IsLaunchKind(ev.kind[i]) || !(ctx.RuntimeFlags(i) & kStartsWork)) continue;
     ++launches;
     if (ev.link[i] < 0) {
       ++unmatched;

@@ -36,10 +36,10 @@ int32_t LaunchingOp(const RuleContext& ctx, size_t gpu_row) {
   return top >= 0 ? top : launch;
 }
 
-// Whether |launch| (a runtime call) launches exactly one kernel the way a CPU-bound loop does: a
-// kernel launch, not a CUDA graph (whose kernels share one launch call; graphs are the fix).
-bool IsKernelLaunch(std::string_view n) {
-  const uint32_t call = RuntimeCallFlags(n);
+// Whether a runtime call (|call|: its flags) launches exactly one kernel the way a CPU-bound loop
+// does: a kernel launch, not a CUDA graph (whose kernels share one launch call; graphs are the
+// fix).
+bool IsKernelLaunch(uint32_t call) {
   return (call & kRuntimeKernelLaunch) && !(call & kRuntimeGraphLaunch);
 }
 
@@ -232,7 +232,7 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
       Burst& b = open[device];
       const int32_t launch = ctx.LaunchOf(i);
       const bool is_short =
-          launch >= 0 && IsKernelLaunch(ctx.Name(launch)) && ev.dur[i] < ev.dur[launch];
+          launch >= 0 && IsKernelLaunch(ctx.RuntimeFlags(launch)) && ev.dur[i] < ev.dur[launch];
       if (!is_short) {
         close(b);
         continue;

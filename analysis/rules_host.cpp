@@ -124,8 +124,8 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
     std::map<std::string, std::set<int32_t>> statements_of;  // per cause, counted once each
     for (uint32_t i = lo; i < hi; ++i) {
       if (!IsLaunchKind(ev.kind[i])) continue;
-      std::string_view name = ctx.Name(i);
-      if (!IsSyncCall(name) && !pageable_launch[i]) continue;
+      if (!ctx.IsSyncCall(i) && !pageable_launch[i]) continue;
+      const std::string_view name = ctx.Name(i);
       if (IssuedByProfiler(ctx, i) || ProfilerStopSync(ctx, i, last_launch)) continue;
       const int64_t sync_end = ev.end(i);
       const int64_t resume = ctx.NextGpuStart(sync_end, step.end_ns);
@@ -143,7 +143,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
         std::string_view pn = ctx.Name(p);
         if (pn == "aten::item" || pn == "aten::_local_scalar_dense" || pn == "aten::nonzero" ||
-            pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" || IsSyncCall(pn)) {
+            pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" || ctx.IsSyncCall(p)) {
           anchor = p;
         }
       }
@@ -202,7 +202,7 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
     int64_t longest_op = 0;
     for (uint32_t i = lo; i < hi; ++i) {
       std::string_view n = ctx.Name(i);
-      if (ctx.IsDataLoaderName(n) || IsSyncCall(n)) explaining.push_back({ev.ts[i], ev.end(i)});
+      if (ctx.IsDataLoaderName(n) || ctx.IsSyncCall(i)) explaining.push_back({ev.ts[i], ev.end(i)});
       if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
       if (StartsWith(n, "ProfilerStep#")) continue;
       if (ctx.TopOp(static_cast<int32_t>(i)) != static_cast<int32_t>(i)) continue;

@@ -27,15 +27,16 @@ HostMemory HostMemoryOf(std::string_view n) {
 }
 
 // Synchronous copy calls: the CPU blocks until the copy is done, whatever the host memory.
-// A copy call that blocks until its copy is done, whatever host memory it copies (ROCm's
-// hipMemcpyWithStream blocks for pinned buffers too: it counts only when it blocked long).
-bool IsSyncCopyCall(std::string_view n) {
-  const uint32_t call = RuntimeCallFlags(n);
+// A copy call (|call|: its runtime flags) that blocks until its copy is done, whatever host
+// memory it copies (ROCm's hipMemcpyWithStream blocks for pinned buffers too: it counts only
+// when it blocked long).
+bool IsSyncCopyCall(uint32_t call) {
   return (call & kRuntimeSyncCopy) && !(call & kRuntimeAnyHostCopy);
 }
 
-// A synchronous device malloc or free, what the caching allocator avoids.
-bool IsAllocatorCall(std::string_view n) { return HasRuntimeFlag(n, kRuntimeDeviceMalloc); }
+// A synchronous device malloc or free (|call|: its runtime flags), what the caching allocator
+// avoids.
+bool IsAllocatorCall(uint32_t call) { return (call & kRuntimeDeviceMalloc) != 0; }
 
 bool IsEmptyCache(std::string_view n) {
   return Contains(n, "empty_cache") || Contains(n, "emptyCache");
@@ -129,7 +130,7 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
         if (launch >= 0) {
           counted[launch] = 1;
           a = std::min(a, ev.ts[launch]);
-          if (IsH2D(name) || IsSyncCopyCall(ctx.Name(launch))) {
+          if (IsH2D(name) || IsSyncCopyCall(ctx.RuntimeFlags(launch))) {
             lost += ctx.GpuIdle(ev.ts[launch], ev.end(launch));
           }
         }
@@ -144,7 +145,7 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       // when the call blocked well beyond its copy (waiting for the stream).
       const bool blocked_rocm_copy = ctx.Name(i) == "hipMemcpyWithStream" &&
                                      ev.dur[i] > 2 * (gpu >= 0 ? ev.dur[gpu] : 0) + 50000;
-      if (!IsSyncCopyCall(ctx.Name(i)) && !blocked_rocm_copy) continue;
+      if (!IsSyncCopyCall(ctx.RuntimeFlags(i)) && !blocked_rocm_copy) continue;
       if (gpu >= 0 && !(IsH2D(ctx.Name(gpu)) || IsD2H(ctx.Name(gpu)))) continue;  // DtoD
       const int64_t copy_ns = gpu >= 0 ? ev.dur[gpu] : 0;
       const int64_t lost = gpu >= 0 ? ctx.GpuIdle(ev.ts[i], ev.end(i)) + copy_ns : ev.dur[i];
@@ -268,7 +269,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       const bool empty_cache = (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
                                 k == EventKind::kPythonFunction) &&
                                IsEmptyCache(name);
-      const bool alloc = IsLaunchKind(ev.kind[i]) && IsAllocatorCall(name);
+      const bool alloc = IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i));
       if (!empty_cache && !alloc) continue;
       // The first step's allocations warm the cache up, except those that refill it after an
       // explicit empty_cache(), which is never warm-up.
@@ -302,7 +303,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       if (empty_cache) {
         for (uint32_t j = i + 1; j < hi && ev.ts[j] < ev.end(i); ++j) {
           if (ev.track[j] == ev.track[i] && IsLaunchKind(ev.kind[j]) &&
-              IsAllocatorCall(ctx.Name(j))) {
+              IsAllocatorCall(ctx.RuntimeFlags(j))) {
             ++calls;
             AddEvent(&f, std::string(ctx.Name(j)), 1, Us(ev.dur[j]));
           }
