@@ -1,6 +1,9 @@
 # The layering, checked at every build (cmake -P; target `layering` in the top CMakeLists.txt):
 #   analysis  <- mapping <- server ;  models behind its C ABI (models/models_api.h)
-#   analysis/ includes only analysis/ ; mapping/ only analysis/ and mapping/ ;
+#   analysis/ includes only analysis/, and inside it (analysis/CMakeLists.txt, whose include roots
+#   enforce the same at compile time): base/ only base/ ; model/ base/ and model/ ; load/ those
+#   and load/ ; causal/ base/, model/ and causal/ (never rules/) ; rules/ all but load/ ;
+#   mapping/ only analysis/ and mapping/ ;
 #   models/ only models/ and analysis/ ; server/ anything but models/ internals (models_api.h);
 #   nlohmann only in server/ and tests ; <torch/...> only in models/*.cpp ;
 #   bench/harness/ (the research harness) sits above server/: it may include analysis/, mapping/,
@@ -31,6 +34,16 @@ foreach(folder analysis mapping models server bench/harness)
         set(bad "a product library includes the benchmark harness (bench/)")
       elseif(folder STREQUAL "analysis" AND target MATCHES "^(mapping|server|models)/")
         set(bad "analysis/ depends on nothing above it")
+      elseif(rel MATCHES "^analysis/base/" AND target MATCHES "^analysis/(model|load|causal|rules)/")
+        set(bad "analysis/base/ depends on nothing above it")
+      elseif(rel MATCHES "^analysis/model/" AND target MATCHES "^analysis/(load|causal|rules)/")
+        set(bad "analysis/model/ depends only on analysis/base/")
+      elseif(rel MATCHES "^analysis/load/" AND target MATCHES "^analysis/(causal|rules)/")
+        set(bad "analysis/load/ depends only on analysis/model/ and analysis/base/")
+      elseif(rel MATCHES "^analysis/causal/" AND target MATCHES "^analysis/(load|rules)/")
+        set(bad "analysis/causal/ never includes the rules (or the loader)")
+      elseif(rel MATCHES "^analysis/rules/" AND target MATCHES "^analysis/load/")
+        set(bad "analysis/rules/ works on loaded traces, not the loader")
       elseif(folder STREQUAL "mapping" AND target MATCHES "^(server|models)/")
         set(bad "mapping/ depends only on analysis/")
       elseif(folder STREQUAL "models" AND target MATCHES "^(server|mapping)/")

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/trace.h"
+#include "analysis/model/trace.h"
 
 namespace ttap {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 #include "mapping/quick_fixes.h"
 
 namespace ttap {

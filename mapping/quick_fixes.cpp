@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "analysis/string_util.h"
+#include "analysis/base/string_util.h"
 #include "mapping/fixes/fix_util.h"
 #include "mapping/quick_fix_registry.h"
 #include "mapping/syntax_util.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 #include "mapping/python_source.h"
 
 namespace ttap {

@@ -1,7 +1,7 @@
 // LocateByShape; see shape_locator.h.
 #include "mapping/shape_locator.h"
 
-#include "analysis/string_util.h"
+#include "analysis/base/string_util.h"
 #include "mapping/syntax_util.h"
 
 namespace ttap {

@@ -1,7 +1,7 @@
 // Where a finding of a trace recorded without Python stacks (`with_stack=False`, the profiler's
 // default) most likely sits: the one statement in the workspace with the shape the code's fix
-// edits (its SourceShape in analysis/rule_registry.h, ShapeOf): a `for` loop over a DataLoader
-// (TTA001), a `.zero_grad(...)` call (TTA005), an optimizer's `.step()` (TTA006; not a
+// edits (its SourceShape in analysis/rules/rule_registry.h, ShapeOf): a `for` loop over a
+// DataLoader (TTA001), a `.zero_grad(...)` call (TTA005), an optimizer's `.step()` (TTA006; not a
 // scheduler's or a GradScaler's), an `empty_cache()` call (TTA013), `.backward()`; TTA017 by its
 // region.
 // Only a unique match is returned, and callers say the place was inferred from code, not read
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/findings.h"
-#include "analysis/rule_registry.h"
+#include "analysis/model/findings.h"
+#include "analysis/rules/rule_registry.h"
 #include "mapping/python_source.h"
 
 namespace ttap {

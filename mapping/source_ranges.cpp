@@ -10,8 +10,8 @@
 #include <functional>
 #include <vector>
 
-#include "analysis/rule_registry.h"
-#include "analysis/string_util.h"
+#include "analysis/base/string_util.h"
+#include "analysis/rules/rule_registry.h"
 #include "mapping/syntax_util.h"
 
 namespace ttap {

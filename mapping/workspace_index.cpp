@@ -9,7 +9,7 @@
 #include <functional>
 #include <set>
 
-#include "analysis/string_util.h"
+#include "analysis/base/string_util.h"
 
 namespace ttap {
 

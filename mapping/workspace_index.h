@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/findings.h"
+#include "analysis/model/findings.h"
 
 namespace ttap {
 

@@ -21,7 +21,8 @@ int ttap_models_api_version(void);
 size_t ttap_models_describe(char* buf, size_t size);
 
 // ---- The window scorer (models/window_model.cpp) ----
-// One trace's windows as built by analysis/window_tensors.h (row-major, windows x events [x k]).
+// One trace's windows as built by analysis/model/window_tensors.h (row-major, windows x events [x
+// k]).
 typedef struct ttap_window_batch {
   int windows, events, tokens;
   const int32_t* token_ids;      // windows x events x tokens, 0 = padding

@@ -37,8 +37,8 @@ namespace nn = torch::nn;
 using torch::Tensor;
 
 constexpr char kMagic[8] = {'T', 'T', 'A', 'P', 'W', 'S', '0', '1'};
-// The window features come in two halves (analysis/window_tensors.h, which this module cannot
-// include): the 14 of analysis/window_features.h, then each minus its median over the trace.
+// The window features come in two halves (analysis/model/window_tensors.h, which this module cannot
+// include): the 14 of analysis/model/window_features.h, then each minus its median over the trace.
 constexpr int64_t kFeatureHalf = 14;
 
 struct Config {
@@ -278,7 +278,7 @@ Batch Augment(const Batch& b, std::mt19937_64* rng) {
     x.copy_(torch::log1p(torch::expm1(x).clamp_min(0) * factor));
   };
   // Event channels 0 log1p(delay us) and 1 log1p(duration us); the window features that are
-  // logs of the same (analysis/window_features.h: 5 launch delay; 3, 4 kernel durations).
+  // logs of the same (analysis/model/window_features.h: 5 launch delay; 3, 4 kernel durations).
   const double delay = std::exp(log_scale(*rng)), duration = std::exp(log_scale(*rng));
   rescale(a.numeric.select(2, 0), delay);
   rescale(a.numeric.select(2, 1), duration);

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "analysis/causal_graph.h"
-#include "analysis/rules.h"
-#include "analysis/trace_loader.h"
-#include "analysis/trace_stats.h"
+#include "analysis/causal/causal_graph.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/model/trace_stats.h"
+#include "analysis/rules/rules.h"
 #include "server/cli_util.h"
 #include "server/config.h"
 #include "server/llm/llm_client.h"
@@ -209,7 +209,7 @@ int RunStats(const std::vector<std::string>& args, Config config) {
     nlohmann::json per_file = nlohmann::json::array();
     for (const auto& t : traces) {
       TraceSummary s = Summarize(*t);
-      nlohmann::json r = RankStatsToJson(*t, s);
+      nlohmann::json r = RankStatsToJson(*t, s, WhereTimeWent(*t));
       r["file"] = t->path;
       ranks.push_back(std::move(r));
       per_file.push_back({{"file", t->path}, {"stats", ImportStatsToJson(t->stats)}});
@@ -222,7 +222,8 @@ int RunStats(const std::vector<std::string>& args, Config config) {
     std::cout << "trace: " << target << "\n";
     for (const auto& t : traces) {
       if (traces.size() > 1) std::cout << "file: " << t->path << "\n";
-      std::cout << RankStatsToText(*t, Summarize(*t));
+      const TraceSummary s = Summarize(*t);
+      std::cout << RankStatsToText(*t, s, WhereTimeWent(*t));
     }
   }
   return 0;

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "analysis/trace_loader.h"
+#include "analysis/load/trace_loader.h"
 
 namespace ttap {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 #include "server/llm/llm_config.h"
 
 namespace ttap {

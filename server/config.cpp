@@ -10,7 +10,7 @@
 #include <tuple>
 #include <utility>
 
-#include "analysis/nesting_depth.h"
+#include "analysis/base/nesting_depth.h"
 #include "mapping/suppressions.h"
 
 namespace ttap {

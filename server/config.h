@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 #include "server/window_fusion.h"
 
 namespace ttap {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 #include "models/models_api.h"
 
 namespace ttap {

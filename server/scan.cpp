@@ -21,10 +21,10 @@
 #include <sstream>
 #include <thread>
 
-#include "analysis/job_analysis.h"
-#include "analysis/parallel.h"
-#include "analysis/rule_registry.h"
-#include "analysis/trace_loader.h"
+#include "analysis/base/parallel.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/model/job_analysis.h"
+#include "analysis/rules/rule_registry.h"
 #include "mapping/python_frames.h"
 #include "mapping/python_source.h"
 #include "mapping/shape_locator.h"
@@ -515,7 +515,7 @@ bool HasGpuActivity(const ScanResult& r) {
 
 nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results) {
   nlohmann::json rules = nlohmann::json::array();
-  std::vector<RuleInfo> catalogue;  // every registered code (analysis/rule_registry.h)
+  std::vector<RuleInfo> catalogue;  // every registered code (analysis/rules/rule_registry.h)
   for (const RuleSpec& spec : RuleRegistry()) catalogue.push_back(spec.info);
   for (const RuleInfo& ri : catalogue) {
     rules.push_back({{"id", ri.code},

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "analysis/findings.h"
-#include "analysis/job_analysis.h"
-#include "analysis/rules.h"
-#include "analysis/trace.h"
+#include "analysis/model/findings.h"
+#include "analysis/model/job_analysis.h"
+#include "analysis/model/trace.h"
+#include "analysis/rules/rules.h"
 #include "mapping/quick_fixes.h"
 #include "mapping/workspace_index.h"
 #include "server/config.h"
@@ -91,7 +91,7 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
 int RunScanCommand(const std::vector<std::string>& args, const Config& config);
 // The job |r|'s trace belongs to: the other ranks' traces in its directory (at most 64 files and
 // 4 GB; those whose distributedInfo names another rank of the same world size are loaded, not
-// scanned) read with it (analysis/job_analysis.h). Not ok for a trace alone, one
+// scanned) read with it (analysis/model/job_analysis.h). Not ok for a trace alone, one
 // that names no rank, or siblings of other jobs. Used by the language server, which shows one
 // rank; |cancelled| is polled between files.
 JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>& cancelled);

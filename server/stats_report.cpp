@@ -86,7 +86,7 @@ nlohmann::json TimeJson(const Trace& t, const TimeBreakdown& tb) {
           {"replay_max_error", Round2(tb.replay_max_error * 100.0) / 100.0}};
 }
 
-nlohmann::json RankStatsToJson(const Trace& t, const TraceSummary& s) {
+nlohmann::json RankStatsToJson(const Trace& t, const TraceSummary& s, const TimeBreakdown& time) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : t.devices) {
     if (!d.used) continue;
@@ -148,10 +148,10 @@ nlohmann::json RankStatsToJson(const Trace& t, const TraceSummary& s) {
           {"top_cpu_ops", NamesJson(t, s.top_cpu_ops, 0)},
           {"windows", windows},
           {"hta", hta},
-          {"where_the_time_went", TimeJson(t, s.time)}};
+          {"where_the_time_went", TimeJson(t, time)}};
 }
 
-std::string RankStatsToText(const Trace& t, const TraceSummary& s) {
+std::string RankStatsToText(const Trace& t, const TraceSummary& s, const TimeBreakdown& time) {
   std::string o;
   auto line = [&](const std::string& x) { o += x + "\n"; };
   std::string devs;
@@ -196,23 +196,21 @@ std::string RankStatsToText(const Trace& t, const TraceSummary& s) {
            std::string(t.strings.Get(k.name)));
     }
   }
-  if (s.time.overall.total() > 0) {
-    line("  where the time went (critical path over " +
-         Fmt("%.3f ms", s.time.overall.total() / 1e6) + "): " + FormatCauses(s.time.overall));
-    if (s.time.steps.size() > 1) {
-      for (size_t k = 0; k < s.time.steps.size(); ++k) {
-        line("    step " + std::to_string(s.time.step_numbers[k]) + " " +
-             Fmt("%.3f ms", s.time.steps[k].total() / 1e6) + ": " +
-             FormatCauses(s.time.steps[k], 4));
+  if (time.overall.total() > 0) {
+    line("  where the time went (critical path over " + Fmt("%.3f ms", time.overall.total() / 1e6) +
+         "): " + FormatCauses(time.overall));
+    if (time.steps.size() > 1) {
+      for (size_t k = 0; k < time.steps.size(); ++k) {
+        line("    step " + std::to_string(time.step_numbers[k]) + " " +
+             Fmt("%.3f ms", time.steps[k].total() / 1e6) + ": " + FormatCauses(time.steps[k], 4));
       }
     }
-    if (!s.time.overall.cpu_ops.empty()) {
+    if (!time.overall.cpu_ops.empty()) {
       std::string ops;
-      for (size_t i = 0; i < s.time.overall.cpu_ops.size() && i < 5; ++i) {
-        std::string name(t.strings.Get(s.time.overall.cpu_ops[i].first));
+      for (size_t i = 0; i < time.overall.cpu_ops.size() && i < 5; ++i) {
+        std::string name(t.strings.Get(time.overall.cpu_ops[i].first));
         if (name.size() > 60) name = name.substr(0, 57) + "...";
-        ops +=
-            (i ? ", " : "") + name + " " + Fmt("%.3f ms", s.time.overall.cpu_ops[i].second / 1e6);
+        ops += (i ? ", " : "") + name + " " + Fmt("%.3f ms", time.overall.cpu_ops[i].second / 1e6);
       }
       line("    CPU work on the critical path: " + ops);
     }

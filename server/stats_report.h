@@ -5,13 +5,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/trace.h"
-#include "analysis/trace_stats.h"
+#include "analysis/causal/causal_graph.h"
+#include "analysis/model/trace.h"
+#include "analysis/model/trace_stats.h"
 
 namespace ttap {
 
-nlohmann::json RankStatsToJson(const Trace& trace, const TraceSummary& summary);
+// |time|: where each step's time went (WhereTimeWent, the causal replay).
+nlohmann::json RankStatsToJson(const Trace& trace, const TraceSummary& summary,
+                               const TimeBreakdown& time);
 nlohmann::json ImportStatsToJson(const ImportStats& stats);
-std::string RankStatsToText(const Trace& trace, const TraceSummary& summary);
+std::string RankStatsToText(const Trace& trace, const TraceSummary& summary,
+                            const TimeBreakdown& time);
 
 }  // namespace ttap

@@ -1,5 +1,5 @@
-// How a window's rule score (its avoidable time, analysis/rules.h) and the learned scorer's score
-// combine into the one window score that `ttap scan`, the language server (both through
+// How a window's rule score (its avoidable time, analysis/rules/rules.h) and the learned scorer's
+// score combine into the one window score that `ttap scan`, the language server (both through
 // server/scan) and `ttap eval`'s fused method publish. Eval tries every combination on the
 // validation split and reports its choice; scan and the server use `window_fusion` from the
 // config (kDefaultWindowFusion: eval's choice on the benchmark, models/MODEL_CARD.md).

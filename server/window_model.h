@@ -1,7 +1,7 @@
 // WindowModel: the learned window scorer (models/window_model.cpp, reached through the dlopen'ed
 // module of server/models_loader.h) as `ttap train`, `ttap eval` and `ttap scan --model` use it:
 // open a weights file, score every window of a Trace, and train from labelled traces. The
-// featurisation is analysis/window_tensors.h; nothing here includes libtorch.
+// featurisation is analysis/model/window_tensors.h; nothing here includes libtorch.
 #pragma once
 
 #include <array>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/status.h"
-#include "analysis/trace.h"
-#include "analysis/window_tensors.h"
+#include "analysis/base/status.h"
+#include "analysis/model/trace.h"
+#include "analysis/model/window_tensors.h"
 
 namespace ttap {
 
@@ -50,7 +50,7 @@ class WindowModel {
   ~WindowModel();
   // One prediction per Trace::windows entry. Thread-safe (scoring is serialised).
   StatusOr<std::vector<WindowPrediction>> Score(const Trace& trace) const;
-  // The same from a trace's tensors (analysis/window_tensors.h), one prediction per window.
+  // The same from a trace's tensors (analysis/model/window_tensors.h), one prediction per window.
   StatusOr<std::vector<WindowPrediction>> Score(const WindowTensors& tensors) const;
   const std::string& path() const { return path_; }
   const std::string& trained_on() const { return trained_on_; }  // JSON text

@@ -25,11 +25,11 @@
 #include <thread>
 #include <tuple>
 
-#include "analysis/parallel.h"
-#include "analysis/rules.h"
-#include "analysis/string_util.h"
-#include "analysis/trace_loader.h"
-#include "analysis/window_features.h"
+#include "analysis/base/parallel.h"
+#include "analysis/base/string_util.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/model/window_features.h"
+#include "analysis/rules/rules.h"
 #include "bench/harness/eval_baselines.h"
 #include "bench/harness/eval_metrics.h"
 #include "mapping/python_frames.h"

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/status.h"
-#include "analysis/trace.h"
+#include "analysis/base/status.h"
+#include "analysis/model/trace.h"
 #include "bench/harness/labels.h"
 
 namespace ttap {

@@ -27,10 +27,10 @@
 #include <sstream>
 #include <thread>
 
-#include "analysis/causal_graph.h"
-#include "analysis/parallel.h"
-#include "analysis/rules.h"
-#include "analysis/trace_loader.h"
+#include "analysis/base/parallel.h"
+#include "analysis/causal/causal_graph.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/rules/rules.h"
 #include "bench/harness/labels.h"
 #include "bench/harness/trace_edit.h"
 #include "bench/harness/trace_inject.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "analysis/string_util.h"
+#include "analysis/base/string_util.h"
 
 namespace ttap {
 

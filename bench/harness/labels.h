@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 
 namespace ttap {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 #include "server/window_model.h"
 
 namespace ttap {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "analysis/runtime_calls.h"
+#include "analysis/model/runtime_calls.h"
 #include "bench/harness/kineto_writer.h"
 
 namespace ttap {

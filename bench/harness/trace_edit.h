@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/trace.h"
+#include "analysis/model/trace.h"
 
 namespace ttap {
 

@@ -10,9 +10,9 @@
 #include <set>
 #include <thread>
 
-#include "analysis/rules.h"
-#include "analysis/trace_loader.h"
-#include "analysis/window_tensors.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/model/window_tensors.h"
+#include "analysis/rules/rules.h"
 #include "bench/harness/eval_command.h"
 #include "bench/harness/score_tuning.h"
 #include "server/cli_util.h"

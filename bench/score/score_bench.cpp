@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   for (auto& k : kinds) k = static_cast<int32_t>(rng() % 13 + 1);
   for (auto& l : lanes) l = static_cast<int32_t>(rng() % 15 + 1);
   for (auto& n : numeric) n = std::uniform_real_distribution<float>(0, 3)(rng);
-  const int F = 28;  // analysis/window_tensors.h kWindowTensorFeatures: 14 absolute + 14 relative
+  const int F =
+      28;  // analysis/model/window_tensors.h kWindowTensorFeatures: 14 absolute + 14 relative
   std::vector<float> features(W * F);
   for (auto& f : features) f = std::uniform_real_distribution<float>(0, 3)(rng);
   ttap_window_batch b{W,

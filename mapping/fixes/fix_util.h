@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/status.h"
-#include "analysis/string_util.h"
+#include "analysis/base/status.h"
+#include "analysis/base/string_util.h"
 #include "mapping/python_source.h"
 #include "mapping/quick_fixes.h"
 #include "mapping/syntax_util.h"

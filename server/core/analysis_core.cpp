@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "analysis/trace_loader.h"
+#include "analysis/load/trace_loader.h"
 
 namespace ttap {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/cancel.h"
-#include "analysis/status.h"
+#include "analysis/base/cancel.h"
+#include "analysis/base/status.h"
 #include "mapping/workspace_index.h"
 #include "server/config.h"
 #include "server/scan.h"

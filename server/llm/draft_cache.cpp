@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "analysis/nesting_depth.h"
+#include "analysis/base/nesting_depth.h"
 
 namespace ttap::llm {
 

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 #include "server/llm/llm_client.h"
 
 namespace ttap::llm {

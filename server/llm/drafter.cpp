@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "analysis/parallel.h"
+#include "analysis/base/parallel.h"
 #include "server/llm/prompt.h"
 
 namespace ttap::llm {

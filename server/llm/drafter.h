@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 #include "mapping/python_source.h"
 #include "server/llm/draft_cache.h"
 #include "server/llm/llm_client.h"

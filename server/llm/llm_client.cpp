@@ -11,8 +11,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "analysis/nesting_depth.h"
-#include "analysis/rules.h"
+#include "analysis/base/nesting_depth.h"
+#include "analysis/rules/rules.h"
 
 namespace ttap::llm {
 

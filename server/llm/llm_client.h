@@ -29,8 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "analysis/cancel.h"
-#include "analysis/status.h"
+#include "analysis/base/cancel.h"
+#include "analysis/base/status.h"
 
 namespace ttap::llm {
 
@@ -110,7 +110,7 @@ struct ChatRequest {
   std::string user;
 };
 
-using CancelFlag = CancelToken;  // analysis/cancel.h: the one cancellation type
+using CancelFlag = CancelToken;  // analysis/base/cancel.h: the one cancellation type
 
 // The catalogue codes a draft may name: RuleCatalogue() plus TTA900.
 bool IsDraftCategory(const std::string& code);

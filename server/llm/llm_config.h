@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 #include "server/config.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_client.h"

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "analysis/rules.h"
-#include "analysis/trace_stats.h"
+#include "analysis/model/trace_stats.h"
+#include "analysis/rules/rules.h"
 #include "server/llm/draft_cache.h"
 #include "ttap_llm_prompts.h"  // generated: kPrompt_system_v1, kPrompt_window_v1
 

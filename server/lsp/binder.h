@@ -11,14 +11,14 @@
 #include <memory>
 #include <string>
 
-#include "analysis/cancel.h"
+#include "analysis/base/cancel.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/lsp/protocol.h"
 
 namespace ttap::lsp {
 
 // Set by $/cancelRequest (or at shutdown) while a request waits or runs.
-using CancelFlag = CancelToken;  // set by $/cancelRequest (analysis/cancel.h)
+using CancelFlag = CancelToken;  // set by $/cancelRequest (analysis/base/cancel.h)
 
 // The params of a method that reads none: anything reads.
 struct NoParams {};

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "analysis/status.h"
+#include "analysis/base/status.h"
 
 namespace ttap::lsp {
 

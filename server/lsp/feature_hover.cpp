@@ -1,6 +1,6 @@
 // textDocument/hover (see session.h): the finding's numbers, where its steps' time went, what
 // the fix saves, drafted explanations; Markdown or plain text.
-#include "analysis/rule_registry.h"
+#include "analysis/rules/rule_registry.h"
 #include "server/lsp/session.h"
 
 namespace ttap::lsp {

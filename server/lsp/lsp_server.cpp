@@ -4,7 +4,7 @@
 // their own files (session.h lists them).
 #include "server/lsp/lsp_server.h"
 
-#include "analysis/nesting_depth.h"
+#include "analysis/base/nesting_depth.h"
 #include "server/lsp/session.h"
 
 namespace ttap::lsp {

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "analysis/cancel.h"
+#include "analysis/base/cancel.h"
 
 namespace ttap::lsp {
 

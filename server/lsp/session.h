@@ -31,8 +31,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "analysis/trace_loader.h"
-#include "analysis/trace_stats.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/model/trace_stats.h"
 #include "mapping/python_source.h"
 #include "mapping/quick_fixes.h"
 #include "mapping/source_ranges.h"

@@ -456,7 +456,7 @@ void Session::PrepareForHovers(Snapshot* snap) {
   for (size_t k = 0; k < rr.time.step_numbers.size(); ++k)
     snap->step_index.emplace(rr.time.step_numbers[k], k);
   // The summary's head: the trace's own counts (no second replay: the rules' is reused).
-  TraceSummary s = Summarize(t, 5, /*causal=*/false);
+  TraceSummary s = Summarize(t, 5, /*hta=*/false);
   std::string md = "**" + snap->trace_path + "** (rank " + std::to_string(t.rank) + ", " +
                    s.device_type + ", " + std::to_string(t.steps.size()) + " steps)\n\n";
   md += "GPU active " + FormatPercent(s.overall.Pct(s.overall.kernel_ns) / 100) +

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/rules.h"
-#include "analysis/trace_loader.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/rules/rules.h"
 #include "test_support.h"
 
 namespace ttap_test {
@@ -172,7 +172,7 @@ inline TinyTrace Eager(int ops, double dispatch_us, double launch_us, double ker
 }
 
 // Options for tests of one fix's arithmetic on a hand-written trace: the profiler's own cost per
-// recorded op is not taken out (tests/analysis/what_if_test.cpp tests that on its own).
+// recorded op is not taken out (tests/analysis/causal/what_if_test.cpp tests that on its own).
 inline ttap::RuleOptions ExactWhatIfs() {
   ttap::RuleOptions o;
   o.values["profiler_op_us"] = 0;

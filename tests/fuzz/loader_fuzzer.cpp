@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "analysis/trace.h"
-#include "analysis/trace_loader.h"
-#include "analysis/trace_stats.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/model/trace.h"
+#include "analysis/model/trace_stats.h"
 #include "mapping/python_frames.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/window_features.h"
+#include "analysis/model/window_features.h"
 #include "bench/harness/eval_command.h"
 #include "test_support.h"
 

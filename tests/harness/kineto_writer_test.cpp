@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "analysis/trace_loader.h"
+#include "analysis/load/trace_loader.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "analysis/rules.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/rules/rules.h"
 #include "analysis/tiny_trace.h"
-#include "analysis/trace_loader.h"
 #include "bench/harness/trace_edit.h"
 #include "bench/harness/trace_sim.h"
 #include "tests/test_support.h"

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "analysis/rules.h"
-#include "analysis/trace_loader.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/rules/rules.h"
 
 namespace {
 

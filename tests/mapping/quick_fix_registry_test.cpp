@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/rules.h"
+#include "analysis/rules/rules.h"
 #include "mapping/quick_fixes.h"
 
 using namespace ttap;

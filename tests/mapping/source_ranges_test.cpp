@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/trace_loader.h"
+#include "analysis/load/trace_loader.h"
 #include "mapping/quick_fixes.h"
 #include "mapping/workspace_index.h"
 #include "server/fixture_traces.h"

@@ -20,7 +20,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "analysis/trace_loader.h"
+#include "analysis/load/trace_loader.h"
 #include "fixture_traces.h"
 #include "http_test_server.h"
 #include "lsp_client.h"

@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "analysis/trace_loader.h"
-#include "analysis/window_tensors.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/model/window_tensors.h"
 #include "bench/harness/score_tuning.h"
 #include "bench/harness/trace_sim.h"
 #include "server/scan.h"

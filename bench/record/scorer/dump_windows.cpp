@@ -1,13 +1,13 @@
-// Writes a trace's window tensors (analysis/window_tensors.h) as the learned scorer reads them, to
-// time the scorer on a machine that has libtorch but not ttap's other dependencies (a lent GPU):
-// time_scorer.cpp reads the file. Built here against build/analysis/libttap_analysis.a by
+// Writes a trace's window tensors (analysis/model/window_tensors.h) as the learned scorer reads
+// them, to time the scorer on a machine that has libtorch but not ttap's other dependencies (a lent
+// GPU): time_scorer.cpp reads the file. Built here against build/analysis/libttap_analysis.a by
 // bench/record/scorer/run.sh. Usage: dump_windows TRACE OUT
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
-#include "analysis/trace_loader.h"
-#include "analysis/window_tensors.h"
+#include "analysis/load/trace_loader.h"
+#include "analysis/model/window_tensors.h"
 
 template <typename T>
 static void Write(std::FILE* f, const std::vector<T>& v) {

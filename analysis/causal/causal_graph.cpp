@@ -1,0 +1,1449 @@
+// BuildCausalGraph, RunReplay, AttributeSteps; see causal_graph.h and docs/causal_model.md.
+#include "analysis/causal/causal_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "analysis/base/string_util.h"
+#include "analysis/model/runtime_calls.h"
+#include "analysis/model/trace_queries.h"
+#include "analysis/model/trace_stats.h"
+
+namespace ttap {
+
+namespace {
+
+constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
+// Latencies and durations used as multiples are capped here (an hour) against hostile input.
+constexpr int64_t kLatencyCapNs = int64_t{3600} * 1000000000;
+// A stream gap longer than this is not the GPU's own spacing between queued work.
+constexpr int64_t kLongStreamGapNs = 50000;
+// An async copy call without its copy in the trace that lasts this long blocked on the copy.
+constexpr int64_t kBlockingCopyCallNs = 50000;
+// A secondary thread's pause longer than this is a wait for the main thread (see the lanes).
+constexpr int64_t kSecondaryResumeGapNs = 50000;
+// An activity that starts this long after its stream's previous activity and its launch call
+// ended, this close after another stream's activity ended, waited for that activity.
+constexpr int64_t kInferredWaitMinNs = 20000;
+constexpr int64_t kInferredWaitTailNs = 10000;
+// A synchronising call returns this soon after the work it waited for ends (the driver's
+// wake-up and return).
+constexpr int64_t kSyncReturnTailNs = 50000;
+// What a synchronisation call costs when the awaited work has already finished.
+constexpr int64_t kSyncCostNs = 5000;
+
+// A Python frame that blocks without working: a thread waiting on a condition, a lock, a
+// sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
+bool IsIdleWaitName(std::string_view n) {
+  auto ends = [&](std::string_view suffix) {
+    return n.size() >= suffix.size() && n.substr(n.size() - suffix.size()) == suffix;
+  };
+  const bool stdlib_wait =
+      (Contains(n, "threading.py(") || Contains(n, "queue.py(") || Contains(n, "selectors.py(")) &&
+      (ends(": wait") || ends(": _wait_for_tstate_lock") || ends(": select") || ends(": get"));
+  return stdlib_wait || n == "<built-in function sleep>" ||
+         StartsWith(n, "<built-in method acquire of") ||
+         StartsWith(n, "<built-in method poll of") || StartsWith(n, "<built-in method select of");
+}
+
+Cause GpuCause(EventKind k, std::string_view n) {
+  if (k == EventKind::kMemcpy) return Cause::kMemcpy;
+  if (k == EventKind::kMemset) return Cause::kMemset;
+  if (IsCollectiveKernel(n)) return Cause::kCommunication;
+  if (Contains(n, "gemm") || Contains(n, "GEMM") || Contains(n, "Gemm") || Contains(n, "matmul") ||
+      Contains(n, "conv") || Contains(n, "Conv") || Contains(n, "cutlass") || Contains(n, "xmma") ||
+      Contains(n, "cudnn") || Contains(n, "fprop") || Contains(n, "dgrad") ||
+      Contains(n, "wgrad") || StartsWith(n, "Cijk_") || Contains(n, "_mma") ||
+      Contains(n, "sm90_") || Contains(n, "sm80_") || Contains(n, "nvjet")) {
+    return Cause::kGpuMatmul;
+  }
+  return Cause::kGpuKernel;
+}
+
+bool IsCpuKind(EventKind k) {
+  return k == EventKind::kCpuOp || k == EventKind::kPythonFunction ||
+         k == EventKind::kUserAnnotation || k == EventKind::kRuntime || k == EventKind::kDriver;
+}
+
+int64_t Median(std::vector<int64_t> v, int64_t fallback) {
+  if (v.empty()) return fallback;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Index of the last node in |nodes| (sorted by observed start) starting at or before |t|.
+int32_t NodeAt(const CausalGraph& g, const std::vector<int32_t>& nodes, int64_t t) {
+  auto it = std::upper_bound(nodes.begin(), nodes.end(), t,
+                             [&](int64_t x, int32_t n) { return x < g.obs_start[n]; });
+  if (it == nodes.begin()) return -1;
+  return *(it - 1);
+}
+
+// The last node of |lane| that ends at or before |t| (a lane's nodes end in order), -1.
+int32_t LastEndingBy(const CausalGraph& g, const CausalGraph::Lane& lane, int64_t t) {
+  auto first = g.obs_end.begin() + lane.first_node, last = g.obs_end.begin() + lane.end_node;
+  auto it = std::upper_bound(first, last, t);
+  return it == first ? -1 : static_cast<int32_t>((it - 1) - g.obs_end.begin());
+}
+
+}  // namespace
+
+const char* CauseName(Cause c) {
+  static const char* kNames[] = {"gpu-matmul",   "gpu-kernel", "communication", "memcpy",
+                                 "memset",       "gpu-gap",    "launch",        "host-sync",
+                                 "data-loading", "allocator",  "cpu-work",      "cold-start",
+                                 "untraced",     "gpu-wait"};
+  return kNames[static_cast<int>(c)];
+}
+
+const char* CauseDescription(Cause c) {
+  static const char* kText[] = {"GPU compute (matmul/conv)",
+                                "GPU compute (other kernels)",
+                                "exposed communication",
+                                "memcpy",
+                                "memset",
+                                "GPU gaps between queued work",
+                                "CPU launch overhead",
+                                "host synchronisation",
+                                "data loading",
+                                "allocator calls",
+                                "CPU work",
+                                "cold start (lazy loading)",
+                                "untraced time",
+                                "GPU waits the trace does not explain"};
+  return kText[static_cast<int>(c)];
+}
+
+void CausalGraph::Reserve(size_t n) {
+  for (auto* v : {&obs_start, &obs_end, &dur, &lane_gap, &cross_gap, &sync_tail}) v->reserve(n);
+  for (auto* v : {&row, &lane_prev, &cross}) v->reserve(n);
+  lane.reserve(n);
+  role.reserve(n);
+  cause.reserve(n);
+  cross_from_end.reserve(n);
+}
+
+int32_t CausalGraph::AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c) {
+  obs_start.push_back(s);
+  obs_end.push_back(e);
+  dur.push_back(e - s);
+  row.push_back(r);
+  lane.push_back(l);
+  role.push_back(ro);
+  cause.push_back(c);
+  lane_prev.push_back(-1);
+  lane_gap.push_back(0);
+  cross.push_back(-1);
+  cross_gap.push_back(0);
+  cross_from_end.push_back(0);
+  sync_tail.push_back(0);
+  return static_cast<int32_t>(obs_start.size() - 1);
+}
+
+namespace {
+
+// Steps of a trace without ProfilerStep#: between the ends of consecutive outermost
+// Optimizer.step# regions, or between the starts of the most repeated top-level annotation of a
+// thread (three or more, not overlapping). Empty when neither marks a loop.
+std::vector<StepSpan> InferSteps(const Trace& trace) {
+  const EventTable& ev = trace.events;
+  std::vector<std::pair<int64_t, int64_t>> optimizer;
+  int32_t optimizer_track = -1;
+  std::map<std::pair<uint32_t, StringId>, std::vector<std::pair<int64_t, int64_t>>> top;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation) continue;
+    const std::string_view n = trace.Name(i);
+    if (StartsWith(n, "Optimizer.step#")) {
+      bool nested = false;
+      for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
+        nested = nested || StartsWith(trace.Name(p), "Optimizer.step#");
+      }
+      if (!nested &&
+          (optimizer_track < 0 || ev.track[i] == static_cast<uint32_t>(optimizer_track))) {
+        optimizer_track = static_cast<int32_t>(ev.track[i]);
+        optimizer.emplace_back(ev.ts[i], ev.end(i));
+      }
+    }
+    if (k == EventKind::kUserAnnotation && ev.parent[i] < 0 && !StartsWith(n, "Optimizer.")) {
+      top[{ev.track[i], ev.name[i]}].emplace_back(ev.ts[i], ev.end(i));
+    }
+  }
+  std::vector<StepSpan> out;
+  if (optimizer.size() >= 3) {
+    for (size_t k = 1; k < optimizer.size(); ++k) {
+      out.push_back({static_cast<int64_t>(k), optimizer[k - 1].second, optimizer[k].second,
+                     optimizer[k].second, optimizer_track, true});
+    }
+    return out;
+  }
+  const std::vector<std::pair<int64_t, int64_t>>* best = nullptr;
+  uint32_t best_track = 0;
+  for (const auto& [key, spans] : top) {
+    bool disjoint = true;
+    for (size_t k = 1; k < spans.size(); ++k)
+      disjoint = disjoint && spans[k].first >= spans[k - 1].second;
+    if (spans.size() >= 3 && disjoint && (!best || spans.size() > best->size())) {
+      best = &spans;
+      best_track = key.first;
+    }
+  }
+  if (!best) return out;
+  for (size_t k = 0; k < best->size(); ++k) {
+    const int64_t start = (*best)[k].first;
+    const int64_t end = k + 1 < best->size() ? (*best)[k + 1].first : (*best)[k].second;
+    out.push_back(
+        {static_cast<int64_t>(k + 1), start, end, end, static_cast<int32_t>(best_track), true});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
+  std::vector<StepSpan> out;
+  for (const Step& s : trace.steps) {
+    out.push_back({s.number, s.start(), s.end(), s.cpu_end,
+                   s.event >= 0 ? static_cast<int32_t>(trace.events.track[s.event]) : -1, false});
+  }
+  if (out.empty()) {
+    out = InferSteps(trace);
+    // As the trace builder ends ProfilerStep# steps: at the later of the CPU end and the end of
+    // the GPU work launched inside the step, clipped at the next step's start (the last step's
+    // tail, e.g. a collective still running after the loop, is its time too).
+    std::vector<int64_t> starts, cpu_ends;
+    for (const StepSpan& s : out) {
+      starts.push_back(s.start_ns);
+      cpu_ends.push_back(s.cpu_end_ns);
+    }
+    const std::vector<int64_t> gpu_end = EndsOfLaunchedGpuWork(trace.events, starts, cpu_ends);
+    for (size_t k = 0; k < out.size(); ++k) {
+      int64_t ge = gpu_end[k];
+      if (k + 1 < out.size()) ge = std::min(ge, std::max(out[k].cpu_end_ns, out[k + 1].start_ns));
+      out[k].end_ns = std::max(out[k].cpu_end_ns, ge);
+    }
+  }
+  if (out.empty() && trace.events.size() > 0) {
+    out.push_back({-1, trace.span_start(), trace.span_end(), trace.span_end(), -1, false});
+  }
+  return out;
+}
+
+std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace) {
+  const EventTable& ev = trace.events;
+  std::vector<Interval> gpu_busy;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    if (k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset) {
+      gpu_busy.push_back({ev.ts[i], ev.end(i)});
+    }
+  }
+  MergeIntervals(&gpu_busy);
+  return OneTimeFirstCalls(trace, gpu_busy);
+}
+
+// Ops whose first call sets up a math library: convolutions and matrix products.
+bool IsMathLibraryOp(std::string_view n) {
+  return Contains(n, "convolution") || Contains(n, "conv2d") || Contains(n, "conv1d") ||
+         Contains(n, "conv3d") || n == "aten::mm" || n == "aten::addmm" || n == "aten::bmm" ||
+         n == "aten::baddbmm" || n == "aten::matmul" || n == "aten::linear";
+}
+
+std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
+                                         const std::vector<Interval>& gpu_busy) {
+  const EventTable& ev = trace.events;
+  struct Runs {
+    int32_t first = -1;
+    std::vector<int64_t> later;  // durations of the next runs (at most kSample)
+  };
+  constexpr size_t kSample = 64;
+  std::vector<bool> eligible(trace.strings.size(), false);
+  for (size_t id = 0; id < eligible.size(); ++id) {
+    const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
+    eligible[id] = !Contains(n, "#");  // ProfilerStep#, Optimizer.step#, DataLoader iterators
+  }
+  std::unordered_map<uint64_t, Runs> runs;  // (track, name) -> runs
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kCpuOp || !eligible[ev.name[i]]) continue;
+    Runs& r = runs[(static_cast<uint64_t>(ev.track[i]) << 32) | ev.name[i]];
+    if (r.first < 0) {
+      r.first = static_cast<int32_t>(i);
+    } else if (r.later.size() < kSample) {
+      r.later.push_back(ev.dur[i]);
+    }
+  }
+  // Whether GPU work is launched from inside |row| (on its thread).
+  auto launches_gpu = [&](int32_t row) {
+    const int64_t end = ev.end(row);
+    for (size_t j = static_cast<size_t>(row) + 1; j < ev.size() && ev.ts[j] < end; ++j) {
+      if (ev.track[j] == ev.track[row] && IsLaunchKind(ev.kind[j]) && ev.link[j] >= 0) return true;
+    }
+    return false;
+  };
+  std::vector<FirstCall> out;
+  // Long allocator calls while the GPU has nothing to wait for: start-up (cudaFree(0) creating
+  // the context, a library's first workspace). A cudaFree that waits for running work is not.
+  auto gpu_idle_through = [&](int32_t row) {
+    return ClippedLength(gpu_busy, ev.ts[row], ev.end(row)) * 10 < ev.dur[row];
+  };
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < kFirstCallMinNs) continue;
+    const std::string_view name = trace.Name(i);
+    const uint32_t call = RuntimeCallFlags(name);
+    const bool allocator = (call & kRuntimeAllocator) && ev.dur[i] >= kOneTimeAllocatorCallNs;
+    const bool lazy_launch = ev.link[i] >= 0 && (call & kRuntimeKernelLaunch);
+    if ((allocator || lazy_launch) && gpu_idle_through(static_cast<int32_t>(i))) {
+      out.push_back({static_cast<int32_t>(i), kFirstCallMinNs / 100});
+    }
+  }
+  for (auto& [key, r] : runs) {
+    const int64_t d = ev.dur[r.first];
+    if (d < kFirstCallMinNs) continue;
+    if (!r.later.empty()) {
+      const int64_t typical = Median(r.later, 0);
+      if (static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical)) {
+        out.push_back({r.first, typical});
+      }
+    } else if ((d >= kFirstCallAloneNs ||
+                (d >= kLibraryFirstCallNs && IsMathLibraryOp(trace.Name(r.first)) &&
+                 gpu_idle_through(r.first))) &&
+               launches_gpu(r.first)) {
+      out.push_back({r.first, kFirstCallMinNs / 10});
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FirstCall& a, const FirstCall& b) { return a.row < b.row; });
+  // Keep the outermost: a first call inside another one is part of it.
+  std::vector<FirstCall> outer;
+  for (const FirstCall& c : out) {
+    if (EnclosingFirstCall(trace, outer, ev.parent[c.row]) < 0) outer.push_back(c);
+  }
+  return outer;
+}
+
+const FirstCall* FirstCallAt(const std::vector<FirstCall>& calls, int32_t row) {
+  auto it = std::lower_bound(calls.begin(), calls.end(), row,
+                             [](const FirstCall& c, int32_t r) { return c.row < r; });
+  return it != calls.end() && it->row == row ? &*it : nullptr;
+}
+
+int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& calls, int32_t row) {
+  if (calls.empty()) return -1;
+  int32_t found = -1;
+  for (int32_t p = row, depth = 0; p >= 0 && depth < 4096; p = trace.events.parent[p], ++depth) {
+    if (FirstCallAt(calls, p)) found = p;
+  }
+  return found;
+}
+
+CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows,
+                             const std::vector<FirstCall>* first_calls) {
+  CausalGraph g;
+  const EventTable& ev = trace.events;
+  const size_t n_rows = ev.size();
+  g.node_of_row.assign(n_rows, -1);
+  g.launches_gpu.assign(n_rows, 0);
+  if (n_rows == 0) return g;
+  g.Reserve(2 * n_rows);
+
+  // Rows per track, in table order (ts, longer first).
+  std::vector<std::vector<uint32_t>> rows_of(trace.tracks.size());
+  {
+    std::vector<size_t> rows_per_track(trace.tracks.size(), 0);  // sized once: no regrowth
+    for (size_t i = 0; i < n_rows; ++i) ++rows_per_track[ev.track[i]];
+    for (size_t t = 0; t < rows_of.size(); ++t) rows_of[t].reserve(rows_per_track[t]);
+  }
+  std::vector<int64_t> launch_durs;
+  for (size_t i = 0; i < n_rows; ++i) {
+    const EventKind k = ev.kind[i];
+    const bool gpu_track = trace.tracks[ev.track[i]].gpu;
+    if (IsGpuKind(k) ? (k != EventKind::kGpuSync) : (IsCpuKind(k) && !gpu_track)) {
+      rows_of[ev.track[i]].push_back(static_cast<uint32_t>(i));
+    }
+    if (IsLaunchKind(k) && ev.link[i] >= 0 && launch_durs.size() < 200000) {
+      launch_durs.push_back(ev.dur[i]);
+    }
+  }
+  // Name classes, computed once per distinct name (the hot loops test ids, not strings).
+  enum : uint8_t {
+    kNameSync = 1,
+    kNameAllocator = 2,
+    kNameCold = 4,
+    kNameDataLoader = 8,
+    kNameProfilerStep = 16,
+    kNameIdleWait = 32,
+    kNameCopy = 64
+  };
+  std::vector<uint8_t> name_class(trace.strings.size(), 0);
+  for (size_t id = 0; id < name_class.size(); ++id) {
+    const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
+    const uint32_t call = RuntimeCallFlags(n);
+    name_class[id] =
+        (call & (kRuntimeSync | kRuntimeSyncCopy | kRuntimeImplicitSync) ? kNameSync : 0) |
+        (call & kRuntimeAllocator ? kNameAllocator : 0) |
+        (call & kRuntimeColdStart ? kNameCold : 0) | (IsDataLoaderName(n) ? kNameDataLoader : 0) |
+        (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0) |
+        (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0);
+  }
+  // Rows whose start and end stay node boundaries (merged slices never cross them).
+  std::vector<uint8_t> keep_row(n_rows, 0);
+  for (int32_t r : keep_rows) {
+    if (r >= 0 && static_cast<size_t>(r) < n_rows) keep_row[r] = 1;
+  }
+  // A launch call this much slower than the median loads its module lazily (cold start).
+  const int64_t cold_launch_ns =
+      std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
+
+  g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
+  std::vector<uint32_t> first_call_rows;
+  for (const FirstCall& c : g.first_calls) first_call_rows.push_back(static_cast<uint32_t>(c.row));
+
+  // The main thread: the one that runs the ProfilerStep annotations (or the inferred steps'
+  // marker), else the busiest CPU one.
+  g.spans = AnalysedSteps(trace);
+  const std::vector<StepSpan>& spans = g.spans;
+  int64_t main_track = -1;
+  if (!spans.empty() && spans.front().marker_track >= 0) {
+    main_track = spans.front().marker_track;
+  } else {
+    // Autograd's backward thread often records more than the main thread, but the user's code
+    // (and the wait in loss.backward()) runs on the main one.
+    std::vector<uint8_t> autograd(trace.tracks.size(), 0);
+    for (size_t i = 0; i < n_rows; ++i) {
+      if (ev.kind[i] == EventKind::kCpuOp &&
+          StartsWith(trace.Name(i), "autograd::engine::evaluate_function")) {
+        autograd[ev.track[i]] = 1;
+      }
+    }
+    for (int pass = 0; pass < 2 && main_track < 0; ++pass) {
+      size_t most = 0;
+      for (size_t t = 0; t < rows_of.size(); ++t) {
+        if (!trace.tracks[t].gpu && rows_of[t].size() > most && (pass == 1 || !autograd[t])) {
+          most = rows_of[t].size();
+          main_track = static_cast<int64_t>(t);
+        }
+      }
+    }
+  }
+  // With one step (or none), a handful of allocator calls is the caching allocator filling up
+  // (one-time); churn repeats (kFewAllocatorCalls or more).
+  constexpr int64_t kFewAllocatorCalls = 8;
+  int64_t allocator_calls = 0;
+  for (size_t i = 0; i < n_rows && allocator_calls < kFewAllocatorCalls; ++i) {
+    if (IsLaunchKind(ev.kind[i]) && (name_class[ev.name[i]] & kNameAllocator)) ++allocator_calls;
+  }
+  const bool warming_allocator = spans.size() <= 1 && allocator_calls < kFewAllocatorCalls;
+  std::vector<uint32_t> cpu_tracks;
+  if (main_track >= 0) cpu_tracks.push_back(static_cast<uint32_t>(main_track));
+  for (size_t t = 0; t < rows_of.size(); ++t) {
+    if (!trace.tracks[t].gpu && static_cast<int64_t>(t) != main_track && !rows_of[t].empty()) {
+      cpu_tracks.push_back(static_cast<uint32_t>(t));
+    }
+  }
+
+  // 1. CPU lanes: slices between consecutive event boundaries, each owned by its innermost
+  // event; a runtime call (with whatever it encloses) is one slice.
+  std::vector<int32_t> main_nodes;
+  std::vector<int32_t> pending_syncs;  // sync nodes whose awaited work is resolved in step 3
+  for (uint32_t track : cpu_tracks) {
+    const auto& rows = rows_of[track];
+    if (rows.empty()) continue;
+    const bool is_main = static_cast<int64_t>(track) == main_track;
+    const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
+    g.lanes.push_back({track, false, is_main});
+    g.lanes.back().first_node = static_cast<int32_t>(g.size());
+    int32_t prev = -1;
+    // A secondary thread's first work, like its work after a gap, follows the main thread.
+    bool after_gap = !is_main;
+    struct Open {
+      uint32_t row;
+      int64_t end;
+      bool data_loading;
+      int32_t top;  // the step-level op (TopOpOf), -1
+      bool cold;    // inside a one-time first call
+    };
+    auto cpu_cause = [](const Open& o) {
+      return o.cold ? Cause::kColdStart : o.data_loading ? Cause::kDataLoading : Cause::kCpuWork;
+    };
+    std::vector<Open> stack;
+    int64_t cur = ev.ts[rows.front()];
+    bool cut = true;        // the next slice starts a node (a kept boundary lies between)
+    int32_t prev_top = -1;  // the step-level op of |prev| when it is CPU work
+    auto emit = [&](int64_t a, int64_t b, bool force) {
+      if (b <= a && !force) return;
+      int32_t r = stack.empty() ? -1 : static_cast<int32_t>(stack.back().row);
+      const int32_t top = stack.empty() ? -1 : stack.back().top;
+      if (!cut && !after_gap && r >= 0 && prev >= 0 && !IsLaunchKind(ev.kind[r]) &&
+          g.role[prev] == NodeRole::kCpuWork && g.obs_end[prev] == a && top == prev_top &&
+          g.cause[prev] == cpu_cause(stack.back()) && b - g.obs_start[prev] < kMergedSliceMaxNs) {
+        // The same work continues: the previous node grows.
+        g.obs_end[prev] = b;
+        g.dur[prev] = b - g.obs_start[prev];
+        return;
+      }
+      cut = false;
+      NodeRole role = NodeRole::kCpuWork;
+      Cause cause = Cause::kUntraced;
+      if (r >= 0) {
+        const uint8_t cls = name_class[ev.name[r]];
+        if (IsLaunchKind(ev.kind[r])) {
+          role = NodeRole::kLaunch;
+          cause = Cause::kLaunch;
+          if (cls & kNameAllocator) cause = Cause::kAllocator;
+          // Context creation and a library's first workspace are start-up, not churn.
+          const bool one_time_alloc =
+              (cls & kNameAllocator) && (stack.back().cold || warming_allocator);
+          if ((cls & kNameCold) || one_time_alloc ||
+              (ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
+            cause = Cause::kColdStart;
+            ++g.stats.cold_calls;
+          }
+          if (cls & kNameSync) role = NodeRole::kSync;
+          // A blocking copy whose copy the trace lacks (a synchronous call, or an async one
+          // that held the CPU): its time is moving data, not launching.
+          if ((cls & kNameCopy) && ev.link[r] < 0 &&
+              (role == NodeRole::kSync || ev.dur[r] >= kBlockingCopyCallNs)) {
+            cause = Cause::kMemcpy;
+          }
+        } else {
+          cause = cpu_cause(stack.back());
+        }
+      }
+      int32_t node = g.AddNode(a, std::max(a, b), r, lane, role, cause);
+      if (r >= 0 && IsLaunchKind(ev.kind[r])) g.node_of_row[r] = node;
+      if (role == NodeRole::kSync) pending_syncs.push_back(node);
+      g.lane_prev[node] = prev;
+      g.lane_gap[node] = prev >= 0 ? a - g.obs_end[prev] : 0;
+      if (after_gap && !is_main && !main_nodes.empty()) {
+        // A secondary thread resuming after a gap waited for the main thread (autograd's
+        // backward thread, a helper thread): it follows the main thread's progress.
+        int32_t m = NodeAt(g, main_nodes, a);
+        // A main-thread slice that was already running before this thread paused did not let
+        // it resume (the main thread waiting in loss.backward() for this very thread).
+        if (m >= 0 && prev >= 0 && g.obs_start[m] < g.obs_end[prev] &&
+            a < g.obs_end[main_nodes.back()]) {
+          m = -1;
+        }
+        if (m >= 0 && a < g.obs_end[main_nodes.back()]) {
+          g.cross[node] = m;
+          g.cross_gap[node] = a - g.obs_start[m];
+          g.lane_gap[node] = std::min<int64_t>(0, g.lane_gap[node]);
+        } else if (m >= 0) {
+          // Resuming once the main thread is done (a final synchronisation on another thread):
+          // it follows the main thread's end.
+          g.cross[node] = m;
+          g.cross_gap[node] = a - g.obs_end[m];
+          g.cross_from_end[node] = 1;
+          g.lane_gap[node] = std::min<int64_t>(0, g.lane_gap[node]);
+        }
+      }
+      after_gap = false;
+      if (is_main) main_nodes.push_back(node);
+      prev = node;
+      prev_top = top;
+    };
+    // A row whose boundaries a merged slice must not cross.
+    auto kept = [&](uint32_t r) {
+      return keep_row[r] || IsLaunchKind(ev.kind[r]) ||
+             (name_class[ev.name[r]] & kNameProfilerStep);
+    };
+    for (uint32_t r : rows) {
+      const int64_t ts = ev.ts[r];
+      while (!stack.empty() && stack.back().end <= ts) {
+        const bool runtime = IsLaunchKind(ev.kind[stack.back().row]);
+        emit(cur, stack.back().end, runtime);
+        cur = std::max(cur, stack.back().end);
+        cut = cut || kept(stack.back().row);
+        stack.pop_back();
+      }
+      if (!stack.empty() && IsLaunchKind(ev.kind[stack.back().row])) continue;  // inside a call
+      if (ts > cur) {
+        if (stack.empty()) {
+          if (is_main) {
+            emit(cur, ts, false);  // untraced time on the main thread
+          } else if (ts - cur > kSecondaryResumeGapNs) {
+            // A secondary thread idle for a while resumes when the main thread lets it; one that
+            // pauses only between the items of its own queue (autograd's backward ops) goes on.
+            after_gap = true;
+          }
+        } else {
+          emit(cur, ts, false);
+        }
+        cur = ts;
+      }
+      if (!stack.empty() && ts < cur) continue;  // overlaps an emitted slice: malformed nesting
+      int64_t end = ev.end(r);
+      // Improper nesting (an annotation that starts inside a short Python call and outlives
+      // it): the enclosing events that end inside |r| end where |r| starts.
+      while (!stack.empty() && stack.back().end < end && !IsLaunchKind(ev.kind[stack.back().row])) {
+        cut = cut || kept(stack.back().row);
+        stack.pop_back();
+      }
+      if (!stack.empty()) end = std::min(end, stack.back().end);
+      const bool dl = (!stack.empty() && stack.back().data_loading) ||
+                      (!IsLaunchKind(ev.kind[r]) && (name_class[ev.name[r]] & kNameDataLoader));
+      // The step-level op, as TopOpOf finds it: the outermost op or annotation other than a step.
+      const EventKind k = ev.kind[r];
+      const bool op = (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) &&
+                      !(name_class[ev.name[r]] & kNameProfilerStep);
+      const int32_t outer = stack.empty() ? -1 : stack.back().top;
+      const bool cold = (!stack.empty() && stack.back().cold) ||
+                        std::binary_search(first_call_rows.begin(), first_call_rows.end(), r);
+      stack.push_back({r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1), cold});
+      if (IsLaunchKind(k) && ev.link[r] >= 0) {
+        // Every open row encloses this launch (marked from the inside out, up to one marked
+        // already: its ancestors are).
+        for (auto o = stack.rbegin(); o != stack.rend() && !g.launches_gpu[o->row]; ++o) {
+          g.launches_gpu[o->row] = 1;
+        }
+      }
+      if (kept(r)) cut = true;
+    }
+    while (!stack.empty()) {
+      const bool runtime = IsLaunchKind(ev.kind[stack.back().row]);
+      emit(cur, stack.back().end, runtime);
+      cur = std::max(cur, stack.back().end);
+      cut = cut || kept(stack.back().row);
+      stack.pop_back();
+    }
+    g.lanes.back().end_node = static_cast<int32_t>(g.size());
+  }
+
+  // 2. GPU lanes: one per stream track, activities in order.
+  // An activity waited for its launch when the launch call started after the previous activity
+  // on its stream had ended (HTA's rule); otherwise it was queued behind that activity.
+  // Also when the stream sat idle and the activity started right after a long launch call
+  // returned (a call of a millisecond or more, e.g. lazy loading, that began while the previous
+  // activity still ran).
+  auto waited_for_launch = [&](int32_t launch, int64_t prev_end, int64_t ts) {
+    if (prev_end == kNoTime || g.obs_start[launch] >= prev_end) return true;
+    const int64_t call_end = g.obs_end[launch];
+    return call_end - g.obs_start[launch] >= 1000000 && ts - prev_end > 2000 && ts >= call_end &&
+           ts - call_end <= 50000;
+  };
+  std::vector<int64_t> lat_free;      // launch latency of activities that found their stream idle
+  std::vector<int64_t> natural_gaps;  // stream gaps between queued activities
+  for (size_t t = 0; t < rows_of.size(); ++t) {
+    if (!trace.tracks[t].gpu) continue;
+    const auto& rows = rows_of[t];
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const uint32_t r = rows[k];
+      const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
+      if (launch < 0) continue;
+      const int64_t prev_end = k > 0 ? ev.end(rows[k - 1]) : kNoTime;
+      if (waited_for_launch(launch, prev_end, ev.ts[r])) {
+        const int64_t lat = ev.ts[r] - g.obs_start[launch];
+        if (lat >= 0 && lat_free.size() < 200000) lat_free.push_back(lat);
+      } else if (ev.ts[r] >= prev_end && ev.ts[r] - prev_end <= kLongStreamGapNs &&
+                 natural_gaps.size() < 200000) {
+        natural_gaps.push_back(ev.ts[r] - prev_end);
+      }
+    }
+  }
+  const int64_t typical_latency = Median(lat_free, 5000);
+  g.typical_latency = typical_latency;
+  const int64_t natural_gap = Median(natural_gaps, 1000);
+  constexpr uint8_t kUnclassified = 0xff;
+  std::vector<uint8_t> gpu_cause_of_name(trace.strings.size(), kUnclassified);
+  for (size_t t = 0; t < rows_of.size(); ++t) {
+    if (!trace.tracks[t].gpu || rows_of[t].empty()) continue;
+    const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
+    g.lanes.push_back({static_cast<uint32_t>(t), true, false});
+    g.lanes.back().first_node = static_cast<int32_t>(g.size());
+    int32_t prev = -1;
+    for (uint32_t r : rows_of[t]) {
+      // Kernel names are long and repeat: classify each distinct name once.
+      uint8_t& cached = gpu_cause_of_name[ev.name[r]];
+      if (cached == kUnclassified) {
+        cached = static_cast<uint8_t>(GpuCause(EventKind::kKernel, trace.Name(r)));
+      }
+      const Cause cause = ev.kind[r] == EventKind::kMemcpy   ? Cause::kMemcpy
+                          : ev.kind[r] == EventKind::kMemset ? Cause::kMemset
+                                                             : static_cast<Cause>(cached);
+      int32_t node =
+          g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), lane, NodeRole::kGpu, cause);
+      g.lane_prev[node] = prev;
+      g.node_of_row[r] = node;
+      const int64_t gap = prev >= 0 ? ev.ts[r] - g.obs_end[prev] : kNoTime;
+      const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
+      if (launch < 0) {
+        ++g.stats.gpu_without_launch;
+        g.lane_gap[node] = prev >= 0 ? gap : 0;
+      } else {
+        const int64_t lat = ev.ts[r] - g.obs_start[launch];
+        g.cross[node] = launch;
+        if (lat < 0) {
+          ++g.stats.negative_latency;
+          g.cross_gap[node] = lat;
+          g.lane_gap[node] = prev >= 0 ? gap : 0;
+        } else if (waited_for_launch(launch, prev >= 0 ? g.obs_end[prev] : kNoTime, ev.ts[r])) {
+          // The stream was idle: the activity waited for its launch.
+          g.cross_gap[node] = lat;
+          g.lane_gap[node] = prev >= 0 ? std::min(gap, natural_gap) : 0;
+        } else {
+          // Queued behind the previous activity.
+          g.cross_gap[node] = std::min(lat, typical_latency);
+          g.lane_gap[node] = gap;
+        }
+      }
+      prev = node;
+    }
+    g.lanes.back().end_node = static_cast<int32_t>(g.size());
+  }
+  g.lane_of_track.assign(trace.tracks.size(), -1);
+  for (size_t l = 0; l < g.lanes.size(); ++l)
+    g.lane_of_track[g.lanes[l].track] = static_cast<int32_t>(l);
+
+  // 3. What each synchronising call waits for: the last activity of every stream launched
+  // before the call started (and ended before the call did), or its own blocking copy.
+  struct LaunchedOn {
+    std::vector<std::pair<int64_t, int32_t>> by_launch;  // (launch ts, GPU node), sorted
+  };
+  std::vector<LaunchedOn> launched(g.lanes.size());
+  for (size_t n = 0; n < g.size(); ++n) {
+    if (g.role[n] != NodeRole::kGpu) continue;
+    const int32_t c = g.cross[n];
+    const int64_t lts = c >= 0 ? g.obs_start[c] : g.obs_start[n];
+    launched[g.lane[n]].by_launch.emplace_back(lts, static_cast<int32_t>(n));
+  }
+  for (auto& l : launched) std::sort(l.by_launch.begin(), l.by_launch.end());
+  // 3a. Recorded event waits (cuda_sync rows, where the profiler recorded them): a stream that
+  // waits for an event (cudaStreamWaitEvent) starts its next activity after the activity the
+  // event was recorded behind; an event sync (cudaEventSynchronize) waits for that activity
+  // alone. The recorded activity: the last one launched on the event's stream before its
+  // cudaEventRecord call.
+  std::map<int32_t, int32_t> event_sync_source;           // sync call node -> GPU node
+  std::vector<std::pair<int32_t, int32_t>> stream_waits;  // (GPU node, GPU node it waits for)
+  {
+    std::map<int64_t, int32_t> record_of_corr;  // cudaEventRecord correlation -> row
+    std::vector<uint32_t> sync_rows;
+    for (size_t i = 0; i < n_rows; ++i) {
+      if (ev.kind[i] == EventKind::kGpuSync && ev.bytes[i] >= 0 && ev.python_id[i] >= 0) {
+        sync_rows.push_back(static_cast<uint32_t>(i));
+        record_of_corr[ev.bytes[i]] = -1;
+      }
+    }
+    if (!sync_rows.empty()) {
+      for (size_t i = 0; i < n_rows; ++i) {
+        if (!IsLaunchKind(ev.kind[i]) || ev.correlation[i] < 0) continue;
+        auto it = record_of_corr.find(ev.correlation[i]);
+        if (it != record_of_corr.end() && it->second < 0) it->second = static_cast<int32_t>(i);
+      }
+      // GPU lanes by (device, stream), from their activities.
+      std::map<std::pair<int32_t, int32_t>, int32_t> lane_of_stream;
+      for (size_t l = 0; l < g.lanes.size(); ++l) {
+        if (!g.lanes[l].gpu || g.lanes[l].first_node == g.lanes[l].end_node) continue;
+        const int32_t r0 = g.row[g.lanes[l].first_node];
+        lane_of_stream[{ev.device[r0], ev.stream[r0]}] = static_cast<int32_t>(l);
+      }
+      // The last activity launched on |lane| before |ts|, -1.
+      auto last_launched_before = [&](int32_t lane, int64_t ts) {
+        const auto& v = launched[lane].by_launch;
+        auto it = std::lower_bound(v.begin(), v.end(),
+                                   std::make_pair(ts, std::numeric_limits<int32_t>::min()));
+        return it == v.begin() ? -1 : (it - 1)->second;
+      };
+      for (uint32_t r : sync_rows) {
+        const int32_t record = record_of_corr[ev.bytes[r]];
+        auto src_lane = lane_of_stream.find({ev.device[r], ev.python_id[r]});
+        if (record < 0 || src_lane == lane_of_stream.end()) continue;
+        const int32_t src = last_launched_before(src_lane->second, ev.ts[record]);
+        if (src < 0) continue;
+        const int32_t call = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
+        const std::string_view kind = trace.Name(r);
+        if (kind == "Event Sync" && call >= 0) {
+          event_sync_source[call] = src;
+        } else if (kind == "Stream Wait Event" && call >= 0) {
+          auto dst_lane = lane_of_stream.find({ev.device[r], ev.stream[r]});
+          if (dst_lane == lane_of_stream.end()) continue;
+          // The waiting stream's next activity launched after the wait was issued.
+          const auto& v = launched[dst_lane->second].by_launch;
+          auto it = std::lower_bound(
+              v.begin(), v.end(),
+              std::make_pair(g.obs_start[call], std::numeric_limits<int32_t>::min()));
+          if (it == v.end() || it->second == src) continue;
+          stream_waits.emplace_back(it->second, src);
+        }
+      }
+    }
+  }
+  // Blocking copies: async copy calls whose copy is pageable, or finished before the call.
+  for (size_t n = 0; n < g.size(); ++n) {
+    if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0 || ev.kind[g.row[n]] != EventKind::kMemcpy) {
+      continue;
+    }
+    const int32_t call = g.cross[n];
+    if (g.role[call] != NodeRole::kLaunch) continue;
+    std::string_view cname = trace.Name(g.row[n]);
+    const bool pageable = Contains(cname, "Pageable");
+    const bool dtoh = Contains(cname, "DtoH") || Contains(cname, "D2H");
+    if (pageable || (dtoh && g.obs_end[n] <= g.obs_end[call])) {
+      g.role[call] = NodeRole::kSync;
+      pending_syncs.push_back(call);
+    }
+  }
+  std::sort(pending_syncs.begin(), pending_syncs.end());
+  pending_syncs.erase(std::unique(pending_syncs.begin(), pending_syncs.end()), pending_syncs.end());
+  std::vector<std::pair<int32_t, int32_t>> wait_pairs;
+  for (int32_t s : pending_syncs) {
+    ++g.stats.syncs;
+    const int64_t a = g.obs_start[s], b = g.obs_end[s];
+    std::vector<int32_t> deps;
+    const std::string_view name = trace.Name(g.row[s]);
+    const int32_t own = ev.link[g.row[s]];
+    if (own >= 0 && !HasRuntimeFlag(name, kRuntimeSync | kRuntimeSyncCopy | kRuntimeImplicitSync)) {
+      // An async copy that blocks: it waits for its own copy (stream order covers the rest).
+      if (g.node_of_row[own] >= 0) deps.push_back(g.node_of_row[own]);
+    } else if (auto precise = event_sync_source.find(s); precise != event_sync_source.end()) {
+      // An event sync whose event the trace records: that activity alone.
+      if (g.obs_end[precise->second] <= b + 2000) deps.push_back(precise->second);
+    } else {
+      // A synchronous copy (cudaMemcpy, hipMemcpyWithStream) also waits for its own copy.
+      if (own >= 0 && g.node_of_row[own] >= 0 && g.role[g.node_of_row[own]] == NodeRole::kGpu &&
+          g.obs_end[g.node_of_row[own]] <= b + 2000) {
+        deps.push_back(g.node_of_row[own]);
+      }
+      for (const auto& l : launched) {
+        auto it = std::lower_bound(l.by_launch.begin(), l.by_launch.end(),
+                                   std::make_pair(a, std::numeric_limits<int32_t>::min()));
+        if (it == l.by_launch.begin()) continue;
+        const int32_t node = (it - 1)->second;
+        if (g.obs_end[node] <= b + 2000) deps.push_back(node);
+      }
+    }
+    int64_t wait_end = kNoTime;
+    for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
+    // A call that returns long after what it waits for, right as another stream's activity
+    // ends, waited for that too (the legacy default stream's device-wide order, a driver that
+    // serialises the staging copy behind the device's work): the latest such end, per stream.
+    if (!deps.empty() && b - wait_end >= kInferredWaitMinNs) {
+      for (const auto& lane : g.lanes) {
+        if (!lane.gpu) continue;
+        const int32_t v = LastEndingBy(g, lane, b);
+        if (v < 0) continue;
+        if (g.obs_end[v] <= std::max(a, wait_end) || b - g.obs_end[v] > kSyncReturnTailNs) {
+          continue;
+        }
+        deps.push_back(v);
+      }
+      for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
+    }
+    for (int32_t d : deps) wait_pairs.emplace_back(s, d);
+    if (wait_end != kNoTime && wait_end > a) {
+      g.sync_tail[s] = b - wait_end;
+      g.dur[s] = std::min(b - a, kSyncCostNs);
+    } else {
+      g.dur[s] = b - a;
+      g.sync_tail[s] = 0;
+    }
+  }
+  // 3b. Joins: a main-thread slice of at least 20 us during which a secondary thread or a GPU
+  // stream was busy (80% or more) and which ended within 50 us (or 2% of the slice) of that work
+  // ending: the main thread waited for it (autograd's backward thread, a helper thread, a sync
+  // the trace does not record).
+  {
+    // GPU busy time over all streams (merged), for the coverage of a wait on the GPU.
+    std::vector<Interval> gpu_busy;
+    for (size_t v = 0; v < g.size(); ++v) {
+      if (g.role[v] == NodeRole::kGpu) gpu_busy.emplace_back(g.obs_start[v], g.obs_end[v]);
+    }
+    MergeIntervals(&gpu_busy);
+    // Where the trace records the main thread's synchronize calls, it records every wait of
+    // that thread for the GPU (the profiler records each runtime call, and a thread can only
+    // wait for the GPU through one): a slice that merely ends as a copy or kernel does was not
+    // waiting for it. Older traces record launches and copies but no synchronize calls; there
+    // a silent wait (`.item()`, `print(loss)`) is inferred.
+    bool main_syncs_recorded = false;
+    for (int32_t s : pending_syncs) {
+      if (g.lane[s] < g.lanes.size() && g.lanes[g.lane[s]].main &&
+          IsSyncCall(trace.Name(g.row[s]))) {
+        main_syncs_recorded = true;
+        break;
+      }
+    }
+    for (int32_t m : main_nodes) {
+      if (g.role[m] != NodeRole::kCpuWork) continue;
+      const int64_t a = g.obs_start[m], b = g.obs_end[m];
+      if (b - a < 20000) continue;
+      // Waiting for the GPU without a recorded sync: only outside any operator (Python code or
+      // the step annotation itself), where the thread had nothing else to do.
+      const int32_t owner = g.row[m];
+      const bool may_wait_for_gpu =
+          !main_syncs_recorded && (owner < 0 || ev.kind[owner] != EventKind::kCpuOp);
+      // Each other lane's latest node ending by |b| (a lane's nodes end in order) is a
+      // candidate; the latest-ending one that qualifies is what the slice waited for.
+      int32_t d = -1;
+      for (const auto& l : g.lanes) {
+        if (l.main || (l.gpu && !may_wait_for_gpu)) continue;
+        const int32_t v = LastEndingBy(g, l, b);
+        if (v < 0) continue;
+        // The thread resumes within 50 us of the work's end, or 2% of a long wait (the Python
+        // that returns from loss.backward() after a cold autograd pass).
+        if (g.obs_end[v] <= a || b - g.obs_end[v] > std::max<int64_t>(50000, (b - a) / 50)) {
+          continue;
+        }
+        if (d >= 0 && g.obs_end[v] <= g.obs_end[d]) continue;
+        // A wait for a stream ends when the stream runs dry: one still running work that started
+        // before the slice ended was not what the thread waited for (a gap in the middle of a
+        // long run of collectives or kernels is the thread's own time).
+        if (l.gpu && v + 1 < l.end_node && g.obs_start[v + 1] < b) continue;
+        int64_t covered = l.gpu ? ClippedLength(gpu_busy, a, b) : 0;
+        for (int32_t u = v; !l.gpu && u >= 0 && g.obs_end[u] > a; u = g.lane_prev[u]) {
+          // A thread blocked in a wait or a sleep was not working for the main thread.
+          const bool idle = g.row[u] >= 0 && (name_class[ev.name[g.row[u]]] & kNameIdleWait);
+          if (g.cause[u] != Cause::kUntraced && !idle) {
+            covered += std::min(b, g.obs_end[u]) - std::max(a, g.obs_start[u]);
+          }
+        }
+        if (static_cast<double>(covered) >= 0.8 * static_cast<double>(b - a)) d = v;
+      }
+      if (d < 0) continue;
+      g.role[m] = NodeRole::kJoin;
+      g.dur[m] = 0;
+      g.sync_tail[m] = b - g.obs_end[d];
+      wait_pairs.emplace_back(m, d);
+    }
+  }
+  // 3c. Recorded stream waits: the waiting activity starts after the awaited one ends (plus the
+  // observed gap where that wait is what held it: the awaited activity ended after the waiting
+  // stream's previous activity and after the launch call started; then the stream order and
+  // the launch become lower bounds, as for an activity queued behind another).
+  for (const auto& [dst, src] : stream_waits) {
+    if (g.obs_end[src] > g.obs_start[dst]) continue;  // inconsistent clocks: no edge
+    const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
+    const bool binding = (prev < 0 || g.obs_end[src] >= g.obs_end[prev]) &&
+                         (launch < 0 || g.obs_end[src] >= g.obs_start[launch]);
+    if (binding) {
+      g.sync_tail[dst] = g.obs_start[dst] - g.obs_end[src];
+      if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
+      if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
+    } else {
+      g.sync_tail[dst] = 0;
+    }
+    wait_pairs.emplace_back(dst, src);
+    ++g.stats.stream_waits;
+  }
+  // 3d. Inferred stream waits (traces without cuda_sync records: a cudaStreamWaitEvent leaves no
+  // edge). An activity that started at least kInferredWaitMinNs after both its stream's previous
+  // activity and its launch call ended, within kInferredWaitTailNs of another stream's activity
+  // ending, waited for that activity (a compute stream behind a collective, or the reverse).
+  {
+    std::vector<uint8_t> has_wait(g.size(), 0);
+    for (const auto& [dst, src] : stream_waits) has_wait[dst] = 1;
+    for (const auto& lane : g.lanes) {
+      if (!lane.gpu) continue;
+      for (int32_t dst = lane.first_node; dst < lane.end_node; ++dst) {
+        const int64_t start = g.obs_start[dst];
+        const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
+        if (has_wait[dst] || (prev < 0 && launch < 0)) continue;
+        if (prev >= 0 && start - g.obs_end[prev] < kInferredWaitMinNs) continue;
+        // A blocking copy's call returns only once its copy is done: its start is the launch.
+        if (launch >= 0 &&
+            start - (g.role[launch] == NodeRole::kSync ? g.obs_start[launch] : g.obs_end[launch]) <
+                kInferredWaitMinNs) {
+          continue;
+        }
+        int32_t src = -1;
+        for (const auto& other : g.lanes) {
+          if (!other.gpu || &other == &lane) continue;
+          const int32_t v = LastEndingBy(g, other, start);
+          if (v < 0) continue;
+          if (start - g.obs_end[v] > kInferredWaitTailNs) continue;
+          if (src < 0 || g.obs_end[v] > g.obs_end[src]) src = v;
+        }
+        if (src < 0) continue;
+        g.sync_tail[dst] = start - g.obs_end[src];
+        if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
+        if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
+        wait_pairs.emplace_back(dst, src);
+        ++g.stats.inferred_stream_waits;
+      }
+    }
+  }
+  // A node that starts relative to a sync call's start follows the call's lane predecessor
+  // instead: the call's end waits for GPU work, which may itself follow the call's start.
+  for (size_t v = 0; v < g.size(); ++v) {
+    const int32_t c = g.cross[v];
+    if (c < 0 || (g.role[c] != NodeRole::kSync && g.role[c] != NodeRole::kJoin) ||
+        g.cross[c] >= 0) {
+      continue;
+    }
+    if (g.lane_prev[c] < 0) {
+      g.cross[v] = -1;
+      if (g.lane_prev[v] < 0) continue;  // anchored at its recorded start
+      g.lane_gap[v] = g.obs_start[v] - g.obs_end[g.lane_prev[v]];
+      continue;
+    }
+    g.cross_gap[v] += g.lane_gap[c];
+    g.cross[v] = g.lane_prev[c];
+    g.cross_from_end[v] = 1;
+  }
+  std::sort(wait_pairs.begin(), wait_pairs.end());
+  g.wait_begin.assign(g.size() + 1, 0);
+  for (auto& [s, d] : wait_pairs) g.wait_begin[s + 1]++;
+  for (size_t i = 0; i < g.size(); ++i) g.wait_begin[i + 1] += g.wait_begin[i];
+  g.waits.resize(wait_pairs.size());
+  for (size_t i = 0; i < wait_pairs.size(); ++i) g.waits[i] = wait_pairs[i].second;
+
+  // 4. A topological order (iterative DFS over predecessors); an edge that would close a cycle
+  // (possible only with inconsistent timestamps) is dropped and counted.
+  const size_t n_nodes = g.size();
+  std::vector<uint8_t> state(n_nodes, 0);  // 0 new, 1 on the stack, 2 done
+  g.order.reserve(n_nodes);
+  std::vector<std::pair<int32_t, uint32_t>> stack;  // (node, next predecessor to look at)
+  auto pred = [&](int32_t n, uint32_t k, int32_t* out) -> bool {
+    // Predecessor number k of n: 0 lane, 1 cross, 2.. waits.
+    if (k == 0) {
+      *out = g.lane_prev[n];
+      return true;
+    }
+    if (k == 1) {
+      *out = g.cross[n];
+      return true;
+    }
+    const uint32_t w = g.wait_begin[n] + (k - 2);
+    if (w >= g.wait_begin[n + 1]) return false;
+    *out = g.waits[w];
+    return true;
+  };
+  for (size_t root = 0; root < n_nodes; ++root) {
+    if (state[root]) continue;
+    stack.emplace_back(static_cast<int32_t>(root), 0);
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [n, k] = stack.back();
+      int32_t p = -1;
+      if (!pred(n, k, &p)) {
+        state[n] = 2;
+        g.order.push_back(n);
+        stack.pop_back();
+        continue;
+      }
+      const uint32_t which = k++;
+      if (p < 0 || state[p] == 2) continue;
+      if (state[p] == 1) {
+        ++g.stats.cycles_broken;
+        if (which == 0) {
+          g.lane_prev[n] = -1;
+        } else if (which == 1) {
+          g.cross[n] = -1;
+        } else {
+          g.waits[g.wait_begin[n] + which - 2] = n;  // a self-wait is ignored by the replay
+        }
+        continue;
+      }
+      state[p] = 1;
+      stack.emplace_back(p, 0);
+    }
+  }
+
+  // 5. The nodes that bound each analysed step.
+  g.steps.resize(spans.size());
+  if (!spans.empty() && spans.front().marker_track >= 0 && !main_nodes.empty()) {
+    for (size_t k = 0; k < spans.size(); ++k) {
+      CausalGraph::StepNodes& sn = g.steps[k];
+      sn.start_node = NodeAt(g, main_nodes, spans[k].start_ns);
+      if (sn.start_node >= 0) sn.start_offset = spans[k].start_ns - g.obs_start[sn.start_node];
+      sn.end_node = NodeAt(g, main_nodes, spans[k].cpu_end_ns - 1);
+      if (sn.end_node >= 0) sn.end_offset = spans[k].cpu_end_ns - g.obs_end[sn.end_node];
+    }
+    for (size_t n = 0; n < n_nodes; ++n) {
+      if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0) continue;
+      const int64_t lts = ev.ts[ev.link[g.row[n]]];
+      auto it = std::upper_bound(spans.begin(), spans.end(), lts,
+                                 [](int64_t x, const StepSpan& s) { return x < s.start_ns; });
+      if (it == spans.begin()) continue;
+      --it;
+      if (lts < it->cpu_end_ns) g.steps[it - spans.begin()].gpu.push_back(static_cast<int32_t>(n));
+    }
+  }
+  return g;
+}
+
+int64_t Replay::total_step_ns() const {
+  int64_t t = 0;
+  for (size_t k = 0; k < step_start.size(); ++k) t += step_end[k] - step_start[k];
+  return t;
+}
+
+Replay RunReplay(const CausalGraph& g, const WhatIf* what_if) {
+  Replay r;
+  RunReplay(g, what_if, &r);
+  return r;
+}
+
+void RunReplay(const CausalGraph& g, const WhatIf* what_if, Replay* out) {
+  std::vector<const WhatIf*> parts;
+  if (what_if) parts.push_back(what_if);
+  RunReplay(g, parts, out);
+}
+
+void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs, Replay* out) {
+  const size_t n = g.size();
+  Replay& r = *out;
+  r.start.resize(n);
+  r.end.resize(n);
+  // The what-if's changes, merged per node (several entries for one node: the smallest wins).
+  // Durations: a few are kept in the change list; when the what-ifs change many (CUDA graphs of
+  // a whole region), a copy of the duration column takes them instead, so the list never holds
+  // most of the graph (32 bytes a node, faulted in by every replay memory that first meets it).
+  constexpr int64_t kKeep = std::numeric_limits<int64_t>::max();  // no change of that value
+  std::vector<Replay::Change>& changes = r.scratch_changes;
+  std::vector<int32_t>& change_of = r.scratch_change_of;
+  changes.clear();
+  size_t dur_entries = 0;
+  for (const WhatIf* what_if : what_ifs) {
+    if (what_if) dur_entries += what_if->dur.size();
+  }
+  const bool dense_dur = dur_entries > n / 16;
+  const int64_t* dur_of = g.dur.data();
+  if (dense_dur) {
+    r.scratch_dur.assign(g.dur.begin(), g.dur.end());
+    for (const WhatIf* what_if : what_ifs) {  // a changed node's value is its smallest change
+      if (!what_if) continue;
+      for (const auto& [node, d] : what_if->dur) {
+        if (node >= 0 && static_cast<size_t>(node) < n) r.scratch_dur[node] = kKeep;
+      }
+    }
+    for (const WhatIf* what_if : what_ifs) {
+      if (!what_if) continue;
+      for (const auto& [node, d] : what_if->dur) {
+        if (node < 0 || static_cast<size_t>(node) >= n) continue;
+        r.scratch_dur[node] = std::min(r.scratch_dur[node], std::max<int64_t>(0, d));
+      }
+    }
+    dur_of = r.scratch_dur.data();
+  }
+  for (const WhatIf* what_if : what_ifs) {
+    if (!what_if || what_if->empty()) continue;
+    if (change_of.size() != n) change_of.assign(n, -1);
+    auto slot = [&](int32_t node) -> Replay::Change* {
+      if (node < 0 || static_cast<size_t>(node) >= n) return nullptr;
+      int32_t& i = change_of[node];
+      if (i < 0) {
+        i = static_cast<int32_t>(changes.size());
+        changes.push_back({node, false, kKeep, kKeep, kKeep});
+      }
+      return &changes[i];
+    };
+    if (!dense_dur) {
+      for (const auto& [node, d] : what_if->dur) {
+        if (Replay::Change* c = slot(node)) c->dur = std::min(c->dur, d);
+      }
+    }
+    for (const auto& [node, w] : what_if->cross_gap) {
+      if (Replay::Change* c = slot(node)) c->cross_gap = std::min(c->cross_gap, w);
+    }
+    for (const auto& [node, w] : what_if->lane_gap) {
+      if (Replay::Change* c = slot(node)) c->lane_gap = std::min(c->lane_gap, w);
+    }
+    for (int32_t node : what_if->no_wait) {
+      if (Replay::Change* c = slot(node)) c->no_wait = true;
+    }
+  }
+  const bool any_change = !changes.empty();
+  for (int32_t v : g.order) {
+    int64_t dur = dur_of[v], lane_gap = g.lane_gap[v], cross_gap = g.cross_gap[v];
+    bool wait = g.role[v] == NodeRole::kSync || g.role[v] == NodeRole::kJoin;
+    if (any_change && change_of[v] >= 0) {
+      const Replay::Change& c = changes[change_of[v]];
+      if (c.dur != kKeep) dur = std::max<int64_t>(0, c.dur);
+      lane_gap = std::min(lane_gap, c.lane_gap);
+      cross_gap = std::min(cross_gap, c.cross_gap);
+      wait = wait && !c.no_wait;
+    }
+    int64_t s = kNoTime;
+    if (g.lane_prev[v] >= 0) s = r.end[g.lane_prev[v]] + lane_gap;
+    if (g.cross[v] >= 0) {
+      s = std::max(s, (g.cross_from_end[v] ? r.end[g.cross[v]] : r.start[g.cross[v]]) + cross_gap);
+    }
+    if (g.role[v] == NodeRole::kGpu) {  // recorded stream waits hold the start
+      for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
+        if (g.waits[w] != v) s = std::max(s, r.end[g.waits[w]] + g.sync_tail[v]);
+      }
+    }
+    if (s == kNoTime) s = g.obs_start[v];
+    int64_t e = s + dur;
+    if (wait) {
+      for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
+        const int32_t d = g.waits[w];
+        if (d != v) e = std::max(e, r.end[d] + g.sync_tail[v]);
+      }
+    }
+    r.start[v] = s;
+    r.end[v] = e;
+  }
+  for (const Replay::Change& c : changes) change_of[c.node] = -1;
+  // Steps, as the trace builder defines them: from the step's CPU start to the later of its CPU
+  // end and the end of the GPU work it launched (clipped at the next step's start).
+  const size_t k_steps = g.steps.size();
+  r.step_start.assign(k_steps, 0);
+  r.step_end.assign(k_steps, 0);
+  std::vector<int64_t> cpu_end(k_steps), gpu_end(k_steps);
+  for (size_t k = 0; k < k_steps; ++k) {
+    const auto& sn = g.steps[k];
+    if (sn.start_node < 0 || sn.end_node < 0) {
+      // The whole span of a trace without steps.
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = kNoTime;
+      for (size_t v = 0; v < n; ++v) {
+        lo = std::min(lo, r.start[v]);
+        hi = std::max(hi, r.end[v]);
+      }
+      r.step_start[k] = n ? lo : 0;
+      r.step_end[k] = n ? hi : 0;
+      cpu_end[k] = gpu_end[k] = r.step_end[k];
+      continue;
+    }
+    r.step_start[k] = std::min(r.start[sn.start_node] + sn.start_offset, r.end[sn.start_node]);
+    cpu_end[k] = std::max(r.start[sn.end_node], r.end[sn.end_node] + sn.end_offset);
+    gpu_end[k] = cpu_end[k];
+    for (int32_t v : sn.gpu) gpu_end[k] = std::max(gpu_end[k], r.end[v]);
+  }
+  // The run is not over before the GPU work it launched is: the last step ends no earlier than
+  // any analysed step's GPU work (a what-if that lets the CPU run ahead, e.g. a deferred sync,
+  // must not end the run while that work still runs).
+  int64_t all_gpu_end = kNoTime;
+  for (size_t k = 0; k < k_steps; ++k) all_gpu_end = std::max(all_gpu_end, gpu_end[k]);
+  for (size_t k = 0; k < k_steps; ++k) {
+    int64_t ge = gpu_end[k];
+    if (k + 1 < k_steps && g.steps[k].start_node >= 0) {
+      ge = std::min(ge, std::max(cpu_end[k], r.step_start[k + 1]));
+    } else if (k + 1 == k_steps) {
+      ge = std::max(ge, all_gpu_end);
+    }
+    r.step_end[k] = std::max(cpu_end[k], ge);
+  }
+}
+
+int64_t StepAttribution::total() const {
+  int64_t t = 0;  // saturating: a fuzzed clock's steps can add past int64
+  for (int64_t v : ns) {
+    if (__builtin_add_overflow(t, v, &t)) return std::numeric_limits<int64_t>::max();
+  }
+  return t;
+}
+
+int64_t StepAttribution::gpu_ns() const {
+  int64_t t = 0;
+  for (Cause c : {Cause::kGpuMatmul, Cause::kGpuKernel, Cause::kCommunication, Cause::kMemcpy,
+                  Cause::kMemset}) {
+    if (__builtin_add_overflow(t, ns[static_cast<int>(c)], &t)) {
+      return std::numeric_limits<int64_t>::max();
+    }
+  }
+  return t;
+}
+
+std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGraph& g,
+                                            const Replay& r) {
+  const EventTable& ev = trace.events;
+  std::vector<StepAttribution> out(g.steps.size());
+  // The node whose end is latest in each step (the end of its critical path).
+  for (size_t k = 0; k < g.steps.size(); ++k) {
+    StepAttribution& at = out[k];
+    const int64_t S = r.step_start[k];
+    int64_t t = r.step_end[k];
+    int32_t n = -1;
+    const auto& sn = g.steps[k];
+    if (sn.start_node < 0 || sn.end_node < 0) {
+      // The whole span of a trace without steps (a step the main thread does not bound, in a
+      // malformed trace, stays untraced).
+      if (g.steps.size() == 1) {
+        for (size_t v = 0; v < g.size(); ++v) {
+          if (n < 0 || r.end[v] > r.end[n]) n = static_cast<int32_t>(v);
+        }
+      }
+    } else {
+      n = sn.end_node;
+      for (int32_t v : sn.gpu) {
+        if (r.end[v] > r.end[n] && r.start[v] < t) n = v;
+      }
+      // The step ends at the next step's start while its GPU work continues: the main thread
+      // is what runs at that moment when no GPU node does.
+      if (r.end[n] < t && n == sn.end_node && k + 1 < g.steps.size()) {
+        n = g.steps[k + 1].start_node;
+      }
+    }
+    std::map<StringId, int64_t> ops;
+    auto add = [&](Cause c, int64_t a, int64_t b, int32_t node) {
+      if (b <= a) return;
+      at.ns[static_cast<int>(c)] += b - a;
+      if (c == Cause::kCpuWork && node >= 0 && g.row[node] >= 0) {
+        // Attribute CPU work to the outermost op under the step (aten::..., Optimizer.step...).
+        const int32_t top = TopOpOf(trace, g.row[node]);
+        ops[ev.name[top >= 0 ? top : g.row[node]]] += b - a;
+      }
+    };
+    size_t guard = 4 * g.size() + 16;
+    while (n >= 0 && t > S && guard-- > 0) {
+      if (t > r.end[n]) {
+        add(Cause::kUntraced, r.end[n], t, -1);
+        t = std::max(S, r.end[n]);
+        if (t <= S) break;
+      }
+      // A synchronisation that ended because the awaited work did.
+      const bool waits = g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin;
+      if (waits && r.end[n] > r.start[n] + g.dur[n]) {
+        int32_t dep = -1;
+        for (uint32_t w = g.wait_begin[n]; w < g.wait_begin[n + 1]; ++w) {
+          const int32_t d = g.waits[w];
+          if (d != n && (dep < 0 || r.end[d] > r.end[dep])) dep = d;
+        }
+        if (dep >= 0) {
+          const int64_t a = std::max(S, std::min(t, r.end[dep]));
+          add(g.role[n] == NodeRole::kSync ? Cause::kHostSync : g.cause[n], a, t, n);
+          t = a;
+          n = dep;
+          continue;
+        }
+      }
+      const int64_t a = std::max(S, std::min(t, r.start[n]));
+      add(g.cause[n], a, t, n);
+      t = a;
+      if (t <= S) break;
+      const int32_t lp = g.lane_prev[n], cp = g.cross[n];
+      const int64_t lane_term = lp >= 0 ? r.end[lp] + g.lane_gap[n] : kNoTime;
+      const int64_t cross_base =
+          cp >= 0 ? (g.cross_from_end[n] ? r.end[cp] : r.start[cp]) : kNoTime;
+      const int64_t cross_term = cp >= 0 ? cross_base + g.cross_gap[n] : kNoTime;
+      const bool gpu = g.role[n] == NodeRole::kGpu;
+      // A recorded stream wait that held the start: the awaited activity is on the path.
+      int32_t awaited = -1;
+      int64_t wait_term = kNoTime;
+      for (uint32_t w = gpu ? g.wait_begin[n] : 0; gpu && w < g.wait_begin[n + 1]; ++w) {
+        const int32_t d = g.waits[w];
+        if (d != n && r.end[d] + g.sync_tail[n] > wait_term) {
+          wait_term = r.end[d] + g.sync_tail[n];
+          awaited = d;
+        }
+      }
+      if (awaited >= 0 && wait_term >= lane_term && wait_term >= cross_term) {
+        const int64_t b = std::max(S, std::min(t, r.end[awaited]));
+        add(Cause::kGpuGap, b, t, -1);
+        t = b;
+        n = awaited;
+        continue;
+      }
+      const bool use_cross =
+          cp >= 0 && (cross_term > lane_term || (!gpu && cross_term == lane_term));
+      if (use_cross) {
+        if (gpu) {
+          const int64_t b = std::max(S, std::min(t, cross_base));
+          // The launch call itself (or its lazy loading); a latency far beyond the call and the
+          // usual launch latency is the stream waiting for work the trace does not show.
+          const int64_t call_end = g.cross_from_end[n] ? b : std::min(t, std::max(b, r.end[cp]));
+          // (Latencies are capped so hostile timestamps cannot overflow the sum.)
+          const int64_t usual =
+              call_end + std::max<int64_t>(100000, 10 * std::min(g.typical_latency, kLatencyCapNs));
+          if (t > usual) {
+            add(Cause::kGpuWait, usual, t, -1);
+            t = usual;
+          }
+          add(g.cause[cp] == Cause::kColdStart ? Cause::kColdStart : Cause::kLaunch, b, t, cp);
+          t = b;
+        }
+        n = cp;  // a secondary thread: the main thread was running |cp| at time t
+      } else if (lp >= 0) {
+        const int64_t b = std::max(S, std::min(t, r.end[lp]));
+        // A long idle gap between queued activities is a wait the trace does not explain (a
+        // dependency it does not record, or GPU timestamps offset from the CPU's).
+        add(!gpu                        ? Cause::kUntraced
+            : t - b <= kLongStreamGapNs ? Cause::kGpuGap
+                                        : Cause::kGpuWait,
+            b, t, -1);
+        t = b;
+        n = lp;
+      } else {
+        add(Cause::kUntraced, S, t, -1);
+        t = S;
+      }
+    }
+    if (t > S) add(Cause::kUntraced, S, t, -1);
+    for (auto& [name, ns] : ops) at.cpu_ops.emplace_back(name, ns);
+    std::sort(at.cpu_ops.begin(), at.cpu_ops.end(),
+              [](const auto& a, const auto& b) { return a.second > b.second; });
+  }
+  return out;
+}
+
+TimeBreakdown WhereTimeWent(const Trace& trace) {
+  CausalGraph g = BuildCausalGraph(trace);
+  Replay r = RunReplay(g);
+  return WhereTimeWent(trace, g, r);
+}
+
+TimeBreakdown WhereTimeWent(const Trace& trace, const CausalGraph& g, const Replay& r) {
+  TimeBreakdown out;
+  const std::vector<StepSpan>& spans = g.spans;
+  out.steps = AttributeSteps(trace, g, r);
+  std::map<StringId, int64_t> ops;
+  for (size_t k = 0; k < out.steps.size(); ++k) {
+    out.step_numbers.push_back(k < spans.size() ? spans[k].number : -1);
+    // Sums saturate: a trace's clock may span up to 2^62 ns (kMaxTimestampNs), and steps
+    // that long add past int64.
+    auto add = [](int64_t* total, int64_t v) {
+      if (__builtin_add_overflow(*total, v, total)) *total = std::numeric_limits<int64_t>::max();
+    };
+    for (int c = 0; c < kCauseCount; ++c) add(&out.overall.ns[c], out.steps[k].ns[c]);
+    for (auto& [name, ns] : out.steps[k].cpu_ops) add(&ops[name], ns);
+    if (!trace.steps.empty() && k < spans.size()) {
+      const int64_t rec = spans[k].end_ns - spans[k].start_ns;
+      const int64_t rep = r.step_end[k] - r.step_start[k];
+      if (rec > 0) {
+        out.replay_max_error =
+            std::max(out.replay_max_error, std::abs(static_cast<double>(rep - rec)) / rec);
+      }
+    }
+  }
+  for (auto& [name, ns] : ops) out.overall.cpu_ops.emplace_back(name, ns);
+  std::sort(out.overall.cpu_ops.begin(), out.overall.cpu_ops.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (out.overall.cpu_ops.size() > 10) out.overall.cpu_ops.resize(10);
+  return out;
+}
+
+std::string FormatCauses(const StepAttribution& a, size_t max_causes) {
+  const int64_t total = a.total();
+  if (total <= 0) return "";
+  std::vector<std::pair<int64_t, int>> order;
+  for (int c = 0; c < kCauseCount; ++c) {
+    if (100.0 * a.ns[c] >= static_cast<double>(total)) order.emplace_back(a.ns[c], c);
+  }
+  std::sort(order.rbegin(), order.rend());
+  std::string out;
+  for (size_t i = 0; i < order.size() && i < max_causes; ++i) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s%s %.0f%%", i ? ", " : "",
+                  CauseDescription(static_cast<Cause>(order[i].second)),
+                  100.0 * order[i].first / total);
+    out += buf;
+  }
+  return out;
+}
+
+std::string CauseBar(const StepAttribution& a, int width) {
+  static const char kLetter[] = {'G', 'G', 'C', 'M', 'M', '.', 'L',
+                                 'S', 'D', 'A', 'P', 'W', '.', 'U'};
+  static_assert(sizeof(kLetter) == kCauseCount, "one letter per cause");
+  const int64_t total = a.total();
+  if (total <= 0 || width <= 0) return "";
+  std::map<char, int64_t> by_letter;
+  for (int c = 0; c < kCauseCount; ++c) by_letter[kLetter[c]] += a.ns[c];
+  std::vector<std::pair<int64_t, char>> order;
+  for (auto& [letter, ns] : by_letter) order.emplace_back(ns, letter);
+  std::sort(order.rbegin(), order.rend());
+  std::string bar;
+  double carried = 0;
+  for (auto& [ns, letter] : order) {
+    carried += static_cast<double>(ns) * width / total;
+    while (static_cast<int>(bar.size()) < static_cast<int>(carried + 0.5)) bar += letter;
+  }
+  bar.resize(width, '.');
+  return bar;
+}
+
+}  // namespace ttap

@@ -1,0 +1,244 @@
+// The causal model of one rank's run: a dependency graph built from the trace (CPU threads as
+// chains of segments, GPU streams as chains of activities, launch edges with their observed
+// latency, synchronisation edges), a replay that recomputes every start and end from the
+// dependencies (with nothing changed it reproduces the trace), and the attribution of each step's
+// wall time to one cause per microsecond along the critical path. What-ifs
+// (analysis/causal/what_if.h) replay the same graph with some durations or waits changed. Built by
+// RunRules and `ttap stats`; pure data plus functions, any thread. Model, assumptions and limits:
+// docs/causal_model.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analysis/model/trace.h"
+
+namespace ttap {
+
+// Where a microsecond of a step went: the cause a critical-path interval is attributed to.
+enum class Cause : uint8_t {
+  kGpuMatmul,      // GEMM / convolution kernels
+  kGpuKernel,      // other kernels
+  kCommunication,  // collective kernels (nccl, rccl)
+  kMemcpy,
+  kMemset,
+  kGpuGap,       // between back-to-back activities on one stream
+  kLaunch,       // CPU launch calls and the launch-to-start latency while the GPU waits
+  kHostSync,     // synchronisation calls after the awaited GPU work ended
+  kDataLoading,  // CPU work under a DataLoader __next__
+  kAllocator,    // cudaMalloc / cudaFree / hipMalloc / hipFree
+  kCpuWork,      // other CPU (Python / framework) work under a traced op
+  kColdStart,    // lazy module loading, first-call launches of milliseconds
+  kUntraced,     // time no traced event covers
+  // A GPU activity held far beyond its launch and its stream's previous work, by nothing the
+  // trace records (a cross-stream or peer dependency without a record, or offset clocks).
+  kGpuWait,
+  kCount
+};
+constexpr int kCauseCount = static_cast<int>(Cause::kCount);
+const char* CauseName(Cause c);         // "gpu-matmul", "launch", ...
+const char* CauseDescription(Cause c);  // "GPU compute (matmul/conv)", ...
+
+// Role of a node in the graph.
+enum class NodeRole : uint8_t {
+  kCpuWork,  // a slice of a CPU thread between event boundaries
+  kLaunch,   // a runtime call that starts GPU work (or any other runtime call)
+  kSync,     // a runtime call that waits for GPU work (synchronize, blocking copy, cudaFree)
+  kGpu,      // a kernel / memcpy / memset
+  kJoin,     // a main-thread slice that ends when a secondary thread's work ends (it waited)
+};
+
+// The analysed steps of a trace (the list RuleContext uses too): its ProfilerStep# steps; else
+// steps inferred from a marker the loop repeats on one thread (the ends of Optimizer.step#, or
+// the starts of a top-level annotation seen at least three times); else one span.
+struct StepSpan {
+  int64_t number = -1;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t cpu_end_ns = 0;
+  int32_t marker_track = -1;  // the thread whose annotations bound the steps, -1 for one span
+  bool inferred = false;
+};
+std::vector<StepSpan> AnalysedSteps(const Trace& trace);
+
+// One-time first calls: the first run of a framework op (cpu_op) on its thread that costs what
+// later runs do not (CUDA context creation under the first aten::zeros, cuBLAS / cuDNN workspaces
+// and handles made by the first aten::mm, a first index_select's stall): at least
+// kFirstCallMinNs and at least kFirstCallRatio x the median of the op's later runs; an op that
+// never runs again counts from kFirstCallAloneNs when it launches GPU work. What runs under one
+// is cold start (Cause::kColdStart), never steady-state work, allocator churn or GPU idle time.
+// A math library's op (convolution, matmul) that never runs again counts from kLibraryFirstCallNs
+// when it launches GPU work and the GPU idles through it (cuDNN / MIOpen algorithm search, a
+// cuBLAS handle). Runtime allocator calls of at least kOneTimeAllocatorCallNs while the GPU is
+// (nearly) idle are listed too: start-up, not churn (a cudaFree waiting for running work is not
+// one); so are kernel launch calls of at least kFirstCallMinNs with the GPU idle (a lazy module
+// load: a launch only takes that long on a full queue, which a busy GPU would show).
+// Sorted by row; only the outermost of nested ones is kept.
+struct FirstCall {
+  int32_t row = -1;
+  int64_t typical_ns = 0;  // what a later run of the op costs (median), or a warm call's cost
+};
+std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace);
+// The same with the trace's GPU activity (kernels, memcpy, memset) already merged into
+// |gpu_busy| (RuleContext has it).
+std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
+                                         const std::vector<std::pair<int64_t, int64_t>>& gpu_busy);
+constexpr int64_t kFirstCallMinNs = 1000000;
+constexpr double kFirstCallRatio = 10.0;
+constexpr int64_t kFirstCallAloneNs = 50000000;
+constexpr int64_t kLibraryFirstCallNs = 5000000;
+constexpr int64_t kOneTimeAllocatorCallNs = 20000000;
+// The entry of |calls| for |row| itself, nullptr when none.
+const FirstCall* FirstCallAt(const std::vector<FirstCall>& calls, int32_t row);
+// The outermost first call enclosing |row| (or |row| itself), -1 when none: walks the parents.
+int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& calls, int32_t row);
+
+// The graph, columnar. A node's replayed start is the latest of: its lane predecessor's end plus
+// |lane_gap|, and its |cross| predecessor's start plus |cross_gap| (GPU: the launch call; CPU: the
+// main thread's segment running when a secondary thread resumed; measured from its end when
+// |cross_from_end|, e.g. a blocking copy's copy follows the call's lane predecessor, since the
+// call itself waits for the copy); a GPU node also no earlier than each awaited node's end plus
+// |sync_tail| (a recorded cudaStreamWaitEvent). A node with none of these starts at its observed
+// time. A sync node ends at the later of start + |dur| and its awaited GPU nodes' latest end
+// plus |sync_tail|; every other node ends at start + |dur|.
+struct CausalGraph {
+  // Nodes.
+  std::vector<int64_t> obs_start;  // ns, as recorded
+  std::vector<int64_t> obs_end;
+  std::vector<int64_t> dur;    // own duration (sync: the call's cost when nothing is awaited)
+  std::vector<int32_t> row;    // the trace row (innermost event of a CPU slice), -1 for none
+  std::vector<uint32_t> lane;  // index into lanes
+  std::vector<NodeRole> role;
+  std::vector<Cause> cause;        // what the node's own time is
+  std::vector<int32_t> lane_prev;  // -1
+  std::vector<int64_t> lane_gap;
+  std::vector<int32_t> cross;  // -1
+  std::vector<int64_t> cross_gap;
+  std::vector<uint8_t> cross_from_end;  // 1: the cross term is the predecessor's end + cross_gap
+  std::vector<int64_t> sync_tail;       // sync nodes: end minus the awaited work's end; GPU
+                                        // nodes with a recorded stream wait: start minus it
+  std::vector<uint32_t> wait_begin;     // sync, join and GPU nodes: awaited nodes in
+                                        // waits[wait_begin, +1)
+  std::vector<int32_t> waits;
+  std::vector<int32_t> order;   // a topological order of all nodes
+  int64_t typical_latency = 0;  // median launch-to-start latency on an idle stream, ns
+
+  struct Lane {
+    uint32_t track = 0;
+    bool gpu = false;
+    bool main = false;                     // the thread that runs the steps
+    int32_t first_node = 0, end_node = 0;  // the lane's nodes: [first_node, end_node), by start
+  };
+  std::vector<Lane> lanes;
+  std::vector<int32_t> lane_of_track;  // -1 for tracks without nodes
+  // Trace row -> first node of that CPU runtime call (launch / sync), -1.
+  std::vector<int32_t> node_of_row;
+
+  struct StepNodes {
+    int32_t start_node = -1;                   // main-thread node starting at the step's CPU start
+    int32_t end_node = -1;                     // main-thread node ending at the step's CPU end
+    int64_t start_offset = 0, end_offset = 0;  // step times minus those nodes' start / end
+    std::vector<int32_t> gpu;                  // GPU nodes launched inside the step
+  };
+  std::vector<FirstCall> first_calls;  // OneTimeFirstCalls(trace): their work is cold start
+  // Per trace row: 1 when the row is, or encloses on its thread, a launch of GPU work the trace
+  // holds (the ops and frames whose CPU time is dispatch; TTA017's what-if keeps the rest).
+  std::vector<uint8_t> launches_gpu;
+  std::vector<StepSpan> spans;   // AnalysedSteps(trace), as the graph was built for them
+  std::vector<StepNodes> steps;  // one per spans entry
+
+  // Import-stats style counters of what the model could not represent.
+  struct Stats {
+    uint64_t gpu_without_launch = 0;  // GPU activity anchored at its recorded start
+    uint64_t negative_latency = 0;    // GPU activity recorded before its launch call started
+    uint64_t cycles_broken = 0;       // dependencies dropped to keep the graph acyclic
+    uint64_t syncs = 0;
+    uint64_t stream_waits = 0;           // recorded cudaStreamWaitEvent edges between streams
+    uint64_t inferred_stream_waits = 0;  // unexplained stream starts right after another's end
+    uint64_t cold_calls = 0;
+  } stats;
+
+  size_t size() const { return obs_start.size(); }
+  void Reserve(size_t nodes);
+  int32_t AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c);
+};
+
+// Consecutive slices of CPU work on one thread with the same cause under the same step-level op
+// are one node (a few per op instead of one per event boundary: the graph stays small), except
+// across the start or end of a ProfilerStep, of a runtime call, of a row in |keep_rows| (the
+// CPU regions a what-if rescales: their time stays exactly theirs), and beyond
+// kMergedSliceMaxNs (a longer slice may be a wait, and where another thread's work ends decides
+// what a wait waited for: see the joins in docs/causal_model.md).
+// |first_calls|: OneTimeFirstCalls(trace) when the caller has it already (else computed here).
+CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows = {},
+                             const std::vector<FirstCall>* first_calls = nullptr);
+constexpr int64_t kMergedSliceMaxNs = 20000;
+
+// Changes to replay: new own durations, sync nodes that no longer wait, new launch latencies.
+// Where two changes name one node, the smaller value holds. A duration may also grow: work a fix
+// moves onto one node (copies batched into one).
+struct WhatIf {
+  std::vector<std::pair<int32_t, int64_t>> dur;
+  std::vector<int32_t> no_wait;
+  std::vector<std::pair<int32_t, int64_t>> cross_gap;
+  std::vector<std::pair<int32_t, int64_t>> lane_gap;
+  bool empty() const {
+    return dur.empty() && no_wait.empty() && cross_gap.empty() && lane_gap.empty();
+  }
+};
+
+struct Replay {
+  std::vector<int64_t> start, end;            // per node, ns
+  std::vector<int64_t> step_start, step_end;  // per step
+  int64_t total_step_ns() const;              // sum of the steps' durations
+  // A what-if's changes merged per node, and per node the index of its change (-1: none, reset
+  // after each replay); a what-if that changes many durations gets a copy of the duration column
+  // instead. Replaying into the same object again allocates (and faults in) no new memory.
+  struct Change {
+    int32_t node;
+    bool no_wait;
+    int64_t dur, cross_gap, lane_gap;  // upper bounds on the graph's values
+  };
+  std::vector<Change> scratch_changes;
+  std::vector<int32_t> scratch_change_of;
+  std::vector<int64_t> scratch_dur;  // the graph's durations with many changed ones, or empty
+};
+Replay RunReplay(const CausalGraph& g, const WhatIf* what_if = nullptr);
+// The same into |out|, reusing its memory (the what-ifs replay many times).
+void RunReplay(const CausalGraph& g, const WhatIf* what_if, Replay* out);
+// Several what-ifs applied together (the fixes so far, without copying their changes).
+void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs, Replay* out);
+
+// Where one step's wall time went: ns per cause, and the CPU work split by its top-level op.
+struct StepAttribution {
+  std::array<int64_t, kCauseCount> ns{};
+  std::vector<std::pair<StringId, int64_t>> cpu_ops;  // (name of the step-level op, ns), most first
+  int64_t total() const;
+  int64_t gpu_ns() const;  // GPU work on the path: compute, communication, memcpy, memset
+};
+// Walks the critical path of each step of |replay| back from the step's end.
+std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGraph& g,
+                                            const Replay& replay);
+
+// Where the time went, for `ttap stats` and hovers: the attribution of every analysed step and
+// of all of them together, and how far the unchanged replay is from the trace's own step times.
+struct TimeBreakdown {
+  std::vector<int64_t> step_numbers;  // -1 for the whole span of a trace without steps
+  std::vector<StepAttribution> steps;
+  StepAttribution overall;      // the steps added up (cpu_ops: the top 10)
+  double replay_max_error = 0;  // largest |replayed - recorded| / recorded step time
+};
+TimeBreakdown WhereTimeWent(const Trace& trace);
+TimeBreakdown WhereTimeWent(const Trace& trace, const CausalGraph& g, const Replay& replay);
+// "GPU compute (matmul/conv) 41%, data loading 30%, ..." (causes of at least 1%, largest first).
+std::string FormatCauses(const StepAttribution& a, size_t max_causes = 6);
+// A one-line bar of |width| characters, one letter per cause in proportion (G GPU compute, C
+// communication, M memcpy/memset, L launch, S sync, D data loading, A allocator, P CPU work, W
+// cold start, U GPU waits the trace does not explain, . untraced / gaps), largest first.
+std::string CauseBar(const StepAttribution& a, int width);
+
+}  // namespace ttap

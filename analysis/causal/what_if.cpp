@@ -1,0 +1,916 @@
+// FixWhatIf and CostFindings; see what_if.h. The constants below are the fix models' assumptions,
+// documented in docs/causal_model.md.
+#include "analysis/causal/what_if.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "analysis/base/parallel.h"
+#include "analysis/base/string_util.h"
+#include "analysis/model/tensor_cores.h"
+#include "analysis/model/trace_queries.h"
+
+namespace ttap {
+
+namespace {
+
+// A DataLoader fed by workers hands a ready batch over: at least this, or this share of the
+// single-process load.
+constexpr int64_t kWorkerFetchNs = 50000;
+constexpr double kWorkerFetchShare = 0.02;
+// An async launch call's cost once a copy no longer blocks.
+constexpr int64_t kAsyncCallNs = 10000;
+// Pinned host memory copies at about twice the bandwidth of pageable memory.
+constexpr double kPinnedCopyFactor = 0.5;
+// FP32 matrix kernels on tensor cores when a finding does not say (TensorCoreRatio, rules.h).
+constexpr double kTensorCoreRatio = 2.0;
+// Under CUDA graphs / torch.compile(mode="reduce-overhead") a region's launches and per-op CPU
+// dispatch mostly disappear: what is left of them.
+constexpr double kGraphedCpuFactor = 0.05;
+// Launches further apart than this belong to different captured regions.
+constexpr int64_t kBurstGapNs = 100000;
+// A runtime call once its module is loaded.
+constexpr int64_t kWarmCallNs = 10000;
+// A multi-tensor (foreach / fused) kernel pays the fixed cost of a launch on the device once:
+// each further per-parameter kernel of the same kind loses this share of the shortest one.
+constexpr double kFusedFixedShare = 0.8;
+// zero_grad(set_to_none=True): what is left of the region.
+constexpr int64_t kSetToNoneNs = 10000;
+// Taking the profiler's cost out (ProfilerCost, what_if.h): a CPU slice keeps at least this share
+// of its time, and what slices cannot give up carries on at most this far.
+constexpr double kProfiledMinShare = 0.1;
+constexpr int64_t kProfiledCarryMaxNs = 100000;
+
+struct Builder {
+  const Trace& trace;
+  const CausalGraph& g;
+  WhatIf w;
+  std::vector<bool> touched;  // nodes whose duration was set (first change wins)
+
+  void SetDur(int32_t n, int64_t d) {
+    if (n < 0) return;
+    if (touched.empty()) touched.assign(g.size(), false);
+    if (touched[n]) return;
+    touched[n] = true;
+    w.dur.emplace_back(n, std::max<int64_t>(0, d));
+  }
+  void NoWait(int32_t n) {
+    if (n >= 0 && (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin)) {
+      w.no_wait.push_back(n);
+    }
+  }
+  int32_t NodeOfRow(int32_t row) const {
+    return row >= 0 && static_cast<size_t>(row) < g.node_of_row.size() ? g.node_of_row[row] : -1;
+  }
+  // The launch call node of a GPU node, -1.
+  int32_t LaunchOf(int32_t gpu_node) const {
+    const int32_t r = g.row[gpu_node];
+    return r >= 0 ? NodeOfRow(trace.events.link[r]) : -1;
+  }
+  // The nodes of |lane| that start in [lo, hi), as a node index range.
+  std::pair<int32_t, int32_t> NodesIn(int32_t lane, int64_t lo, int64_t hi) const {
+    const auto& l = g.lanes[lane];
+    auto first = g.obs_start.begin() + l.first_node, last = g.obs_start.begin() + l.end_node;
+    auto a = std::lower_bound(first, last, lo);
+    auto b = std::lower_bound(a, last, hi);
+    return {static_cast<int32_t>(a - g.obs_start.begin()),
+            static_cast<int32_t>(b - g.obs_start.begin())};
+  }
+  // CPU nodes of |row|'s lane inside the row's time span: the row and everything under it.
+  std::pair<int32_t, int32_t> NodesUnder(int32_t row) const {
+    const EventTable& ev = trace.events;
+    const int32_t lane = g.lane_of_track[ev.track[row]];
+    if (lane < 0) return {0, 0};
+    return NodesIn(lane, ev.ts[row], ev.end(row));
+  }
+  // GPU nodes launched by calls under |row|.
+  std::vector<int32_t> GpuUnder(int32_t row) const {
+    std::vector<int32_t> out;
+    auto [a, b] = NodesUnder(row);
+    for (int32_t n = a; n < b; ++n) {
+      if (g.role[n] == NodeRole::kCpuWork || g.row[n] < 0) continue;
+      const int32_t gpu_row = trace.events.link[g.row[n]];
+      const int32_t gn = NodeOfRow(gpu_row);
+      if (gn >= 0 && g.role[gn] == NodeRole::kGpu) out.push_back(gn);
+    }
+    return out;
+  }
+  // Scales the CPU time under |row| (slices, launch calls, syncs' own cost) by |factor|.
+  void ScaleUnder(int32_t row, double factor) {
+    auto [a, b] = NodesUnder(row);
+    for (int32_t n = a; n < b; ++n) SetDur(n, static_cast<int64_t>(g.dur[n] * factor));
+  }
+  int64_t CpuUnder(int32_t row) const {
+    auto [a, b] = NodesUnder(row);
+    int64_t t = 0;
+    for (int32_t n = a; n < b; ++n) t += g.dur[n];
+    return t;
+  }
+  void SetLaneGap(int32_t n, int64_t gap) {
+    if (n >= 0) w.lane_gap.emplace_back(n, std::max<int64_t>(0, gap));
+  }
+  // A GPU activity that no longer runs: no time, and no gap of its own on its stream (a backlog
+  // closes up behind it).
+  void DropGpu(int32_t gn) {
+    if (gn < 0 || g.role[gn] != NodeRole::kGpu) return;
+    SetDur(gn, 0);
+    SetLaneGap(gn, 0);
+  }
+  // Removes a GPU activity with its launch (and any wait on it by that call).
+  void RemoveGpu(int32_t gn) {
+    if (gn < 0 || g.role[gn] != NodeRole::kGpu) return;
+    DropGpu(gn);
+    const int32_t l = LaunchOf(gn);
+    SetDur(l, 0);
+    NoWait(l);
+  }
+  // The outermost framework op around launch call |launch_row| that launches nothing else (the
+  // aten::to -> _to_copy -> copy_ chain of one `.cuda()`), -1. Stops at Python frames and
+  // annotations: the user's statement may do more than this one call.
+  int32_t OpChainOf(int32_t launch_row) const {
+    const EventTable& ev = trace.events;
+    int32_t best = -1;
+    for (int32_t p = ev.parent[launch_row], depth = 0;
+         p >= 0 && depth < 16 && ev.kind[p] == EventKind::kCpuOp; p = ev.parent[p], ++depth) {
+      auto [a, e] = NodesUnder(p);
+      bool other = false;
+      for (int32_t n = a; n < e && !other; ++n) {
+        other = g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0 && g.row[n] != launch_row &&
+                ev.link[g.row[n]] >= 0;
+      }
+      if (other) break;
+      best = p;
+    }
+    return best;
+  }
+  // Removes a GPU activity, its launch and the op chain that only made that launch.
+  void RemoveGpuAndOps(int32_t gn) {
+    if (gn < 0 || g.role[gn] != NodeRole::kGpu) return;
+    RemoveLaunchAndOps(gn);
+    DropGpu(gn);
+  }
+  // Removes the launch of GPU activity |gn| and the op chain that only made that launch; with
+  // |keep_wait| a blocking launch still waits for the GPU (a batched copy from pageable memory
+  // blocks too).
+  void RemoveLaunchAndOps(int32_t gn, bool keep_wait = false) {
+    const int32_t launch_row = g.row[gn] >= 0 ? trace.events.link[g.row[gn]] : -1;
+    if (launch_row >= 0) {
+      const int32_t chain = OpChainOf(launch_row);
+      if (chain >= 0) {
+        auto [a, e] = NodesUnder(chain);
+        for (int32_t n = a; n < e; ++n) {
+          SetDur(n, 0);
+          if (!keep_wait) NoWait(n);
+        }
+      }
+    }
+    const int32_t l = LaunchOf(gn);
+    SetDur(l, 0);
+    if (!keep_wait) NoWait(l);
+  }
+  // The fixed cost of one activity on the device among |nodes| (kFusedFixedShare of the shortest
+  // of them), which a merged activity pays once.
+  int64_t FixedCostOf(const std::vector<int32_t>& nodes) const {
+    int64_t shortest = -1;
+    for (int32_t gn : nodes) shortest = shortest < 0 ? g.dur[gn] : std::min(shortest, g.dur[gn]);
+    return static_cast<int64_t>(kFusedFixedShare *
+                                static_cast<double>(std::max<int64_t>(0, shortest)));
+  }
+  // GPU activities of one kind that a fix merges into one multi-tensor kernel: they keep their
+  // work and run back to back, each after the first without the fixed cost.
+  void FuseGpu(const std::vector<int32_t>& nodes) {
+    const int64_t fixed = FixedCostOf(nodes);
+    for (size_t k = 1; k < nodes.size(); ++k) {
+      SetDur(nodes[k], g.dur[nodes[k]] - fixed);
+      SetLaneGap(nodes[k], 0);
+    }
+  }
+  // Copies that a fix batches into one, sent once every tensor is made: the last launch stays
+  // (a copy that blocked still blocks) and its copy moves every copy's bytes, each but one
+  // without the fixed cost; the others and the op chains that made them go.
+  void BatchIntoLast(const std::vector<int32_t>& copies) {
+    if (copies.empty()) return;
+    int64_t total = 0;
+    for (int32_t gn : copies) total += g.dur[gn];
+    const int64_t fixed = FixedCostOf(copies);
+    // The copies folded into the last one go with their calls and their waits: the batched copy
+    // (which still blocks when its memory is pageable) waits for what they waited for.
+    for (size_t k = 0; k + 1 < copies.size(); ++k) {
+      RemoveLaunchAndOps(copies[k]);
+      DropGpu(copies[k]);
+    }
+    SetDur(copies.back(), total - fixed * static_cast<int64_t>(copies.size() - 1));
+  }
+  // Index into g.spans of the analysed step that |t| falls in (the first one before any).
+  size_t StepIndexOf(int64_t t) const {
+    auto after = std::upper_bound(g.spans.begin(), g.spans.end(), t,
+                                  [](int64_t x, const StepSpan& sp) { return x < sp.start_ns; });
+    return after == g.spans.begin() ? size_t{0} : static_cast<size_t>(after - g.spans.begin()) - 1;
+  }
+  bool IsCpuRegion(int32_t row) const {
+    const EventKind k = trace.events.kind[row];
+    return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+           k == EventKind::kPythonFunction;
+  }
+};
+
+}  // namespace
+
+WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f, FixModel model) {
+  Builder b{trace, g, {}, {}};
+  const EventTable& ev = trace.events;
+  std::vector<int32_t> rows;
+  for (int32_t r : f.rows) {
+    if (r >= 0 && static_cast<size_t>(r) < ev.size()) rows.push_back(r);
+  }
+  switch (model) {
+    case FixModel::kDataLoaderWorkers: {  // DataLoader workers: the load becomes a hand-over
+      for (int32_t r : rows) {
+        const int64_t cpu = b.CpuUnder(r);
+        if (cpu <= 0) continue;
+        const int64_t target =
+            std::min(cpu, std::max(kWorkerFetchNs, static_cast<int64_t>(cpu * kWorkerFetchShare)));
+        b.ScaleUnder(r, static_cast<double>(target) / cpu);
+      }
+      break;
+    }
+    case FixModel::kDeferHostSync: {
+      // The value read every N steps or kept on the device: the sync no longer waits, and the
+      // statement that consumes it on the host (the outermost region around the sync that launches
+      // no kernel: `pbar.set_postfix(loss=loss.item())`, a metrics print) leaves the step with it.
+      std::set<int32_t> deferred;
+      for (int32_t r : rows) {
+        b.NoWait(b.NodeOfRow(r));
+        const int32_t stmt = HostStatementOf(trace, r);
+        if (stmt < 0 || !deferred.insert(stmt).second) continue;
+        auto [a, e] = b.NodesUnder(stmt);
+        for (int32_t n = a; n < e; ++n) {
+          b.NoWait(n);
+          if (g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0) {
+            b.DropGpu(b.NodeOfRow(ev.link[g.row[n]]));
+          }
+        }
+        b.ScaleUnder(stmt, 0.0);
+      }
+      break;
+    }
+    case FixModel::kPinnedNonBlocking: {  // pinned memory, non_blocking=True
+      for (int32_t r : rows) {
+        int32_t gpu = -1, call = -1;
+        if (IsGpuKind(ev.kind[r])) {
+          gpu = b.NodeOfRow(r);
+          call = gpu >= 0 ? b.LaunchOf(gpu) : -1;
+        } else {
+          call = b.NodeOfRow(r);
+          gpu = b.NodeOfRow(ev.link[r]);
+        }
+        if (gpu >= 0) b.SetDur(gpu, static_cast<int64_t>(g.dur[gpu] * kPinnedCopyFactor));
+        if (call >= 0) {
+          b.SetDur(call, std::min(g.dur[call], kAsyncCallNs));
+          b.NoWait(call);
+        }
+      }
+      break;
+    }
+    case FixModel::kBatchCopies:
+    case FixModel::kRemoveConversions:
+    case FixModel::kKeepOnDevice: {
+      // channels_last / data kept on the device: the conversions or copies disappear with their
+      // launches and the ops that only made them. TTA004 (the tensors batched into one copy, or
+      // made on the device): one launch is left, and the bytes still move.
+      std::vector<int32_t> copies;
+      for (int32_t r : rows) {
+        if (!IsGpuKind(ev.kind[r])) continue;
+        const int32_t gn = b.NodeOfRow(r);
+        if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
+        if (model != FixModel::kBatchCopies) {
+          b.RemoveGpuAndOps(gn);
+          continue;
+        }
+        copies.push_back(gn);
+      }
+      // Batched where they were made: copies launched one after another (in one step, each within
+      // kBurstGapNs of the previous one) go in one copy; copies elsewhere in the step (the batch's
+      // own inputs and labels) and in other steps stay apart (batching every copy of the finding
+      // into the last one queued six steps of bytes behind one blocking copy).
+      std::vector<std::pair<int64_t, int32_t>> timed;  // (launch start, GPU node)
+      for (int32_t gn : copies) {
+        const int32_t l = b.LaunchOf(gn);
+        timed.emplace_back(l >= 0 ? g.obs_start[l] : g.obs_start[gn], gn);
+      }
+      std::sort(timed.begin(), timed.end());
+      std::vector<int32_t> group;
+      int64_t last_t = 0;
+      for (size_t k = 0; k < timed.size(); ++k) {
+        const auto [t, gn] = timed[k];
+        if (!group.empty() &&
+            (t - last_t > kBurstGapNs || b.StepIndexOf(t) != b.StepIndexOf(last_t))) {
+          b.BatchIntoLast(group);
+          group.clear();
+        }
+        group.push_back(gn);
+        last_t = t;
+      }
+      b.BatchIntoLast(group);
+      if (model == FixModel::kKeepOnDevice) {
+        // The host work on the data between a copy out and its copy back (rows come in pairs)
+        // becomes device work, when nothing else is launched in between (the finding's own copies
+        // of other tensors aside: two tensors out, worked on, and back): CPU slices and waits go.
+        std::set<int32_t> own_calls;
+        for (int32_t r : rows) {
+          const int32_t gn = b.NodeOfRow(r);
+          const int32_t call = gn >= 0 ? b.LaunchOf(gn) : -1;
+          if (call >= 0) own_calls.insert(call);
+        }
+        for (size_t k = 0; k + 1 < rows.size(); k += 2) {
+          const int32_t out_gpu = b.NodeOfRow(rows[k]), back_gpu = b.NodeOfRow(rows[k + 1]);
+          const int32_t out_call = out_gpu >= 0 ? b.LaunchOf(out_gpu) : -1;
+          const int32_t back_call = back_gpu >= 0 ? b.LaunchOf(back_gpu) : -1;
+          if (out_call < 0 || back_call <= out_call || g.lane[out_call] != g.lane[back_call]) {
+            continue;
+          }
+          bool other_launch = false;
+          for (int32_t n = out_call + 1; n < back_call && !other_launch; ++n) {
+            other_launch = g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0 &&
+                           ev.link[g.row[n]] >= 0 && !own_calls.count(n);
+          }
+          if (other_launch) continue;
+          for (int32_t n = out_call + 1; n < back_call; ++n) {
+            b.NoWait(n);
+            b.SetDur(n, 0);
+          }
+        }
+      }
+      break;
+    }
+    case FixModel::kSetToNone: {  // zero_grad(set_to_none=True): no kernels, little CPU
+      int64_t cpu = 0;
+      for (int32_t r : rows) cpu += b.IsCpuRegion(r) ? b.CpuUnder(r) : 0;
+      for (int32_t r : rows) {
+        if (!b.IsCpuRegion(r)) continue;
+        for (int32_t gn : b.GpuUnder(r)) b.DropGpu(gn);
+        const double factor =
+            cpu > 0 ? std::min(1.0, static_cast<double>(kSetToNoneNs) / cpu) : 0.0;
+        b.ScaleUnder(r, factor);
+      }
+      break;
+    }
+    case FixModel::kForeachOptimizer: {  // foreach / fused optimizer: one launch per kernel kind
+      for (int32_t r : rows) {
+        if (!b.IsCpuRegion(r)) continue;
+        std::vector<int32_t> gpu = b.GpuUnder(r);
+        if (gpu.empty()) continue;
+        std::set<StringId> kinds;
+        for (int32_t gn : gpu) kinds.insert(ev.name[g.row[gn]]);
+        b.ScaleUnder(r, static_cast<double>(kinds.size()) / gpu.size());
+        // The kernels of one kind become one multi-tensor kernel.
+        std::map<StringId, std::vector<int32_t>> by_kind;
+        for (int32_t gn : gpu) by_kind[ev.name[g.row[gn]]].push_back(gn);
+        for (const auto& [kind, nodes] : by_kind) b.FuseGpu(nodes);
+      }
+      break;
+    }
+    case FixModel::kGraphBursts: {  // CUDA graphs / torch.compile(mode="reduce-overhead")
+      // The launch calls of the bursts, cut into spans where consecutive launches are close: the
+      // regions a graph would capture.
+      std::vector<int32_t> launches;
+      for (int32_t r : rows) {
+        const int32_t gn = b.NodeOfRow(r);
+        if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
+        const int32_t l = b.LaunchOf(gn);
+        if (l < 0) continue;
+        launches.push_back(l);
+        // The graph's kernels follow each other on the stream instead of their launches.
+        b.w.cross_gap.emplace_back(gn, std::min<int64_t>(g.cross_gap[gn], 0));
+      }
+      std::sort(launches.begin(), launches.end());  // one lane's nodes are in time order
+      std::vector<std::tuple<int32_t, int64_t, int64_t>> spans;  // (lane, start, end)
+      for (int32_t l : launches) {
+        const int32_t lane = static_cast<int32_t>(g.lane[l]);
+        if (!spans.empty() && std::get<0>(spans.back()) == lane &&
+            g.obs_start[l] - std::get<2>(spans.back()) <= kBurstGapNs) {
+          std::get<2>(spans.back()) = std::max(std::get<2>(spans.back()), g.obs_end[l]);
+        } else {
+          spans.emplace_back(lane, g.obs_start[l], g.obs_end[l]);
+        }
+      }
+      for (const auto& [lane, start, end] : spans) {
+        auto [a, e] = b.NodesIn(lane, start, end);
+        for (int32_t n = a; n < e; ++n) {
+          if (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin) continue;
+          b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
+        }
+      }
+      break;
+    }
+    case FixModel::kGraphRegion: {
+      // The region captured as a CUDA graph (or compiled with mode="reduce-overhead"): in each
+      // step, the launching thread's dispatch and launch work from the region's first launch to
+      // its last becomes one graph launch (kGraphedCpuFactor of it is left), and its kernels run
+      // back to back at the GPU's pace. Syncs, data loading, allocator and cold-start calls stay.
+      // (step, lane) -> the span of the region's launches (first start, last end).
+      std::map<std::pair<size_t, uint32_t>, std::pair<int64_t, int64_t>> spans;
+      std::pair<size_t, uint32_t> last_key{SIZE_MAX, 0};
+      std::pair<int64_t, int64_t>* last_span = nullptr;
+      for (int32_t r : rows) {
+        const int32_t gn = b.NodeOfRow(r);
+        if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
+        const int32_t l = b.LaunchOf(gn);
+        if (l < 0) continue;
+        const auto key = std::make_pair(b.StepIndexOf(g.obs_start[l]), g.lane[l]);
+        if (key != last_key || !last_span) {  // rows come mostly in order: look up on change only
+          auto it = spans.emplace(key, std::make_pair(g.obs_start[l], g.obs_end[l])).first;
+          last_key = key;
+          last_span = &it->second;
+        }
+        last_span->first = std::min(last_span->first, g.obs_start[l]);
+        last_span->second = std::max(last_span->second, g.obs_end[l]);
+        if (g.cross_gap[gn] > 0) b.w.cross_gap.emplace_back(gn, 0);
+        if (g.lane_gap[gn] > 0) b.SetLaneGap(gn, 0);
+      }
+      // Dispatch is the CPU work of ops (and Python frames) that launch GPU work: a graph replays
+      // their kernels without them. Host work that launches nothing (metrics on CPU tensors, data
+      // preparation) and the loop's own glue between ops stay.
+      for (const auto& [key, span] : spans) {
+        auto [a, e] = b.NodesIn(static_cast<int32_t>(key.second), span.first, span.second);
+        for (int32_t n = a; n < e; ++n) {
+          const int32_t r = g.row[n];
+          const bool dispatch =
+              (g.role[n] == NodeRole::kCpuWork && g.cause[n] == Cause::kCpuWork && r >= 0 &&
+               g.launches_gpu[r] && !StartsWith(trace.Name(r), "ProfilerStep#")) ||
+              (g.role[n] == NodeRole::kLaunch && g.cause[n] == Cause::kLaunch);
+          if (dispatch) b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
+        }
+      }
+      break;
+    }
+    case FixModel::kWarmStart: {  // profiled after warm-up: each first call costs a usual one
+      for (int32_t r : rows) {
+        if (b.IsCpuRegion(r)) {  // a one-time first call of an op: it costs what later runs do
+          const FirstCall* first = FirstCallAt(g.first_calls, r);
+          const int64_t typical = first ? first->typical_ns : 0;
+          const int64_t cpu = b.CpuUnder(r);
+          if (cpu > 0) b.ScaleUnder(r, std::min(1.0, static_cast<double>(typical) / cpu));
+          continue;
+        }
+        const int32_t n = b.NodeOfRow(r);
+        if (n >= 0) b.SetDur(n, std::min<int64_t>(g.dur[n], kWarmCallNs));
+        // Its kernel starts a usual latency after the call, not after the lazy load.
+        const int32_t gn = b.NodeOfRow(ev.link[r]);
+        if (gn >= 0 && g.role[gn] == NodeRole::kGpu && g.cross[gn] == n) {
+          b.w.cross_gap.emplace_back(gn,
+                                     std::min(g.cross_gap[gn], kWarmCallNs + g.typical_latency));
+        }
+      }
+      break;
+    }
+    case FixModel::kIdleWorkMovedOut: {
+      // No catalogue fix: the hypothetical "this CPU work moved out of the step" (the CPU time
+      // of the main thread inside the idle gaps), costed after every real fix.
+      for (const auto& [lo, hi] : f.occurrences) {
+        for (const auto& l : g.lanes) {
+          if (!l.main) continue;
+          auto first = g.obs_end.begin() + l.first_node, last = g.obs_end.begin() + l.end_node;
+          // Nodes of a lane are ordered by start and do not overlap, so also by end.
+          for (auto it = std::upper_bound(first, last, lo); it != last; ++it) {
+            const int32_t n = static_cast<int32_t>(it - g.obs_end.begin());
+            if (g.obs_start[n] >= hi) break;
+            if (g.role[n] != NodeRole::kCpuWork) continue;
+            const int64_t overlap = std::min(hi, g.obs_end[n]) - std::max(lo, g.obs_start[n]);
+            b.SetDur(n, g.dur[n] - std::max<int64_t>(0, overlap));
+          }
+        }
+      }
+      break;
+    }
+    case FixModel::kTensorCores: {  // TF32 / AMP: each kernel at its time on tensor cores
+      // Numeric evidence adds up over the steps a finding merges: the ratio is its mean.
+      auto it = f.evidence.find("tensor_core_ratio");
+      auto steps = f.evidence.find("steps_affected");
+      const double ratio = it == f.evidence.end() ? 0.0
+                           : steps != f.evidence.end() && steps->second.number >= 1
+                               ? it->second.number / steps->second.number
+                               : it->second.number;
+      for (int32_t r : rows) {
+        const int32_t gn = b.NodeOfRow(r);
+        if (gn >= 0) b.SetDur(gn, TensorCoreNs(g.dur[gn], ratio > 1.0 ? ratio : kTensorCoreRatio));
+      }
+      break;
+    }
+    case FixModel::kOverlapCommunication: {
+      // Communication overlapped with the step's earlier work (DDP's buckets during backward):
+      // each step's collectives hide behind the wall time from the start of its backward (else
+      // of the step) to their start; what exceeds that stays on the path.
+      std::vector<int64_t> hide_from(g.spans.size(), 0);
+      std::vector<uint8_t> has_backward(g.spans.size(), 0);
+      for (size_t s = 0; s < g.spans.size(); ++s) hide_from[s] = g.spans[s].start_ns;
+      std::vector<int8_t> backward_name(trace.strings.size(), -1);
+      for (size_t i = 0, s = 0; i < ev.size() && s < g.spans.size(); ++i) {
+        if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
+        while (s < g.spans.size() && ev.ts[i] >= g.spans[s].end_ns) ++s;
+        if (s >= g.spans.size() || ev.ts[i] < g.spans[s].start_ns || has_backward[s]) continue;
+        int8_t& known = backward_name[ev.name[i]];
+        if (known < 0) known = ContainsIgnoreCase(trace.Name(i), "backward") ? 1 : 0;
+        if (known == 1) {  // rows are sorted by start: the step's first backward row
+          hide_from[s] = ev.ts[i];
+          has_backward[s] = 1;
+        }
+      }
+      // The gradients are ready once backward's GPU work runs: the first activity launched after
+      // the backward began (the step's first, without a backward) is where hiding can start.
+      {
+        std::vector<int64_t> first_gpu(g.spans.size(), std::numeric_limits<int64_t>::max());
+        for (size_t n = 0; n < g.size(); ++n) {
+          const int32_t c = g.cross[n];
+          if (g.role[n] != NodeRole::kGpu || c < 0) continue;
+          auto it = std::upper_bound(g.spans.begin(), g.spans.end(), g.obs_start[c],
+                                     [](int64_t t, const StepSpan& sp) { return t < sp.start_ns; });
+          if (it == g.spans.begin()) continue;
+          const size_t s = static_cast<size_t>(it - g.spans.begin()) - 1;
+          if (g.obs_start[c] >= g.spans[s].end_ns || g.obs_start[c] < hide_from[s]) continue;
+          first_gpu[s] = std::min(first_gpu[s], g.obs_start[n]);
+        }
+        for (size_t s = 0; s < g.spans.size(); ++s) {
+          if (first_gpu[s] != std::numeric_limits<int64_t>::max()) {
+            hide_from[s] = std::max(hide_from[s], first_gpu[s]);
+          }
+        }
+      }
+      // Each collective belongs to the step that issued it (its launch call's), even when it runs
+      // into the next one.
+      std::vector<std::pair<int64_t, int32_t>> nodes;  // (issued at, node)
+      for (int32_t r : rows) {
+        const int32_t n = b.NodeOfRow(r);
+        if (n < 0) continue;
+        nodes.emplace_back(g.cross[n] >= 0 ? g.obs_start[g.cross[n]] : g.obs_start[n], n);
+      }
+      std::sort(nodes.begin(), nodes.end());
+      size_t s = 0;
+      // The time a collective can hide behind grows with the work before it since the step's
+      // hiding began or the previous collective ended (tensor parallelism's all-reduces between
+      // layers hide behind each layer), and what a collective hides uses it up (DDP's buckets
+      // back to back after backward share backward's time).
+      int64_t budget = 0, budget_step = -1, covered_to = 0;
+      for (const auto& [issued, n] : nodes) {
+        const int64_t start = g.obs_start[n];
+        while (s + 1 < g.spans.size() && issued >= g.spans[s].end_ns) ++s;
+        const bool in_step =
+            s < g.spans.size() && issued >= g.spans[s].start_ns && issued < g.spans[s].end_ns;
+        if (!in_step) {  // outside the analysed steps: nothing bounds it
+          b.SetDur(n, 0);
+          continue;
+        }
+        if (static_cast<int64_t>(s) != budget_step) {
+          budget_step = static_cast<int64_t>(s);
+          budget = 0;
+          covered_to = hide_from[s];
+        }
+        budget += std::max<int64_t>(0, start - covered_to);
+        covered_to = std::max(covered_to, g.obs_end[n]);
+        const int64_t hidden = std::min(g.dur[n], budget);
+        budget -= hidden;
+        b.SetDur(n, g.dur[n] - hidden);
+      }
+      break;
+    }
+    case FixModel::kBucketCollectives: {
+      // Bucketed collectives: one launch, and each call's fixed latency (estimated as most of the
+      // shortest call) paid once.
+      int64_t shortest = -1;
+      std::vector<int32_t> nodes;
+      for (int32_t r : rows) {
+        const int32_t gn = b.NodeOfRow(r);
+        if (gn < 0) continue;
+        nodes.push_back(gn);
+        shortest = shortest < 0 ? g.dur[gn] : std::min(shortest, g.dur[gn]);
+      }
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (i == 0) continue;
+        b.SetDur(nodes[i],
+                 g.dur[nodes[i]] - static_cast<int64_t>(0.8 * static_cast<double>(shortest)));
+        const int32_t l = b.LaunchOf(nodes[i]);
+        // The call's CPU side (c10d::allreduce_ and what it encloses) is paid once per bucket.
+        const int32_t top = l >= 0 && g.row[l] >= 0 ? TopOpOf(trace, g.row[l]) : -1;
+        if (top >= 0) b.ScaleUnder(top, 0.0);
+        b.SetDur(l, 0);
+        // Part of the first bucket: it follows the previous collective, not its own launch.
+        b.w.cross_gap.emplace_back(nodes[i], std::min<int64_t>(g.cross_gap[nodes[i]], 0));
+      }
+      break;
+    }
+    case FixModel::kCachingAllocator: {  // the caching allocator keeps the memory
+      for (int32_t r : rows) {
+        if (b.IsCpuRegion(r)) {
+          auto [a, e] = b.NodesUnder(r);
+          for (int32_t n = a; n < e; ++n) {
+            b.SetDur(n, 0);
+            b.NoWait(n);
+          }
+        } else {
+          const int32_t n = b.NodeOfRow(r);
+          b.SetDur(n, 0);
+          b.NoWait(n);
+        }
+      }
+      break;
+    }
+    case FixModel::kNone:  // nothing to replay
+      break;
+  }
+  return b.w;
+}
+
+ProfilerCostTaken TakeOutProfilerCost(const Trace& trace, CausalGraph* graph,
+                                      const ProfilerCost& cost) {
+  ProfilerCostTaken out;
+  const CausalGraph& g = *graph;
+  const bool gpu = std::any_of(g.lanes.begin(), g.lanes.end(), [](const auto& l) { return l.gpu; });
+  if (!gpu || g.size() == 0 || (cost.per_op_ns <= 0 && cost.per_frame_ns <= 0)) return out;
+  const EventTable& ev = trace.events;
+  // Rows are in start order, so each lane's containing node only moves forward.
+  std::vector<int32_t> cursor(g.lanes.size());
+  for (size_t l = 0; l < g.lanes.size(); ++l) cursor[l] = g.lanes[l].first_node;
+  std::vector<uint32_t> count;  // per node, ns of profiler work, allocated on the first op
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const bool op = ev.kind[i] == EventKind::kCpuOp;
+    if (!op && ev.kind[i] != EventKind::kPythonFunction) continue;
+    const int32_t lane = ev.track[i] < g.lane_of_track.size() ? g.lane_of_track[ev.track[i]] : -1;
+    if (lane < 0 || g.lanes[lane].gpu) continue;
+    const auto& l = g.lanes[lane];
+    int32_t& n = cursor[lane];
+    while (n + 1 < l.end_node && g.obs_start[n + 1] <= ev.ts[i]) ++n;
+    if (n >= l.end_node || g.obs_start[n] > ev.ts[i] || ev.ts[i] >= g.obs_end[n]) continue;
+    if (g.role[n] != NodeRole::kCpuWork) continue;
+    if (count.empty()) count.assign(g.size(), 0);
+    count[n] +=
+        static_cast<uint32_t>(std::max<int64_t>(0, op ? cost.per_op_ns : cost.per_frame_ns));
+    out.ops += op;
+  }
+  if (count.empty()) return out;
+  // What a slice cannot give up (it keeps kProfiledMinShare) carries on to the lane's next CPU
+  // slices: the profiler's work around an op falls between events as much as inside them.
+  for (const auto& l : g.lanes) {
+    if (l.gpu) continue;
+    int64_t carry = 0;
+    for (int32_t n = l.first_node; n < l.end_node; ++n) {
+      carry += count[n];
+      if (carry == 0 || g.role[n] != NodeRole::kCpuWork) continue;
+      const int64_t cut =
+          std::min(carry, static_cast<int64_t>(g.dur[n] * (1.0 - kProfiledMinShare)));
+      if (cut <= 0) continue;
+      graph->dur[n] -= cut;
+      out.cut_ns += cut;
+      carry = std::min(carry - cut, kProfiledCarryMaxNs);
+    }
+  }
+  return out;
+}
+
+FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
+                        const TimeBreakdown& time, std::vector<Finding>* findings,
+                        const std::vector<FixPlan>& plans, const ProfilerCost& profiler_cost) {
+  assert(plans.size() == findings->size());
+  FixCosting out;
+  // Every saving is the run's without the profiler: the graph's CPU slices lose the profiler's
+  // own cost per recorded op, the replay of that is the baseline, and each fix is replayed on it.
+  out.traced_run_ns = base.total_step_ns();
+  const ProfilerCostTaken taken = TakeOutProfilerCost(trace, graph, profiler_cost);
+  out.profiled_ops = taken.ops;
+  if (taken.cut_ns > 0) RunReplay(*graph, nullptr, &base);
+  const CausalGraph& g = *graph;
+  out.run_ns = base.total_step_ns();
+  out.profiler_overhead_ns = std::max<int64_t>(0, out.traced_run_ns - out.run_ns);
+  out.steps = base.step_start.size();
+  const std::vector<int64_t> base_start = base.step_start, base_end = base.step_end;
+  const double n_steps = std::max<size_t>(1, out.steps);
+  std::map<int64_t, size_t> step_index;
+  for (size_t k = 0; k < out.steps && k < time.step_numbers.size(); ++k) {
+    step_index[time.step_numbers[k]] = k;
+  }
+  // Per step, how much shorter |after| is than the steps |before_start| / |before_end|.
+  auto step_deltas =
+      [&](const std::vector<int64_t>& before_start, const std::vector<int64_t>& before_end,
+          const std::vector<int64_t>& after_start, const std::vector<int64_t>& after_end) {
+        std::vector<int64_t> d(out.steps);
+        for (size_t k = 0; k < out.steps; ++k) {
+          d[k] = (before_end[k] - before_start[k]) - (after_end[k] - after_start[k]);
+        }
+        return d;
+      };
+
+  struct Entry {
+    size_t finding;
+    WhatIf what_if;
+    int64_t alone_ns = 0, marginal_ns = 0, claim_ns = 0;
+    std::vector<int64_t> steps;  // per-step saving of the claim
+    bool symptom = false;
+    // Its replay alone: the chain's first prefix is this replay again.
+    int64_t alone_total = 0;
+    std::vector<int64_t> alone_start, alone_end;
+  };
+  constexpr size_t kParallelNodes = 200000;  // a second thread pays off from here
+  // The replays run on up to two threads (each replay streams the whole graph: more threads
+  // would mostly share the memory bus, and each keeps its own copy of the replay's columns),
+  // each taking the next replay when it is done. The base's memory serves the first thread.
+  Replay& work = base;
+  Replay second;  // the second thread's memory, kept for both rounds of replays
+  const size_t threads = g.size() >= kParallelNodes ? std::min<size_t>(2, HardwareThreads()) : 1;
+  auto replay_each = [&](size_t count, auto&& replay_one) {
+    std::atomic<size_t> next{0};
+    ParallelFor(std::min(threads, count), threads, [&](size_t thread) {
+      Replay* into = thread == 0 ? &work : &second;
+      for (size_t i; (i = next.fetch_add(1)) < count;) replay_one(i, into);
+    });
+  };
+  // What each finding is to the costing (its code's plan, from the rule registry).
+  auto spec_of = [&](const Entry& e) -> const FixPlan& { return plans[e.finding]; };
+  auto idle_time = [&](const Entry& e) { return spec_of(e).role == CostRole::kIdleTime; };
+  std::vector<Entry> entries;
+  for (size_t i = 0; i < findings->size(); ++i) {
+    entries.push_back({i, {}, 0, 0, 0, {}, false, 0, {}, {}});
+    entries.back().symptom = idle_time(entries.back());
+    entries.back().steps.assign(out.steps, 0);
+  }
+  // 1. Each fix alone, against the unchanged run.
+  replay_each(entries.size(), [&](size_t i, Replay* into) {
+    Entry& e = entries[i];
+    e.what_if = FixWhatIf(trace, g, (*findings)[e.finding], plans[e.finding].model);
+    if (e.what_if.empty()) return;
+    RunReplay(g, &e.what_if, into);
+    e.alone_total = into->total_step_ns();
+    e.alone_start = into->step_start;
+    e.alone_end = into->step_end;
+    e.alone_ns = std::max<int64_t>(0, out.run_ns - e.alone_total);
+    if (!e.symptom) e.steps = step_deltas(base_start, base_end, into->step_start, into->step_end);
+  });
+  // Of |count| nodes (node(k) the k-th), how many |owner| gives to an entry, and the entry that
+  // owns the most of them (the first such entry; -1 for none).
+  auto owned = [](const std::vector<int32_t>& owner, size_t count, auto node) {
+    std::map<int32_t, size_t> shared;
+    for (size_t k = 0; k < count; ++k) {
+      if (owner[node(k)] >= 0) ++shared[owner[node(k)]];
+    }
+    size_t total = 0, most = 0;
+    int32_t cause = -1;
+    for (const auto& [i, n] : shared) {
+      total += n;
+      if (n > most) {
+        most = n;
+        cause = i;
+      }
+    }
+    return std::make_pair(cause, total);
+  };
+  // A launch-bound finding whose fix changes mostly the nodes another finding's fix changes
+  // (zero_grad's or the optimizer's per-parameter kernels) is that cause's symptom: it claims
+  // only what it adds once that cause is fixed, instead of the same time twice.
+  auto launch_bound = [&](const Entry& e) { return spec_of(e).role == CostRole::kLaunchBound; };
+  const bool any_launch_bound = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+    return launch_bound(e) && !e.what_if.dur.empty();
+  });
+  if (any_launch_bound) {
+    std::vector<int32_t> owner(g.size(), -1);  // the entry whose fix changes the node
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].symptom || launch_bound(entries[i])) continue;
+      for (const auto& [n, d] : entries[i].what_if.dur) {
+        if (owner[n] < 0) owner[n] = static_cast<int32_t>(i);
+      }
+    }
+    for (Entry& e : entries) {
+      Finding& f = (*findings)[e.finding];
+      if (!launch_bound(e) || e.what_if.dur.empty()) continue;
+      const auto [cause, total] =
+          owned(owner, e.what_if.dur.size(), [&](size_t k) { return e.what_if.dur[k].first; });
+      if (2 * total < e.what_if.dur.size()) continue;
+      e.symptom = true;
+      f.evidence["symptom_of"] = {false, 0, (*findings)[entries[cause].finding].code};
+    }
+  }
+  // A host sync whose waits are mostly blocking pageable copies that TTA003 pins and makes
+  // non-blocking is that copy's symptom: the fix is pinned memory, the sync goes with it.
+  const bool any_pinned = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+    return spec_of(e).pins_copies && !e.what_if.no_wait.empty();
+  });
+  if (any_pinned) {
+    std::vector<int32_t> pinned_by(g.size(), -1);  // a TTA003 entry that stops the node's wait
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (!spec_of(entries[i]).pins_copies) continue;
+      for (int32_t n : entries[i].what_if.no_wait) {
+        if (pinned_by[n] < 0) pinned_by[n] = static_cast<int32_t>(i);
+      }
+    }
+    for (Entry& e : entries) {
+      Finding& f = (*findings)[e.finding];
+      if (!spec_of(e).symptom_of_pinned_copies || e.symptom || e.what_if.no_wait.empty()) continue;
+      const auto [pinning, total] = owned(pinned_by, e.what_if.no_wait.size(),
+                                          [&](size_t k) { return e.what_if.no_wait[k]; });
+      if (2 * total < e.what_if.no_wait.size()) continue;
+      e.symptom = true;
+      f.evidence["symptom_of"] = {false, 0, (*findings)[entries[pinning].finding].code};
+    }
+  }
+  // 2. The fixes one after another, largest first and the symptoms (TTA008, a launch-bound
+  // region another cause explains) last: what they save together, and what each adds to the
+  // ones before it.
+  auto rank = [&](const Entry& e) {  // causes, then symptoms of a cause, then idle time (TTA008)
+    return !e.symptom ? 0 : idle_time(e) ? 2 : 1;
+  };
+  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    return a.alone_ns > b.alone_ns;
+  });
+  // Each prefix of the chain is replayed on its own, then the chain is walked in order.
+  std::vector<size_t> chain;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].alone_ns > 0) chain.push_back(i);
+  }
+  struct Prefix {
+    int64_t total = 0;
+    std::vector<int64_t> step_start, step_end;
+  };
+  std::vector<Prefix> prefixes(chain.size());
+  // The first prefix is the first fix alone, replayed already; the longest prefixes go first.
+  if (!chain.empty()) {
+    const Entry& e = entries[chain[0]];
+    prefixes[0] = {e.alone_total, e.alone_start, e.alone_end};
+  }
+  replay_each(chain.empty() ? 0 : chain.size() - 1, [&](size_t i, Replay* into) {
+    const size_t k = chain.size() - 1 - i;
+    std::vector<const WhatIf*> parts;
+    for (size_t j = 0; j <= k; ++j) parts.push_back(&entries[chain[j]].what_if);
+    RunReplay(g, parts, into);
+    prefixes[k] = {into->total_step_ns(), into->step_start, into->step_end};
+  });
+  std::vector<int64_t> prev_start = base_start, prev_end = base_end;
+  int64_t prev_total = out.run_ns;
+  for (size_t k = 0; k < chain.size(); ++k) {
+    Entry& e = entries[chain[k]];
+    const Prefix& p = prefixes[k];
+    e.marginal_ns = std::max<int64_t>(0, prev_total - p.total);
+    if (e.symptom) e.steps = step_deltas(prev_start, prev_end, p.step_start, p.step_end);
+    prev_total = std::min(prev_total, p.total);
+    if (rank(e) < 2) out.safe_saving_ns = out.run_ns - prev_total;  // a real fix, not TTA008
+    prev_start = p.step_start;
+    prev_end = p.step_end;
+  }
+  out.safe_saving_ns = std::max<int64_t>(0, out.safe_saving_ns);
+  const int64_t joint_ns = out.run_ns - prev_total;
+  out.joint_saving_ns = std::max(out.safe_saving_ns, joint_ns);
+  // 3. A fix's claim is what it saves alone; the symptom claims only the idle time no fix
+  // explains. Claims that together exceed the run (fixes recovering the same time) are scaled
+  // down to what all of them save together.
+  // TTA008's CPU work that no fix changes (host work that launches nothing, a metrics pass) is
+  // idle time no cause explains whatever else is fixed: it claims what removing it saves alone.
+  // Where the fixes change most of its nodes (dispatch that CUDA graphs remove), it claims only
+  // what is left after them.
+  std::vector<uint8_t> fixed_node;
+  for (const Entry& e : entries) {
+    if (idle_time(e) || e.what_if.dur.empty()) continue;
+    if (fixed_node.empty()) fixed_node.assign(g.size(), 0);
+    for (const auto& [n, d] : e.what_if.dur) fixed_node[n] = 1;
+  }
+  auto independent_idle = [&](const Entry& e) {
+    if (!idle_time(e) || e.what_if.dur.empty()) return false;
+    size_t shared = 0;
+    for (const auto& [n, d] : e.what_if.dur) shared += !fixed_node.empty() && fixed_node[n];
+    return 2 * shared < e.what_if.dur.size();
+  };
+  int64_t claimed = 0;
+  for (Entry& e : entries) {
+    e.claim_ns = e.symptom && !independent_idle(e) ? e.marginal_ns : e.alone_ns;
+    claimed += e.claim_ns;
+  }
+  const double scale = claimed > out.run_ns && claimed > 0
+                           ? static_cast<double>(joint_ns) / static_cast<double>(claimed)
+                           : 1.0;
+  // One story: what the findings save together is never less than what any one of them claims
+  // (replays of fixes that interact need not add up exactly).
+  for (const Entry& e : entries) {
+    const int64_t claim = static_cast<int64_t>(e.claim_ns * scale);
+    if (rank(e) < 2) out.safe_saving_ns = std::max(out.safe_saving_ns, claim);
+    out.joint_saving_ns = std::max({out.joint_saving_ns, out.safe_saving_ns, claim});
+  }
+  for (Entry& e : entries) {
+    Finding& f = (*findings)[e.finding];
+    const double claim = e.claim_ns * scale;
+    f.evidence["detected_us_per_step"] = {true, f.time_lost_us_per_step, ""};
+    f.evidence["saving_alone_us_per_step"] = {true, e.alone_ns / 1000.0 / n_steps, ""};
+    f.evidence["saving_after_larger_fixes_us_per_step"] = {true, e.marginal_ns / 1000.0 / n_steps,
+                                                           ""};
+    f.time_lost_us_per_step = claim / 1000.0 / n_steps;
+    f.share_of_step = out.run_ns > 0 ? claim / out.run_ns : 0.0;
+    for (auto& [step, lost] : f.per_step) {
+      auto it = step_index.find(step);
+      lost =
+          it != step_index.end() ? std::max<int64_t>(0, e.steps[it->second]) * scale / 1000.0 : 0.0;
+    }
+  }
+  return out;
+}
+
+}  // namespace ttap

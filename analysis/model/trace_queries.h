@@ -1,0 +1,26 @@
+// Questions about a trace's rows that the rules, the causal model and the what-ifs all ask: the
+// user-level op around a row, the host statement that reads a synchronised value, whether a
+// region is the input pipeline. Pure functions of an immutable Trace; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "analysis/model/trace.h"
+
+namespace ttap {
+
+// The outermost cpu_op / user_annotation ancestor of |row| (or |row| itself) below the step
+// annotation: the "user-level" op (e.g. aten::item, Optimizer.step#SGD.step), or -1. Shared by
+// RuleContext::TopOp, the causal attribution and the what-ifs.
+int32_t TopOpOf(const Trace& trace, int32_t row);
+// The statement that reads a synchronised value on the host: the outermost CPU region (op,
+// annotation or Python frame) around |sync_row| below the step annotation that sends nothing to
+// the device (it launches device-to-host copies at most), e.g. `pbar.set_postfix(loss=
+// loss.item())`; -1 when even the innermost one launches other work. TTA002's detector and its
+// fix (what_if.cpp) share it.
+int32_t HostStatementOf(const Trace& trace, int32_t sync_row);
+// A DataLoader / DataPipe __next__: the input pipeline.
+bool IsDataLoaderName(std::string_view name);
+
+}  // namespace ttap

@@ -1,0 +1,119 @@
+// RuleContext implementation; see rule_context.h.
+#include "analysis/rules/rule_context.h"
+
+#include <algorithm>
+#include <map>
+
+#include "analysis/base/string_util.h"
+#include "analysis/causal/causal_graph.h"
+#include "analysis/model/trace_queries.h"
+
+namespace ttap {
+
+namespace {}  // namespace
+
+RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
+  const EventTable& ev = trace.events;
+  for (const StepSpan& s : AnalysedSteps(trace)) steps_.push_back({s.number, s.start_ns, s.end_ns});
+  std::map<int32_t, int64_t> kernels_per_device;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    EventKind k = ev.kind[i];
+    if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
+    has_gpu_ = true;
+    gpu_busy_.push_back({ev.ts[i], ev.end(i)});
+    if (k == EventKind::kKernel) {
+      kernel_busy_.push_back({ev.ts[i], ev.end(i)});
+      kernels_per_device[trace.tracks[ev.track[i]].device]++;
+    }
+  }
+  MergeIntervals(&gpu_busy_);
+  first_calls_ = OneTimeFirstCalls(trace, gpu_busy_);
+  collective_name_.assign(trace.strings.size(), 0);
+  runtime_flags_.assign(trace.strings.size(), 0);
+  for (size_t id = 0; id < collective_name_.size(); ++id) {
+    const std::string_view name = trace.strings.Get(static_cast<StringId>(id));
+    collective_name_[id] = IsCollectiveKernel(name) ? 1 : 0;
+    runtime_flags_[id] = RuntimeCallFlags(name);
+  }
+  MergeIntervals(&kernel_busy_);
+  int32_t main_device = -1;
+  int64_t most = -1;
+  for (auto& [d, n] : kernels_per_device) {
+    if (n > most) {
+      most = n;
+      main_device = d;
+    }
+  }
+  for (const DeviceInfo& d : trace.devices) {
+    bool is_amd = d.name.find("AMD") != std::string::npos ||
+                  d.name.find("Instinct") != std::string::npos ||
+                  d.name.find("Radeon") != std::string::npos;
+    if (d.used && is_amd) amd_ = true;
+    if (d.id == main_device && d.compute_major >= 0) {
+      compute_major_ = d.compute_major;
+      compute_minor_ = d.compute_minor;
+    }
+    if (d.id == main_device) device_name_ = d.name;
+  }
+  for (size_t i = 0; i < ev.size() && !amd_; ++i) {
+    if (IsLaunchKind(ev.kind[i]) && StartsWith(trace.Name(i), "hip")) amd_ = true;
+  }
+}
+
+int64_t RuleContext::NextGpuStart(int64_t t, int64_t limit) const {
+  auto it =
+      std::lower_bound(gpu_busy_.begin(), gpu_busy_.end(), Interval{t, INT64_MIN},
+                       [](const Interval& a, const Interval& b) { return a.second < b.first; });
+  for (; it != gpu_busy_.end(); ++it) {
+    if (it->second > t) return std::min(std::max(it->first, t), limit);
+  }
+  return limit;
+}
+
+int RuleContext::StepOf(int64_t ts) const {
+  auto it = std::upper_bound(steps_.begin(), steps_.end(), ts,
+                             [](int64_t t, const AnalysedStep& s) { return t < s.start_ns; });
+  if (it == steps_.begin()) return -1;
+  --it;
+  return ts < it->end_ns ? static_cast<int>(it - steps_.begin()) : -1;
+}
+
+std::pair<uint32_t, uint32_t> RuleContext::RowsIn(int64_t lo, int64_t hi) const {
+  Window w = MakeWindow(trace_, lo, hi);
+  return {w.begin, w.end};
+}
+
+int32_t RuleContext::AncestorWithPrefix(int32_t row, std::string_view prefix) const {
+  for (int guard = 0; row >= 0 && guard < 4096; ++guard) {
+    if (StartsWith(trace_.Name(row), prefix)) return row;
+    row = trace_.events.parent[row];
+  }
+  return -1;
+}
+
+int32_t RuleContext::TopOp(int32_t row) const { return TopOpOf(trace_, row); }
+
+std::vector<int> RuleContext::WindowsOf(int64_t lo, int64_t hi) const {
+  // Windows are equal, sorted and back to back (analysis/model/trace.h): start at the first one
+  // that ends after |lo|.
+  std::vector<int> out;
+  const auto& w = trace_.windows;
+  auto it = std::upper_bound(w.begin(), w.end(), lo,
+                             [](int64_t t, const Window& x) { return t < x.end_ns; });
+  for (size_t i = static_cast<size_t>(it - w.begin()); i < w.size(); ++i) {
+    const bool touches = lo == hi ? (w[i].start_ns <= lo && lo < w[i].end_ns)
+                                  : (w[i].start_ns < hi && lo < w[i].end_ns);
+    if (touches) {
+      out.push_back(static_cast<int>(i));
+    } else if (w[i].start_ns >= std::max(lo, hi)) {
+      break;
+    }
+  }
+  return out;
+}
+
+bool RuleContext::IsDataLoaderName(std::string_view name) const {
+  return ttap::IsDataLoaderName(name);
+}
+
+}  // namespace ttap

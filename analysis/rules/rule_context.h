@@ -1,0 +1,89 @@
+// RuleContext: what every detector needs, computed once per trace: the analysed steps (the
+// ProfilerStep# steps, or one span for a trace without them), the merged GPU busy intervals,
+// and small helpers (GPU idle time in a range, ancestors of a row, the launching CPU op of a GPU
+// activity, the windows a time range touches). Built by RunRules; read-only afterwards.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "analysis/causal/causal_graph.h"
+#include "analysis/model/runtime_calls.h"
+#include "analysis/model/trace.h"
+#include "analysis/model/trace_queries.h"
+#include "analysis/model/trace_stats.h"
+
+namespace ttap {
+
+struct AnalysedStep {
+  int64_t number = -1;  // ProfilerStep number; -1 for the whole-trace span
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t duration() const { return end_ns - start_ns; }
+};
+
+class RuleContext {
+ public:
+  explicit RuleContext(const Trace& trace);
+
+  const Trace& trace() const { return trace_; }
+  const EventTable& ev() const { return trace_.events; }
+  std::string_view Name(size_t row) const { return trace_.Name(row); }
+  const std::vector<AnalysedStep>& steps() const { return steps_; }
+  bool has_gpu() const { return has_gpu_; }
+  bool amd() const { return amd_; }
+  // Compute capability of the device that ran most kernels ({-1,-1} when unknown).
+  int compute_major() const { return compute_major_; }
+  int compute_minor() const { return compute_minor_; }
+  // deviceProperties name of that device ("NVIDIA H200", "Tesla T4"), empty when unknown.
+  const std::string& device_name() const { return device_name_; }
+
+  // Merged intervals of GPU activity (kernels, memcpy, memset) over all devices.
+  const std::vector<Interval>& gpu_busy() const { return gpu_busy_; }
+  const std::vector<Interval>& kernel_busy() const { return kernel_busy_; }
+  int64_t GpuIdle(int64_t lo, int64_t hi) const {
+    return hi > lo ? (hi - lo) - ClippedLength(gpu_busy_, lo, hi) : 0;
+  }
+  // Start of the first GPU activity at or after |t| (clamped to [t, limit]), or |limit|.
+  int64_t NextGpuStart(int64_t t, int64_t limit) const;
+  // Index into steps() of the step containing |ts| (by start), or -1.
+  int StepOf(int64_t ts) const;
+  // Rows whose ts is in [lo, hi).
+  std::pair<uint32_t, uint32_t> RowsIn(int64_t lo, int64_t hi) const;
+  // Nearest ancestor (or the row itself) whose name starts with |prefix|, or -1.
+  int32_t AncestorWithPrefix(int32_t row, std::string_view prefix) const;
+  // The CPU row that launched a GPU activity (its runtime call), or -1.
+  int32_t LaunchOf(size_t gpu_row) const { return trace_.events.link[gpu_row]; }
+  // Whether |row| is a collective kernel (IsCollectiveKernel, tested once per distinct name).
+  bool IsCollective(size_t row) const { return collective_name_[trace_.events.name[row]] != 0; }
+  // |row|'s runtime call flags (runtime_calls.h: RuntimeCallFlags of its name, looked up once
+  // per distinct name), 0 for anything but a runtime call.
+  uint32_t RuntimeFlags(size_t row) const { return runtime_flags_[trace_.events.name[row]]; }
+  bool IsSyncCall(size_t row) const { return (RuntimeFlags(row) & kRuntimeSync) != 0; }
+  // The outermost cpu_op / user_annotation ancestor of |row| below the step annotation: the
+  // "user-level" op (e.g. aten::item, Optimizer.step#SGD.step), or -1.
+  int32_t TopOp(int32_t row) const;
+  // Window indices that intersect [lo, hi).
+  std::vector<int> WindowsOf(int64_t lo, int64_t hi) const;
+  bool IsDataLoaderName(std::string_view name) const;
+  // One-time first calls of ops (causal_graph.h): cold start, not steady-state work.
+  const std::vector<FirstCall>& first_calls() const { return first_calls_; }
+  bool InFirstCall(int32_t row) const { return EnclosingFirstCall(trace_, first_calls_, row) >= 0; }
+
+ private:
+  const Trace& trace_;
+  std::vector<AnalysedStep> steps_;
+  std::vector<Interval> gpu_busy_;
+  std::vector<Interval> kernel_busy_;
+  bool has_gpu_ = false;
+  bool amd_ = false;
+  int compute_major_ = -1;
+  int compute_minor_ = -1;
+  std::string device_name_;
+  std::vector<FirstCall> first_calls_;
+  std::vector<uint8_t> collective_name_;  // per string id
+  std::vector<uint32_t> runtime_flags_;   // per string id
+};
+
+}  // namespace ttap

@@ -1,0 +1,107 @@
+// Small helpers shared by the detectors (rules_*.cpp): building a raw per-step finding, the
+// cause key that merges findings across steps, name tests. Internal to analysis/.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "analysis/base/string_util.h"
+#include "analysis/model/findings.h"
+#include "analysis/model/runtime_calls.h"
+#include "analysis/rules/rule_context.h"
+#include "analysis/rules/rules.h"
+
+namespace ttap {
+
+// A raw finding for one step (|step| indexes ctx.steps()); RunRules merges raw findings with
+// the same code and cause key.
+inline Finding MakeRawFinding(const RuleContext& ctx, const char* code, int step, int64_t start_ns,
+                              int64_t end_ns, double lost_us, int32_t anchor_row,
+                              std::string cause_key) {
+  Finding f;
+  const RuleInfo* info = FindRule(code);
+  f.code = code;
+  f.name = info ? info->name : "";
+  f.fix = info ? info->fix : "";
+  f.start_ns = start_ns;
+  f.end_ns = end_ns;
+  int64_t step_number = step >= 0 ? ctx.steps()[step].number : -1;
+  f.per_step.emplace_back(step_number, lost_us);
+  f.anchor_row = anchor_row;
+  f.cause_key = std::move(cause_key);
+  return f;
+}
+
+// The raw finding of |key| in |by_cause| (one step's findings by cause), created on first use,
+// its extent widened to cover [a, b) and [a, b) added to its occurrences.
+inline Finding& CauseFinding(std::map<std::string, Finding>* by_cause, const RuleContext& ctx,
+                             const char* code, int step, int64_t a, int64_t b, int32_t anchor,
+                             const std::string& key) {
+  auto it = by_cause->find(key);
+  if (it == by_cause->end()) {
+    it = by_cause->emplace(key, MakeRawFinding(ctx, code, step, a, b, 0, anchor, key)).first;
+  }
+  Finding& f = it->second;
+  f.start_ns = std::min(f.start_ns, a);
+  f.end_ns = std::max(f.end_ns, b);
+  f.occurrences.emplace_back(a, b);
+  return f;
+}
+
+// Identifies a cause by the user-level op and the innermost python frame around |row|, so the
+// same call site merges across steps while different call sites stay apart.
+inline std::string CauseKey(const RuleContext& ctx, int32_t row) {
+  if (row < 0) return "";
+  std::string key(ctx.Name(row));
+  int32_t frame = ctx.ev().frame[row];
+  if (frame >= 0) key += "|" + std::string(ctx.Name(frame));
+  int32_t cs = static_cast<int32_t>(ctx.ev().call_stack[row]);
+  if (cs != 0) key += "|" + std::string(ctx.trace().strings.Get(ctx.ev().call_stack[row]));
+  return key;
+}
+
+// printf-style formatting of one number, for "detail" texts.
+inline std::string FormatNumber(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+inline void AddNumber(Finding* f, const std::string& key, double v) {
+  f->evidence[key] = EvidenceValue{true, v, ""};
+}
+// A numeric evidence entry, 0 when absent.
+inline double Num(const Finding& f, const std::string& key) {
+  auto it = f.evidence.find(key);
+  return it == f.evidence.end() ? 0.0 : it->second.number;
+}
+// Adds |v| to a numeric evidence entry (creating it) and returns the new total.
+inline double AccumulateNumber(Finding* f, const std::string& key, double v) {
+  const double total = Num(*f, key) + v;
+  AddNumber(f, key, total);
+  return total;
+}
+
+// A text evidence entry, "" when absent.
+inline std::string TextOf(const Finding& f, const std::string& key) {
+  auto it = f.evidence.find(key);
+  return it == f.evidence.end() ? std::string() : it->second.text;
+}
+inline void AddText(Finding* f, const std::string& key, std::string v) {
+  f->evidence[key] = EvidenceValue{false, 0, std::move(v)};
+}
+inline void AddEvent(Finding* f, std::string name, int64_t count, double total_us) {
+  for (auto& e : f->top_events) {
+    if (e.name == name) {
+      e.count += count;
+      e.total_us += total_us;
+      return;
+    }
+  }
+  f->top_events.push_back({std::move(name), count, total_us});
+}
+
+}  // namespace ttap

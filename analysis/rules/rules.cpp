@@ -1,0 +1,372 @@
+// The catalogue, RunRules (merge across steps, severity, window scores); see rules.h.
+#include "analysis/rules/rules.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <initializer_list>
+#include <map>
+#include <set>
+
+#include "analysis/causal/what_if.h"
+#include "analysis/rules/rule_registry.h"
+
+namespace ttap {
+
+const std::vector<RuleInfo>& RuleCatalogue() {
+  static const std::vector<RuleInfo> kRules = [] {
+    std::vector<RuleInfo> rules;
+    for (const RuleSpec& s : RuleRegistry()) {
+      if (s.learned_category) rules.push_back(s.info);
+    }
+    return rules;
+  }();
+  return kRules;
+}
+
+const std::vector<RuleInfo>& CauseRuleCatalogue() {
+  static const std::vector<RuleInfo> kRules = [] {
+    std::vector<RuleInfo> rules;
+    for (const RuleSpec& s : RuleRegistry()) {
+      if (!s.learned_category && s.detect_causal) rules.push_back(s.info);
+    }
+    return rules;
+  }();
+  return kRules;
+}
+
+const RuleInfo& UnusualWindowRule() {
+  static const RuleInfo kRule = [] {
+    for (const RuleSpec& s : RuleRegistry()) {
+      if (s.from_window_scorer) return s.info;
+    }
+    return RuleInfo{"TTA900", "unusual-window", "", ""};
+  }();
+  return kRule;
+}
+
+const RuleInfo* FindRule(const std::string& code) {
+  const RuleSpec* spec = FindRuleSpec(code);
+  return spec ? &spec->info : nullptr;
+}
+
+namespace {
+
+Severity SeverityFor(double share, const RuleOptions& o) {
+  if (share >= o.Get("severity_error_share", 0.5)) return Severity::kError;
+  if (share >= o.Get("severity_warning_share", 0.05)) return Severity::kWarning;
+  if (share >= o.Get("severity_info_share", 0.01)) return Severity::kInfo;
+  return Severity::kHint;
+}
+
+std::string Pct(double share) { return FormatPercent(share); }
+std::string Ms(double us) { return FormatMs(us); }
+
+double Num(const Finding& f, const char* key) {
+  auto it = f.evidence.find(key);
+  return it == f.evidence.end() ? 0.0 : it->second.number;
+}
+
+std::string Text(const Finding& f, const char* key) {
+  auto it = f.evidence.find(key);
+  return it == f.evidence.end() ? std::string() : it->second.text;
+}
+
+// Merges raw per-step findings of one cause.
+Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
+  Finding out = group.front();
+  out.per_step.clear();
+  out.step_ids.clear();
+  out.window_indices.clear();
+  out.occurrences.clear();
+  out.rows.clear();
+  out.top_events.clear();
+  std::map<std::string, EvidenceValue> evidence;
+  std::map<std::string, EvidenceEvent> events;
+  std::set<int> windows;
+  std::map<int64_t, double> per_step;
+  double total_lost_us = 0;
+  for (const Finding& f : group) {
+    out.rows.insert(out.rows.end(), f.rows.begin(), f.rows.end());
+    out.occurrences.insert(out.occurrences.end(), f.occurrences.begin(), f.occurrences.end());
+    out.start_ns = std::min(out.start_ns, f.start_ns);
+    out.end_ns = std::max(out.end_ns, f.end_ns);
+    for (auto& [step, lost] : f.per_step) per_step[step] += lost;
+    for (auto& [k, v] : f.evidence) {
+      auto it = evidence.find(k);
+      if (it == evidence.end() || !v.is_number) {
+        evidence[k] = v;
+      } else {
+        it->second.number += v.number;  // numeric evidence sums across steps
+      }
+    }
+    for (const auto& e : f.top_events) {
+      EvidenceEvent& m = events[e.name];
+      m.name = e.name;
+      m.count += e.count;
+      m.total_us += e.total_us;
+    }
+    if (f.occurrences.empty()) {
+      for (int w : ctx.WindowsOf(f.start_ns, f.end_ns)) windows.insert(w);
+    }
+    for (const auto& [a, b] : f.occurrences) {
+      for (int w : ctx.WindowsOf(a, b)) windows.insert(w);
+    }
+  }
+  for (auto& [step, lost] : per_step) {
+    out.per_step.emplace_back(step, lost);
+    out.step_ids.push_back(step);
+    total_lost_us += lost;
+  }
+  out.window_indices.assign(windows.begin(), windows.end());
+  out.evidence = std::move(evidence);
+  for (auto& [name, e] : events) out.top_events.push_back(e);
+  std::sort(out.top_events.begin(), out.top_events.end(),
+            [](const EvidenceEvent& a, const EvidenceEvent& b) { return a.total_us > b.total_us; });
+  if (out.top_events.size() > 5) out.top_events.resize(5);
+  // Per step over all analysed steps: what a fix would save on an average step.
+  int64_t step_ns = 0;
+  for (const auto& s : ctx.steps()) step_ns += s.duration();
+  const double n_steps = std::max<size_t>(1, ctx.steps().size());
+  out.time_lost_us_per_step = total_lost_us / n_steps;
+  out.share_of_step = step_ns > 0 ? std::min(1.0, total_lost_us * 1000.0 / step_ns) : 0.0;
+  out.evidence["steps_affected"] = {true, static_cast<double>(out.per_step.size()), ""};
+  return out;
+}
+
+}  // namespace
+
+std::string FindingMessage(const Finding& f) {
+  const RuleSpec* spec = FindRuleSpec(f.code);
+  const RuleInfo* info = spec ? &spec->info : nullptr;
+  const bool idle_time = spec && spec->plan.role == CostRole::kIdleTime;
+  const std::string per_step = Ms(f.time_lost_us_per_step) + "/step";
+  const std::string share = Pct(f.share_of_step);
+  const std::string detected = Ms(Num(f, "detected_us_per_step")) + "/step";
+  // Once the fixes that save more are in, this one may add much less (they recover the same
+  // time): say so.
+  const double after = Num(f, "saving_after_larger_fixes_us_per_step");
+  const std::string after_text =
+      !idle_time && f.evidence.count("saving_after_larger_fixes_us_per_step") &&
+              after < 0.5 * f.time_lost_us_per_step && f.time_lost_us_per_step >= 1
+          ? ", " + Ms(after) + "/step after the larger fixes"
+          : "";
+  // What the fix saves on this run (what_if.h), or why it saves little.
+  std::string note = Text(f, "saving_note");
+  // A symptom of another finding's cause claims only what it adds once that cause is fixed.
+  const std::string symptom_of = Text(f, "symptom_of");
+  if (!symptom_of.empty()) {
+    note = "after " + symptom_of + "'s fix, which removes most of these " +
+           (spec && spec->plan.symptom_of_pinned_copies ? "waits" : "launches") +
+           (note.empty() ? "" : "; " + note);
+  }
+  const std::string saving =
+      !spec || spec->plan.model == FixModel::kNone ? ""
+      : note.empty() ? std::string(idle_time ? "; moving that work out of the step" : "; a fix") +
+                           " saves " + per_step + " (" + share + " of the step" + after_text + ")"
+                     : "; a fix saves " + per_step + " (" + note + ")";
+  if (spec && spec->message) return spec->message(f, detected, saving);
+  std::string text = info ? info->summary : f.name;
+  std::string detail = Text(f, "detail");  // a detector's own words, with its numbers
+  return text + (detail.empty() ? "" : ": " + detail) + saving;
+}
+
+RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
+  RuleResult result;
+  auto phase_start = std::chrono::steady_clock::now();
+  auto end_phase = [&](const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    result.phases.emplace_back(
+        name, std::chrono::duration<double, std::milli>(now - phase_start).count());
+    phase_start = now;
+  };
+  result.windows.resize(trace.windows.size());
+  if (trace.events.size() == 0) return result;
+  RuleContext ctx(trace);
+  std::vector<Finding> raw;
+  // A detector's findings go when the options disable their code (disable_TTA0xx = 1).
+  auto run = [&](auto&& detect) {
+    const size_t before = raw.size();
+    detect();
+    if (raw.size() > before && options.Get("disable_" + raw[before].code, 0) != 0) {
+      raw.resize(before);
+    }
+  };
+  for (const RuleSpec& spec : RuleRegistry()) {
+    if (spec.detect) run([&] { spec.detect(ctx, options, &raw); });
+  }
+  end_phase("rule detectors");
+  // The causal model of the run: the detectors that read it, then the costing of every finding.
+  // The rows the findings name stay node boundaries: their fixes rescale exactly their time.
+  std::vector<int32_t> finding_rows;
+  for (const Finding& f : raw)
+    finding_rows.insert(finding_rows.end(), f.rows.begin(), f.rows.end());
+  CausalGraph graph = BuildCausalGraph(trace, finding_rows, &ctx.first_calls());
+  end_phase("causal graph");
+  Replay base = RunReplay(graph);
+  end_phase("replay");
+  result.time = WhereTimeWent(trace, graph, base);
+  end_phase("attribution");
+  auto has_code = [&raw](const char* code) {
+    return std::any_of(raw.begin(), raw.end(), [code](const Finding& f) { return f.code == code; });
+  };
+  std::vector<const RuleSpec*> found_before_graph;  // the codes the per-step detectors reported
+  for (const RuleSpec& spec : RuleRegistry()) {
+    if (has_code(spec.info.code)) found_before_graph.push_back(&spec);
+  }
+  for (const RuleSpec& spec : RuleRegistry()) {
+    if (!spec.detect_causal) continue;
+    if (spec.causal_only_if_absent &&
+        std::count(found_before_graph.begin(), found_before_graph.end(), &spec) > 0) {
+      continue;
+    }
+    run([&] { spec.detect_causal(ctx, graph, result.time, options, &raw); });
+  }
+  // Without the GPU side, idle GPU time says nothing about the run, and launch calls whose work
+  // is missing are not launch overhead.
+  auto spec_of = [](const Finding& f) { return FindRuleSpec(f.code); };
+  if (std::any_of(raw.begin(), raw.end(), [&](const Finding& f) {
+        const RuleSpec* s = spec_of(f);
+        return s && s->marks_trace_incomplete;
+      })) {
+    raw.erase(std::remove_if(raw.begin(), raw.end(),
+                             [&](const Finding& f) {
+                               const RuleSpec* s = spec_of(f);
+                               return s && s->needs_gpu_activity;
+                             }),
+              raw.end());
+  }
+
+  // Group by (code, cause).
+  std::map<std::pair<std::string, std::string>, std::vector<Finding>> groups;
+  for (auto& f : raw) groups[{f.code, f.cause_key}].push_back(std::move(f));
+  const double min_share = options.Get("min_share", 0.001);
+  for (auto& [key, group] : groups) {
+    Finding f = Merge(group, ctx);
+    // The detector's own measure: too small to report (an incomplete trace costs nothing itself).
+    const RuleSpec* spec = FindRuleSpec(f.code);
+    if (f.share_of_step < min_share && !(spec && spec->marks_trace_incomplete)) continue;
+    result.findings.push_back(std::move(f));
+  }
+  end_phase("causal detectors");
+  // What each fix saves on this run: the causal graph replayed with and without it.
+  ProfilerCost profiler_cost;
+  profiler_cost.per_op_ns =
+      static_cast<int64_t>(1000 * options.Get("profiler_op_us", kProfiledOpNs / 1000.0));
+  profiler_cost.per_frame_ns =
+      static_cast<int64_t>(1000 * options.Get("profiler_frame_us", kProfiledFrameNs / 1000.0));
+  std::vector<FixPlan> plans;
+  for (const Finding& f : result.findings) {
+    const RuleSpec* spec = FindRuleSpec(f.code);
+    plans.push_back(spec ? spec->plan : FixPlan{});
+  }
+  FixCosting costing = CostFindings(trace, &graph, std::move(base), result.time, &result.findings,
+                                    plans, profiler_cost);
+  result.run_ns = costing.run_ns;
+  result.traced_run_ns = costing.traced_run_ns;
+  result.profiler_overhead_ns = costing.profiler_overhead_ns;
+  result.profiled_ops = costing.profiled_ops;
+  result.safe_saving_ns = costing.safe_saving_ns;
+  result.joint_saving_ns = costing.joint_saving_ns;
+  result.speedup = costing.speedup();
+  const StepAttribution& all = result.time.overall;
+  const double gpu_share =
+      all.total() > 0 ? static_cast<double>(all.gpu_ns()) / static_cast<double>(all.total()) : 0.0;
+  const size_t analysed_steps = result.time.steps.size();
+  auto incomplete = [](const Finding& f) {
+    const RuleSpec* spec = FindRuleSpec(f.code);
+    return spec && spec->marks_trace_incomplete;
+  };
+  for (Finding& f : result.findings) {
+    const RuleSpec* spec = FindRuleSpec(f.code);
+    // Whether it happens once per process or recurs: TTA015 is one-time by definition; the
+    // others say how many of the analysed steps they occur in.
+    const size_t in_steps = static_cast<size_t>(Num(f, "steps_affected"));
+    f.evidence["occurs"] = {false, 0,
+                            spec && spec->one_time ? "one-time"
+                            : analysed_steps <= 1 || in_steps >= analysed_steps
+                                ? "every step"
+                                : "in " + std::to_string(in_steps) + " of " +
+                                      std::to_string(analysed_steps) + " steps"};
+    f.severity = SeverityFor(f.share_of_step, options);
+    // A fix that saves a few microseconds per step is not worth a warning, whatever its share of
+    // a microbenchmark's step (a 13 us drain in a 0.3 ms step).
+    if (f.severity <= Severity::kWarning &&
+        f.time_lost_us_per_step < options.Get("severity_warning_min_us", 25)) {
+      f.severity = std::max(f.severity, Severity::kInfo);
+    }
+    if (incomplete(f)) {
+      // Nothing to save, but nothing else can be trusted either.
+      f.severity = Severity::kWarning;
+      f.message = FindingMessage(f);
+      continue;
+    }
+    if (f.severity == Severity::kHint) {
+      std::string note = gpu_share >= 0.5 ? "GPU-bound: the GPU computes " + Pct(gpu_share) +
+                                                " of the critical path, so this costs little here"
+                                          : "other work on the critical path hides it";
+      if (f.evidence.count("symptom_of") == 0) f.evidence["saving_note"] = {false, 0, note};
+    }
+    f.message = FindingMessage(f);
+  }
+  std::sort(result.findings.begin(), result.findings.end(),
+            [&](const Finding& a, const Finding& b) {
+              // An incomplete trace comes first: it qualifies everything after it.
+              if (incomplete(a) != incomplete(b)) return incomplete(a);
+              if (a.time_lost_us_per_step != b.time_lost_us_per_step) {
+                return a.time_lost_us_per_step > b.time_lost_us_per_step;
+              }
+              return a.code < b.code;
+            });
+  end_phase("what-ifs");
+  // Window scores from each window's avoidable time: every finding's replayed saving is spread
+  // over the windows its occurrences touch, in proportion to the overlap; a window scores 0.2
+  // (something is there) plus 0.8 x the share of it the fixes would save. Its category is the
+  // finding that saves the most in it.
+  const size_t n_windows = result.windows.size();
+  std::vector<double> avoidable(n_windows, 0.0), best(n_windows, 0.0);
+  std::vector<bool> touched(n_windows, false);
+  const double n_steps = std::max<size_t>(1, result.time.steps.size());
+  for (const Finding& f : result.findings) {
+    std::vector<std::pair<int64_t, int64_t>> occ = f.occurrences;
+    if (occ.empty()) occ.emplace_back(f.start_ns, f.end_ns);
+    std::vector<std::pair<int, double>> overlap;
+    double total_overlap = 0;
+    for (int w : f.window_indices) {
+      if (w < 0 || static_cast<size_t>(w) >= n_windows) continue;
+      const Window& win = trace.windows[w];
+      double o = 0;
+      for (const auto& [a, b] : occ) {
+        o += static_cast<double>(
+            std::max<int64_t>(0, std::min(b, win.end_ns) - std::max(a, win.start_ns)));
+      }
+      if (o <= 0) o = 1;  // an instant occurrence still counts
+      overlap.emplace_back(w, o);
+      total_overlap += o;
+    }
+    const double saving_ns = f.time_lost_us_per_step * 1000.0 * n_steps;
+    for (const auto& [w, o] : overlap) {
+      const double part = total_overlap > 0 ? saving_ns * o / total_overlap : 0.0;
+      avoidable[w] += part;
+      touched[w] = true;
+      if (part > best[w] || result.windows[w].category.empty()) {
+        best[w] = std::max(best[w], part);
+        result.windows[w].category = f.code;
+      }
+    }
+  }
+  for (size_t w = 0; w < n_windows; ++w) {
+    if (!touched[w]) continue;
+    const double span = std::max<int64_t>(1, trace.windows[w].end_ns - trace.windows[w].start_ns);
+    result.windows[w].score = 0.2 + 0.8 * std::min(1.0, avoidable[w] / span);
+  }
+  result.trace_score = result.run_ns > 0
+                           ? std::min(1.0, static_cast<double>(result.joint_saving_ns) /
+                                               static_cast<double>(result.run_ns))
+                           : 0.0;
+  end_phase("window scores");
+  return result;
+}
+
+}  // namespace ttap

@@ -1,0 +1,117 @@
+// The rule catalogue (TTA001..TTA014, docs/antipatterns.md): each detector reads an immutable
+// Trace through a RuleContext and appends Findings. RunRules runs them all, merges findings of
+// one cause across steps, sets severities from the time lost, and scores the windows (until the
+// learned model lands, window scores come from the rules). Called by `ttap scan` and the LSP's
+// analysis worker; pure functions, any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/causal/causal_graph.h"
+#include "analysis/model/findings.h"
+#include "analysis/model/tensor_cores.h"
+#include "analysis/model/trace.h"
+#include "analysis/rules/rule_context.h"
+
+namespace ttap {
+
+struct RuleInfo {
+  const char* code;
+  const char* name;
+  const char* summary;  // one line: what it is
+  const char* fix;      // fix recipe id, or "" for none
+};
+// The catalogue in code order (the detectors' codes).
+const std::vector<RuleInfo>& RuleCatalogue();
+// Codes decided from the causal model (rules_causal.cpp): TTA015 cold-start, TTA016
+// trace-incomplete, TTA017 cpu-overhead-bound. Kept apart from RuleCatalogue(), whose codes the
+// learned scorer's category head was trained on.
+const std::vector<RuleInfo>& CauseRuleCatalogue();
+// TTA900 "unusual-window": a window the learned scorer flags and no rule explains (added by
+// `ttap scan --model`, server/scan.cpp); not a detector.
+const RuleInfo& UnusualWindowRule();
+// The catalogue entry or TTA900; nullptr for unknown codes.
+const RuleInfo* FindRule(const std::string& code);
+
+struct WindowScore {
+  double score = 0;      // 0..1
+  std::string category;  // code of the strongest finding in the window, empty for none
+};
+
+struct RuleResult {
+  std::vector<Finding> findings;     // sorted: most time lost first
+  std::vector<WindowScore> windows;  // one per Trace::windows entry
+  // The share of the run the findings account for together (joint_saving_ns / run_ns: the fixes,
+  // then the idle time TTA008 finds that no fix explains): adding an anti-pattern to a run can
+  // only raise it.
+  double trace_score = 0;
+  int64_t run_ns = 0;         // the analysed steps' wall time without the profiler's own cost
+  int64_t traced_run_ns = 0;  // ... as recorded
+  int64_t profiler_overhead_ns = 0;  // traced_run_ns - run_ns: what the profiler itself added
+  size_t profiled_ops = 0;           // the recorded ops that cost it
+  // Whether what the profiler added is worth saying (>= 5% of the recorded run): `ttap scan`'s
+  // last line, the hover and the trace summary say it from this one test.
+  bool ProfilerCostMatters() const {
+    return profiled_ops > 0 && profiler_overhead_ns * 20 >= traced_run_ns;
+  }
+  int64_t safe_saving_ns = 0;   // what all the fixes save together, replayed
+  int64_t joint_saving_ns = 0;  // ... and the idle time no fix explains (TTA008) after them
+  double speedup = 1.0;         // run_ns / (run_ns - safe_saving_ns)
+  TimeBreakdown time;           // where each step's time went (critical path)
+  // Wall milliseconds per phase, in order ("rule detectors", "causal graph", "replay",
+  // "attribution", "causal detectors", "what-ifs", "window scores"): `ttap stats --timing`.
+  std::vector<std::pair<std::string, double>> phases;
+};
+
+RuleResult RunRules(const Trace& trace, const RuleOptions& options);
+
+// The one-line message of a merged finding, with its numbers.
+std::string FindingMessage(const Finding& f);
+
+// Detectors, one per code (rules_*.cpp). Each appends raw findings (one per step and cause);
+// RunRules merges and grades them.
+using Detector = void (*)(const RuleContext&, const RuleOptions&, std::vector<Finding>*);
+void DetectDataloaderStall(const RuleContext&, const RuleOptions&,
+                           std::vector<Finding>*);                                         // TTA001
+void DetectHostSync(const RuleContext&, const RuleOptions&, std::vector<Finding>*);        // TTA002
+void DetectPageableMemcpy(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA003
+void DetectSmallH2DCopies(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA004
+void DetectZeroGradPerParam(const RuleContext&, const RuleOptions&,
+                            std::vector<Finding>*);  // TTA005
+void DetectUnfusedOptimizer(const RuleContext&, const RuleOptions&,
+                            std::vector<Finding>*);                                       // TTA006
+void DetectLaunchBound(const RuleContext&, const RuleOptions&, std::vector<Finding>*);    // TTA007
+void DetectGpuIdle(const RuleContext&, const RuleOptions&, std::vector<Finding>*);        // TTA008
+void DetectNoTensorCores(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA009
+void DetectLayoutConversion(const RuleContext&, const RuleOptions&,
+                            std::vector<Finding>*);  // TTA010
+void DetectCommNotOverlapped(const RuleContext&, const RuleOptions&,
+                             std::vector<Finding>*);  // TTA011
+void DetectCommPerParameter(const RuleContext&, const RuleOptions&,
+                            std::vector<Finding>*);                                        // TTA012
+void DetectAllocatorChurn(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA013
+void DetectDevicePingPong(const RuleContext&, const RuleOptions&, std::vector<Finding>*);  // TTA014
+
+// A code's own wording of its merged finding, with the detected time (per step) and the saving
+// clause; codes without one read "<summary>: <detail><saving>" (FindingMessage).
+using MessageFn = std::string (*)(const Finding& f, const std::string& detected,
+                                  const std::string& saving);
+std::string DataLoaderStallMessage(const Finding&, const std::string&, const std::string&);
+std::string HostSyncMessage(const Finding&, const std::string&, const std::string&);
+std::string GpuIdleMessage(const Finding&, const std::string&, const std::string&);
+
+// Detectors over the causal model (rules_causal.cpp), run after the graph is built.
+using CausalDetector = void (*)(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                                const RuleOptions&, std::vector<Finding>*);
+void DetectCpuOverheadPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                           const RuleOptions&, std::vector<Finding>*);  // TTA017
+void DetectAllocatorPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                         const RuleOptions&, std::vector<Finding>*);  // TTA013 (critical path)
+void DetectColdStart(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                     const RuleOptions&, std::vector<Finding>*);  // TTA015
+void DetectTraceIncomplete(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                           const RuleOptions&, std::vector<Finding>*);  // TTA016
+
+}  // namespace ttap

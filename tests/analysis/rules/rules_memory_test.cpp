@@ -1,0 +1,476 @@
+// Rule tests for the memory family: TTA003 pageable-memcpy, TTA004 small-h2d-copies, TTA013
+// allocator-churn, TTA014 device-ping-pong. Tiny inline traces, a positive and negatives for each.
+#include <catch2/catch.hpp>
+#include <functional>
+#include <string>
+
+#include "analysis/causal/causal_graph.h"
+#include "analysis/causal/what_if.h"
+#include "analysis/rules/rule_registry.h"
+#include "analysis/tiny_trace.h"
+
+using ttap_test::ExactWhatIfs;
+using ttap_test::FindingsWithCode;
+using ttap_test::TinyTrace;
+
+namespace {
+
+const char* kPageableH2D = "Memcpy HtoD (Pageable -> Device)";
+const char* kPinnedH2D = "Memcpy HtoD (Pinned -> Device)";
+const char* kPageableD2H = "Memcpy DtoH (Device -> Pageable)";
+
+// |steps| steps of 3 ms. In each, |body|(t, base) adds the step's copies in its first 1.5 ms,
+// then 10 kernels of 100 us keep the GPU busy in the second half.
+TinyTrace Steps(int steps, const std::function<void(TinyTrace&, double)>& body) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < steps; ++s) {
+    t.Step(s, base, 3000);
+    t.Python("train.py", 30, "<module>", base + 1, 2998);
+    body(t, base);
+    double cpu = base + 1500, gpu = base + 1510;
+    for (int k = 0; k < 10; ++k) {
+      t.Kernel("ampere_sgemm_128x64_nn", cpu, 5, gpu, 100);
+      cpu += 10;
+      gpu += 100;
+    }
+    base += 3000;
+  }
+  return t;
+}
+
+// x.to("cuda") of |bytes| from host memory named by |gpu_name|: aten::to > aten::_to_copy >
+// aten::copy_ > cudaMemcpyAsync (launch 10 us) > the copy (|copy_us| on the GPU).
+void CopyTo(TinyTrace& t, double ts, const std::string& gpu_name, long long bytes, double copy_us,
+            const std::string& runtime = "cudaMemcpyAsync", double launch_us = 10) {
+  const double dur = launch_us + copy_us + 10;
+  t.Cpu("aten::to", ts, dur);
+  t.Cpu("aten::_to_copy", ts + 1, dur - 2);
+  t.Cpu("aten::copy_", ts + 2, dur - 4);
+  t.Launch(gpu_name, ts + 3, launch_us + copy_us, ts + 3 + launch_us, copy_us, "gpu_memcpy", 7,
+           runtime, bytes);
+}
+
+}  // namespace
+
+// ---- TTA003 pageable-memcpy ----
+
+TEST_CASE("TTA003: copies from pageable memory are found with their launching op",
+          "[rules][TTA003]") {
+  auto trace = Steps(3, [](TinyTrace& t, double base) {
+                 CopyTo(t, base + 100, kPageableH2D, 19267584, 400);  // the input batch
+               }).Load();
+  auto f = FindingsWithCode(*trace, "TTA003");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].name == "pageable-memcpy");
+  CHECK(f[0].fix == "pin-memory-non-blocking");
+  CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
+  REQUIRE(f[0].anchor_row >= 0);
+  CHECK(trace->Name(f[0].anchor_row) == "aten::to");
+  // At least the copy itself; the GPU idles while the CPU stages the pageable buffer, so the
+  // call's idle time counts too (the whole 410 us call here, the GPU having nothing else).
+  CHECK(f[0].time_lost_us_per_step >= 400);
+  CHECK(f[0].time_lost_us_per_step == Approx(410).margin(5));
+  CHECK(f[0].evidence.at("copies").number == 3);
+  CHECK(f[0].evidence.at("bytes").number == 3.0 * 19267584);
+  CHECK(f[0].message.find("pageable") != std::string::npos);
+  CHECK(f[0].message.find("18.4 MiB") != std::string::npos);
+  CHECK(f[0].severity == ttap::Severity::kWarning);  // ~14% of a 3 ms step
+}
+
+TEST_CASE("TTA003: pageable device-to-host copies and synchronous cudaMemcpy count",
+          "[rules][TTA003]") {
+  auto trace = Steps(2, [](TinyTrace& t, double base) {
+                 // loss.cpu(): 200 us copy; its call is not charged (that is TTA002's drain).
+                 t.Cpu("aten::cpu", base + 100, 260);
+                 t.Launch(kPageableD2H, base + 102, 250, base + 150, 200, "gpu_memcpy", 7,
+                          "cudaMemcpyAsync", 4 << 20);
+                 // A legacy synchronous copy from pinned memory: 300 us on the GPU.
+                 t.Cpu("aten::legacy_copy", base + 600, 330);
+                 t.Launch(kPinnedH2D, base + 605, 320, base + 615, 300, "gpu_memcpy", 7,
+                          "cudaMemcpy", 8 << 20);
+               }).Load();
+  auto f = FindingsWithCode(*trace, "TTA003");
+  REQUIRE(f.size() == 2);
+  double total = 0;
+  for (const auto& x : f) {
+    total += x.time_lost_us_per_step;
+    CHECK(x.evidence.at("copies").number == 2);  // one per step
+  }
+  // D2H: 200 us (the copy). Sync call: 300 us copy + 20 us of GPU idle during the call.
+  // Replayed with pinned, non-blocking copies (half the copy time, no wait): 555 us, near the
+  // detector's 200 + 320 us.
+  CHECK(total == Approx(200 + 320).epsilon(0.1));
+}
+
+TEST_CASE("TTA003: pinned asynchronous copies and ROCm host copies are not reported",
+          "[rules][TTA003]") {
+  auto pinned = Steps(3, [](TinyTrace& t, double base) {
+                  CopyTo(t, base + 100, kPinnedH2D, 19267584, 400);
+                }).Load();
+  CHECK(FindingsWithCode(*pinned, "TTA003").empty());
+  // ROCm names do not say pageable or pinned: no finding on a guess.
+  auto rocm =
+      Steps(3, [](TinyTrace& t, double base) {
+        CopyTo(t, base + 100, "Memcpy HtoD (Host -> Device)", 19267584, 400, "hipMemcpyWithStream");
+      }).Load();
+  CHECK(FindingsWithCode(*rocm, "TTA003").empty());
+}
+
+namespace {
+
+// Per step: 10 kernels of 100 us launched back to back, then a device-to-host copy of the
+// result through |runtime| that blocks the CPU until the kernels are done (its copy, 60 us,
+// runs at the end of the call), then 400 us of host work and the next step's launches: the GPU
+// idles while the CPU is blocked and then busy.
+TinyTrace BlockingReadback(const std::string& copy_name, const std::string& runtime,
+                           const std::string& device, int major) {
+  TinyTrace t;
+  t.Device(0, device, major, 0);
+  double cpu = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    double gpu = cpu + 10;
+    for (int k = 0; k < 10; ++k) {
+      t.Cpu("aten::linear", cpu, 8);
+      t.Kernel("Cijk_Ailk_Bljk_SB_MT128x128x16_MI32x32x2x1", cpu + 1, 5, gpu, 100);
+      gpu += 100;
+      cpu += 10;
+    }
+    const double call_end = gpu + 60 + 5;
+    t.Cpu("aten::to", cpu, call_end - cpu + 4);
+    t.Launch(copy_name, cpu + 2, call_end - cpu - 2, gpu, 60, "gpu_memcpy", 7, runtime, 64 << 20);
+    cpu = call_end + 5;
+    t.Cpu("aten::sum", cpu, 400);  // host work on the result
+    cpu += 402;
+    t.Step(s + 1, start, cpu - start);
+    cpu += 2;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("TTA003: a blocking copy is reported by its fix and ranks above the sync it causes",
+          "[rules][TTA003][TTA002]") {
+  // ROCm: hipMemcpyWithStream blocks the CPU 1 ms behind the queued kernels for a 60 us copy.
+  auto rocm = BlockingReadback("Memcpy DtoH (Device -> Host)", "hipMemcpyWithStream",
+                               "AMD Instinct MI300X", 9)
+                  .Load();
+  auto all = ttap::RunRules(*rocm, {});
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA003");
+  CHECK((all.findings.front().severity == ttap::Severity::kWarning ||
+         all.findings.front().severity == ttap::Severity::kError));
+  // CUDA: a pageable device-to-host cudaMemcpyAsync blocks the same way; the host sync it causes
+  // (TTA002) is its symptom and ranks after it.
+  auto cuda = BlockingReadback("Memcpy DtoH (Device -> Pageable)", "cudaMemcpyAsync",
+                               "NVIDIA A100-SXM4-80GB", 8)
+                  .Load();
+  auto c = ttap::RunRules(*cuda, {});
+  REQUIRE(!c.findings.empty());
+  INFO(c.findings.front().message);
+  CHECK(c.findings.front().code == "TTA003");
+  for (const auto& f : c.findings) {
+    if (f.code != "TTA002") continue;
+    INFO(f.message);
+    CHECK(f.evidence.at("symptom_of").text == "TTA003");
+    CHECK(f.time_lost_us_per_step < c.findings.front().time_lost_us_per_step);
+  }
+}
+
+// ---- TTA004 small-h2d-copies ----
+
+namespace {
+
+// Per step: |n| copies of |bytes| (-1: no args.bytes) lasting |copy_us|, 20 us apart; 3 of every
+// 4 from aten::to, the rest from aten::index.
+TinyTrace SmallCopies(int n, long long bytes, double copy_us = 2) {
+  return Steps(3, [=](TinyTrace& t, double base) {
+    for (int i = 0; i < n; ++i) {
+      const double ts = base + 50 + i * 40;
+      const std::string op = i % 4 == 3 ? "aten::index" : "aten::to";
+      t.Cpu(op, ts, 8 + copy_us);
+      t.Launch(kPinnedH2D, ts + 1, 5, ts + 6, copy_us, "gpu_memcpy", 7, "cudaMemcpyAsync", bytes);
+    }
+  });
+}
+
+}  // namespace
+
+TEST_CASE("TTA004: many small host-to-device copies per step", "[rules][TTA004]") {
+  auto trace = SmallCopies(32, 256).Load();
+  auto f = FindingsWithCode(*trace, "TTA004", ExactWhatIfs());
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].name == "small-h2d-copies");
+  CHECK(f[0].fix == "create-on-device");
+  CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
+  REQUIRE(f[0].anchor_row >= 0);
+  CHECK(trace->Name(f[0].anchor_row) == "aten::to");  // 24 of the 32 copies
+  // 32 x (5 us launch + 2 us copy) per step.
+  CHECK(f[0].evidence.at("detected_us_per_step").number == Approx(32 * 7).margin(1));
+  // Replayed: batched into one copy, every copy but the last loses its op (aten::to or
+  // aten::index, 10 us with its 5 us launch) from the CPU's path; the bytes still move, in one
+  // copy that the last launch sends once the CPU is done.
+  CHECK(f[0].time_lost_us_per_step == Approx(31 * 10).margin(8));
+  CHECK(f[0].evidence.at("copies").number == 96);
+  CHECK(f[0].message.find("32 host-to-device copies") != std::string::npos);
+}
+
+TEST_CASE("TTA004: without args.bytes, short copies count as small", "[rules][TTA004]") {
+  auto fast = SmallCopies(20, -1, 3).Load();
+  CHECK(FindingsWithCode(*fast, "TTA004").size() == 1);
+  auto slow = SmallCopies(20, -1, 30).Load();
+  CHECK(FindingsWithCode(*slow, "TTA004").empty());
+}
+
+TEST_CASE("TTA004: few or large copies are not reported, the count is configurable",
+          "[rules][TTA004]") {
+  CHECK(FindingsWithCode(*SmallCopies(10, 256).Load(), "TTA004").empty());
+  CHECK(FindingsWithCode(*SmallCopies(32, 1 << 20).Load(), "TTA004").empty());
+  ttap::RuleOptions o;
+  o.values["small_h2d_min_copies"] = 8;
+  CHECK(FindingsWithCode(*SmallCopies(10, 256).Load(), "TTA004", o).size() == 1);
+}
+
+// ---- TTA013 allocator-churn ----
+
+namespace {
+
+// Three steps. Every step allocates in aten::empty (cudaMalloc, 150 us); with |empty_cache|
+// the steady-state steps also call torch.cuda.empty_cache() (two cudaFree, 200 us each).
+TinyTrace AllocLoop(bool mallocs_after_first, bool empty_cache) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    t.Step(s, base, 3000);
+    double cpu = base + 10, gpu = base + 20;
+    for (int k = 0; k < 10; ++k) {
+      t.Kernel("ampere_sgemm_128x64_nn", cpu, 5, gpu, 100);
+      cpu += 10;
+      gpu += 100;
+    }
+    if (s == 0 || mallocs_after_first) {
+      t.Cpu("aten::empty", base + 1200, 160);
+      t.Runtime("cudaMalloc", base + 1205, 150);
+    }
+    if (s > 0 && empty_cache) {
+      t.Python("torch/cuda/memory.py", 192, "empty_cache", base + 1400, 420);
+      t.Runtime("cudaFree", base + 1405, 200);
+      t.Runtime("cudaFree", base + 1610, 200);
+    }
+    base += 3000;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("TTA013: cudaMalloc/cudaFree and empty_cache in steady-state steps", "[rules][TTA013]") {
+  auto trace = AllocLoop(true, true).Load();
+  auto f = FindingsWithCode(*trace, "TTA013");
+  REQUIRE(f.size() == 2);  // the empty_cache call site and the aten::empty one
+  for (const auto& x : f) {
+    CHECK(x.name == "allocator-churn");
+    CHECK(x.fix == "avoid-empty-cache");
+    CHECK(x.step_ids == std::vector<int64_t>{1, 2});  // never the warm-up step
+  }
+  // Most time first: empty_cache (420 us per steady step), then cudaMalloc (150 us).
+  REQUIRE(f[0].anchor_row >= 0);
+  CHECK(trace->Name(f[0].anchor_row).find("empty_cache") != std::string_view::npos);
+  CHECK(f[0].evidence.at("allocator_calls").number == 4);
+  CHECK(f[0].time_lost_us_per_step == Approx(420.0 * 2 / 3).margin(2));
+  REQUIRE(f[1].anchor_row >= 0);
+  CHECK(trace->Name(f[1].anchor_row) == "aten::empty");
+  CHECK(f[1].time_lost_us_per_step == Approx(150.0 * 2 / 3).margin(2));
+  CHECK(f[0].message.find("empty_cache") != std::string::npos);
+}
+
+TEST_CASE("TTA013: a cudaFree that drains the GPU is charged the drain", "[rules][TTA013]") {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  for (int s = 0; s < 2; ++s) {
+    const double base = 1000 + s * 3000;
+    t.Step(s, base, 3000);
+    // 10 kernels queued back to back, GPU busy until base + 1020.
+    for (int k = 0; k < 10; ++k)
+      t.Kernel("ampere_sgemm_128x64_nn", base + 10 + k * 5, 4, base + 20 + k * 100, 100);
+    // cudaFree waits for them (base+100..base+1020), then the CPU takes 300 us to launch more.
+    t.Runtime("cudaFree", base + 100, 920);
+    t.Kernel("ampere_sgemm_128x64_nn", base + 1320, 5, base + 1330, 100);
+  }
+  auto f = FindingsWithCode(*t.Load(), "TTA013");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].step_ids == std::vector<int64_t>{1});
+  // 920 us blocked + 310 us of GPU drain afterwards, over 2 analysed steps.
+  CHECK(f[0].evidence.at("detected_us_per_step").number == Approx((920.0 + 310) / 2).margin(2));
+  // Replayed: the CPU stops waiting 920 us; the next kernel still queues behind the first ten.
+  CHECK(f[0].time_lost_us_per_step == Approx(920.0 / 2).margin(2));
+}
+
+TEST_CASE("TTA013: allocations only in the first step, or a single step, are warm-up",
+          "[rules][TTA013]") {
+  CHECK(FindingsWithCode(*AllocLoop(false, false).Load(), "TTA013").empty());
+  TinyTrace one;
+  one.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  one.Kernel("ampere_sgemm_128x64_nn", 1010, 5, 1020, 100);
+  one.Runtime("cudaMalloc", 1200, 150);
+  one.Runtime("cudaFree", 1400, 150);
+  CHECK(FindingsWithCode(*one.Load(), "TTA013").empty());
+}
+
+// ---- TTA014 device-ping-pong ----
+
+namespace {
+
+// Per step: |n| tensors of |out_bytes| moved to the host (aten::to, pageable D2H, 100 us each),
+// then |n| of |in_bytes| moved back (aten::to, H2D, 80 us each); |back_first| reverses the order.
+TinyTrace PingPong(int n, long long out_bytes, long long in_bytes, bool back_first = false,
+                   const char* out_name = "Memcpy DtoH (Device -> Pinned)",
+                   const char* in_name = kPinnedH2D) {
+  return Steps(3, [=](TinyTrace& t, double base) {
+    for (int i = 0; i < n; ++i) {
+      const double out_ts = base + (back_first ? 700 : 50) + i * 130;
+      const double in_ts = base + (back_first ? 50 : 700) + i * 130;
+      t.Cpu("aten::to", out_ts, 120);
+      t.Launch(out_name, out_ts + 2, 110, out_ts + 5, 100, "gpu_memcpy", 7, "cudaMemcpyAsync",
+               out_bytes);
+      t.Cpu("aten::to", in_ts, 100);
+      t.Launch(in_name, in_ts + 2, 90, in_ts + 5, 80, "gpu_memcpy", 7, "cudaMemcpyAsync", in_bytes);
+    }
+  });
+}
+
+}  // namespace
+
+TEST_CASE("TTA014: tensors copied to the host and back every step", "[rules][TTA014]") {
+  auto trace = PingPong(4, 4 << 20, 4 << 20).Load();
+  auto f = FindingsWithCode(*trace, "TTA014", ExactWhatIfs());
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].name == "device-ping-pong");
+  CHECK(f[0].fix == "keep-on-device");
+  CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
+  CHECK(f[0].evidence.at("detected_us_per_step").number == Approx(4 * (100 + 80)).margin(1));
+  // Replayed: the copies go with the aten::to ops that made them (120 and 100 us, their 110 /
+  // 90 us launch calls included), all on the CPU's path: 4 x 220.
+  // With them goes the host time between the copies out and back (260 us: nothing else is
+  // launched there but the round trip's own copies of the other tensors).
+  CHECK(f[0].time_lost_us_per_step == Approx(4 * (120 + 100) + 260).margin(1));
+  CHECK(f[0].evidence.at("round_trips").number == 12);
+  REQUIRE(f[0].anchor_row >= 0);
+  CHECK(trace->Name(f[0].anchor_row) == "aten::to");
+  // The anchor is the op that moved the data out, not the one that brought it back.
+  const double step_start = trace->steps[0].cpu_start;
+  CHECK(trace->events.ts[f[0].anchor_row] < step_start + 600 * 1000);
+  CHECK(f[0].message.find("16.0 MiB") != std::string::npos);
+}
+
+TEST_CASE("TTA014: same-size copies of different tensors are not a round trip", "[rules][TTA014]") {
+  // Outputs copied into pinned memory, next inputs copied from pageable memory: the same 4 MiB,
+  // but two host buffers (pinned and pageable are never one tensor).
+  auto different =
+      PingPong(4, 4 << 20, 4 << 20, false, "Memcpy DtoH (Device -> Pinned)", kPageableH2D).Load();
+  CHECK(FindingsWithCode(*different, "TTA014").empty());
+  // The same buffer (pageable both ways, as `.cpu()` then `.cuda()` of one tensor) is.
+  auto same =
+      PingPong(4, 4 << 20, 4 << 20, false, "Memcpy DtoH (Device -> Pageable)", kPageableH2D).Load();
+  CHECK(FindingsWithCode(*same, "TTA014").size() == 1);
+}
+
+TEST_CASE("TTA014: the host work between a copy out and its copy back leaves the step too",
+          "[rules][TTA014]") {
+  // Per step: 4 MiB to the host, 300 us of numpy on it, and back; nothing else launched between.
+  auto trace = Steps(3, [](TinyTrace& t, double base) {
+                 t.Launch("Memcpy DtoH (Device -> Pinned)", base + 50, 110, base + 55, 100,
+                          "gpu_memcpy", 7, "cudaMemcpyAsync", 4 << 20);
+                 t.Python("numpy/core/fromnumeric.py", 2313, "clip", base + 170, 300);
+                 t.Launch(kPinnedH2D, base + 480, 90, base + 485, 80, "gpu_memcpy", 7,
+                          "cudaMemcpyAsync", 4 << 20);
+               }).Load();
+  auto f = FindingsWithCode(*trace, "TTA014");
+  REQUIRE(f.size() == 1);
+  // The copies' calls (110 + 90 us), the numpy work (300 us) and the CPU time around it (20 us).
+  CHECK(f[0].time_lost_us_per_step == Approx(520).margin(2));
+}
+
+TEST_CASE("TTA014: copies belong to the step that launched them, wherever the GPU ran them",
+          "[rules][TTA014]") {
+  // The stream runs far behind its launches: each step's copy to the host runs on the GPU 3 ms
+  // after its launch, in the next step's time; the copy back follows it. Paired by launch, the
+  // round trip is still one step's.
+  auto trace = Steps(4, [](TinyTrace& t, double base) {
+                 t.Launch("Memcpy DtoH (Device -> Pinned)", base + 50, 10, base + 3050, 100,
+                          "gpu_memcpy", 7, "cudaMemcpyAsync", 4 << 20);
+                 t.Launch(kPinnedH2D, base + 400, 10, base + 3160, 80, "gpu_memcpy", 7,
+                          "cudaMemcpyAsync", 4 << 20);
+               }).Load();
+  auto f = FindingsWithCode(*trace, "TTA014");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("round_trips").number == 4);
+  CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2, 3});
+}
+
+TEST_CASE("TTA014: different sizes, tiny scalars or the wrong order are not a round trip",
+          "[rules][TTA014]") {
+  CHECK(FindingsWithCode(*PingPong(4, 4 << 20, 2 << 20).Load(), "TTA014").empty());
+  CHECK(FindingsWithCode(*PingPong(4, 8, 8).Load(), "TTA014").empty());  // .item()-like reads
+  CHECK(FindingsWithCode(*PingPong(4, 4 << 20, 4 << 20, true).Load(), "TTA014").empty());
+  ttap::RuleOptions o;
+  o.values["ping_pong_min_bytes"] = 16;
+  CHECK(FindingsWithCode(*PingPong(4, 8, 8).Load(), "TTA014", o).size() == 1);
+}
+
+TEST_CASE("memory rules stay quiet on a trace without GPU activity", "[rules]") {
+  TinyTrace t;
+  for (int s = 0; s < 3; ++s) {
+    const double base = 1000 + s * 10000;
+    t.Step(s, base, 10000);
+    t.Cpu("aten::to", base + 10, 500);
+    t.Runtime("cudaMalloc", base + 600, 300);
+  }
+  auto trace = t.Load();
+  for (const char* code : {"TTA003", "TTA004", "TTA013", "TTA014"}) {
+    CHECK(FindingsWithCode(*trace, code).empty());
+  }
+}
+
+TEST_CASE("TTA013: empty_cache() is never warm-up, and the allocations that refill it are its cost",
+          "[rules][TTA013]") {
+  // One step: a kernel, torch.cuda.empty_cache() freeing 4 blocks (300 us each), then 4
+  // aten::empty re-allocating them (200 us each).
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Kernel("ampere_sgemm_128x64_nn", 1010, 5, 1020, 100);
+  t.Python("torch/cuda/memory.py", 192, "empty_cache", 1100, 1220);
+  for (int i = 0; i < 4; ++i) t.Runtime("cudaFree", 1105 + i * 302, 300);
+  for (int i = 0; i < 4; ++i) {
+    t.Cpu("aten::empty", 2400 + i * 210, 205);
+    t.Runtime("cudaMalloc", 2402 + i * 210, 200);
+  }
+  t.Step(0, 1000, 2300);
+  auto f = FindingsWithCode(*t.Load(), "TTA013");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("empty_cache_calls").number == 1);
+  CHECK(f[0].evidence.at("allocator_calls").number == 8);
+  CHECK(f[0].evidence.at("call_us").number == Approx(1220 + 4 * 200).margin(5));
+}
+
+TEST_CASE("TTA004: each burst of copies is batched where it was made", "[rules][TTA004]") {
+  // Three steps of 32 small copies: the fix sends each step's burst as one copy, so three copies
+  // carry the bytes (one per step). Batching every copy of the finding into its very last one
+  // queued three steps of bytes at the end of the run (one copy, in the last step).
+  auto trace = SmallCopies(32, 256).Load();
+  auto f = FindingsWithCode(*trace, "TTA004");
+  REQUIRE(f.size() == 1);
+  std::vector<int32_t> keep(f[0].rows.begin(), f[0].rows.end());
+  ttap::CausalGraph g = ttap::BuildCausalGraph(*trace, keep);
+  ttap::WhatIf w = ttap::FixWhatIf(*trace, g, f[0], ttap::FindRuleSpec("TTA004")->plan.model);
+  int batches = 0;
+  for (const auto& [n, d] : w.dur) {
+    if (g.role[n] == ttap::NodeRole::kGpu && d > g.dur[n]) ++batches;
+  }
+  CHECK(batches == 3);
+}
