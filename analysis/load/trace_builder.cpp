@@ -8,10 +8,10 @@
 #include <chrono>
 #include <numeric>
 #include <queue>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/base/parallel.h"
 #include "analysis/base/string_util.h"
 
 namespace ttap {
@@ -261,14 +261,7 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     gather(&EventTable::python_parent, same);
     gather(&EventTable::device, same);
   };
-  if (threads > 1) {
-    std::thread helper(second_half);
-    first_half();
-    helper.join();
-  } else {
-    first_half();
-    second_half();
-  }
+  RunBoth(static_cast<size_t>(std::max(threads, 1)), first_half, second_half);
   Release(&order);
   parts.clear();
   std::sort(trace->flows.begin(), trace->flows.end(),

@@ -13,8 +13,8 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <thread>
 
+#include "analysis/base/parallel.h"
 #include "analysis/load/byte_source.h"
 #include "analysis/load/event_parser.h"
 #include "analysis/load/json_splitter.h"
@@ -115,9 +115,7 @@ class BatchQueue {
 
 StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::string& name,
                                                 const LoadOptions& options) {
-  int threads = options.threads > 0
-                    ? options.threads
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads > 0 ? options.threads : static_cast<int>(HardwareThreads());
   const size_t chunk = std::max<size_t>(options.chunk_bytes, 4096);
 
   JsonSplitter splitter({"deviceProperties", "distributedInfo", "baseTimeNanoseconds",
@@ -142,16 +140,14 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   };
 
   BatchQueue queue(1);  // each worker holds one batch; one more waits
-  std::vector<std::thread> workers;
+  WorkerGroup workers;
   std::unique_ptr<EventParser> inline_parser;
   if (threads > 1) {
-    for (int i = 0; i < threads; ++i) {
-      workers.emplace_back([&] {
-        EventParser parser;
-        Batch b;
-        while (queue.Pop(&b)) parse_batch(&parser, &b);
-      });
-    }
+    workers.Start(static_cast<size_t>(threads), [&](size_t) {
+      EventParser parser;
+      Batch b;
+      while (queue.Pop(&b)) parse_batch(&parser, &b);
+    });
   } else {
     inline_parser = std::make_unique<EventParser>();
   }
@@ -224,7 +220,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
     if (at_eof) break;
   }
   queue.Close();
-  for (auto& w : workers) w.join();
+  workers.Join();
   // The chunk buffers are done with: give their memory back before the build peaks.
   buf = Buffer();
   pool.Clear();

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "analysis/base/parallel.h"
 #include "analysis/load/trace_loader.h"
 #include "analysis/model/window_tensors.h"
 #include "analysis/rules/rules.h"
@@ -219,9 +220,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
       }
     }
   };
-  std::thread helper(work);
-  work();
-  helper.join();
+  RunBoth(2, work, work);
   std::vector<TrainExample> train, val;
   for (size_t k = 0; k < items.size(); ++k) {
     if (!errors[k].empty()) {

@@ -375,7 +375,7 @@ LlmClient::~LlmClient() {
     shutdown_.store(true);
   }
   cv_.notify_all();
-  for (auto& w : workers_) w.join();
+  workers_.Join();
   for (Job& job : queue_) {
     LlmReply r;
     r.error = ReplyError::kCancelled;
@@ -412,7 +412,7 @@ std::future<LlmReply> LlmClient::Submit(ChatRequest request, CancelFlag cancel,
     }
     queue_.push_back(std::move(job));
     const size_t want = static_cast<size_t>(std::max(1, settings_.max_concurrent));
-    if (workers_.size() < want) workers_.emplace_back([this] { WorkerLoop(); });
+    if (workers_.size() < want) workers_.Start(1, [this](size_t) { WorkerLoop(); });
   }
   cv_.notify_one();
   return f;

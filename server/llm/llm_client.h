@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "analysis/base/cancel.h"
+#include "analysis/base/parallel.h"
 #include "analysis/base/status.h"
 
 namespace ttap::llm {
@@ -176,7 +177,7 @@ class LlmClient {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;
-  std::vector<std::thread> workers_;
+  WorkerGroup workers_;  // grown on demand, up to the configured parallelism
   bool stopping_ = false;
   std::atomic<bool> shutdown_{false};
 };
