@@ -340,118 +340,125 @@ int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& cal
   return found;
 }
 
-CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows,
-                             const std::vector<FirstCall>* first_calls) {
-  CausalGraph g;
-  const EventTable& ev = trace.events;
-  const size_t n_rows = ev.size();
-  g.node_of_row.assign(n_rows, -1);
-  g.launches_gpu.assign(n_rows, 0);
-  if (n_rows == 0) return g;
-  g.Reserve(2 * n_rows);
+namespace {
 
-  // Rows per track, in table order (ts, longer first).
-  std::vector<std::vector<uint32_t>> rows_of(trace.tracks.size());
-  {
-    std::vector<size_t> rows_per_track(trace.tracks.size(), 0);  // sized once: no regrowth
-    for (size_t i = 0; i < n_rows; ++i) ++rows_per_track[ev.track[i]];
-    for (size_t t = 0; t < rows_of.size(); ++t) rows_of[t].reserve(rows_per_track[t]);
-  }
-  std::vector<int64_t> launch_durs;
-  for (size_t i = 0; i < n_rows; ++i) {
-    const EventKind k = ev.kind[i];
-    const bool gpu_track = trace.tracks[ev.track[i]].gpu;
-    if (IsGpuKind(k) ? (k != EventKind::kGpuSync) : (IsCpuKind(k) && !gpu_track)) {
-      rows_of[ev.track[i]].push_back(static_cast<uint32_t>(i));
+// The launch calls of one GPU lane, by start.
+struct LaunchedOn {
+  std::vector<std::pair<int64_t, int32_t>> by_launch;  // (launch ts, GPU node), sorted
+};
+
+// Name classes, computed once per distinct name (the hot loops test ids, not strings).
+enum NameClass : uint8_t {
+  kNameSync = 1,
+  kNameAllocator = 2,
+  kNameCold = 4,
+  kNameDataLoader = 8,
+  kNameProfilerStep = 16,
+  kNameIdleWait = 32,
+  kNameCopy = 64
+};
+
+// BuildCausalGraph's passes, run in order over shared state: each reads what the earlier ones
+// left here and in the graph (docs/causal_model.md describes them).
+class GraphBuilder {
+ public:
+  GraphBuilder(const Trace& trace, CausalGraph* graph)
+      : trace(trace), ev(trace.events), g(*graph), n_rows(trace.events.size()) {}
+
+  // Rows per track, name classes, kept rows, the cold-launch bound and the one-time first calls.
+  void IndexRows(const std::vector<int32_t>& keep_rows, const std::vector<FirstCall>* first_calls) {
+    // Rows per track, in table order (ts, longer first).
+    rows_of.assign(trace.tracks.size(), {});
+    {
+      std::vector<size_t> rows_per_track(trace.tracks.size(), 0);  // sized once: no regrowth
+      for (size_t i = 0; i < n_rows; ++i) ++rows_per_track[ev.track[i]];
+      for (size_t t = 0; t < rows_of.size(); ++t) rows_of[t].reserve(rows_per_track[t]);
     }
-    if (IsLaunchKind(k) && ev.link[i] >= 0 && launch_durs.size() < 200000) {
-      launch_durs.push_back(ev.dur[i]);
-    }
-  }
-  // Name classes, computed once per distinct name (the hot loops test ids, not strings).
-  enum : uint8_t {
-    kNameSync = 1,
-    kNameAllocator = 2,
-    kNameCold = 4,
-    kNameDataLoader = 8,
-    kNameProfilerStep = 16,
-    kNameIdleWait = 32,
-    kNameCopy = 64
-  };
-  std::vector<uint8_t> name_class(trace.strings.size(), 0);
-  for (size_t id = 0; id < name_class.size(); ++id) {
-    const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
-    const uint32_t call = RuntimeCallFlags(n);
-    name_class[id] =
-        (call & (kRuntimeSync | kRuntimeSyncCopy | kRuntimeImplicitSync) ? kNameSync : 0) |
-        (call & kRuntimeAllocator ? kNameAllocator : 0) |
-        (call & kRuntimeColdStart ? kNameCold : 0) | (IsDataLoaderName(n) ? kNameDataLoader : 0) |
-        (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0) |
-        (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0);
-  }
-  // Rows whose start and end stay node boundaries (merged slices never cross them).
-  std::vector<uint8_t> keep_row(n_rows, 0);
-  for (int32_t r : keep_rows) {
-    if (r >= 0 && static_cast<size_t>(r) < n_rows) keep_row[r] = 1;
-  }
-  // A launch call this much slower than the median loads its module lazily (cold start).
-  const int64_t cold_launch_ns =
-      std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
-
-  g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
-  std::vector<uint32_t> first_call_rows;
-  for (const FirstCall& c : g.first_calls) first_call_rows.push_back(static_cast<uint32_t>(c.row));
-
-  // The main thread: the one that runs the ProfilerStep annotations (or the inferred steps'
-  // marker), else the busiest CPU one.
-  g.spans = AnalysedSteps(trace);
-  const std::vector<StepSpan>& spans = g.spans;
-  int64_t main_track = -1;
-  if (!spans.empty() && spans.front().marker_track >= 0) {
-    main_track = spans.front().marker_track;
-  } else {
-    // Autograd's backward thread often records more than the main thread, but the user's code
-    // (and the wait in loss.backward()) runs on the main one.
-    std::vector<uint8_t> autograd(trace.tracks.size(), 0);
+    std::vector<int64_t> launch_durs;
     for (size_t i = 0; i < n_rows; ++i) {
-      if (ev.kind[i] == EventKind::kCpuOp &&
-          StartsWith(trace.Name(i), "autograd::engine::evaluate_function")) {
-        autograd[ev.track[i]] = 1;
+      const EventKind k = ev.kind[i];
+      const bool gpu_track = trace.tracks[ev.track[i]].gpu;
+      if (IsGpuKind(k) ? (k != EventKind::kGpuSync) : (IsCpuKind(k) && !gpu_track)) {
+        rows_of[ev.track[i]].push_back(static_cast<uint32_t>(i));
+      }
+      if (IsLaunchKind(k) && ev.link[i] >= 0 && launch_durs.size() < 200000) {
+        launch_durs.push_back(ev.dur[i]);
       }
     }
-    for (int pass = 0; pass < 2 && main_track < 0; ++pass) {
-      size_t most = 0;
-      for (size_t t = 0; t < rows_of.size(); ++t) {
-        if (!trace.tracks[t].gpu && rows_of[t].size() > most && (pass == 1 || !autograd[t])) {
-          most = rows_of[t].size();
-          main_track = static_cast<int64_t>(t);
+    name_class.assign(trace.strings.size(), 0);
+    for (size_t id = 0; id < name_class.size(); ++id) {
+      const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
+      const uint32_t call = RuntimeCallFlags(n);
+      name_class[id] =
+          (call & (kRuntimeSync | kRuntimeSyncCopy | kRuntimeImplicitSync) ? kNameSync : 0) |
+          (call & kRuntimeAllocator ? kNameAllocator : 0) |
+          (call & kRuntimeColdStart ? kNameCold : 0) | (IsDataLoaderName(n) ? kNameDataLoader : 0) |
+          (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0) |
+          (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0);
+    }
+    // Rows whose start and end stay node boundaries (merged slices never cross them).
+    keep_row.assign(n_rows, 0);
+    for (int32_t r : keep_rows) {
+      if (r >= 0 && static_cast<size_t>(r) < n_rows) keep_row[r] = 1;
+    }
+    // A launch call this much slower than the median loads its module lazily (cold start).
+    cold_launch_ns =
+        std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
+
+    g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
+    for (const FirstCall& c : g.first_calls)
+      first_call_rows.push_back(static_cast<uint32_t>(c.row));
+  }
+
+  // The steps, the main thread and the order of the CPU lanes; whether the allocator is warming.
+  void ChooseThreads() {
+    // The main thread: the one that runs the ProfilerStep annotations (or the inferred steps'
+    // marker), else the busiest CPU one.
+    g.spans = AnalysedSteps(trace);
+    const std::vector<StepSpan>& spans = g.spans;
+    if (!spans.empty() && spans.front().marker_track >= 0) {
+      main_track = spans.front().marker_track;
+    } else {
+      // Autograd's backward thread often records more than the main thread, but the user's code
+      // (and the wait in loss.backward()) runs on the main one.
+      std::vector<uint8_t> autograd(trace.tracks.size(), 0);
+      for (size_t i = 0; i < n_rows; ++i) {
+        if (ev.kind[i] == EventKind::kCpuOp &&
+            StartsWith(trace.Name(i), "autograd::engine::evaluate_function")) {
+          autograd[ev.track[i]] = 1;
+        }
+      }
+      for (int pass = 0; pass < 2 && main_track < 0; ++pass) {
+        size_t most = 0;
+        for (size_t t = 0; t < rows_of.size(); ++t) {
+          if (!trace.tracks[t].gpu && rows_of[t].size() > most && (pass == 1 || !autograd[t])) {
+            most = rows_of[t].size();
+            main_track = static_cast<int64_t>(t);
+          }
         }
       }
     }
-  }
-  // With one step (or none), a handful of allocator calls is the caching allocator filling up
-  // (one-time); churn repeats (kFewAllocatorCalls or more).
-  constexpr int64_t kFewAllocatorCalls = 8;
-  int64_t allocator_calls = 0;
-  for (size_t i = 0; i < n_rows && allocator_calls < kFewAllocatorCalls; ++i) {
-    if (IsLaunchKind(ev.kind[i]) && (name_class[ev.name[i]] & kNameAllocator)) ++allocator_calls;
-  }
-  const bool warming_allocator = spans.size() <= 1 && allocator_calls < kFewAllocatorCalls;
-  std::vector<uint32_t> cpu_tracks;
-  if (main_track >= 0) cpu_tracks.push_back(static_cast<uint32_t>(main_track));
-  for (size_t t = 0; t < rows_of.size(); ++t) {
-    if (!trace.tracks[t].gpu && static_cast<int64_t>(t) != main_track && !rows_of[t].empty()) {
-      cpu_tracks.push_back(static_cast<uint32_t>(t));
+    // With one step (or none), a handful of allocator calls is the caching allocator filling up
+    // (one-time); churn repeats (kFewAllocatorCalls or more).
+    constexpr int64_t kFewAllocatorCalls = 8;
+    int64_t allocator_calls = 0;
+    for (size_t i = 0; i < n_rows && allocator_calls < kFewAllocatorCalls; ++i) {
+      if (IsLaunchKind(ev.kind[i]) && (name_class[ev.name[i]] & kNameAllocator)) ++allocator_calls;
+    }
+    warming_allocator = spans.size() <= 1 && allocator_calls < kFewAllocatorCalls;
+    if (main_track >= 0) cpu_tracks.push_back(static_cast<uint32_t>(main_track));
+    for (size_t t = 0; t < rows_of.size(); ++t) {
+      if (!trace.tracks[t].gpu && static_cast<int64_t>(t) != main_track && !rows_of[t].empty()) {
+        cpu_tracks.push_back(static_cast<uint32_t>(t));
+      }
     }
   }
 
-  // 1. CPU lanes: slices between consecutive event boundaries, each owned by its innermost
+  // 1. One CPU lane: slices between consecutive event boundaries, each owned by its innermost
   // event; a runtime call (with whatever it encloses) is one slice.
-  std::vector<int32_t> main_nodes;
-  std::vector<int32_t> pending_syncs;  // sync nodes whose awaited work is resolved in step 3
-  for (uint32_t track : cpu_tracks) {
+  void AddCpuLane(uint32_t track) {
     const auto& rows = rows_of[track];
-    if (rows.empty()) continue;
+    if (rows.empty()) return;
     const bool is_main = static_cast<int64_t>(track) == main_track;
     const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
     g.lanes.push_back({track, false, is_main});
@@ -613,454 +620,543 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
     g.lanes.back().end_node = static_cast<int32_t>(g.size());
   }
 
-  // 2. GPU lanes: one per stream track, activities in order.
-  // An activity waited for its launch when the launch call started after the previous activity
-  // on its stream had ended (HTA's rule); otherwise it was queued behind that activity.
-  // Also when the stream sat idle and the activity started right after a long launch call
-  // returned (a call of a millisecond or more, e.g. lazy loading, that began while the previous
-  // activity still ran).
-  auto waited_for_launch = [&](int32_t launch, int64_t prev_end, int64_t ts) {
-    if (prev_end == kNoTime || g.obs_start[launch] >= prev_end) return true;
-    const int64_t call_end = g.obs_end[launch];
-    return call_end - g.obs_start[launch] >= 1000000 && ts - prev_end > 2000 && ts >= call_end &&
-           ts - call_end <= 50000;
-  };
-  std::vector<int64_t> lat_free;      // launch latency of activities that found their stream idle
-  std::vector<int64_t> natural_gaps;  // stream gaps between queued activities
-  for (size_t t = 0; t < rows_of.size(); ++t) {
-    if (!trace.tracks[t].gpu) continue;
-    const auto& rows = rows_of[t];
-    for (size_t k = 0; k < rows.size(); ++k) {
-      const uint32_t r = rows[k];
-      const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
-      if (launch < 0) continue;
-      const int64_t prev_end = k > 0 ? ev.end(rows[k - 1]) : kNoTime;
-      if (waited_for_launch(launch, prev_end, ev.ts[r])) {
-        const int64_t lat = ev.ts[r] - g.obs_start[launch];
-        if (lat >= 0 && lat_free.size() < 200000) lat_free.push_back(lat);
-      } else if (ev.ts[r] >= prev_end && ev.ts[r] - prev_end <= kLongStreamGapNs &&
-                 natural_gaps.size() < 200000) {
-        natural_gaps.push_back(ev.ts[r] - prev_end);
+  void AddGpuLanes() {
+    // 2. GPU lanes: one per stream track, activities in order.
+    // An activity waited for its launch when the launch call started after the previous activity
+    // on its stream had ended (HTA's rule); otherwise it was queued behind that activity.
+    // Also when the stream sat idle and the activity started right after a long launch call
+    // returned (a call of a millisecond or more, e.g. lazy loading, that began while the previous
+    // activity still ran).
+    auto waited_for_launch = [&](int32_t launch, int64_t prev_end, int64_t ts) {
+      if (prev_end == kNoTime || g.obs_start[launch] >= prev_end) return true;
+      const int64_t call_end = g.obs_end[launch];
+      return call_end - g.obs_start[launch] >= 1000000 && ts - prev_end > 2000 && ts >= call_end &&
+             ts - call_end <= 50000;
+    };
+    std::vector<int64_t> lat_free;      // launch latency of activities that found their stream idle
+    std::vector<int64_t> natural_gaps;  // stream gaps between queued activities
+    for (size_t t = 0; t < rows_of.size(); ++t) {
+      if (!trace.tracks[t].gpu) continue;
+      const auto& rows = rows_of[t];
+      for (size_t k = 0; k < rows.size(); ++k) {
+        const uint32_t r = rows[k];
+        const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
+        if (launch < 0) continue;
+        const int64_t prev_end = k > 0 ? ev.end(rows[k - 1]) : kNoTime;
+        if (waited_for_launch(launch, prev_end, ev.ts[r])) {
+          const int64_t lat = ev.ts[r] - g.obs_start[launch];
+          if (lat >= 0 && lat_free.size() < 200000) lat_free.push_back(lat);
+        } else if (ev.ts[r] >= prev_end && ev.ts[r] - prev_end <= kLongStreamGapNs &&
+                   natural_gaps.size() < 200000) {
+          natural_gaps.push_back(ev.ts[r] - prev_end);
+        }
       }
     }
-  }
-  const int64_t typical_latency = Median(lat_free, 5000);
-  g.typical_latency = typical_latency;
-  const int64_t natural_gap = Median(natural_gaps, 1000);
-  constexpr uint8_t kUnclassified = 0xff;
-  std::vector<uint8_t> gpu_cause_of_name(trace.strings.size(), kUnclassified);
-  for (size_t t = 0; t < rows_of.size(); ++t) {
-    if (!trace.tracks[t].gpu || rows_of[t].empty()) continue;
-    const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
-    g.lanes.push_back({static_cast<uint32_t>(t), true, false});
-    g.lanes.back().first_node = static_cast<int32_t>(g.size());
-    int32_t prev = -1;
-    for (uint32_t r : rows_of[t]) {
-      // Kernel names are long and repeat: classify each distinct name once.
-      uint8_t& cached = gpu_cause_of_name[ev.name[r]];
-      if (cached == kUnclassified) {
-        cached = static_cast<uint8_t>(GpuCause(EventKind::kKernel, trace.Name(r)));
-      }
-      const Cause cause = ev.kind[r] == EventKind::kMemcpy   ? Cause::kMemcpy
-                          : ev.kind[r] == EventKind::kMemset ? Cause::kMemset
-                                                             : static_cast<Cause>(cached);
-      int32_t node =
-          g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), lane, NodeRole::kGpu, cause);
-      g.lane_prev[node] = prev;
-      g.node_of_row[r] = node;
-      const int64_t gap = prev >= 0 ? ev.ts[r] - g.obs_end[prev] : kNoTime;
-      const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
-      if (launch < 0) {
-        ++g.stats.gpu_without_launch;
-        g.lane_gap[node] = prev >= 0 ? gap : 0;
-      } else {
-        const int64_t lat = ev.ts[r] - g.obs_start[launch];
-        g.cross[node] = launch;
-        if (lat < 0) {
-          ++g.stats.negative_latency;
-          g.cross_gap[node] = lat;
+    typical_latency = Median(lat_free, 5000);
+    g.typical_latency = typical_latency;
+    natural_gap = Median(natural_gaps, 1000);
+    constexpr uint8_t kUnclassified = 0xff;
+    std::vector<uint8_t> gpu_cause_of_name(trace.strings.size(), kUnclassified);
+    for (size_t t = 0; t < rows_of.size(); ++t) {
+      if (!trace.tracks[t].gpu || rows_of[t].empty()) continue;
+      const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
+      g.lanes.push_back({static_cast<uint32_t>(t), true, false});
+      g.lanes.back().first_node = static_cast<int32_t>(g.size());
+      int32_t prev = -1;
+      for (uint32_t r : rows_of[t]) {
+        // Kernel names are long and repeat: classify each distinct name once.
+        uint8_t& cached = gpu_cause_of_name[ev.name[r]];
+        if (cached == kUnclassified) {
+          cached = static_cast<uint8_t>(GpuCause(EventKind::kKernel, trace.Name(r)));
+        }
+        const Cause cause = ev.kind[r] == EventKind::kMemcpy   ? Cause::kMemcpy
+                            : ev.kind[r] == EventKind::kMemset ? Cause::kMemset
+                                                               : static_cast<Cause>(cached);
+        int32_t node =
+            g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), lane, NodeRole::kGpu, cause);
+        g.lane_prev[node] = prev;
+        g.node_of_row[r] = node;
+        const int64_t gap = prev >= 0 ? ev.ts[r] - g.obs_end[prev] : kNoTime;
+        const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
+        if (launch < 0) {
+          ++g.stats.gpu_without_launch;
           g.lane_gap[node] = prev >= 0 ? gap : 0;
-        } else if (waited_for_launch(launch, prev >= 0 ? g.obs_end[prev] : kNoTime, ev.ts[r])) {
-          // The stream was idle: the activity waited for its launch.
-          g.cross_gap[node] = lat;
-          g.lane_gap[node] = prev >= 0 ? std::min(gap, natural_gap) : 0;
         } else {
-          // Queued behind the previous activity.
-          g.cross_gap[node] = std::min(lat, typical_latency);
-          g.lane_gap[node] = gap;
-        }
-      }
-      prev = node;
-    }
-    g.lanes.back().end_node = static_cast<int32_t>(g.size());
-  }
-  g.lane_of_track.assign(trace.tracks.size(), -1);
-  for (size_t l = 0; l < g.lanes.size(); ++l)
-    g.lane_of_track[g.lanes[l].track] = static_cast<int32_t>(l);
-
-  // 3. What each synchronising call waits for: the last activity of every stream launched
-  // before the call started (and ended before the call did), or its own blocking copy.
-  struct LaunchedOn {
-    std::vector<std::pair<int64_t, int32_t>> by_launch;  // (launch ts, GPU node), sorted
-  };
-  std::vector<LaunchedOn> launched(g.lanes.size());
-  for (size_t n = 0; n < g.size(); ++n) {
-    if (g.role[n] != NodeRole::kGpu) continue;
-    const int32_t c = g.cross[n];
-    const int64_t lts = c >= 0 ? g.obs_start[c] : g.obs_start[n];
-    launched[g.lane[n]].by_launch.emplace_back(lts, static_cast<int32_t>(n));
-  }
-  for (auto& l : launched) std::sort(l.by_launch.begin(), l.by_launch.end());
-  // 3a. Recorded event waits (cuda_sync rows, where the profiler recorded them): a stream that
-  // waits for an event (cudaStreamWaitEvent) starts its next activity after the activity the
-  // event was recorded behind; an event sync (cudaEventSynchronize) waits for that activity
-  // alone. The recorded activity: the last one launched on the event's stream before its
-  // cudaEventRecord call.
-  std::map<int32_t, int32_t> event_sync_source;           // sync call node -> GPU node
-  std::vector<std::pair<int32_t, int32_t>> stream_waits;  // (GPU node, GPU node it waits for)
-  {
-    std::map<int64_t, int32_t> record_of_corr;  // cudaEventRecord correlation -> row
-    std::vector<uint32_t> sync_rows;
-    for (size_t i = 0; i < n_rows; ++i) {
-      if (ev.kind[i] == EventKind::kGpuSync && ev.bytes[i] >= 0 && ev.python_id[i] >= 0) {
-        sync_rows.push_back(static_cast<uint32_t>(i));
-        record_of_corr[ev.bytes[i]] = -1;
-      }
-    }
-    if (!sync_rows.empty()) {
-      for (size_t i = 0; i < n_rows; ++i) {
-        if (!IsLaunchKind(ev.kind[i]) || ev.correlation[i] < 0) continue;
-        auto it = record_of_corr.find(ev.correlation[i]);
-        if (it != record_of_corr.end() && it->second < 0) it->second = static_cast<int32_t>(i);
-      }
-      // GPU lanes by (device, stream), from their activities.
-      std::map<std::pair<int32_t, int32_t>, int32_t> lane_of_stream;
-      for (size_t l = 0; l < g.lanes.size(); ++l) {
-        if (!g.lanes[l].gpu || g.lanes[l].first_node == g.lanes[l].end_node) continue;
-        const int32_t r0 = g.row[g.lanes[l].first_node];
-        lane_of_stream[{ev.device[r0], ev.stream[r0]}] = static_cast<int32_t>(l);
-      }
-      // The last activity launched on |lane| before |ts|, -1.
-      auto last_launched_before = [&](int32_t lane, int64_t ts) {
-        const auto& v = launched[lane].by_launch;
-        auto it = std::lower_bound(v.begin(), v.end(),
-                                   std::make_pair(ts, std::numeric_limits<int32_t>::min()));
-        return it == v.begin() ? -1 : (it - 1)->second;
-      };
-      for (uint32_t r : sync_rows) {
-        const int32_t record = record_of_corr[ev.bytes[r]];
-        auto src_lane = lane_of_stream.find({ev.device[r], ev.python_id[r]});
-        if (record < 0 || src_lane == lane_of_stream.end()) continue;
-        const int32_t src = last_launched_before(src_lane->second, ev.ts[record]);
-        if (src < 0) continue;
-        const int32_t call = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
-        const std::string_view kind = trace.Name(r);
-        if (kind == "Event Sync" && call >= 0) {
-          event_sync_source[call] = src;
-        } else if (kind == "Stream Wait Event" && call >= 0) {
-          auto dst_lane = lane_of_stream.find({ev.device[r], ev.stream[r]});
-          if (dst_lane == lane_of_stream.end()) continue;
-          // The waiting stream's next activity launched after the wait was issued.
-          const auto& v = launched[dst_lane->second].by_launch;
-          auto it = std::lower_bound(
-              v.begin(), v.end(),
-              std::make_pair(g.obs_start[call], std::numeric_limits<int32_t>::min()));
-          if (it == v.end() || it->second == src) continue;
-          stream_waits.emplace_back(it->second, src);
-        }
-      }
-    }
-  }
-  // Blocking copies: async copy calls whose copy is pageable, or finished before the call.
-  for (size_t n = 0; n < g.size(); ++n) {
-    if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0 || ev.kind[g.row[n]] != EventKind::kMemcpy) {
-      continue;
-    }
-    const int32_t call = g.cross[n];
-    if (g.role[call] != NodeRole::kLaunch) continue;
-    std::string_view cname = trace.Name(g.row[n]);
-    const bool pageable = Contains(cname, "Pageable");
-    const bool dtoh = Contains(cname, "DtoH") || Contains(cname, "D2H");
-    if (pageable || (dtoh && g.obs_end[n] <= g.obs_end[call])) {
-      g.role[call] = NodeRole::kSync;
-      pending_syncs.push_back(call);
-    }
-  }
-  std::sort(pending_syncs.begin(), pending_syncs.end());
-  pending_syncs.erase(std::unique(pending_syncs.begin(), pending_syncs.end()), pending_syncs.end());
-  std::vector<std::pair<int32_t, int32_t>> wait_pairs;
-  for (int32_t s : pending_syncs) {
-    ++g.stats.syncs;
-    const int64_t a = g.obs_start[s], b = g.obs_end[s];
-    std::vector<int32_t> deps;
-    const std::string_view name = trace.Name(g.row[s]);
-    const int32_t own = ev.link[g.row[s]];
-    if (own >= 0 && !HasRuntimeFlag(name, kRuntimeSync | kRuntimeSyncCopy | kRuntimeImplicitSync)) {
-      // An async copy that blocks: it waits for its own copy (stream order covers the rest).
-      if (g.node_of_row[own] >= 0) deps.push_back(g.node_of_row[own]);
-    } else if (auto precise = event_sync_source.find(s); precise != event_sync_source.end()) {
-      // An event sync whose event the trace records: that activity alone.
-      if (g.obs_end[precise->second] <= b + 2000) deps.push_back(precise->second);
-    } else {
-      // A synchronous copy (cudaMemcpy, hipMemcpyWithStream) also waits for its own copy.
-      if (own >= 0 && g.node_of_row[own] >= 0 && g.role[g.node_of_row[own]] == NodeRole::kGpu &&
-          g.obs_end[g.node_of_row[own]] <= b + 2000) {
-        deps.push_back(g.node_of_row[own]);
-      }
-      for (const auto& l : launched) {
-        auto it = std::lower_bound(l.by_launch.begin(), l.by_launch.end(),
-                                   std::make_pair(a, std::numeric_limits<int32_t>::min()));
-        if (it == l.by_launch.begin()) continue;
-        const int32_t node = (it - 1)->second;
-        if (g.obs_end[node] <= b + 2000) deps.push_back(node);
-      }
-    }
-    int64_t wait_end = kNoTime;
-    for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
-    // A call that returns long after what it waits for, right as another stream's activity
-    // ends, waited for that too (the legacy default stream's device-wide order, a driver that
-    // serialises the staging copy behind the device's work): the latest such end, per stream.
-    if (!deps.empty() && b - wait_end >= kInferredWaitMinNs) {
-      for (const auto& lane : g.lanes) {
-        if (!lane.gpu) continue;
-        const int32_t v = LastEndingBy(g, lane, b);
-        if (v < 0) continue;
-        if (g.obs_end[v] <= std::max(a, wait_end) || b - g.obs_end[v] > kSyncReturnTailNs) {
-          continue;
-        }
-        deps.push_back(v);
-      }
-      for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
-    }
-    for (int32_t d : deps) wait_pairs.emplace_back(s, d);
-    if (wait_end != kNoTime && wait_end > a) {
-      g.sync_tail[s] = b - wait_end;
-      g.dur[s] = std::min(b - a, kSyncCostNs);
-    } else {
-      g.dur[s] = b - a;
-      g.sync_tail[s] = 0;
-    }
-  }
-  // 3b. Joins: a main-thread slice of at least 20 us during which a secondary thread or a GPU
-  // stream was busy (80% or more) and which ended within 50 us (or 2% of the slice) of that work
-  // ending: the main thread waited for it (autograd's backward thread, a helper thread, a sync
-  // the trace does not record).
-  {
-    // GPU busy time over all streams (merged), for the coverage of a wait on the GPU.
-    std::vector<Interval> gpu_busy;
-    for (size_t v = 0; v < g.size(); ++v) {
-      if (g.role[v] == NodeRole::kGpu) gpu_busy.emplace_back(g.obs_start[v], g.obs_end[v]);
-    }
-    MergeIntervals(&gpu_busy);
-    // Where the trace records the main thread's synchronize calls, it records every wait of
-    // that thread for the GPU (the profiler records each runtime call, and a thread can only
-    // wait for the GPU through one): a slice that merely ends as a copy or kernel does was not
-    // waiting for it. Older traces record launches and copies but no synchronize calls; there
-    // a silent wait (`.item()`, `print(loss)`) is inferred.
-    bool main_syncs_recorded = false;
-    for (int32_t s : pending_syncs) {
-      if (g.lane[s] < g.lanes.size() && g.lanes[g.lane[s]].main &&
-          IsSyncCall(trace.Name(g.row[s]))) {
-        main_syncs_recorded = true;
-        break;
-      }
-    }
-    for (int32_t m : main_nodes) {
-      if (g.role[m] != NodeRole::kCpuWork) continue;
-      const int64_t a = g.obs_start[m], b = g.obs_end[m];
-      if (b - a < 20000) continue;
-      // Waiting for the GPU without a recorded sync: only outside any operator (Python code or
-      // the step annotation itself), where the thread had nothing else to do.
-      const int32_t owner = g.row[m];
-      const bool may_wait_for_gpu =
-          !main_syncs_recorded && (owner < 0 || ev.kind[owner] != EventKind::kCpuOp);
-      // Each other lane's latest node ending by |b| (a lane's nodes end in order) is a
-      // candidate; the latest-ending one that qualifies is what the slice waited for.
-      int32_t d = -1;
-      for (const auto& l : g.lanes) {
-        if (l.main || (l.gpu && !may_wait_for_gpu)) continue;
-        const int32_t v = LastEndingBy(g, l, b);
-        if (v < 0) continue;
-        // The thread resumes within 50 us of the work's end, or 2% of a long wait (the Python
-        // that returns from loss.backward() after a cold autograd pass).
-        if (g.obs_end[v] <= a || b - g.obs_end[v] > std::max<int64_t>(50000, (b - a) / 50)) {
-          continue;
-        }
-        if (d >= 0 && g.obs_end[v] <= g.obs_end[d]) continue;
-        // A wait for a stream ends when the stream runs dry: one still running work that started
-        // before the slice ended was not what the thread waited for (a gap in the middle of a
-        // long run of collectives or kernels is the thread's own time).
-        if (l.gpu && v + 1 < l.end_node && g.obs_start[v + 1] < b) continue;
-        int64_t covered = l.gpu ? ClippedLength(gpu_busy, a, b) : 0;
-        for (int32_t u = v; !l.gpu && u >= 0 && g.obs_end[u] > a; u = g.lane_prev[u]) {
-          // A thread blocked in a wait or a sleep was not working for the main thread.
-          const bool idle = g.row[u] >= 0 && (name_class[ev.name[g.row[u]]] & kNameIdleWait);
-          if (g.cause[u] != Cause::kUntraced && !idle) {
-            covered += std::min(b, g.obs_end[u]) - std::max(a, g.obs_start[u]);
+          const int64_t lat = ev.ts[r] - g.obs_start[launch];
+          g.cross[node] = launch;
+          if (lat < 0) {
+            ++g.stats.negative_latency;
+            g.cross_gap[node] = lat;
+            g.lane_gap[node] = prev >= 0 ? gap : 0;
+          } else if (waited_for_launch(launch, prev >= 0 ? g.obs_end[prev] : kNoTime, ev.ts[r])) {
+            // The stream was idle: the activity waited for its launch.
+            g.cross_gap[node] = lat;
+            g.lane_gap[node] = prev >= 0 ? std::min(gap, natural_gap) : 0;
+          } else {
+            // Queued behind the previous activity.
+            g.cross_gap[node] = std::min(lat, typical_latency);
+            g.lane_gap[node] = gap;
           }
         }
-        if (static_cast<double>(covered) >= 0.8 * static_cast<double>(b - a)) d = v;
+        prev = node;
       }
-      if (d < 0) continue;
-      g.role[m] = NodeRole::kJoin;
-      g.dur[m] = 0;
-      g.sync_tail[m] = b - g.obs_end[d];
-      wait_pairs.emplace_back(m, d);
+      g.lanes.back().end_node = static_cast<int32_t>(g.size());
     }
+    g.lane_of_track.assign(trace.tracks.size(), -1);
+    for (size_t l = 0; l < g.lanes.size(); ++l)
+      g.lane_of_track[g.lanes[l].track] = static_cast<int32_t>(l);
   }
-  // 3c. Recorded stream waits: the waiting activity starts after the awaited one ends (plus the
-  // observed gap where that wait is what held it: the awaited activity ended after the waiting
-  // stream's previous activity and after the launch call started; then the stream order and
-  // the launch become lower bounds, as for an activity queued behind another).
-  for (const auto& [dst, src] : stream_waits) {
-    if (g.obs_end[src] > g.obs_start[dst]) continue;  // inconsistent clocks: no edge
-    const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
-    const bool binding = (prev < 0 || g.obs_end[src] >= g.obs_end[prev]) &&
-                         (launch < 0 || g.obs_end[src] >= g.obs_start[launch]);
-    if (binding) {
-      g.sync_tail[dst] = g.obs_start[dst] - g.obs_end[src];
-      if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
-      if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
-    } else {
-      g.sync_tail[dst] = 0;
+
+  void IndexLaunches() {
+    // 3. What each synchronising call waits for: the last activity of every stream launched
+    // before the call started (and ended before the call did), or its own blocking copy.
+    launched.assign(g.lanes.size(), {});
+    for (size_t n = 0; n < g.size(); ++n) {
+      if (g.role[n] != NodeRole::kGpu) continue;
+      const int32_t c = g.cross[n];
+      const int64_t lts = c >= 0 ? g.obs_start[c] : g.obs_start[n];
+      launched[g.lane[n]].by_launch.emplace_back(lts, static_cast<int32_t>(n));
     }
-    wait_pairs.emplace_back(dst, src);
-    ++g.stats.stream_waits;
+    for (auto& l : launched) std::sort(l.by_launch.begin(), l.by_launch.end());
   }
-  // 3d. Inferred stream waits (traces without cuda_sync records: a cudaStreamWaitEvent leaves no
-  // edge). An activity that started at least kInferredWaitMinNs after both its stream's previous
-  // activity and its launch call ended, within kInferredWaitTailNs of another stream's activity
-  // ending, waited for that activity (a compute stream behind a collective, or the reverse).
-  {
-    std::vector<uint8_t> has_wait(g.size(), 0);
-    for (const auto& [dst, src] : stream_waits) has_wait[dst] = 1;
-    for (const auto& lane : g.lanes) {
-      if (!lane.gpu) continue;
-      for (int32_t dst = lane.first_node; dst < lane.end_node; ++dst) {
-        const int64_t start = g.obs_start[dst];
-        const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
-        if (has_wait[dst] || (prev < 0 && launch < 0)) continue;
-        if (prev >= 0 && start - g.obs_end[prev] < kInferredWaitMinNs) continue;
-        // A blocking copy's call returns only once its copy is done: its start is the launch.
-        if (launch >= 0 &&
-            start - (g.role[launch] == NodeRole::kSync ? g.obs_start[launch] : g.obs_end[launch]) <
-                kInferredWaitMinNs) {
-          continue;
+
+  void RecordedEventWaits() {
+    // 3a. Recorded event waits (cuda_sync rows, where the profiler recorded them): a stream that
+    // waits for an event (cudaStreamWaitEvent) starts its next activity after the activity the
+    // event was recorded behind; an event sync (cudaEventSynchronize) waits for that activity
+    // alone. The recorded activity: the last one launched on the event's stream before its
+    // cudaEventRecord call.
+    {
+      std::map<int64_t, int32_t> record_of_corr;  // cudaEventRecord correlation -> row
+      std::vector<uint32_t> sync_rows;
+      for (size_t i = 0; i < n_rows; ++i) {
+        if (ev.kind[i] == EventKind::kGpuSync && ev.bytes[i] >= 0 && ev.python_id[i] >= 0) {
+          sync_rows.push_back(static_cast<uint32_t>(i));
+          record_of_corr[ev.bytes[i]] = -1;
         }
-        int32_t src = -1;
-        for (const auto& other : g.lanes) {
-          if (!other.gpu || &other == &lane) continue;
-          const int32_t v = LastEndingBy(g, other, start);
+      }
+      if (!sync_rows.empty()) {
+        for (size_t i = 0; i < n_rows; ++i) {
+          if (!IsLaunchKind(ev.kind[i]) || ev.correlation[i] < 0) continue;
+          auto it = record_of_corr.find(ev.correlation[i]);
+          if (it != record_of_corr.end() && it->second < 0) it->second = static_cast<int32_t>(i);
+        }
+        // GPU lanes by (device, stream), from their activities.
+        std::map<std::pair<int32_t, int32_t>, int32_t> lane_of_stream;
+        for (size_t l = 0; l < g.lanes.size(); ++l) {
+          if (!g.lanes[l].gpu || g.lanes[l].first_node == g.lanes[l].end_node) continue;
+          const int32_t r0 = g.row[g.lanes[l].first_node];
+          lane_of_stream[{ev.device[r0], ev.stream[r0]}] = static_cast<int32_t>(l);
+        }
+        // The last activity launched on |lane| before |ts|, -1.
+        auto last_launched_before = [&](int32_t lane, int64_t ts) {
+          const auto& v = launched[lane].by_launch;
+          auto it = std::lower_bound(v.begin(), v.end(),
+                                     std::make_pair(ts, std::numeric_limits<int32_t>::min()));
+          return it == v.begin() ? -1 : (it - 1)->second;
+        };
+        for (uint32_t r : sync_rows) {
+          const int32_t record = record_of_corr[ev.bytes[r]];
+          auto src_lane = lane_of_stream.find({ev.device[r], ev.python_id[r]});
+          if (record < 0 || src_lane == lane_of_stream.end()) continue;
+          const int32_t src = last_launched_before(src_lane->second, ev.ts[record]);
+          if (src < 0) continue;
+          const int32_t call = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
+          const std::string_view kind = trace.Name(r);
+          if (kind == "Event Sync" && call >= 0) {
+            event_sync_source[call] = src;
+          } else if (kind == "Stream Wait Event" && call >= 0) {
+            auto dst_lane = lane_of_stream.find({ev.device[r], ev.stream[r]});
+            if (dst_lane == lane_of_stream.end()) continue;
+            // The waiting stream's next activity launched after the wait was issued.
+            const auto& v = launched[dst_lane->second].by_launch;
+            auto it = std::lower_bound(
+                v.begin(), v.end(),
+                std::make_pair(g.obs_start[call], std::numeric_limits<int32_t>::min()));
+            if (it == v.end() || it->second == src) continue;
+            stream_waits.emplace_back(it->second, src);
+          }
+        }
+      }
+    }
+  }
+
+  void BlockingCopies() {
+    // Blocking copies: async copy calls whose copy is pageable, or finished before the call.
+    for (size_t n = 0; n < g.size(); ++n) {
+      if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0 ||
+          ev.kind[g.row[n]] != EventKind::kMemcpy) {
+        continue;
+      }
+      const int32_t call = g.cross[n];
+      if (g.role[call] != NodeRole::kLaunch) continue;
+      std::string_view cname = trace.Name(g.row[n]);
+      const bool pageable = Contains(cname, "Pageable");
+      const bool dtoh = Contains(cname, "DtoH") || Contains(cname, "D2H");
+      if (pageable || (dtoh && g.obs_end[n] <= g.obs_end[call])) {
+        g.role[call] = NodeRole::kSync;
+        pending_syncs.push_back(call);
+      }
+    }
+  }
+
+  // 3 (continued). The waits of every synchronising call.
+  void SyncWaits() {
+    std::sort(pending_syncs.begin(), pending_syncs.end());
+    pending_syncs.erase(std::unique(pending_syncs.begin(), pending_syncs.end()),
+                        pending_syncs.end());
+    for (int32_t s : pending_syncs) {
+      ++g.stats.syncs;
+      const int64_t a = g.obs_start[s], b = g.obs_end[s];
+      std::vector<int32_t> deps;
+      const std::string_view name = trace.Name(g.row[s]);
+      const int32_t own = ev.link[g.row[s]];
+      if (own >= 0 &&
+          !HasRuntimeFlag(name, kRuntimeSync | kRuntimeSyncCopy | kRuntimeImplicitSync)) {
+        // An async copy that blocks: it waits for its own copy (stream order covers the rest).
+        if (g.node_of_row[own] >= 0) deps.push_back(g.node_of_row[own]);
+      } else if (auto precise = event_sync_source.find(s); precise != event_sync_source.end()) {
+        // An event sync whose event the trace records: that activity alone.
+        if (g.obs_end[precise->second] <= b + 2000) deps.push_back(precise->second);
+      } else {
+        // A synchronous copy (cudaMemcpy, hipMemcpyWithStream) also waits for its own copy.
+        if (own >= 0 && g.node_of_row[own] >= 0 && g.role[g.node_of_row[own]] == NodeRole::kGpu &&
+            g.obs_end[g.node_of_row[own]] <= b + 2000) {
+          deps.push_back(g.node_of_row[own]);
+        }
+        for (const auto& l : launched) {
+          auto it = std::lower_bound(l.by_launch.begin(), l.by_launch.end(),
+                                     std::make_pair(a, std::numeric_limits<int32_t>::min()));
+          if (it == l.by_launch.begin()) continue;
+          const int32_t node = (it - 1)->second;
+          if (g.obs_end[node] <= b + 2000) deps.push_back(node);
+        }
+      }
+      int64_t wait_end = kNoTime;
+      for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
+      // A call that returns long after what it waits for, right as another stream's activity
+      // ends, waited for that too (the legacy default stream's device-wide order, a driver that
+      // serialises the staging copy behind the device's work): the latest such end, per stream.
+      if (!deps.empty() && b - wait_end >= kInferredWaitMinNs) {
+        for (const auto& lane : g.lanes) {
+          if (!lane.gpu) continue;
+          const int32_t v = LastEndingBy(g, lane, b);
           if (v < 0) continue;
-          if (start - g.obs_end[v] > kInferredWaitTailNs) continue;
-          if (src < 0 || g.obs_end[v] > g.obs_end[src]) src = v;
+          if (g.obs_end[v] <= std::max(a, wait_end) || b - g.obs_end[v] > kSyncReturnTailNs) {
+            continue;
+          }
+          deps.push_back(v);
         }
-        if (src < 0) continue;
-        g.sync_tail[dst] = start - g.obs_end[src];
+        for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
+      }
+      for (int32_t d : deps) wait_pairs.emplace_back(s, d);
+      if (wait_end != kNoTime && wait_end > a) {
+        g.sync_tail[s] = b - wait_end;
+        g.dur[s] = std::min(b - a, kSyncCostNs);
+      } else {
+        g.dur[s] = b - a;
+        g.sync_tail[s] = 0;
+      }
+    }
+  }
+
+  void Joins() {
+    // 3b. Joins: a main-thread slice of at least 20 us during which a secondary thread or a GPU
+    // stream was busy (80% or more) and which ended within 50 us (or 2% of the slice) of that work
+    // ending: the main thread waited for it (autograd's backward thread, a helper thread, a sync
+    // the trace does not record).
+    {
+      // GPU busy time over all streams (merged), for the coverage of a wait on the GPU.
+      std::vector<Interval> gpu_busy;
+      for (size_t v = 0; v < g.size(); ++v) {
+        if (g.role[v] == NodeRole::kGpu) gpu_busy.emplace_back(g.obs_start[v], g.obs_end[v]);
+      }
+      MergeIntervals(&gpu_busy);
+      // Where the trace records the main thread's synchronize calls, it records every wait of
+      // that thread for the GPU (the profiler records each runtime call, and a thread can only
+      // wait for the GPU through one): a slice that merely ends as a copy or kernel does was not
+      // waiting for it. Older traces record launches and copies but no synchronize calls; there
+      // a silent wait (`.item()`, `print(loss)`) is inferred.
+      bool main_syncs_recorded = false;
+      for (int32_t s : pending_syncs) {
+        if (g.lane[s] < g.lanes.size() && g.lanes[g.lane[s]].main &&
+            IsSyncCall(trace.Name(g.row[s]))) {
+          main_syncs_recorded = true;
+          break;
+        }
+      }
+      for (int32_t m : main_nodes) {
+        if (g.role[m] != NodeRole::kCpuWork) continue;
+        const int64_t a = g.obs_start[m], b = g.obs_end[m];
+        if (b - a < 20000) continue;
+        // Waiting for the GPU without a recorded sync: only outside any operator (Python code or
+        // the step annotation itself), where the thread had nothing else to do.
+        const int32_t owner = g.row[m];
+        const bool may_wait_for_gpu =
+            !main_syncs_recorded && (owner < 0 || ev.kind[owner] != EventKind::kCpuOp);
+        // Each other lane's latest node ending by |b| (a lane's nodes end in order) is a
+        // candidate; the latest-ending one that qualifies is what the slice waited for.
+        int32_t d = -1;
+        for (const auto& l : g.lanes) {
+          if (l.main || (l.gpu && !may_wait_for_gpu)) continue;
+          const int32_t v = LastEndingBy(g, l, b);
+          if (v < 0) continue;
+          // The thread resumes within 50 us of the work's end, or 2% of a long wait (the Python
+          // that returns from loss.backward() after a cold autograd pass).
+          if (g.obs_end[v] <= a || b - g.obs_end[v] > std::max<int64_t>(50000, (b - a) / 50)) {
+            continue;
+          }
+          if (d >= 0 && g.obs_end[v] <= g.obs_end[d]) continue;
+          // A wait for a stream ends when the stream runs dry: one still running work that started
+          // before the slice ended was not what the thread waited for (a gap in the middle of a
+          // long run of collectives or kernels is the thread's own time).
+          if (l.gpu && v + 1 < l.end_node && g.obs_start[v + 1] < b) continue;
+          int64_t covered = l.gpu ? ClippedLength(gpu_busy, a, b) : 0;
+          for (int32_t u = v; !l.gpu && u >= 0 && g.obs_end[u] > a; u = g.lane_prev[u]) {
+            // A thread blocked in a wait or a sleep was not working for the main thread.
+            const bool idle = g.row[u] >= 0 && (name_class[ev.name[g.row[u]]] & kNameIdleWait);
+            if (g.cause[u] != Cause::kUntraced && !idle) {
+              covered += std::min(b, g.obs_end[u]) - std::max(a, g.obs_start[u]);
+            }
+          }
+          if (static_cast<double>(covered) >= 0.8 * static_cast<double>(b - a)) d = v;
+        }
+        if (d < 0) continue;
+        g.role[m] = NodeRole::kJoin;
+        g.dur[m] = 0;
+        g.sync_tail[m] = b - g.obs_end[d];
+        wait_pairs.emplace_back(m, d);
+      }
+    }
+  }
+
+  void RecordedStreamWaits() {
+    // 3c. Recorded stream waits: the waiting activity starts after the awaited one ends (plus the
+    // observed gap where that wait is what held it: the awaited activity ended after the waiting
+    // stream's previous activity and after the launch call started; then the stream order and
+    // the launch become lower bounds, as for an activity queued behind another).
+    for (const auto& [dst, src] : stream_waits) {
+      if (g.obs_end[src] > g.obs_start[dst]) continue;  // inconsistent clocks: no edge
+      const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
+      const bool binding = (prev < 0 || g.obs_end[src] >= g.obs_end[prev]) &&
+                           (launch < 0 || g.obs_end[src] >= g.obs_start[launch]);
+      if (binding) {
+        g.sync_tail[dst] = g.obs_start[dst] - g.obs_end[src];
         if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
         if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
-        wait_pairs.emplace_back(dst, src);
-        ++g.stats.inferred_stream_waits;
+      } else {
+        g.sync_tail[dst] = 0;
       }
+      wait_pairs.emplace_back(dst, src);
+      ++g.stats.stream_waits;
     }
   }
-  // A node that starts relative to a sync call's start follows the call's lane predecessor
-  // instead: the call's end waits for GPU work, which may itself follow the call's start.
-  for (size_t v = 0; v < g.size(); ++v) {
-    const int32_t c = g.cross[v];
-    if (c < 0 || (g.role[c] != NodeRole::kSync && g.role[c] != NodeRole::kJoin) ||
-        g.cross[c] >= 0) {
-      continue;
-    }
-    if (g.lane_prev[c] < 0) {
-      g.cross[v] = -1;
-      if (g.lane_prev[v] < 0) continue;  // anchored at its recorded start
-      g.lane_gap[v] = g.obs_start[v] - g.obs_end[g.lane_prev[v]];
-      continue;
-    }
-    g.cross_gap[v] += g.lane_gap[c];
-    g.cross[v] = g.lane_prev[c];
-    g.cross_from_end[v] = 1;
-  }
-  std::sort(wait_pairs.begin(), wait_pairs.end());
-  g.wait_begin.assign(g.size() + 1, 0);
-  for (auto& [s, d] : wait_pairs) g.wait_begin[s + 1]++;
-  for (size_t i = 0; i < g.size(); ++i) g.wait_begin[i + 1] += g.wait_begin[i];
-  g.waits.resize(wait_pairs.size());
-  for (size_t i = 0; i < wait_pairs.size(); ++i) g.waits[i] = wait_pairs[i].second;
 
-  // 4. A topological order (iterative DFS over predecessors); an edge that would close a cycle
-  // (possible only with inconsistent timestamps) is dropped and counted.
-  const size_t n_nodes = g.size();
-  std::vector<uint8_t> state(n_nodes, 0);  // 0 new, 1 on the stack, 2 done
-  g.order.reserve(n_nodes);
-  std::vector<std::pair<int32_t, uint32_t>> stack;  // (node, next predecessor to look at)
-  auto pred = [&](int32_t n, uint32_t k, int32_t* out) -> bool {
-    // Predecessor number k of n: 0 lane, 1 cross, 2.. waits.
-    if (k == 0) {
-      *out = g.lane_prev[n];
-      return true;
-    }
-    if (k == 1) {
-      *out = g.cross[n];
-      return true;
-    }
-    const uint32_t w = g.wait_begin[n] + (k - 2);
-    if (w >= g.wait_begin[n + 1]) return false;
-    *out = g.waits[w];
-    return true;
-  };
-  for (size_t root = 0; root < n_nodes; ++root) {
-    if (state[root]) continue;
-    stack.emplace_back(static_cast<int32_t>(root), 0);
-    state[root] = 1;
-    while (!stack.empty()) {
-      auto& [n, k] = stack.back();
-      int32_t p = -1;
-      if (!pred(n, k, &p)) {
-        state[n] = 2;
-        g.order.push_back(n);
-        stack.pop_back();
-        continue;
-      }
-      const uint32_t which = k++;
-      if (p < 0 || state[p] == 2) continue;
-      if (state[p] == 1) {
-        ++g.stats.cycles_broken;
-        if (which == 0) {
-          g.lane_prev[n] = -1;
-        } else if (which == 1) {
-          g.cross[n] = -1;
-        } else {
-          g.waits[g.wait_begin[n] + which - 2] = n;  // a self-wait is ignored by the replay
+  void InferredStreamWaits() {
+    // 3d. Inferred stream waits (traces without cuda_sync records: a cudaStreamWaitEvent leaves no
+    // edge). An activity that started at least kInferredWaitMinNs after both its stream's previous
+    // activity and its launch call ended, within kInferredWaitTailNs of another stream's activity
+    // ending, waited for that activity (a compute stream behind a collective, or the reverse).
+    {
+      std::vector<uint8_t> has_wait(g.size(), 0);
+      for (const auto& [dst, src] : stream_waits) has_wait[dst] = 1;
+      for (const auto& lane : g.lanes) {
+        if (!lane.gpu) continue;
+        for (int32_t dst = lane.first_node; dst < lane.end_node; ++dst) {
+          const int64_t start = g.obs_start[dst];
+          const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
+          if (has_wait[dst] || (prev < 0 && launch < 0)) continue;
+          if (prev >= 0 && start - g.obs_end[prev] < kInferredWaitMinNs) continue;
+          // A blocking copy's call returns only once its copy is done: its start is the launch.
+          if (launch >= 0 && start - (g.role[launch] == NodeRole::kSync ? g.obs_start[launch]
+                                                                        : g.obs_end[launch]) <
+                                 kInferredWaitMinNs) {
+            continue;
+          }
+          int32_t src = -1;
+          for (const auto& other : g.lanes) {
+            if (!other.gpu || &other == &lane) continue;
+            const int32_t v = LastEndingBy(g, other, start);
+            if (v < 0) continue;
+            if (start - g.obs_end[v] > kInferredWaitTailNs) continue;
+            if (src < 0 || g.obs_end[v] > g.obs_end[src]) src = v;
+          }
+          if (src < 0) continue;
+          g.sync_tail[dst] = start - g.obs_end[src];
+          if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
+          if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
+          wait_pairs.emplace_back(dst, src);
+          ++g.stats.inferred_stream_waits;
         }
-        continue;
       }
-      state[p] = 1;
-      stack.emplace_back(p, 0);
     }
   }
 
-  // 5. The nodes that bound each analysed step.
-  g.steps.resize(spans.size());
-  if (!spans.empty() && spans.front().marker_track >= 0 && !main_nodes.empty()) {
-    for (size_t k = 0; k < spans.size(); ++k) {
-      CausalGraph::StepNodes& sn = g.steps[k];
-      sn.start_node = NodeAt(g, main_nodes, spans[k].start_ns);
-      if (sn.start_node >= 0) sn.start_offset = spans[k].start_ns - g.obs_start[sn.start_node];
-      sn.end_node = NodeAt(g, main_nodes, spans[k].cpu_end_ns - 1);
-      if (sn.end_node >= 0) sn.end_offset = spans[k].cpu_end_ns - g.obs_end[sn.end_node];
-    }
-    for (size_t n = 0; n < n_nodes; ++n) {
-      if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0) continue;
-      const int64_t lts = ev.ts[ev.link[g.row[n]]];
-      auto it = std::upper_bound(spans.begin(), spans.end(), lts,
-                                 [](int64_t x, const StepSpan& s) { return x < s.start_ns; });
-      if (it == spans.begin()) continue;
-      --it;
-      if (lts < it->cpu_end_ns) g.steps[it - spans.begin()].gpu.push_back(static_cast<int32_t>(n));
+  void RebaseOnSyncs() {
+    // A node that starts relative to a sync call's start follows the call's lane predecessor
+    // instead: the call's end waits for GPU work, which may itself follow the call's start.
+    for (size_t v = 0; v < g.size(); ++v) {
+      const int32_t c = g.cross[v];
+      if (c < 0 || (g.role[c] != NodeRole::kSync && g.role[c] != NodeRole::kJoin) ||
+          g.cross[c] >= 0) {
+        continue;
+      }
+      if (g.lane_prev[c] < 0) {
+        g.cross[v] = -1;
+        if (g.lane_prev[v] < 0) continue;  // anchored at its recorded start
+        g.lane_gap[v] = g.obs_start[v] - g.obs_end[g.lane_prev[v]];
+        continue;
+      }
+      g.cross_gap[v] += g.lane_gap[c];
+      g.cross[v] = g.lane_prev[c];
+      g.cross_from_end[v] = 1;
     }
   }
+
+  // The wait edges, as the graph's compressed lists.
+  void StoreWaits() {
+    std::sort(wait_pairs.begin(), wait_pairs.end());
+    g.wait_begin.assign(g.size() + 1, 0);
+    for (auto& [s, d] : wait_pairs) g.wait_begin[s + 1]++;
+    for (size_t i = 0; i < g.size(); ++i) g.wait_begin[i + 1] += g.wait_begin[i];
+    g.waits.resize(wait_pairs.size());
+    for (size_t i = 0; i < wait_pairs.size(); ++i) g.waits[i] = wait_pairs[i].second;
+  }
+
+  void TopologicalOrder() {
+    // 4. A topological order (iterative DFS over predecessors); an edge that would close a cycle
+    // (possible only with inconsistent timestamps) is dropped and counted.
+    const size_t n_nodes = g.size();
+    std::vector<uint8_t> state(n_nodes, 0);  // 0 new, 1 on the stack, 2 done
+    g.order.reserve(n_nodes);
+    std::vector<std::pair<int32_t, uint32_t>> stack;  // (node, next predecessor to look at)
+    auto pred = [&](int32_t n, uint32_t k, int32_t* out) -> bool {
+      // Predecessor number k of n: 0 lane, 1 cross, 2.. waits.
+      if (k == 0) {
+        *out = g.lane_prev[n];
+        return true;
+      }
+      if (k == 1) {
+        *out = g.cross[n];
+        return true;
+      }
+      const uint32_t w = g.wait_begin[n] + (k - 2);
+      if (w >= g.wait_begin[n + 1]) return false;
+      *out = g.waits[w];
+      return true;
+    };
+    for (size_t root = 0; root < n_nodes; ++root) {
+      if (state[root]) continue;
+      stack.emplace_back(static_cast<int32_t>(root), 0);
+      state[root] = 1;
+      while (!stack.empty()) {
+        auto& [n, k] = stack.back();
+        int32_t p = -1;
+        if (!pred(n, k, &p)) {
+          state[n] = 2;
+          g.order.push_back(n);
+          stack.pop_back();
+          continue;
+        }
+        const uint32_t which = k++;
+        if (p < 0 || state[p] == 2) continue;
+        if (state[p] == 1) {
+          ++g.stats.cycles_broken;
+          if (which == 0) {
+            g.lane_prev[n] = -1;
+          } else if (which == 1) {
+            g.cross[n] = -1;
+          } else {
+            g.waits[g.wait_begin[n] + which - 2] = n;  // a self-wait is ignored by the replay
+          }
+          continue;
+        }
+        state[p] = 1;
+        stack.emplace_back(p, 0);
+      }
+    }
+  }
+
+  void StepBounds() {
+    const std::vector<StepSpan>& spans = g.spans;
+    const size_t n_nodes = g.size();
+    // 5. The nodes that bound each analysed step.
+    g.steps.resize(spans.size());
+    if (!spans.empty() && spans.front().marker_track >= 0 && !main_nodes.empty()) {
+      for (size_t k = 0; k < spans.size(); ++k) {
+        CausalGraph::StepNodes& sn = g.steps[k];
+        sn.start_node = NodeAt(g, main_nodes, spans[k].start_ns);
+        if (sn.start_node >= 0) sn.start_offset = spans[k].start_ns - g.obs_start[sn.start_node];
+        sn.end_node = NodeAt(g, main_nodes, spans[k].cpu_end_ns - 1);
+        if (sn.end_node >= 0) sn.end_offset = spans[k].cpu_end_ns - g.obs_end[sn.end_node];
+      }
+      for (size_t n = 0; n < n_nodes; ++n) {
+        if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0) continue;
+        const int64_t lts = ev.ts[ev.link[g.row[n]]];
+        auto it = std::upper_bound(spans.begin(), spans.end(), lts,
+                                   [](int64_t x, const StepSpan& s) { return x < s.start_ns; });
+        if (it == spans.begin()) continue;
+        --it;
+        if (lts < it->cpu_end_ns)
+          g.steps[it - spans.begin()].gpu.push_back(static_cast<int32_t>(n));
+      }
+    }
+  }
+
+  const Trace& trace;
+  const EventTable& ev;
+  CausalGraph& g;
+  const size_t n_rows;
+  // IndexRows
+  std::vector<std::vector<uint32_t>> rows_of;  // per track, in table order (ts, longer first)
+  std::vector<uint8_t> name_class;             // NameClass bits per name id
+  std::vector<uint8_t> keep_row;               // rows whose boundaries stay node boundaries
+  int64_t cold_launch_ns = 0;
+  std::vector<uint32_t> first_call_rows;  // the one-time first calls' rows, sorted
+  // ChooseThreads
+  int64_t main_track = -1;
+  bool warming_allocator = false;
+  std::vector<uint32_t> cpu_tracks;  // the main thread's first
+  // AddCpuLane
+  std::vector<int32_t> main_nodes;
+  std::vector<int32_t> pending_syncs;  // sync nodes whose awaited work SyncWaits resolves
+  // AddGpuLanes
+  int64_t typical_latency = 0;  // launch latency of activities that found their stream idle
+  int64_t natural_gap = 0;      // stream gap between queued activities
+  // IndexLaunches, RecordedEventWaits
+  std::vector<LaunchedOn> launched;                       // per lane
+  std::map<int32_t, int32_t> event_sync_source;           // sync call node -> GPU node
+  std::vector<std::pair<int32_t, int32_t>> stream_waits;  // (GPU node, GPU node it waits for)
+  // Every pass that finds a wait: (waiting node, awaited node).
+  std::vector<std::pair<int32_t, int32_t>> wait_pairs;
+};
+
+}  // namespace
+
+CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows,
+                             const std::vector<FirstCall>* first_calls) {
+  CausalGraph g;
+  const size_t n_rows = trace.events.size();
+  g.node_of_row.assign(n_rows, -1);
+  g.launches_gpu.assign(n_rows, 0);
+  if (n_rows == 0) return g;
+  g.Reserve(2 * n_rows);
+  GraphBuilder b(trace, &g);
+  b.IndexRows(keep_rows, first_calls);
+  b.ChooseThreads();
+  for (uint32_t track : b.cpu_tracks) b.AddCpuLane(track);
+  b.AddGpuLanes();
+  b.IndexLaunches();
+  b.RecordedEventWaits();
+  b.BlockingCopies();
+  b.SyncWaits();
+  b.Joins();
+  b.RecordedStreamWaits();
+  b.InferredStreamWaits();
+  b.RebaseOnSyncs();
+  b.StoreWaits();
+  b.TopologicalOrder();
+  b.StepBounds();
   return g;
 }
 
