@@ -219,6 +219,420 @@ struct Builder {
   }
 };
 
+// DataLoader workers: the load becomes a hand-over
+void WorkersLoadBatches(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  for (int32_t r : rows) {
+    const int64_t cpu = b.CpuUnder(r);
+    if (cpu <= 0) continue;
+    const int64_t target =
+        std::min(cpu, std::max(kWorkerFetchNs, static_cast<int64_t>(cpu * kWorkerFetchShare)));
+    b.ScaleUnder(r, static_cast<double>(target) / cpu);
+  }
+}
+
+void DeferHostSync(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const Trace& trace = b.trace;
+  const CausalGraph& g = b.g;
+  const EventTable& ev = b.trace.events;
+  // The value read every N steps or kept on the device: the sync no longer waits, and the
+  // statement that consumes it on the host (the outermost region around the sync that launches
+  // no kernel: `pbar.set_postfix(loss=loss.item())`, a metrics print) leaves the step with it.
+  std::set<int32_t> deferred;
+  for (int32_t r : rows) {
+    b.NoWait(b.NodeOfRow(r));
+    const int32_t stmt = HostStatementOf(trace, r);
+    if (stmt < 0 || !deferred.insert(stmt).second) continue;
+    auto [a, e] = b.NodesUnder(stmt);
+    for (int32_t n = a; n < e; ++n) {
+      b.NoWait(n);
+      if (g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0) {
+        b.DropGpu(b.NodeOfRow(ev.link[g.row[n]]));
+      }
+    }
+    b.ScaleUnder(stmt, 0.0);
+  }
+}
+
+// pinned memory, non_blocking=True
+void PinCopies(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const CausalGraph& g = b.g;
+  const EventTable& ev = b.trace.events;
+  for (int32_t r : rows) {
+    int32_t gpu = -1, call = -1;
+    if (IsGpuKind(ev.kind[r])) {
+      gpu = b.NodeOfRow(r);
+      call = gpu >= 0 ? b.LaunchOf(gpu) : -1;
+    } else {
+      call = b.NodeOfRow(r);
+      gpu = b.NodeOfRow(ev.link[r]);
+    }
+    if (gpu >= 0) b.SetDur(gpu, static_cast<int64_t>(g.dur[gpu] * kPinnedCopyFactor));
+    if (call >= 0) {
+      b.SetDur(call, std::min(g.dur[call], kAsyncCallNs));
+      b.NoWait(call);
+    }
+  }
+}
+
+void RemoveOrBatchCopies(Builder& b, const std::vector<int32_t>& rows, const Finding& f,
+                         FixModel model) {
+  const CausalGraph& g = b.g;
+  const EventTable& ev = b.trace.events;
+  // channels_last / data kept on the device: the conversions or copies disappear with their
+  // launches and the ops that only made them. TTA004 (the tensors batched into one copy, or
+  // made on the device): one launch is left, and the bytes still move.
+  std::vector<int32_t> copies;
+  for (int32_t r : rows) {
+    if (!IsGpuKind(ev.kind[r])) continue;
+    const int32_t gn = b.NodeOfRow(r);
+    if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
+    if (model != FixModel::kBatchCopies) {
+      b.RemoveGpuAndOps(gn);
+      continue;
+    }
+    copies.push_back(gn);
+  }
+  // Batched where they were made: copies launched one after another (in one step, each within
+  // kBurstGapNs of the previous one) go in one copy; copies elsewhere in the step (the batch's
+  // own inputs and labels) and in other steps stay apart (batching every copy of the finding
+  // into the last one queued six steps of bytes behind one blocking copy).
+  std::vector<std::pair<int64_t, int32_t>> timed;  // (launch start, GPU node)
+  for (int32_t gn : copies) {
+    const int32_t l = b.LaunchOf(gn);
+    timed.emplace_back(l >= 0 ? g.obs_start[l] : g.obs_start[gn], gn);
+  }
+  std::sort(timed.begin(), timed.end());
+  std::vector<int32_t> group;
+  int64_t last_t = 0;
+  for (size_t k = 0; k < timed.size(); ++k) {
+    const auto [t, gn] = timed[k];
+    if (!group.empty() && (t - last_t > kBurstGapNs || b.StepIndexOf(t) != b.StepIndexOf(last_t))) {
+      b.BatchIntoLast(group);
+      group.clear();
+    }
+    group.push_back(gn);
+    last_t = t;
+  }
+  b.BatchIntoLast(group);
+  if (model == FixModel::kKeepOnDevice) {
+    // The host work on the data between a copy out and its copy back (rows come in pairs)
+    // becomes device work, when nothing else is launched in between (the finding's own copies
+    // of other tensors aside: two tensors out, worked on, and back): CPU slices and waits go.
+    std::set<int32_t> own_calls;
+    for (int32_t r : rows) {
+      const int32_t gn = b.NodeOfRow(r);
+      const int32_t call = gn >= 0 ? b.LaunchOf(gn) : -1;
+      if (call >= 0) own_calls.insert(call);
+    }
+    for (size_t k = 0; k + 1 < rows.size(); k += 2) {
+      const int32_t out_gpu = b.NodeOfRow(rows[k]), back_gpu = b.NodeOfRow(rows[k + 1]);
+      const int32_t out_call = out_gpu >= 0 ? b.LaunchOf(out_gpu) : -1;
+      const int32_t back_call = back_gpu >= 0 ? b.LaunchOf(back_gpu) : -1;
+      if (out_call < 0 || back_call <= out_call || g.lane[out_call] != g.lane[back_call]) {
+        continue;
+      }
+      bool other_launch = false;
+      for (int32_t n = out_call + 1; n < back_call && !other_launch; ++n) {
+        other_launch = g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0 && ev.link[g.row[n]] >= 0 &&
+                       !own_calls.count(n);
+      }
+      if (other_launch) continue;
+      for (int32_t n = out_call + 1; n < back_call; ++n) {
+        b.NoWait(n);
+        b.SetDur(n, 0);
+      }
+    }
+  }
+}
+
+// zero_grad(set_to_none=True): no kernels, little CPU
+void SetGradsToNone(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  int64_t cpu = 0;
+  for (int32_t r : rows) cpu += b.IsCpuRegion(r) ? b.CpuUnder(r) : 0;
+  for (int32_t r : rows) {
+    if (!b.IsCpuRegion(r)) continue;
+    for (int32_t gn : b.GpuUnder(r)) b.DropGpu(gn);
+    const double factor = cpu > 0 ? std::min(1.0, static_cast<double>(kSetToNoneNs) / cpu) : 0.0;
+    b.ScaleUnder(r, factor);
+  }
+}
+
+// foreach / fused optimizer: one launch per kernel kind
+void ForeachOptimizer(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const CausalGraph& g = b.g;
+  const EventTable& ev = b.trace.events;
+  for (int32_t r : rows) {
+    if (!b.IsCpuRegion(r)) continue;
+    std::vector<int32_t> gpu = b.GpuUnder(r);
+    if (gpu.empty()) continue;
+    std::set<StringId> kinds;
+    for (int32_t gn : gpu) kinds.insert(ev.name[g.row[gn]]);
+    b.ScaleUnder(r, static_cast<double>(kinds.size()) / gpu.size());
+    // The kernels of one kind become one multi-tensor kernel.
+    std::map<StringId, std::vector<int32_t>> by_kind;
+    for (int32_t gn : gpu) by_kind[ev.name[g.row[gn]]].push_back(gn);
+    for (const auto& [kind, nodes] : by_kind) b.FuseGpu(nodes);
+  }
+}
+
+// CUDA graphs / torch.compile(mode="reduce-overhead")
+void GraphBursts(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const CausalGraph& g = b.g;
+  // The launch calls of the bursts, cut into spans where consecutive launches are close: the
+  // regions a graph would capture.
+  std::vector<int32_t> launches;
+  for (int32_t r : rows) {
+    const int32_t gn = b.NodeOfRow(r);
+    if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
+    const int32_t l = b.LaunchOf(gn);
+    if (l < 0) continue;
+    launches.push_back(l);
+    // The graph's kernels follow each other on the stream instead of their launches.
+    b.w.cross_gap.emplace_back(gn, std::min<int64_t>(g.cross_gap[gn], 0));
+  }
+  std::sort(launches.begin(), launches.end());               // one lane's nodes are in time order
+  std::vector<std::tuple<int32_t, int64_t, int64_t>> spans;  // (lane, start, end)
+  for (int32_t l : launches) {
+    const int32_t lane = static_cast<int32_t>(g.lane[l]);
+    if (!spans.empty() && std::get<0>(spans.back()) == lane &&
+        g.obs_start[l] - std::get<2>(spans.back()) <= kBurstGapNs) {
+      std::get<2>(spans.back()) = std::max(std::get<2>(spans.back()), g.obs_end[l]);
+    } else {
+      spans.emplace_back(lane, g.obs_start[l], g.obs_end[l]);
+    }
+  }
+  for (const auto& [lane, start, end] : spans) {
+    auto [a, e] = b.NodesIn(lane, start, end);
+    for (int32_t n = a; n < e; ++n) {
+      if (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin) continue;
+      b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
+    }
+  }
+}
+
+void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const Trace& trace = b.trace;
+  const CausalGraph& g = b.g;
+  // The region captured as a CUDA graph (or compiled with mode="reduce-overhead"): in each
+  // step, the launching thread's dispatch and launch work from the region's first launch to
+  // its last becomes one graph launch (kGraphedCpuFactor of it is left), and its kernels run
+  // back to back at the GPU's pace. Syncs, data loading, allocator and cold-start calls stay.
+  // (step, lane) -> the span of the region's launches (first start, last end).
+  std::map<std::pair<size_t, uint32_t>, std::pair<int64_t, int64_t>> spans;
+  std::pair<size_t, uint32_t> last_key{SIZE_MAX, 0};
+  std::pair<int64_t, int64_t>* last_span = nullptr;
+  for (int32_t r : rows) {
+    const int32_t gn = b.NodeOfRow(r);
+    if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
+    const int32_t l = b.LaunchOf(gn);
+    if (l < 0) continue;
+    const auto key = std::make_pair(b.StepIndexOf(g.obs_start[l]), g.lane[l]);
+    if (key != last_key || !last_span) {  // rows come mostly in order: look up on change only
+      auto it = spans.emplace(key, std::make_pair(g.obs_start[l], g.obs_end[l])).first;
+      last_key = key;
+      last_span = &it->second;
+    }
+    last_span->first = std::min(last_span->first, g.obs_start[l]);
+    last_span->second = std::max(last_span->second, g.obs_end[l]);
+    if (g.cross_gap[gn] > 0) b.w.cross_gap.emplace_back(gn, 0);
+    if (g.lane_gap[gn] > 0) b.SetLaneGap(gn, 0);
+  }
+  // Dispatch is the CPU work of ops (and Python frames) that launch GPU work: a graph replays
+  // their kernels without them. Host work that launches nothing (metrics on CPU tensors, data
+  // preparation) and the loop's own glue between ops stay.
+  for (const auto& [key, span] : spans) {
+    auto [a, e] = b.NodesIn(static_cast<int32_t>(key.second), span.first, span.second);
+    for (int32_t n = a; n < e; ++n) {
+      const int32_t r = g.row[n];
+      const bool dispatch =
+          (g.role[n] == NodeRole::kCpuWork && g.cause[n] == Cause::kCpuWork && r >= 0 &&
+           g.launches_gpu[r] && !StartsWith(trace.Name(r), "ProfilerStep#")) ||
+          (g.role[n] == NodeRole::kLaunch && g.cause[n] == Cause::kLaunch);
+      if (dispatch) b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
+    }
+  }
+}
+
+// profiled after warm-up: each first call costs a usual one
+void WarmStart(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const CausalGraph& g = b.g;
+  const EventTable& ev = b.trace.events;
+  for (int32_t r : rows) {
+    if (b.IsCpuRegion(r)) {  // a one-time first call of an op: it costs what later runs do
+      const FirstCall* first = FirstCallAt(g.first_calls, r);
+      const int64_t typical = first ? first->typical_ns : 0;
+      const int64_t cpu = b.CpuUnder(r);
+      if (cpu > 0) b.ScaleUnder(r, std::min(1.0, static_cast<double>(typical) / cpu));
+      continue;
+    }
+    const int32_t n = b.NodeOfRow(r);
+    if (n >= 0) b.SetDur(n, std::min<int64_t>(g.dur[n], kWarmCallNs));
+    // Its kernel starts a usual latency after the call, not after the lazy load.
+    const int32_t gn = b.NodeOfRow(ev.link[r]);
+    if (gn >= 0 && g.role[gn] == NodeRole::kGpu && g.cross[gn] == n) {
+      b.w.cross_gap.emplace_back(gn, std::min(g.cross_gap[gn], kWarmCallNs + g.typical_latency));
+    }
+  }
+}
+
+void MoveIdleWorkOut(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const CausalGraph& g = b.g;
+  // No catalogue fix: the hypothetical "this CPU work moved out of the step" (the CPU time
+  // of the main thread inside the idle gaps), costed after every real fix.
+  for (const auto& [lo, hi] : f.occurrences) {
+    for (const auto& l : g.lanes) {
+      if (!l.main) continue;
+      auto first = g.obs_end.begin() + l.first_node, last = g.obs_end.begin() + l.end_node;
+      // Nodes of a lane are ordered by start and do not overlap, so also by end.
+      for (auto it = std::upper_bound(first, last, lo); it != last; ++it) {
+        const int32_t n = static_cast<int32_t>(it - g.obs_end.begin());
+        if (g.obs_start[n] >= hi) break;
+        if (g.role[n] != NodeRole::kCpuWork) continue;
+        const int64_t overlap = std::min(hi, g.obs_end[n]) - std::max(lo, g.obs_start[n]);
+        b.SetDur(n, g.dur[n] - std::max<int64_t>(0, overlap));
+      }
+    }
+  }
+}
+
+// TF32 / AMP: each kernel at its time on tensor cores
+void UseTensorCores(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const CausalGraph& g = b.g;
+  // Numeric evidence adds up over the steps a finding merges: the ratio is its mean.
+  auto it = f.evidence.find("tensor_core_ratio");
+  auto steps = f.evidence.find("steps_affected");
+  const double ratio = it == f.evidence.end() ? 0.0
+                       : steps != f.evidence.end() && steps->second.number >= 1
+                           ? it->second.number / steps->second.number
+                           : it->second.number;
+  for (int32_t r : rows) {
+    const int32_t gn = b.NodeOfRow(r);
+    if (gn >= 0) b.SetDur(gn, TensorCoreNs(g.dur[gn], ratio > 1.0 ? ratio : kTensorCoreRatio));
+  }
+}
+
+void OverlapCommunication(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const Trace& trace = b.trace;
+  const CausalGraph& g = b.g;
+  const EventTable& ev = b.trace.events;
+  // Communication overlapped with the step's earlier work (DDP's buckets during backward):
+  // each step's collectives hide behind the wall time from the start of its backward (else
+  // of the step) to their start; what exceeds that stays on the path.
+  std::vector<int64_t> hide_from(g.spans.size(), 0);
+  std::vector<uint8_t> has_backward(g.spans.size(), 0);
+  for (size_t s = 0; s < g.spans.size(); ++s) hide_from[s] = g.spans[s].start_ns;
+  std::vector<int8_t> backward_name(trace.strings.size(), -1);
+  for (size_t i = 0, s = 0; i < ev.size() && s < g.spans.size(); ++i) {
+    if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
+    while (s < g.spans.size() && ev.ts[i] >= g.spans[s].end_ns) ++s;
+    if (s >= g.spans.size() || ev.ts[i] < g.spans[s].start_ns || has_backward[s]) continue;
+    int8_t& known = backward_name[ev.name[i]];
+    if (known < 0) known = ContainsIgnoreCase(trace.Name(i), "backward") ? 1 : 0;
+    if (known == 1) {  // rows are sorted by start: the step's first backward row
+      hide_from[s] = ev.ts[i];
+      has_backward[s] = 1;
+    }
+  }
+  // The gradients are ready once backward's GPU work runs: the first activity launched after
+  // the backward began (the step's first, without a backward) is where hiding can start.
+  {
+    std::vector<int64_t> first_gpu(g.spans.size(), std::numeric_limits<int64_t>::max());
+    for (size_t n = 0; n < g.size(); ++n) {
+      const int32_t c = g.cross[n];
+      if (g.role[n] != NodeRole::kGpu || c < 0) continue;
+      auto it = std::upper_bound(g.spans.begin(), g.spans.end(), g.obs_start[c],
+                                 [](int64_t t, const StepSpan& sp) { return t < sp.start_ns; });
+      if (it == g.spans.begin()) continue;
+      const size_t s = static_cast<size_t>(it - g.spans.begin()) - 1;
+      if (g.obs_start[c] >= g.spans[s].end_ns || g.obs_start[c] < hide_from[s]) continue;
+      first_gpu[s] = std::min(first_gpu[s], g.obs_start[n]);
+    }
+    for (size_t s = 0; s < g.spans.size(); ++s) {
+      if (first_gpu[s] != std::numeric_limits<int64_t>::max()) {
+        hide_from[s] = std::max(hide_from[s], first_gpu[s]);
+      }
+    }
+  }
+  // Each collective belongs to the step that issued it (its launch call's), even when it runs
+  // into the next one.
+  std::vector<std::pair<int64_t, int32_t>> nodes;  // (issued at, node)
+  for (int32_t r : rows) {
+    const int32_t n = b.NodeOfRow(r);
+    if (n < 0) continue;
+    nodes.emplace_back(g.cross[n] >= 0 ? g.obs_start[g.cross[n]] : g.obs_start[n], n);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  size_t s = 0;
+  // The time a collective can hide behind grows with the work before it since the step's
+  // hiding began or the previous collective ended (tensor parallelism's all-reduces between
+  // layers hide behind each layer), and what a collective hides uses it up (DDP's buckets
+  // back to back after backward share backward's time).
+  int64_t budget = 0, budget_step = -1, covered_to = 0;
+  for (const auto& [issued, n] : nodes) {
+    const int64_t start = g.obs_start[n];
+    while (s + 1 < g.spans.size() && issued >= g.spans[s].end_ns) ++s;
+    const bool in_step =
+        s < g.spans.size() && issued >= g.spans[s].start_ns && issued < g.spans[s].end_ns;
+    if (!in_step) {  // outside the analysed steps: nothing bounds it
+      b.SetDur(n, 0);
+      continue;
+    }
+    if (static_cast<int64_t>(s) != budget_step) {
+      budget_step = static_cast<int64_t>(s);
+      budget = 0;
+      covered_to = hide_from[s];
+    }
+    budget += std::max<int64_t>(0, start - covered_to);
+    covered_to = std::max(covered_to, g.obs_end[n]);
+    const int64_t hidden = std::min(g.dur[n], budget);
+    budget -= hidden;
+    b.SetDur(n, g.dur[n] - hidden);
+  }
+}
+
+void BucketCollectives(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const Trace& trace = b.trace;
+  const CausalGraph& g = b.g;
+  // Bucketed collectives: one launch, and each call's fixed latency (estimated as most of the
+  // shortest call) paid once.
+  int64_t shortest = -1;
+  std::vector<int32_t> nodes;
+  for (int32_t r : rows) {
+    const int32_t gn = b.NodeOfRow(r);
+    if (gn < 0) continue;
+    nodes.push_back(gn);
+    shortest = shortest < 0 ? g.dur[gn] : std::min(shortest, g.dur[gn]);
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i == 0) continue;
+    b.SetDur(nodes[i], g.dur[nodes[i]] - static_cast<int64_t>(0.8 * static_cast<double>(shortest)));
+    const int32_t l = b.LaunchOf(nodes[i]);
+    // The call's CPU side (c10d::allreduce_ and what it encloses) is paid once per bucket.
+    const int32_t top = l >= 0 && g.row[l] >= 0 ? TopOpOf(trace, g.row[l]) : -1;
+    if (top >= 0) b.ScaleUnder(top, 0.0);
+    b.SetDur(l, 0);
+    // Part of the first bucket: it follows the previous collective, not its own launch.
+    b.w.cross_gap.emplace_back(nodes[i], std::min<int64_t>(g.cross_gap[nodes[i]], 0));
+  }
+}
+
+// the caching allocator keeps the memory
+void KeepAllocatorMemory(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  for (int32_t r : rows) {
+    if (b.IsCpuRegion(r)) {
+      auto [a, e] = b.NodesUnder(r);
+      for (int32_t n = a; n < e; ++n) {
+        b.SetDur(n, 0);
+        b.NoWait(n);
+      }
+    } else {
+      const int32_t n = b.NodeOfRow(r);
+      b.SetDur(n, 0);
+      b.NoWait(n);
+    }
+  }
+}
+
 }  // namespace
 
 WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f, FixModel model) {
@@ -229,396 +643,50 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f, Fix
     if (r >= 0 && static_cast<size_t>(r) < ev.size()) rows.push_back(r);
   }
   switch (model) {
-    case FixModel::kDataLoaderWorkers: {  // DataLoader workers: the load becomes a hand-over
-      for (int32_t r : rows) {
-        const int64_t cpu = b.CpuUnder(r);
-        if (cpu <= 0) continue;
-        const int64_t target =
-            std::min(cpu, std::max(kWorkerFetchNs, static_cast<int64_t>(cpu * kWorkerFetchShare)));
-        b.ScaleUnder(r, static_cast<double>(target) / cpu);
-      }
+    case FixModel::kDataLoaderWorkers:
+      WorkersLoadBatches(b, rows, f);
       break;
-    }
-    case FixModel::kDeferHostSync: {
-      // The value read every N steps or kept on the device: the sync no longer waits, and the
-      // statement that consumes it on the host (the outermost region around the sync that launches
-      // no kernel: `pbar.set_postfix(loss=loss.item())`, a metrics print) leaves the step with it.
-      std::set<int32_t> deferred;
-      for (int32_t r : rows) {
-        b.NoWait(b.NodeOfRow(r));
-        const int32_t stmt = HostStatementOf(trace, r);
-        if (stmt < 0 || !deferred.insert(stmt).second) continue;
-        auto [a, e] = b.NodesUnder(stmt);
-        for (int32_t n = a; n < e; ++n) {
-          b.NoWait(n);
-          if (g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0) {
-            b.DropGpu(b.NodeOfRow(ev.link[g.row[n]]));
-          }
-        }
-        b.ScaleUnder(stmt, 0.0);
-      }
+    case FixModel::kDeferHostSync:
+      DeferHostSync(b, rows, f);
       break;
-    }
-    case FixModel::kPinnedNonBlocking: {  // pinned memory, non_blocking=True
-      for (int32_t r : rows) {
-        int32_t gpu = -1, call = -1;
-        if (IsGpuKind(ev.kind[r])) {
-          gpu = b.NodeOfRow(r);
-          call = gpu >= 0 ? b.LaunchOf(gpu) : -1;
-        } else {
-          call = b.NodeOfRow(r);
-          gpu = b.NodeOfRow(ev.link[r]);
-        }
-        if (gpu >= 0) b.SetDur(gpu, static_cast<int64_t>(g.dur[gpu] * kPinnedCopyFactor));
-        if (call >= 0) {
-          b.SetDur(call, std::min(g.dur[call], kAsyncCallNs));
-          b.NoWait(call);
-        }
-      }
+    case FixModel::kPinnedNonBlocking:
+      PinCopies(b, rows, f);
       break;
-    }
     case FixModel::kBatchCopies:
     case FixModel::kRemoveConversions:
-    case FixModel::kKeepOnDevice: {
-      // channels_last / data kept on the device: the conversions or copies disappear with their
-      // launches and the ops that only made them. TTA004 (the tensors batched into one copy, or
-      // made on the device): one launch is left, and the bytes still move.
-      std::vector<int32_t> copies;
-      for (int32_t r : rows) {
-        if (!IsGpuKind(ev.kind[r])) continue;
-        const int32_t gn = b.NodeOfRow(r);
-        if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
-        if (model != FixModel::kBatchCopies) {
-          b.RemoveGpuAndOps(gn);
-          continue;
-        }
-        copies.push_back(gn);
-      }
-      // Batched where they were made: copies launched one after another (in one step, each within
-      // kBurstGapNs of the previous one) go in one copy; copies elsewhere in the step (the batch's
-      // own inputs and labels) and in other steps stay apart (batching every copy of the finding
-      // into the last one queued six steps of bytes behind one blocking copy).
-      std::vector<std::pair<int64_t, int32_t>> timed;  // (launch start, GPU node)
-      for (int32_t gn : copies) {
-        const int32_t l = b.LaunchOf(gn);
-        timed.emplace_back(l >= 0 ? g.obs_start[l] : g.obs_start[gn], gn);
-      }
-      std::sort(timed.begin(), timed.end());
-      std::vector<int32_t> group;
-      int64_t last_t = 0;
-      for (size_t k = 0; k < timed.size(); ++k) {
-        const auto [t, gn] = timed[k];
-        if (!group.empty() &&
-            (t - last_t > kBurstGapNs || b.StepIndexOf(t) != b.StepIndexOf(last_t))) {
-          b.BatchIntoLast(group);
-          group.clear();
-        }
-        group.push_back(gn);
-        last_t = t;
-      }
-      b.BatchIntoLast(group);
-      if (model == FixModel::kKeepOnDevice) {
-        // The host work on the data between a copy out and its copy back (rows come in pairs)
-        // becomes device work, when nothing else is launched in between (the finding's own copies
-        // of other tensors aside: two tensors out, worked on, and back): CPU slices and waits go.
-        std::set<int32_t> own_calls;
-        for (int32_t r : rows) {
-          const int32_t gn = b.NodeOfRow(r);
-          const int32_t call = gn >= 0 ? b.LaunchOf(gn) : -1;
-          if (call >= 0) own_calls.insert(call);
-        }
-        for (size_t k = 0; k + 1 < rows.size(); k += 2) {
-          const int32_t out_gpu = b.NodeOfRow(rows[k]), back_gpu = b.NodeOfRow(rows[k + 1]);
-          const int32_t out_call = out_gpu >= 0 ? b.LaunchOf(out_gpu) : -1;
-          const int32_t back_call = back_gpu >= 0 ? b.LaunchOf(back_gpu) : -1;
-          if (out_call < 0 || back_call <= out_call || g.lane[out_call] != g.lane[back_call]) {
-            continue;
-          }
-          bool other_launch = false;
-          for (int32_t n = out_call + 1; n < back_call && !other_launch; ++n) {
-            other_launch = g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0 &&
-                           ev.link[g.row[n]] >= 0 && !own_calls.count(n);
-          }
-          if (other_launch) continue;
-          for (int32_t n = out_call + 1; n < back_call; ++n) {
-            b.NoWait(n);
-            b.SetDur(n, 0);
-          }
-        }
-      }
+    case FixModel::kKeepOnDevice:
+      RemoveOrBatchCopies(b, rows, f, model);
       break;
-    }
-    case FixModel::kSetToNone: {  // zero_grad(set_to_none=True): no kernels, little CPU
-      int64_t cpu = 0;
-      for (int32_t r : rows) cpu += b.IsCpuRegion(r) ? b.CpuUnder(r) : 0;
-      for (int32_t r : rows) {
-        if (!b.IsCpuRegion(r)) continue;
-        for (int32_t gn : b.GpuUnder(r)) b.DropGpu(gn);
-        const double factor =
-            cpu > 0 ? std::min(1.0, static_cast<double>(kSetToNoneNs) / cpu) : 0.0;
-        b.ScaleUnder(r, factor);
-      }
+    case FixModel::kSetToNone:
+      SetGradsToNone(b, rows, f);
       break;
-    }
-    case FixModel::kForeachOptimizer: {  // foreach / fused optimizer: one launch per kernel kind
-      for (int32_t r : rows) {
-        if (!b.IsCpuRegion(r)) continue;
-        std::vector<int32_t> gpu = b.GpuUnder(r);
-        if (gpu.empty()) continue;
-        std::set<StringId> kinds;
-        for (int32_t gn : gpu) kinds.insert(ev.name[g.row[gn]]);
-        b.ScaleUnder(r, static_cast<double>(kinds.size()) / gpu.size());
-        // The kernels of one kind become one multi-tensor kernel.
-        std::map<StringId, std::vector<int32_t>> by_kind;
-        for (int32_t gn : gpu) by_kind[ev.name[g.row[gn]]].push_back(gn);
-        for (const auto& [kind, nodes] : by_kind) b.FuseGpu(nodes);
-      }
+    case FixModel::kForeachOptimizer:
+      ForeachOptimizer(b, rows, f);
       break;
-    }
-    case FixModel::kGraphBursts: {  // CUDA graphs / torch.compile(mode="reduce-overhead")
-      // The launch calls of the bursts, cut into spans where consecutive launches are close: the
-      // regions a graph would capture.
-      std::vector<int32_t> launches;
-      for (int32_t r : rows) {
-        const int32_t gn = b.NodeOfRow(r);
-        if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
-        const int32_t l = b.LaunchOf(gn);
-        if (l < 0) continue;
-        launches.push_back(l);
-        // The graph's kernels follow each other on the stream instead of their launches.
-        b.w.cross_gap.emplace_back(gn, std::min<int64_t>(g.cross_gap[gn], 0));
-      }
-      std::sort(launches.begin(), launches.end());  // one lane's nodes are in time order
-      std::vector<std::tuple<int32_t, int64_t, int64_t>> spans;  // (lane, start, end)
-      for (int32_t l : launches) {
-        const int32_t lane = static_cast<int32_t>(g.lane[l]);
-        if (!spans.empty() && std::get<0>(spans.back()) == lane &&
-            g.obs_start[l] - std::get<2>(spans.back()) <= kBurstGapNs) {
-          std::get<2>(spans.back()) = std::max(std::get<2>(spans.back()), g.obs_end[l]);
-        } else {
-          spans.emplace_back(lane, g.obs_start[l], g.obs_end[l]);
-        }
-      }
-      for (const auto& [lane, start, end] : spans) {
-        auto [a, e] = b.NodesIn(lane, start, end);
-        for (int32_t n = a; n < e; ++n) {
-          if (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin) continue;
-          b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
-        }
-      }
+    case FixModel::kGraphBursts:
+      GraphBursts(b, rows, f);
       break;
-    }
-    case FixModel::kGraphRegion: {
-      // The region captured as a CUDA graph (or compiled with mode="reduce-overhead"): in each
-      // step, the launching thread's dispatch and launch work from the region's first launch to
-      // its last becomes one graph launch (kGraphedCpuFactor of it is left), and its kernels run
-      // back to back at the GPU's pace. Syncs, data loading, allocator and cold-start calls stay.
-      // (step, lane) -> the span of the region's launches (first start, last end).
-      std::map<std::pair<size_t, uint32_t>, std::pair<int64_t, int64_t>> spans;
-      std::pair<size_t, uint32_t> last_key{SIZE_MAX, 0};
-      std::pair<int64_t, int64_t>* last_span = nullptr;
-      for (int32_t r : rows) {
-        const int32_t gn = b.NodeOfRow(r);
-        if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
-        const int32_t l = b.LaunchOf(gn);
-        if (l < 0) continue;
-        const auto key = std::make_pair(b.StepIndexOf(g.obs_start[l]), g.lane[l]);
-        if (key != last_key || !last_span) {  // rows come mostly in order: look up on change only
-          auto it = spans.emplace(key, std::make_pair(g.obs_start[l], g.obs_end[l])).first;
-          last_key = key;
-          last_span = &it->second;
-        }
-        last_span->first = std::min(last_span->first, g.obs_start[l]);
-        last_span->second = std::max(last_span->second, g.obs_end[l]);
-        if (g.cross_gap[gn] > 0) b.w.cross_gap.emplace_back(gn, 0);
-        if (g.lane_gap[gn] > 0) b.SetLaneGap(gn, 0);
-      }
-      // Dispatch is the CPU work of ops (and Python frames) that launch GPU work: a graph replays
-      // their kernels without them. Host work that launches nothing (metrics on CPU tensors, data
-      // preparation) and the loop's own glue between ops stay.
-      for (const auto& [key, span] : spans) {
-        auto [a, e] = b.NodesIn(static_cast<int32_t>(key.second), span.first, span.second);
-        for (int32_t n = a; n < e; ++n) {
-          const int32_t r = g.row[n];
-          const bool dispatch =
-              (g.role[n] == NodeRole::kCpuWork && g.cause[n] == Cause::kCpuWork && r >= 0 &&
-               g.launches_gpu[r] && !StartsWith(trace.Name(r), "ProfilerStep#")) ||
-              (g.role[n] == NodeRole::kLaunch && g.cause[n] == Cause::kLaunch);
-          if (dispatch) b.SetDur(n, static_cast<int64_t>(g.dur[n] * kGraphedCpuFactor));
-        }
-      }
+    case FixModel::kGraphRegion:
+      GraphRegion(b, rows, f);
       break;
-    }
-    case FixModel::kWarmStart: {  // profiled after warm-up: each first call costs a usual one
-      for (int32_t r : rows) {
-        if (b.IsCpuRegion(r)) {  // a one-time first call of an op: it costs what later runs do
-          const FirstCall* first = FirstCallAt(g.first_calls, r);
-          const int64_t typical = first ? first->typical_ns : 0;
-          const int64_t cpu = b.CpuUnder(r);
-          if (cpu > 0) b.ScaleUnder(r, std::min(1.0, static_cast<double>(typical) / cpu));
-          continue;
-        }
-        const int32_t n = b.NodeOfRow(r);
-        if (n >= 0) b.SetDur(n, std::min<int64_t>(g.dur[n], kWarmCallNs));
-        // Its kernel starts a usual latency after the call, not after the lazy load.
-        const int32_t gn = b.NodeOfRow(ev.link[r]);
-        if (gn >= 0 && g.role[gn] == NodeRole::kGpu && g.cross[gn] == n) {
-          b.w.cross_gap.emplace_back(gn,
-                                     std::min(g.cross_gap[gn], kWarmCallNs + g.typical_latency));
-        }
-      }
+    case FixModel::kWarmStart:
+      WarmStart(b, rows, f);
       break;
-    }
-    case FixModel::kIdleWorkMovedOut: {
-      // No catalogue fix: the hypothetical "this CPU work moved out of the step" (the CPU time
-      // of the main thread inside the idle gaps), costed after every real fix.
-      for (const auto& [lo, hi] : f.occurrences) {
-        for (const auto& l : g.lanes) {
-          if (!l.main) continue;
-          auto first = g.obs_end.begin() + l.first_node, last = g.obs_end.begin() + l.end_node;
-          // Nodes of a lane are ordered by start and do not overlap, so also by end.
-          for (auto it = std::upper_bound(first, last, lo); it != last; ++it) {
-            const int32_t n = static_cast<int32_t>(it - g.obs_end.begin());
-            if (g.obs_start[n] >= hi) break;
-            if (g.role[n] != NodeRole::kCpuWork) continue;
-            const int64_t overlap = std::min(hi, g.obs_end[n]) - std::max(lo, g.obs_start[n]);
-            b.SetDur(n, g.dur[n] - std::max<int64_t>(0, overlap));
-          }
-        }
-      }
+    case FixModel::kIdleWorkMovedOut:
+      MoveIdleWorkOut(b, rows, f);
       break;
-    }
-    case FixModel::kTensorCores: {  // TF32 / AMP: each kernel at its time on tensor cores
-      // Numeric evidence adds up over the steps a finding merges: the ratio is its mean.
-      auto it = f.evidence.find("tensor_core_ratio");
-      auto steps = f.evidence.find("steps_affected");
-      const double ratio = it == f.evidence.end() ? 0.0
-                           : steps != f.evidence.end() && steps->second.number >= 1
-                               ? it->second.number / steps->second.number
-                               : it->second.number;
-      for (int32_t r : rows) {
-        const int32_t gn = b.NodeOfRow(r);
-        if (gn >= 0) b.SetDur(gn, TensorCoreNs(g.dur[gn], ratio > 1.0 ? ratio : kTensorCoreRatio));
-      }
+    case FixModel::kTensorCores:
+      UseTensorCores(b, rows, f);
       break;
-    }
-    case FixModel::kOverlapCommunication: {
-      // Communication overlapped with the step's earlier work (DDP's buckets during backward):
-      // each step's collectives hide behind the wall time from the start of its backward (else
-      // of the step) to their start; what exceeds that stays on the path.
-      std::vector<int64_t> hide_from(g.spans.size(), 0);
-      std::vector<uint8_t> has_backward(g.spans.size(), 0);
-      for (size_t s = 0; s < g.spans.size(); ++s) hide_from[s] = g.spans[s].start_ns;
-      std::vector<int8_t> backward_name(trace.strings.size(), -1);
-      for (size_t i = 0, s = 0; i < ev.size() && s < g.spans.size(); ++i) {
-        if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
-        while (s < g.spans.size() && ev.ts[i] >= g.spans[s].end_ns) ++s;
-        if (s >= g.spans.size() || ev.ts[i] < g.spans[s].start_ns || has_backward[s]) continue;
-        int8_t& known = backward_name[ev.name[i]];
-        if (known < 0) known = ContainsIgnoreCase(trace.Name(i), "backward") ? 1 : 0;
-        if (known == 1) {  // rows are sorted by start: the step's first backward row
-          hide_from[s] = ev.ts[i];
-          has_backward[s] = 1;
-        }
-      }
-      // The gradients are ready once backward's GPU work runs: the first activity launched after
-      // the backward began (the step's first, without a backward) is where hiding can start.
-      {
-        std::vector<int64_t> first_gpu(g.spans.size(), std::numeric_limits<int64_t>::max());
-        for (size_t n = 0; n < g.size(); ++n) {
-          const int32_t c = g.cross[n];
-          if (g.role[n] != NodeRole::kGpu || c < 0) continue;
-          auto it = std::upper_bound(g.spans.begin(), g.spans.end(), g.obs_start[c],
-                                     [](int64_t t, const StepSpan& sp) { return t < sp.start_ns; });
-          if (it == g.spans.begin()) continue;
-          const size_t s = static_cast<size_t>(it - g.spans.begin()) - 1;
-          if (g.obs_start[c] >= g.spans[s].end_ns || g.obs_start[c] < hide_from[s]) continue;
-          first_gpu[s] = std::min(first_gpu[s], g.obs_start[n]);
-        }
-        for (size_t s = 0; s < g.spans.size(); ++s) {
-          if (first_gpu[s] != std::numeric_limits<int64_t>::max()) {
-            hide_from[s] = std::max(hide_from[s], first_gpu[s]);
-          }
-        }
-      }
-      // Each collective belongs to the step that issued it (its launch call's), even when it runs
-      // into the next one.
-      std::vector<std::pair<int64_t, int32_t>> nodes;  // (issued at, node)
-      for (int32_t r : rows) {
-        const int32_t n = b.NodeOfRow(r);
-        if (n < 0) continue;
-        nodes.emplace_back(g.cross[n] >= 0 ? g.obs_start[g.cross[n]] : g.obs_start[n], n);
-      }
-      std::sort(nodes.begin(), nodes.end());
-      size_t s = 0;
-      // The time a collective can hide behind grows with the work before it since the step's
-      // hiding began or the previous collective ended (tensor parallelism's all-reduces between
-      // layers hide behind each layer), and what a collective hides uses it up (DDP's buckets
-      // back to back after backward share backward's time).
-      int64_t budget = 0, budget_step = -1, covered_to = 0;
-      for (const auto& [issued, n] : nodes) {
-        const int64_t start = g.obs_start[n];
-        while (s + 1 < g.spans.size() && issued >= g.spans[s].end_ns) ++s;
-        const bool in_step =
-            s < g.spans.size() && issued >= g.spans[s].start_ns && issued < g.spans[s].end_ns;
-        if (!in_step) {  // outside the analysed steps: nothing bounds it
-          b.SetDur(n, 0);
-          continue;
-        }
-        if (static_cast<int64_t>(s) != budget_step) {
-          budget_step = static_cast<int64_t>(s);
-          budget = 0;
-          covered_to = hide_from[s];
-        }
-        budget += std::max<int64_t>(0, start - covered_to);
-        covered_to = std::max(covered_to, g.obs_end[n]);
-        const int64_t hidden = std::min(g.dur[n], budget);
-        budget -= hidden;
-        b.SetDur(n, g.dur[n] - hidden);
-      }
+    case FixModel::kOverlapCommunication:
+      OverlapCommunication(b, rows, f);
       break;
-    }
-    case FixModel::kBucketCollectives: {
-      // Bucketed collectives: one launch, and each call's fixed latency (estimated as most of the
-      // shortest call) paid once.
-      int64_t shortest = -1;
-      std::vector<int32_t> nodes;
-      for (int32_t r : rows) {
-        const int32_t gn = b.NodeOfRow(r);
-        if (gn < 0) continue;
-        nodes.push_back(gn);
-        shortest = shortest < 0 ? g.dur[gn] : std::min(shortest, g.dur[gn]);
-      }
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        if (i == 0) continue;
-        b.SetDur(nodes[i],
-                 g.dur[nodes[i]] - static_cast<int64_t>(0.8 * static_cast<double>(shortest)));
-        const int32_t l = b.LaunchOf(nodes[i]);
-        // The call's CPU side (c10d::allreduce_ and what it encloses) is paid once per bucket.
-        const int32_t top = l >= 0 && g.row[l] >= 0 ? TopOpOf(trace, g.row[l]) : -1;
-        if (top >= 0) b.ScaleUnder(top, 0.0);
-        b.SetDur(l, 0);
-        // Part of the first bucket: it follows the previous collective, not its own launch.
-        b.w.cross_gap.emplace_back(nodes[i], std::min<int64_t>(g.cross_gap[nodes[i]], 0));
-      }
+    case FixModel::kBucketCollectives:
+      BucketCollectives(b, rows, f);
       break;
-    }
-    case FixModel::kCachingAllocator: {  // the caching allocator keeps the memory
-      for (int32_t r : rows) {
-        if (b.IsCpuRegion(r)) {
-          auto [a, e] = b.NodesUnder(r);
-          for (int32_t n = a; n < e; ++n) {
-            b.SetDur(n, 0);
-            b.NoWait(n);
-          }
-        } else {
-          const int32_t n = b.NodeOfRow(r);
-          b.SetDur(n, 0);
-          b.NoWait(n);
-        }
-      }
+    case FixModel::kCachingAllocator:
+      KeepAllocatorMemory(b, rows, f);
       break;
-    }
     case FixModel::kNone:  // nothing to replay
       break;
   }
