@@ -114,21 +114,17 @@ void SortPartial(PartialTable* part) {
   Permute(&t.device, order);
 }
 
-Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top, int window_count,
-                  int threads, Trace* trace) {
-  std::vector<PartialTable>& parts = *parts_in;
-  auto phase_start = std::chrono::steady_clock::now();
-  auto phase = [&](const char* name) {
-    auto now = std::chrono::steady_clock::now();
-    trace->load_phases.emplace_back(
-        name, std::chrono::duration<double, std::milli>(now - phase_start).count());
-    phase_start = now;
-  };
-  ReadTopLevel(top, trace);
+namespace {
 
-  // 1. Strings and tracks: batch-local ids -> trace ids.
-  std::vector<std::vector<StringId>> string_map(parts.size());
-  std::vector<std::vector<uint32_t>> track_map(parts.size());
+// 1. Strings and tracks: batch-local ids -> trace ids (|string_map|, |track_map| per batch), the
+// batches' import statistics, metadata and flows; returns the number of events.
+size_t RemapStringsAndTracks(std::vector<PartialTable>& parts, Trace* trace,
+                             std::vector<std::vector<StringId>>* string_map_out,
+                             std::vector<std::vector<uint32_t>>* track_map_out) {
+  std::vector<std::vector<StringId>>& string_map = *string_map_out;
+  std::vector<std::vector<uint32_t>>& track_map = *track_map_out;
+  string_map.resize(parts.size());
+  track_map.resize(parts.size());
   std::unordered_map<std::string, uint32_t> track_index;
   size_t total = 0;
   for (size_t p = 0; p < parts.size(); ++p) {
@@ -183,51 +179,48 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     part.track_keys = {};
     part.metadata = {};
   }
-  if (total > UINT32_MAX / 2) return Status::Error("too many events (over 2^31)");
-#ifdef __GLIBC__
-  // The workers' batch string pools were many small blocks in per-thread arenas; hand the pages
-  // back before the gather below reaches the load's peak.
-  malloc_trim(0);
-#endif
+  return total;
+}
 
-  phase("strings and tracks");
-
-  // 2. K-way merge of the locally sorted batches into one order.
+// 2. K-way merge of the locally sorted batches into one order: (batch << 32) | row per event.
+std::vector<uint64_t> MergeOrder(const std::vector<PartialTable>& parts, size_t total) {
   std::vector<uint64_t> order;
   order.reserve(total);
-  {
-    struct Head {
-      int64_t ts, dur;
-      uint32_t part, row;
-    };
-    auto later = [](const Head& a, const Head& b) {
-      if (a.ts != b.ts) return a.ts > b.ts;
-      if (a.dur != b.dur) return a.dur < b.dur;
-      return a.part > b.part || (a.part == b.part && a.row > b.row);
-    };
-    std::priority_queue<Head, std::vector<Head>, decltype(later)> heap(later);
-    for (uint32_t p = 0; p < parts.size(); ++p) {
-      if (parts[p].events.size()) heap.push({parts[p].events.ts[0], parts[p].events.dur[0], p, 0});
-    }
-    while (!heap.empty()) {
-      Head h = heap.top();
-      heap.pop();
-      order.push_back((uint64_t{h.part} << 32) | h.row);
-      const EventTable& t = parts[h.part].events;
-      uint32_t next = h.row + 1;
-      // Run of rows from the same batch that stay ahead of the heap's best.
-      while (next < t.size() &&
-             (heap.empty() || !later(Head{t.ts[next], t.dur[next], h.part, next}, heap.top()))) {
-        order.push_back((uint64_t{h.part} << 32) | next);
-        ++next;
-      }
-      if (next < t.size()) heap.push({t.ts[next], t.dur[next], h.part, next});
-    }
+  struct Head {
+    int64_t ts, dur;
+    uint32_t part, row;
+  };
+  auto later = [](const Head& a, const Head& b) {
+    if (a.ts != b.ts) return a.ts > b.ts;
+    if (a.dur != b.dur) return a.dur < b.dur;
+    return a.part > b.part || (a.part == b.part && a.row > b.row);
+  };
+  std::priority_queue<Head, std::vector<Head>, decltype(later)> heap(later);
+  for (uint32_t p = 0; p < parts.size(); ++p) {
+    if (parts[p].events.size()) heap.push({parts[p].events.ts[0], parts[p].events.dur[0], p, 0});
   }
+  while (!heap.empty()) {
+    Head h = heap.top();
+    heap.pop();
+    order.push_back((uint64_t{h.part} << 32) | h.row);
+    const EventTable& t = parts[h.part].events;
+    uint32_t next = h.row + 1;
+    // Run of rows from the same batch that stay ahead of the heap's best.
+    while (next < t.size() &&
+           (heap.empty() || !later(Head{t.ts[next], t.dur[next], h.part, next}, heap.top()))) {
+      order.push_back((uint64_t{h.part} << 32) | next);
+      ++next;
+    }
+    if (next < t.size()) heap.push({t.ts[next], t.dur[next], h.part, next});
+  }
+  return order;
+}
 
-  phase("merge order");
-
-  // 3. Gather each column in merged order, freeing the batch columns as we go.
+// 3. Gathers each column in merged order, freeing the batch columns as it goes.
+void GatherColumns(std::vector<PartialTable>& parts, std::vector<uint64_t>* order_in, size_t total,
+                   const std::vector<std::vector<StringId>>& string_map,
+                   const std::vector<std::vector<uint32_t>>& track_map, int threads, Trace* trace) {
+  const std::vector<uint64_t>& order = *order_in;
   EventTable& ev = trace->events;
   auto gather = [&](auto member, auto map) {
     auto& dst = ev.*member;
@@ -262,14 +255,16 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     gather(&EventTable::device, same);
   };
   RunBoth(static_cast<size_t>(std::max(threads, 1)), first_half, second_half);
-  Release(&order);
+  Release(order_in);
   parts.clear();
   std::sort(trace->flows.begin(), trace->flows.end(),
             [](const FlowEvent& a, const FlowEvent& b) { return a.ts < b.ts; });
+}
 
-  phase("gather columns");
-
-  // 4. Per-thread call hierarchy and enclosing python frame.
+// 4. The per-thread call hierarchy (depth, parent) and each row's enclosing Python frame.
+void BuildHierarchy(Trace* trace) {
+  EventTable& ev = trace->events;
+  const size_t total = ev.size();
   ev.depth.assign(total, 0);
   ev.parent.assign(total, -1);
   ev.frame.assign(total, -1);
@@ -297,10 +292,12 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
       }
     }
   }
+}
 
-  phase("hierarchy");
-
-  // 5. CPU launch <-> GPU activity by correlation id.
+// 5. CPU launch <-> GPU activity, by correlation id (else by ac2g flow).
+void LinkLaunches(Trace* trace) {
+  EventTable& ev = trace->events;
+  const size_t total = ev.size();
   {
     std::vector<std::pair<int64_t, int32_t>> launches;
     for (size_t i = 0; i < total; ++i) {
@@ -357,10 +354,12 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     }
     trace->stats.gpu_without_launch = unlinked;
   }
+}
 
-  phase("links");
-
-  // 6. Devices and GPU tracks.
+// 6. GPU tracks and the devices they run on.
+void AssignDevices(Trace* trace) {
+  EventTable& ev = trace->events;
+  const size_t total = ev.size();
   for (size_t i = 0; i < total; ++i) {
     if (ev.kind[i] == EventKind::kKernel || ev.kind[i] == EventKind::kMemcpy ||
         ev.kind[i] == EventKind::kMemset) {
@@ -389,11 +388,13 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     }
     d->used = true;
   }
+}
 
-  phase("devices");
-
-  // 7. Steps: CPU-side ProfilerStep#N, extended to the end of the GPU work they launched. The
-  // first event of each number counts (a set, not a scan of the steps so far: 100k steps).
+// 7. Steps: CPU-side ProfilerStep#N, extended to the end of the GPU work they launched. The
+// first event of each number counts (a set, not a scan of the steps so far: 100k steps).
+void FindSteps(Trace* trace) {
+  EventTable& ev = trace->events;
+  const size_t total = ev.size();
   std::unordered_set<int64_t> step_numbers;
   for (size_t i = 0; i < total; ++i) {
     if (ev.kind[i] != EventKind::kUserAnnotation && ev.kind[i] != EventKind::kCpuOp) continue;
@@ -419,15 +420,54 @@ Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top
     const std::vector<int64_t> gpu_ends = EndsOfLaunchedGpuWork(ev, starts, cpu_ends);
     for (size_t s = 0; s < trace->steps.size(); ++s) trace->steps[s].gpu_end = gpu_ends[s];
   }
+}
 
-  phase("steps");
-  // Steps never overlap: a step's GPU tail ends where the next step begins (that work belongs to
-  // the next step's time line; counting it twice would double every per-step figure).
+// Steps never overlap: a step's GPU tail ends where the next step begins (that work belongs to
+// the next step's time line; counting it twice would double every per-step figure).
+void SeparateSteps(Trace* trace) {
   for (Step& st : trace->steps) st.gpu_work_end = st.gpu_end;
   for (size_t s = 0; s + 1 < trace->steps.size(); ++s) {
     Step& st = trace->steps[s];
     st.gpu_end = std::min(st.gpu_end, std::max(st.cpu_end, trace->steps[s + 1].cpu_start));
   }
+}
+
+}  // namespace
+
+Status BuildTrace(std::vector<PartialTable>* parts_in, const TopLevelValues& top, int window_count,
+                  int threads, Trace* trace) {
+  std::vector<PartialTable>& parts = *parts_in;
+  auto phase_start = std::chrono::steady_clock::now();
+  auto phase = [&](const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    trace->load_phases.emplace_back(
+        name, std::chrono::duration<double, std::milli>(now - phase_start).count());
+    phase_start = now;
+  };
+  ReadTopLevel(top, trace);
+  std::vector<std::vector<StringId>> string_map;
+  std::vector<std::vector<uint32_t>> track_map;
+  const size_t total = RemapStringsAndTracks(parts, trace, &string_map, &track_map);
+  if (total > UINT32_MAX / 2) return Status::Error("too many events (over 2^31)");
+#ifdef __GLIBC__
+  // The workers' batch string pools were many small blocks in per-thread arenas; hand the pages
+  // back before the gather below reaches the load's peak.
+  malloc_trim(0);
+#endif
+  phase("strings and tracks");
+  std::vector<uint64_t> order = MergeOrder(parts, total);
+  phase("merge order");
+  GatherColumns(parts, &order, total, string_map, track_map, threads, trace);
+  phase("gather columns");
+  BuildHierarchy(trace);
+  phase("hierarchy");
+  LinkLaunches(trace);
+  phase("links");
+  AssignDevices(trace);
+  phase("devices");
+  FindSteps(trace);
+  phase("steps");
+  SeparateSteps(trace);
   BuildWindows(trace, window_count);
   phase("windows");
   return Status::Ok();
