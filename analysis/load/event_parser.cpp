@@ -137,56 +137,34 @@ bool ReadIdText(od::value v, std::string_view* out, std::string* scratch) {
 
 }  // namespace
 
-struct EventParser::Impl {
-  od::parser parser;
+namespace {
+
+// What one event says, as read by EventReader::ReadFields (views into the batch's buffer).
+struct EventFields {
+  char ph = 0;
+  std::string_view name, cat, ts_text, dur_text, pid, tid, call_stack, flow_id_text;
+  bool has_name = false, has_cat = false, has_ts = false, has_dur = false;
+  bool has_pid = false, has_tid = false;
+  int64_t correlation = kNone, external = kNone, stream = kNone, bytes = kNone, flow_id = kNone;
+  int64_t py_id = kNone, py_parent = kNone, device = kNone;
+  int64_t wait_stream = kNone, wait_record = kNone;  // cuda_sync: what a wait waits for
+  // aten::contiguous / aten::clone: the first input's strides and the memory format asked for.
+  int64_t in_strides[5] = {0, 0, 0, 0, 0};
+  int in_rank = -1;
+  int64_t memory_format = kNone;
 };
 
-EventParser::EventParser() : impl_(new Impl()) {}
-EventParser::~EventParser() = default;
+// Reads one batch's events into a PartialTable: each element's fields, then the event, flow,
+// metadata or counter it is, or the reason it is skipped (counted in the batch's ImportStats).
+class EventReader : public EventFields {
+ public:
+  EventReader(PartialTable* out, uint64_t base) : out_(out), base_(base) {}
 
-void EventParser::ParseBatch(const char* buf, size_t capacity,
-                             const std::vector<JsonSplitter::Range>& ranges, uint64_t base,
-                             PartialTable* out) {
-  EventTable& t = out->events;
-  t.Reserve(ranges.size());
-  std::string pid_s, tid_s, meta_name, meta_value;
-
-  auto skip = [&](const char* reason, size_t offset) {
-    out->stats.skipped[reason]++;
-    uint64_t at = base + offset;
-    if (at < out->first_error_offset) {
-      out->first_error_offset = at;
-      out->stats.first_error = std::string(reason) + " (event at byte " + std::to_string(at) + ")";
-    }
-  };
-
-  for (const auto& r : ranges) {
-    out->stats.elements++;
-    od::document doc;
-    if (impl_->parser.iterate(buf + r.begin, r.end - r.begin, capacity - r.begin).get(doc)) {
-      skip("invalid JSON", r.begin);
-      continue;
-    }
-    od::object obj;
-    if (doc.get_object().get(obj)) {
-      skip("event is not an object", r.begin);
-      continue;
-    }
-    char ph = 0;
-    std::string_view name, cat, ts_text, dur_text, pid, tid, call_stack, flow_id_text;
-    bool has_name = false, has_cat = false, has_ts = false, has_dur = false;
-    bool has_pid = false, has_tid = false;
-    int64_t correlation = kNone, external = kNone, stream = kNone, bytes = kNone, flow_id = kNone;
-    int64_t py_id = kNone, py_parent = kNone, device = kNone;
-    int64_t wait_stream = kNone, wait_record = kNone;  // cuda_sync: what a wait waits for
-    // aten::contiguous / aten::clone: the first input's strides and the memory format asked for.
-    int64_t in_strides[5] = {0, 0, 0, 0, 0};
-    int in_rank = -1;
-    int64_t memory_format = kNone;
-    meta_name.clear();
-    meta_value.clear();
+  // The fields of |obj|; nullptr, or why the event is skipped.
+  const char* ReadFields(od::object obj) {
+    static_cast<EventFields&>(*this) = EventFields{};
+    meta_value_.clear();
     const char* bad = nullptr;
-
     for (auto field : obj) {
       std::string_view key;
       if (field.unescaped_key().get(key)) {
@@ -229,13 +207,13 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
         dur_text = TrimRight(v.raw_json_token());
         has_dur = true;
       } else if (key == "pid") {
-        if (!ReadIdText(v, &pid, &pid_s)) {
+        if (!ReadIdText(v, &pid, &pid_s_)) {
           bad = "invalid pid";
           break;
         }
         has_pid = true;
       } else if (key == "tid") {
-        if (!ReadIdText(v, &tid, &tid_s)) {
+        if (!ReadIdText(v, &tid, &tid_s_)) {
           bad = "invalid tid";
           break;
         }
@@ -273,7 +251,7 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
                 ReadInt(av, &device);
               } else if (ak == "labels") {
                 std::string_view s;
-                if (!av.get_string().get(s)) meta_value.assign(s);
+                if (!av.get_string().get(s)) meta_value_.assign(s);
               }
               break;
             case 5:
@@ -296,13 +274,13 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
                 if (av.get_string().get(call_stack)) call_stack = {};
               } else if (ak == "sort_index") {
                 int64_t si;
-                if (ReadInt(av, &si) && meta_value.empty()) meta_value = std::to_string(si);
+                if (ReadInt(av, &si) && meta_value_.empty()) meta_value_ = std::to_string(si);
               }
               break;
             case 4:
               if (ak == "name") {
                 std::string_view s;
-                if (!av.get_string().get(s)) meta_value.assign(s);
+                if (!av.get_string().get(s)) meta_value_.assign(s);
               }
               break;
             case 13:
@@ -322,85 +300,72 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
         if (bad) break;
       }
     }
-    if (bad) {
-      skip(bad, r.begin);
-      continue;
-    }
+    return bad;
+  }
+
+  // Stores the event whose fields were read last (|offset|: where it starts in the batch).
+  void Store(size_t offset) {
+    EventTable& t = out_->events;
     if (ph == 0) {
-      skip("missing ph", r.begin);
-      continue;
+      Skip("missing ph", offset);
+      return;
     }
-    // Track id (pid, tid) local to the batch.
-    auto track_of = [&]() -> uint32_t {
-      std::string key;
-      key.reserve(pid.size() + tid.size() + 1);
-      key.append(has_pid ? pid : std::string_view());
-      key.push_back('\x1f');
-      key.append(has_tid ? tid : std::string_view());
-      auto it = out->track_index.find(key);
-      if (it != out->track_index.end()) return it->second;
-      uint32_t id = static_cast<uint32_t>(out->track_keys.size());
-      out->track_keys.emplace_back(std::string(has_pid ? pid : std::string_view()),
-                                   std::string(has_tid ? tid : std::string_view()));
-      out->track_index.emplace(std::move(key), id);
-      return id;
-    };
 
     if (ph == 'M') {
-      out->stats.metadata++;
-      if (has_name) out->metadata.push_back({track_of(), std::string(name), meta_value});
-      continue;
+      out_->stats.metadata++;
+      if (has_name) out_->metadata.push_back({TrackOf(), std::string(name), meta_value_});
+      return;
     }
     if (ph == 'C') {
-      out->stats.counters++;
-      continue;
+      out_->stats.counters++;
+      return;
     }
     int64_t ts = 0, dur = 0;
     bool frac_ts = false, frac_dur = false;
     if (!has_ts) {
-      skip("missing ts", r.begin);
-      continue;
+      Skip("missing ts", offset);
+      return;
     }
     TimeParse tp = ParseMicrosToNanos(ts_text, &ts, &frac_ts);
     if (tp == TimeParse::kOk && (ts < kMinTimestampNs || ts > kMaxTimestampNs)) {
       tp = TimeParse::kOutOfRange;
     }
     if (tp != TimeParse::kOk) {
-      skip(tp == TimeParse::kOutOfRange ? "ts out of range" : "invalid ts", r.begin);
-      continue;
+      Skip(tp == TimeParse::kOutOfRange ? "ts out of range" : "invalid ts", offset);
+      return;
     }
     if (ph == 's' || ph == 'f' || ph == 't') {
-      out->stats.flows++;
+      out_->stats.flows++;
       if (flow_id == kNone) {
-        skip("flow without id", r.begin);
-        continue;
+        Skip("flow without id", offset);
+        return;
       }
-      out->flows.push_back(
-          {flow_id, ts, track_of(), ph, has_cat ? out->strings.Intern(cat) : kEmptyString});
-      continue;
+      out_->flows.push_back(
+          {flow_id, ts, TrackOf(), ph, has_cat ? out_->strings.Intern(cat) : kEmptyString});
+      return;
     }
     bool instant = ph == 'i' || ph == 'I';
     if (ph != 'X' && !instant) {
-      skip(ph == 'B' || ph == 'E' ? "begin/end events (unsupported phase)" : "unsupported phase",
-           r.begin);
-      continue;
+      Skip(ph == 'B' || ph == 'E' ? "begin/end events (unsupported phase)" : "unsupported phase",
+           offset);
+      return;
     }
     if (has_dur) {
       tp = ParseMicrosToNanos(dur_text, &dur, &frac_dur);
       if (tp != TimeParse::kOk) {
-        skip(tp == TimeParse::kOutOfRange ? "dur out of range" : "invalid dur", r.begin);
-        continue;
+        Skip(tp == TimeParse::kOutOfRange ? "dur out of range" : "invalid dur", offset);
+        return;
       }
       if (dur < 0) {
-        skip("negative dur", r.begin);
-        continue;
+        Skip("negative dur", offset);
+        return;
       }
       if (ts > kMaxTimestampNs - dur) {
-        skip("ts + dur out of range", r.begin);
-        continue;
+        Skip("ts + dur out of range", offset);
+        return;
       }
     }
-    StringId cat_id = has_cat ? out->strings.Intern(cat) : kEmptyString;
+    StringId cat_id = has_cat ? out_->strings.Intern(cat) : kEmptyString;
     EventKind kind;
     if (instant) {
       kind = EventKind::kInstant;
@@ -408,23 +373,23 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
       kind = EventKind::kOther;
     } else {
       kind = KindFromCategory(cat);
-      if (kind == EventKind::kOther) out->stats.CountUnknownCategory(cat);
+      if (kind == EventKind::kOther) out_->stats.CountUnknownCategory(cat);
     }
     t.ts.push_back(ts);
     t.dur.push_back(dur);
-    t.name.push_back(out->strings.Intern(name));
+    t.name.push_back(out_->strings.Intern(name));
     t.cat.push_back(cat_id);
     t.kind.push_back(kind);
     t.flags.push_back(static_cast<uint8_t>(
         (has_dur ? kHasDur : 0) | (has_cat ? kHasCat : 0) | (frac_ts || frac_dur ? kFracTs : 0) |
         (ConvertsLayout(in_strides, in_rank, memory_format) ? kLayoutCopy : 0)));
-    t.track.push_back(track_of());
+    t.track.push_back(TrackOf());
     t.stream.push_back(
         stream == kNone ? -1
                         : static_cast<int32_t>(std::clamp<int64_t>(stream, INT32_MIN, INT32_MAX)));
     t.correlation.push_back(correlation);
     t.external_id.push_back(external);
-    t.call_stack.push_back(call_stack.empty() ? kEmptyString : out->strings.Intern(call_stack));
+    t.call_stack.push_back(call_stack.empty() ? kEmptyString : out_->strings.Intern(call_stack));
     if (kind == EventKind::kGpuSync) {
       // A sync record has no Python id and no bytes: those columns say what it waits for.
       py_id = wait_stream >= 0 && wait_stream <= INT32_MAX ? wait_stream : kNone;
@@ -435,7 +400,71 @@ void EventParser::ParseBatch(const char* buf, size_t capacity,
     t.bytes.push_back(bytes);
     t.device.push_back(device >= 0 && device < INT16_MAX ? static_cast<int16_t>(device) : -1);
   }
-  out->stats.events = t.size();
+
+  void Skip(const char* reason, size_t offset) {
+    out_->stats.skipped[reason]++;
+    uint64_t at = base_ + offset;
+    if (at < out_->first_error_offset) {
+      out_->first_error_offset = at;
+      out_->stats.first_error = std::string(reason) + " (event at byte " + std::to_string(at) + ")";
+    }
+  }
+
+ private:
+  // Track id (pid, tid) local to the batch.
+  uint32_t TrackOf() {
+    std::string key;
+    key.reserve(pid.size() + tid.size() + 1);
+    key.append(has_pid ? pid : std::string_view());
+    key.push_back('\x1f');
+    key.append(has_tid ? tid : std::string_view());
+    auto it = out_->track_index.find(key);
+    if (it != out_->track_index.end()) return it->second;
+    uint32_t id = static_cast<uint32_t>(out_->track_keys.size());
+    out_->track_keys.emplace_back(std::string(has_pid ? pid : std::string_view()),
+                                  std::string(has_tid ? tid : std::string_view()));
+    out_->track_index.emplace(std::move(key), id);
+    return id;
+  }
+
+  PartialTable* out_;
+  uint64_t base_;
+  std::string pid_s_, tid_s_, meta_value_;  // buffers reused from event to event
+};
+
+}  // namespace
+
+struct EventParser::Impl {
+  od::parser parser;
+};
+
+EventParser::EventParser() : impl_(new Impl()) {}
+EventParser::~EventParser() = default;
+
+void EventParser::ParseBatch(const char* buf, size_t capacity,
+                             const std::vector<JsonSplitter::Range>& ranges, uint64_t base,
+                             PartialTable* out) {
+  out->events.Reserve(ranges.size());
+  EventReader reader(out, base);
+  for (const auto& r : ranges) {
+    out->stats.elements++;
+    od::document doc;
+    if (impl_->parser.iterate(buf + r.begin, r.end - r.begin, capacity - r.begin).get(doc)) {
+      reader.Skip("invalid JSON", r.begin);
+      continue;
+    }
+    od::object obj;
+    if (doc.get_object().get(obj)) {
+      reader.Skip("event is not an object", r.begin);
+      continue;
+    }
+    if (const char* bad = reader.ReadFields(obj)) {
+      reader.Skip(bad, r.begin);
+      continue;
+    }
+    reader.Store(r.begin);
+  }
+  out->stats.events = out->events.size();
 }
 
 }  // namespace ttap
