@@ -739,37 +739,232 @@ ProfilerCostTaken TakeOutProfilerCost(const Trace& trace, CausalGraph* graph,
   return out;
 }
 
-FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
-                        const TimeBreakdown& time, std::vector<Finding>* findings,
-                        const std::vector<FixPlan>& plans, const ProfilerCost& profiler_cost) {
-  assert(plans.size() == findings->size());
-  FixCosting out;
+namespace {
+
+// Of |count| nodes (node(k) the k-th), how many |owner| gives to an entry, and the entry that
+// owns the most of them (the first such entry; -1 for none).
+template <typename NodeFn>
+std::pair<int32_t, size_t> Owned(const std::vector<int32_t>& owner, size_t count, NodeFn node) {
+  std::map<int32_t, size_t> shared;
+  for (size_t k = 0; k < count; ++k) {
+    if (owner[node(k)] >= 0) ++shared[owner[node(k)]];
+  }
+  size_t total = 0, most = 0;
+  int32_t cause = -1;
+  for (const auto& [i, n] : shared) {
+    total += n;
+    if (n > most) {
+      most = n;
+      cause = i;
+    }
+  }
+  return std::make_pair(cause, total);
+}
+
+// CostFindings' steps over shared state (in the order CostFindings runs them): the baseline without
+// the profiler's cost, each fix alone, the symptoms, the fixes chained largest first, the claims,
+// and the findings' numbers.
+struct FixCoster {
+  FixCoster(const Trace& trace, CausalGraph* graph, Replay* base, const TimeBreakdown& time,
+            std::vector<Finding>* findings, const std::vector<FixPlan>& plans)
+      : trace(trace),
+        g(*graph),
+        graph(graph),
+        work(*base),
+        time(time),
+        findings(findings),
+        plans(plans) {}
+
   // Every saving is the run's without the profiler: the graph's CPU slices lose the profiler's
   // own cost per recorded op, the replay of that is the baseline, and each fix is replayed on it.
-  out.traced_run_ns = base.total_step_ns();
-  const ProfilerCostTaken taken = TakeOutProfilerCost(trace, graph, profiler_cost);
-  out.profiled_ops = taken.ops;
-  if (taken.cut_ns > 0) RunReplay(*graph, nullptr, &base);
-  const CausalGraph& g = *graph;
-  out.run_ns = base.total_step_ns();
-  out.profiler_overhead_ns = std::max<int64_t>(0, out.traced_run_ns - out.run_ns);
-  out.steps = base.step_start.size();
-  const std::vector<int64_t> base_start = base.step_start, base_end = base.step_end;
-  const double n_steps = std::max<size_t>(1, out.steps);
-  std::map<int64_t, size_t> step_index;
-  for (size_t k = 0; k < out.steps && k < time.step_numbers.size(); ++k) {
-    step_index[time.step_numbers[k]] = k;
+  void Baseline(const ProfilerCost& profiler_cost) {
+    out.traced_run_ns = work.total_step_ns();
+    const ProfilerCostTaken taken = TakeOutProfilerCost(trace, graph, profiler_cost);
+    out.profiled_ops = taken.ops;
+    if (taken.cut_ns > 0) RunReplay(g, nullptr, &work);
+    out.run_ns = work.total_step_ns();
+    out.profiler_overhead_ns = std::max<int64_t>(0, out.traced_run_ns - out.run_ns);
+    out.steps = work.step_start.size();
+    base_start = work.step_start;
+    base_end = work.step_end;
+    n_steps = static_cast<double>(std::max<size_t>(1, out.steps));
+    for (size_t k = 0; k < out.steps && k < time.step_numbers.size(); ++k) {
+      step_index[time.step_numbers[k]] = k;
+    }
+    threads = g.size() >= kParallelNodes ? std::min<size_t>(2, HardwareThreads()) : 1;
+    for (size_t i = 0; i < findings->size(); ++i) {
+      entries.push_back({i, {}, 0, 0, 0, {}, false, 0, {}, {}});
+      entries.back().symptom = IdleTime(entries.back());
+      entries.back().steps.assign(out.steps, 0);
+    }
   }
-  // Per step, how much shorter |after| is than the steps |before_start| / |before_end|.
-  auto step_deltas =
-      [&](const std::vector<int64_t>& before_start, const std::vector<int64_t>& before_end,
-          const std::vector<int64_t>& after_start, const std::vector<int64_t>& after_end) {
-        std::vector<int64_t> d(out.steps);
-        for (size_t k = 0; k < out.steps; ++k) {
-          d[k] = (before_end[k] - before_start[k]) - (after_end[k] - after_start[k]);
+
+  void ReplayEachAlone() {
+    // 1. Each fix alone, against the unchanged run.
+    ReplayEach(entries.size(), [&](size_t i, Replay* into) {
+      Entry& e = entries[i];
+      e.what_if = FixWhatIf(trace, g, (*findings)[e.finding], plans[e.finding].model);
+      if (e.what_if.empty()) return;
+      RunReplay(g, &e.what_if, into);
+      e.alone_total = into->total_step_ns();
+      e.alone_start = into->step_start;
+      e.alone_end = into->step_end;
+      e.alone_ns = std::max<int64_t>(0, out.run_ns - e.alone_total);
+      if (!e.symptom) e.steps = StepDeltas(base_start, base_end, into->step_start, into->step_end);
+    });
+  }
+
+  void MarkLaunchBoundSymptoms() {
+    // A launch-bound finding whose fix changes mostly the nodes another finding's fix changes
+    // (zero_grad's or the optimizer's per-parameter kernels) is that cause's symptom: it claims
+    // only what it adds once that cause is fixed, instead of the same time twice.
+    const bool any_launch_bound = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+      return LaunchBound(e) && !e.what_if.dur.empty();
+    });
+    if (any_launch_bound) {
+      std::vector<int32_t> owner(g.size(), -1);  // the entry whose fix changes the node
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].symptom || LaunchBound(entries[i])) continue;
+        for (const auto& [n, d] : entries[i].what_if.dur) {
+          if (owner[n] < 0) owner[n] = static_cast<int32_t>(i);
         }
-        return d;
-      };
+      }
+      for (Entry& e : entries) {
+        Finding& f = (*findings)[e.finding];
+        if (!LaunchBound(e) || e.what_if.dur.empty()) continue;
+        const auto [cause, total] =
+            Owned(owner, e.what_if.dur.size(), [&](size_t k) { return e.what_if.dur[k].first; });
+        if (2 * total < e.what_if.dur.size()) continue;
+        e.symptom = true;
+        f.evidence["symptom_of"] = {false, 0, (*findings)[entries[cause].finding].code};
+      }
+    }
+  }
+
+  void MarkPinnedCopySymptoms() {
+    // A host sync whose waits are mostly blocking pageable copies that TTA003 pins and makes
+    // non-blocking is that copy's symptom: the fix is pinned memory, the sync goes with it.
+    const bool any_pinned = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+      return PlanOf(e).pins_copies && !e.what_if.no_wait.empty();
+    });
+    if (any_pinned) {
+      std::vector<int32_t> pinned_by(g.size(), -1);  // a TTA003 entry that stops the node's wait
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (!PlanOf(entries[i]).pins_copies) continue;
+        for (int32_t n : entries[i].what_if.no_wait) {
+          if (pinned_by[n] < 0) pinned_by[n] = static_cast<int32_t>(i);
+        }
+      }
+      for (Entry& e : entries) {
+        Finding& f = (*findings)[e.finding];
+        if (!PlanOf(e).symptom_of_pinned_copies || e.symptom || e.what_if.no_wait.empty()) continue;
+        const auto [pinning, total] = Owned(pinned_by, e.what_if.no_wait.size(),
+                                            [&](size_t k) { return e.what_if.no_wait[k]; });
+        if (2 * total < e.what_if.no_wait.size()) continue;
+        e.symptom = true;
+        f.evidence["symptom_of"] = {false, 0, (*findings)[entries[pinning].finding].code};
+      }
+    }
+  }
+
+  void ReplayChain() {
+    // 2. The fixes one after another, largest first and the symptoms (TTA008, a launch-bound
+    // region another cause explains) last: what they save together, and what each adds to the
+    // ones before it.
+    std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+      if (Rank(a) != Rank(b)) return Rank(a) < Rank(b);
+      return a.alone_ns > b.alone_ns;
+    });
+    // Each prefix of the chain is replayed on its own, then the chain is walked in order.
+    std::vector<size_t> chain;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].alone_ns > 0) chain.push_back(i);
+    }
+    std::vector<Prefix> prefixes(chain.size());
+    // The first prefix is the first fix alone, replayed already; the longest prefixes go first.
+    if (!chain.empty()) {
+      const Entry& e = entries[chain[0]];
+      prefixes[0] = {e.alone_total, e.alone_start, e.alone_end};
+    }
+    ReplayEach(chain.empty() ? 0 : chain.size() - 1, [&](size_t i, Replay* into) {
+      const size_t k = chain.size() - 1 - i;
+      std::vector<const WhatIf*> parts;
+      for (size_t j = 0; j <= k; ++j) parts.push_back(&entries[chain[j]].what_if);
+      RunReplay(g, parts, into);
+      prefixes[k] = {into->total_step_ns(), into->step_start, into->step_end};
+    });
+    std::vector<int64_t> prev_start = base_start, prev_end = base_end;
+    int64_t prev_total = out.run_ns;
+    for (size_t k = 0; k < chain.size(); ++k) {
+      Entry& e = entries[chain[k]];
+      const Prefix& p = prefixes[k];
+      e.marginal_ns = std::max<int64_t>(0, prev_total - p.total);
+      if (e.symptom) e.steps = StepDeltas(prev_start, prev_end, p.step_start, p.step_end);
+      prev_total = std::min(prev_total, p.total);
+      if (Rank(e) < 2) out.safe_saving_ns = out.run_ns - prev_total;  // a real fix, not TTA008
+      prev_start = p.step_start;
+      prev_end = p.step_end;
+    }
+    out.safe_saving_ns = std::max<int64_t>(0, out.safe_saving_ns);
+    joint_ns = out.run_ns - prev_total;
+    out.joint_saving_ns = std::max(out.safe_saving_ns, joint_ns);
+  }
+
+  void Claim() {
+    // 3. A fix's claim is what it saves alone; the symptom claims only the idle time no fix
+    // explains. Claims that together exceed the run (fixes recovering the same time) are scaled
+    // down to what all of them save together.
+    // TTA008's CPU work that no fix changes (host work that launches nothing, a metrics pass) is
+    // idle time no cause explains whatever else is fixed: it claims what removing it saves alone.
+    // Where the fixes change most of its nodes (dispatch that CUDA graphs remove), it claims only
+    // what is left after them.
+    std::vector<uint8_t> fixed_node;
+    for (const Entry& e : entries) {
+      if (IdleTime(e) || e.what_if.dur.empty()) continue;
+      if (fixed_node.empty()) fixed_node.assign(g.size(), 0);
+      for (const auto& [n, d] : e.what_if.dur) fixed_node[n] = 1;
+    }
+    auto independent_idle = [&](const Entry& e) {
+      if (!IdleTime(e) || e.what_if.dur.empty()) return false;
+      size_t shared = 0;
+      for (const auto& [n, d] : e.what_if.dur) shared += !fixed_node.empty() && fixed_node[n];
+      return 2 * shared < e.what_if.dur.size();
+    };
+    int64_t claimed = 0;
+    for (Entry& e : entries) {
+      e.claim_ns = e.symptom && !independent_idle(e) ? e.marginal_ns : e.alone_ns;
+      claimed += e.claim_ns;
+    }
+    scale = claimed > out.run_ns && claimed > 0
+                ? static_cast<double>(joint_ns) / static_cast<double>(claimed)
+                : 1.0;
+    // One story: what the findings save together is never less than what any one of them claims
+    // (replays of fixes that interact need not add up exactly).
+    for (const Entry& e : entries) {
+      const int64_t claim = static_cast<int64_t>(e.claim_ns * scale);
+      if (Rank(e) < 2) out.safe_saving_ns = std::max(out.safe_saving_ns, claim);
+      out.joint_saving_ns = std::max({out.joint_saving_ns, out.safe_saving_ns, claim});
+    }
+  }
+
+  FixCosting WriteBack() {
+    for (Entry& e : entries) {
+      Finding& f = (*findings)[e.finding];
+      const double claim = e.claim_ns * scale;
+      f.evidence["detected_us_per_step"] = {true, f.time_lost_us_per_step, ""};
+      f.evidence["saving_alone_us_per_step"] = {true, e.alone_ns / 1000.0 / n_steps, ""};
+      f.evidence["saving_after_larger_fixes_us_per_step"] = {true, e.marginal_ns / 1000.0 / n_steps,
+                                                             ""};
+      f.time_lost_us_per_step = claim / 1000.0 / n_steps;
+      f.share_of_step = out.run_ns > 0 ? claim / out.run_ns : 0.0;
+      for (auto& [step, lost] : f.per_step) {
+        auto it = step_index.find(step);
+        lost = it != step_index.end() ? std::max<int64_t>(0, e.steps[it->second]) * scale / 1000.0
+                                      : 0.0;
+      }
+    }
+    return out;
+  }
 
   struct Entry {
     size_t finding;
@@ -781,204 +976,77 @@ FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
     int64_t alone_total = 0;
     std::vector<int64_t> alone_start, alone_end;
   };
-  constexpr size_t kParallelNodes = 200000;  // a second thread pays off from here
+  struct Prefix {
+    int64_t total = 0;
+    std::vector<int64_t> step_start, step_end;
+  };
+  static constexpr size_t kParallelNodes = 200000;  // a second thread pays off from here
+
+  // What each finding is to the costing (its code's plan, from the rule registry).
+  const FixPlan& PlanOf(const Entry& e) const { return plans[e.finding]; }
+  bool IdleTime(const Entry& e) const { return PlanOf(e).role == CostRole::kIdleTime; }
+  bool LaunchBound(const Entry& e) const { return PlanOf(e).role == CostRole::kLaunchBound; }
+  // Causes, then symptoms of a cause, then idle time (TTA008).
+  int Rank(const Entry& e) const { return !e.symptom ? 0 : IdleTime(e) ? 2 : 1; }
+  // Per step, how much shorter |after| is than the steps |before_start| / |before_end|.
+  std::vector<int64_t> StepDeltas(const std::vector<int64_t>& before_start,
+                                  const std::vector<int64_t>& before_end,
+                                  const std::vector<int64_t>& after_start,
+                                  const std::vector<int64_t>& after_end) const {
+    std::vector<int64_t> d(out.steps);
+    for (size_t k = 0; k < out.steps; ++k) {
+      d[k] = (before_end[k] - before_start[k]) - (after_end[k] - after_start[k]);
+    }
+    return d;
+  }
   // The replays run on up to two threads (each replay streams the whole graph: more threads
   // would mostly share the memory bus, and each keeps its own copy of the replay's columns),
   // each taking the next replay when it is done. The base's memory serves the first thread.
-  Replay& work = base;
-  Replay second;  // the second thread's memory, kept for both rounds of replays
-  const size_t threads = g.size() >= kParallelNodes ? std::min<size_t>(2, HardwareThreads()) : 1;
-  auto replay_each = [&](size_t count, auto&& replay_one) {
+  template <typename ReplayOne>
+  void ReplayEach(size_t count, ReplayOne&& replay_one) {
     std::atomic<size_t> next{0};
     ParallelFor(std::min(threads, count), threads, [&](size_t thread) {
       Replay* into = thread == 0 ? &work : &second;
       for (size_t i; (i = next.fetch_add(1)) < count;) replay_one(i, into);
     });
-  };
-  // What each finding is to the costing (its code's plan, from the rule registry).
-  auto spec_of = [&](const Entry& e) -> const FixPlan& { return plans[e.finding]; };
-  auto idle_time = [&](const Entry& e) { return spec_of(e).role == CostRole::kIdleTime; };
+  }
+
+  const Trace& trace;
+  const CausalGraph& g;
+  CausalGraph* graph;
+  Replay& work;   // the baseline's replay, then the first thread's memory
+  Replay second;  // the second thread's memory, kept for both rounds of replays
+  const TimeBreakdown& time;
+  std::vector<Finding>* findings;
+  const std::vector<FixPlan>& plans;
+  FixCosting out;
+  std::vector<int64_t> base_start, base_end;  // the baseline's steps
+  double n_steps = 1;
+  std::map<int64_t, size_t> step_index;  // step number -> index
+  size_t threads = 1;
   std::vector<Entry> entries;
-  for (size_t i = 0; i < findings->size(); ++i) {
-    entries.push_back({i, {}, 0, 0, 0, {}, false, 0, {}, {}});
-    entries.back().symptom = idle_time(entries.back());
-    entries.back().steps.assign(out.steps, 0);
-  }
+  int64_t joint_ns = 0;  // what the whole chain saves
+  double scale = 1.0;    // claims scaled to the joint saving
+};
+
+}  // namespace
+
+FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
+                        const TimeBreakdown& time, std::vector<Finding>* findings,
+                        const std::vector<FixPlan>& plans, const ProfilerCost& profiler_cost) {
+  assert(plans.size() == findings->size());
+  FixCoster coster(trace, graph, &base, time, findings, plans);
+  coster.Baseline(profiler_cost);
   // 1. Each fix alone, against the unchanged run.
-  replay_each(entries.size(), [&](size_t i, Replay* into) {
-    Entry& e = entries[i];
-    e.what_if = FixWhatIf(trace, g, (*findings)[e.finding], plans[e.finding].model);
-    if (e.what_if.empty()) return;
-    RunReplay(g, &e.what_if, into);
-    e.alone_total = into->total_step_ns();
-    e.alone_start = into->step_start;
-    e.alone_end = into->step_end;
-    e.alone_ns = std::max<int64_t>(0, out.run_ns - e.alone_total);
-    if (!e.symptom) e.steps = step_deltas(base_start, base_end, into->step_start, into->step_end);
-  });
-  // Of |count| nodes (node(k) the k-th), how many |owner| gives to an entry, and the entry that
-  // owns the most of them (the first such entry; -1 for none).
-  auto owned = [](const std::vector<int32_t>& owner, size_t count, auto node) {
-    std::map<int32_t, size_t> shared;
-    for (size_t k = 0; k < count; ++k) {
-      if (owner[node(k)] >= 0) ++shared[owner[node(k)]];
-    }
-    size_t total = 0, most = 0;
-    int32_t cause = -1;
-    for (const auto& [i, n] : shared) {
-      total += n;
-      if (n > most) {
-        most = n;
-        cause = i;
-      }
-    }
-    return std::make_pair(cause, total);
-  };
-  // A launch-bound finding whose fix changes mostly the nodes another finding's fix changes
-  // (zero_grad's or the optimizer's per-parameter kernels) is that cause's symptom: it claims
-  // only what it adds once that cause is fixed, instead of the same time twice.
-  auto launch_bound = [&](const Entry& e) { return spec_of(e).role == CostRole::kLaunchBound; };
-  const bool any_launch_bound = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
-    return launch_bound(e) && !e.what_if.dur.empty();
-  });
-  if (any_launch_bound) {
-    std::vector<int32_t> owner(g.size(), -1);  // the entry whose fix changes the node
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (entries[i].symptom || launch_bound(entries[i])) continue;
-      for (const auto& [n, d] : entries[i].what_if.dur) {
-        if (owner[n] < 0) owner[n] = static_cast<int32_t>(i);
-      }
-    }
-    for (Entry& e : entries) {
-      Finding& f = (*findings)[e.finding];
-      if (!launch_bound(e) || e.what_if.dur.empty()) continue;
-      const auto [cause, total] =
-          owned(owner, e.what_if.dur.size(), [&](size_t k) { return e.what_if.dur[k].first; });
-      if (2 * total < e.what_if.dur.size()) continue;
-      e.symptom = true;
-      f.evidence["symptom_of"] = {false, 0, (*findings)[entries[cause].finding].code};
-    }
-  }
-  // A host sync whose waits are mostly blocking pageable copies that TTA003 pins and makes
-  // non-blocking is that copy's symptom: the fix is pinned memory, the sync goes with it.
-  const bool any_pinned = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
-    return spec_of(e).pins_copies && !e.what_if.no_wait.empty();
-  });
-  if (any_pinned) {
-    std::vector<int32_t> pinned_by(g.size(), -1);  // a TTA003 entry that stops the node's wait
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (!spec_of(entries[i]).pins_copies) continue;
-      for (int32_t n : entries[i].what_if.no_wait) {
-        if (pinned_by[n] < 0) pinned_by[n] = static_cast<int32_t>(i);
-      }
-    }
-    for (Entry& e : entries) {
-      Finding& f = (*findings)[e.finding];
-      if (!spec_of(e).symptom_of_pinned_copies || e.symptom || e.what_if.no_wait.empty()) continue;
-      const auto [pinning, total] = owned(pinned_by, e.what_if.no_wait.size(),
-                                          [&](size_t k) { return e.what_if.no_wait[k]; });
-      if (2 * total < e.what_if.no_wait.size()) continue;
-      e.symptom = true;
-      f.evidence["symptom_of"] = {false, 0, (*findings)[entries[pinning].finding].code};
-    }
-  }
-  // 2. The fixes one after another, largest first and the symptoms (TTA008, a launch-bound
-  // region another cause explains) last: what they save together, and what each adds to the
-  // ones before it.
-  auto rank = [&](const Entry& e) {  // causes, then symptoms of a cause, then idle time (TTA008)
-    return !e.symptom ? 0 : idle_time(e) ? 2 : 1;
-  };
-  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
-    if (rank(a) != rank(b)) return rank(a) < rank(b);
-    return a.alone_ns > b.alone_ns;
-  });
-  // Each prefix of the chain is replayed on its own, then the chain is walked in order.
-  std::vector<size_t> chain;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].alone_ns > 0) chain.push_back(i);
-  }
-  struct Prefix {
-    int64_t total = 0;
-    std::vector<int64_t> step_start, step_end;
-  };
-  std::vector<Prefix> prefixes(chain.size());
-  // The first prefix is the first fix alone, replayed already; the longest prefixes go first.
-  if (!chain.empty()) {
-    const Entry& e = entries[chain[0]];
-    prefixes[0] = {e.alone_total, e.alone_start, e.alone_end};
-  }
-  replay_each(chain.empty() ? 0 : chain.size() - 1, [&](size_t i, Replay* into) {
-    const size_t k = chain.size() - 1 - i;
-    std::vector<const WhatIf*> parts;
-    for (size_t j = 0; j <= k; ++j) parts.push_back(&entries[chain[j]].what_if);
-    RunReplay(g, parts, into);
-    prefixes[k] = {into->total_step_ns(), into->step_start, into->step_end};
-  });
-  std::vector<int64_t> prev_start = base_start, prev_end = base_end;
-  int64_t prev_total = out.run_ns;
-  for (size_t k = 0; k < chain.size(); ++k) {
-    Entry& e = entries[chain[k]];
-    const Prefix& p = prefixes[k];
-    e.marginal_ns = std::max<int64_t>(0, prev_total - p.total);
-    if (e.symptom) e.steps = step_deltas(prev_start, prev_end, p.step_start, p.step_end);
-    prev_total = std::min(prev_total, p.total);
-    if (rank(e) < 2) out.safe_saving_ns = out.run_ns - prev_total;  // a real fix, not TTA008
-    prev_start = p.step_start;
-    prev_end = p.step_end;
-  }
-  out.safe_saving_ns = std::max<int64_t>(0, out.safe_saving_ns);
-  const int64_t joint_ns = out.run_ns - prev_total;
-  out.joint_saving_ns = std::max(out.safe_saving_ns, joint_ns);
-  // 3. A fix's claim is what it saves alone; the symptom claims only the idle time no fix
-  // explains. Claims that together exceed the run (fixes recovering the same time) are scaled
-  // down to what all of them save together.
-  // TTA008's CPU work that no fix changes (host work that launches nothing, a metrics pass) is
-  // idle time no cause explains whatever else is fixed: it claims what removing it saves alone.
-  // Where the fixes change most of its nodes (dispatch that CUDA graphs remove), it claims only
-  // what is left after them.
-  std::vector<uint8_t> fixed_node;
-  for (const Entry& e : entries) {
-    if (idle_time(e) || e.what_if.dur.empty()) continue;
-    if (fixed_node.empty()) fixed_node.assign(g.size(), 0);
-    for (const auto& [n, d] : e.what_if.dur) fixed_node[n] = 1;
-  }
-  auto independent_idle = [&](const Entry& e) {
-    if (!idle_time(e) || e.what_if.dur.empty()) return false;
-    size_t shared = 0;
-    for (const auto& [n, d] : e.what_if.dur) shared += !fixed_node.empty() && fixed_node[n];
-    return 2 * shared < e.what_if.dur.size();
-  };
-  int64_t claimed = 0;
-  for (Entry& e : entries) {
-    e.claim_ns = e.symptom && !independent_idle(e) ? e.marginal_ns : e.alone_ns;
-    claimed += e.claim_ns;
-  }
-  const double scale = claimed > out.run_ns && claimed > 0
-                           ? static_cast<double>(joint_ns) / static_cast<double>(claimed)
-                           : 1.0;
-  // One story: what the findings save together is never less than what any one of them claims
-  // (replays of fixes that interact need not add up exactly).
-  for (const Entry& e : entries) {
-    const int64_t claim = static_cast<int64_t>(e.claim_ns * scale);
-    if (rank(e) < 2) out.safe_saving_ns = std::max(out.safe_saving_ns, claim);
-    out.joint_saving_ns = std::max({out.joint_saving_ns, out.safe_saving_ns, claim});
-  }
-  for (Entry& e : entries) {
-    Finding& f = (*findings)[e.finding];
-    const double claim = e.claim_ns * scale;
-    f.evidence["detected_us_per_step"] = {true, f.time_lost_us_per_step, ""};
-    f.evidence["saving_alone_us_per_step"] = {true, e.alone_ns / 1000.0 / n_steps, ""};
-    f.evidence["saving_after_larger_fixes_us_per_step"] = {true, e.marginal_ns / 1000.0 / n_steps,
-                                                           ""};
-    f.time_lost_us_per_step = claim / 1000.0 / n_steps;
-    f.share_of_step = out.run_ns > 0 ? claim / out.run_ns : 0.0;
-    for (auto& [step, lost] : f.per_step) {
-      auto it = step_index.find(step);
-      lost =
-          it != step_index.end() ? std::max<int64_t>(0, e.steps[it->second]) * scale / 1000.0 : 0.0;
-    }
-  }
-  return out;
+  coster.ReplayEachAlone();
+  // Symptoms claim only what they add once their cause is fixed.
+  coster.MarkLaunchBoundSymptoms();
+  coster.MarkPinnedCopySymptoms();
+  // 2. The fixes one after another, largest first.
+  coster.ReplayChain();
+  // 3. Each finding's claim, scaled so they never exceed the run.
+  coster.Claim();
+  return coster.WriteBack();
 }
 
 }  // namespace ttap
