@@ -95,25 +95,11 @@ RankTimeline ExtractRankTimeline(const Trace& trace) {
   return t;
 }
 
-JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
-  JobAnalysis job;
-  std::vector<const RankTimeline*> ranks;
-  for (const RankTimeline& r : input) ranks.push_back(&r);
-  std::sort(ranks.begin(), ranks.end(),
-            [](const RankTimeline* a, const RankTimeline* b) { return a->rank < b->rank; });
-  job.ranks = static_cast<int>(ranks.size());
-  if (ranks.size() < 2) {
-    job.why_not = "fewer than two ranks";
-    return job;
-  }
-  std::set<int> distinct;
-  for (const RankTimeline* r : ranks) distinct.insert(r->rank);
-  if (distinct.size() != ranks.size()) {
-    job.why_not = "two traces name the same rank";
-    return job;
-  }
+namespace {
+
+// The steps every rank recorded (one step, -1, for traces without ProfilerStep annotations).
+std::set<int64_t> CommonSteps(const std::vector<const RankTimeline*>& ranks) {
   const size_t n = ranks.size();
-  // The steps every rank recorded (one step, -1, for traces without ProfilerStep annotations).
   std::set<int64_t> common;
   for (size_t k = 0; k < n; ++k) {
     std::set<int64_t> mine;
@@ -127,13 +113,19 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
       common = both;
     }
   }
-  // Collectives matched across ranks: per step and kernel kind, the i-th on each rank, where
-  // every rank ran as many.
-  struct Matched {
-    int64_t step;
-    std::string kind;
-    std::vector<int64_t> start, end;  // per rank (sorted order), own clocks
-  };
+  return common;
+}
+
+// Collectives matched across ranks: per step and kernel kind, the i-th on each rank, where
+// every rank ran as many.
+struct Matched {
+  int64_t step;
+  std::string kind;
+  std::vector<int64_t> start, end;  // per rank (sorted order), own clocks
+};
+std::vector<Matched> MatchCollectives(const std::vector<const RankTimeline*>& ranks,
+                                      const std::set<int64_t>& common) {
+  const size_t n = ranks.size();
   std::vector<Matched> matched;
   for (int64_t step : common) {
     std::vector<std::map<std::string, std::vector<const RankCollective*>>> by_kind(n);
@@ -160,18 +152,24 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
       }
     }
   }
-  job.collectives = matched.size();
-  if (matched.empty()) {
-    job.why_not = "no collective ran on every rank in the same step";
-    return job;
-  }
-  // Clocks aligned on the collectives' ends: each rank's offset from the first rank's clock.
+  return matched;
+}
+
+// Clocks aligned on the collectives' ends: each rank's offset from the first rank's clock.
+std::vector<int64_t> AlignClocks(const std::vector<Matched>& matched) {
+  const size_t n = matched.front().end.size();
   std::vector<int64_t> offset(n, 0);
   for (size_t k = 1; k < n; ++k) {
     std::vector<int64_t> d;
     for (const Matched& m : matched) d.push_back(m.end[k] - m.end[0]);
     offset[k] = Median(d);
   }
+  return offset;
+}
+
+// Whether the matched collectives end together once the clocks are aligned (the ranks of one job).
+bool EndTogether(const std::vector<Matched>& matched, const std::vector<int64_t>& offset) {
+  const size_t n = offset.size();
   std::vector<int64_t> spreads, durations;
   for (const Matched& m : matched) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -183,12 +181,13 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
     spreads.push_back(hi - lo);
   }
   const int64_t spread = Median(spreads);
-  if (spread > std::max<int64_t>(kEndSpreadNs, kEndSpreadShare * Median(durations))) {
-    job.why_not = "their collectives do not end together: not the ranks of one job";
-    return job;
-  }
-  // Steps: the job's step from its first start to its last end on any rank (aligned clocks).
-  job.steps = std::max<size_t>(1, common.size());
+  return spread <= std::max<int64_t>(kEndSpreadNs, kEndSpreadShare * Median(durations));
+}
+
+// The job's step from its first start to its last end on any rank (aligned clocks), in us.
+double JobStepUs(const std::vector<const RankTimeline*>& ranks, const std::set<int64_t>& common,
+                 const std::vector<int64_t>& offset) {
+  const size_t n = ranks.size();
   double job_step_ns = 0;
   size_t timed_steps = 0;
   for (int64_t step : common) {
@@ -211,11 +210,20 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
     job_step_ns = best;
     timed_steps = 1;
   }
-  job.job_step_us = job_step_ns / static_cast<double>(timed_steps) / 1000.0;
-  // Arrivals: how late each rank comes after the median rank, and how long it waits for the last.
+  return job_step_ns / static_cast<double>(timed_steps) / 1000.0;
+}
+
+// Arrivals: how late each rank comes after the median rank, and how long it waits for the last
+// (job->per_collective, job->per_rank); returns each collective's arrivals (aligned clocks).
+std::vector<std::vector<int64_t>> MeasureArrivals(const std::vector<const RankTimeline*>& ranks,
+                                                  const std::vector<Matched>& matched,
+                                                  const std::vector<int64_t>& offset,
+                                                  JobAnalysis* job_out) {
+  JobAnalysis& job = *job_out;
+  const size_t n = ranks.size();
+  std::vector<std::vector<int64_t>> arrivals;
   std::vector<double> late(n, 0), wait(n, 0);
   std::vector<int> last_count(n, 0);
-  std::vector<std::vector<int64_t>> arrivals;
   std::vector<std::pair<int64_t, CollectiveSkew>> skews;  // (median arrival, skew)
   for (const Matched& m : matched) {
     std::vector<int64_t> a(n);
@@ -239,17 +247,23 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
                    [](const auto& x, const auto& y) { return x.first < y.first; });
   for (auto& [t, skew] : skews) job.per_collective.push_back(std::move(skew));
   const double steps = static_cast<double>(job.steps);
-  double worst = 0;
   for (size_t k = 0; k < n; ++k) {
     RankLateness l;
     l.rank = ranks[k]->rank;
     l.late_us_per_step = late[k] / steps / 1000.0;
     l.wait_us_per_step = wait[k] / steps / 1000.0;
     l.last_arrivals = last_count[k];
-    worst = std::max(worst, l.late_us_per_step);
     job.per_rank.push_back(l);
   }
-  // Each rank's kernels per common step, the collectives aside: the same work taking longer on
+  return arrivals;
+}
+
+// Each rank's kernels per common step, the collectives aside: the same work taking longer on
+// one rank is load imbalance (job->imbalanced).
+void MeasureImbalance(const std::vector<const RankTimeline*>& ranks,
+                      const std::set<int64_t>& common, JobAnalysis* job_out) {
+  JobAnalysis& job = *job_out;
+  const size_t n = ranks.size();
   // one rank is load imbalance.
   std::vector<double> compute(n, 0);
   for (size_t k = 0; k < n; ++k) {
@@ -273,8 +287,16 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
   }
   std::sort(job.imbalanced.begin(), job.imbalanced.end(),
             [](const auto& a, const auto& b) { return a.second > b.second; });
-  job.ok = true;
-  if (worst < kMinLateUs || worst < kMinLateShare * job.job_step_us) return job;
+}
+
+// The late ranks (job->late_ranks) and what the job saves without their lateness.
+void FindLateRanks(const std::vector<std::vector<int64_t>>& arrivals, JobAnalysis* job_out) {
+  JobAnalysis& job = *job_out;
+  const size_t n = job.per_rank.size();
+  const double steps = static_cast<double>(job.steps);
+  double worst = 0;
+  for (const RankLateness& l : job.per_rank) worst = std::max(worst, l.late_us_per_step);
+  if (worst < kMinLateUs || worst < kMinLateShare * job.job_step_us) return;
   std::vector<size_t> late_idx;
   for (size_t k = 0; k < n; ++k) {
     if (job.per_rank[k].late_us_per_step >= kLateShareOfWorst * worst) late_idx.push_back(k);
@@ -296,6 +318,45 @@ JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
     saving += static_cast<double>(std::max<int64_t>(0, last - others));
   }
   job.saving_us_per_step = std::min(saving / steps / 1000.0, job.job_step_us);
+}
+
+}  // namespace
+
+JobAnalysis AnalyseJob(const std::vector<RankTimeline>& input) {
+  JobAnalysis job;
+  std::vector<const RankTimeline*> ranks;
+  for (const RankTimeline& r : input) ranks.push_back(&r);
+  std::sort(ranks.begin(), ranks.end(),
+            [](const RankTimeline* a, const RankTimeline* b) { return a->rank < b->rank; });
+  job.ranks = static_cast<int>(ranks.size());
+  if (ranks.size() < 2) {
+    job.why_not = "fewer than two ranks";
+    return job;
+  }
+  std::set<int> distinct;
+  for (const RankTimeline* r : ranks) distinct.insert(r->rank);
+  if (distinct.size() != ranks.size()) {
+    job.why_not = "two traces name the same rank";
+    return job;
+  }
+  const std::set<int64_t> common = CommonSteps(ranks);
+  const std::vector<Matched> matched = MatchCollectives(ranks, common);
+  job.collectives = matched.size();
+  if (matched.empty()) {
+    job.why_not = "no collective ran on every rank in the same step";
+    return job;
+  }
+  const std::vector<int64_t> offset = AlignClocks(matched);
+  if (!EndTogether(matched, offset)) {
+    job.why_not = "their collectives do not end together: not the ranks of one job";
+    return job;
+  }
+  job.steps = std::max<size_t>(1, common.size());
+  job.job_step_us = JobStepUs(ranks, common, offset);
+  const std::vector<std::vector<int64_t>> arrivals = MeasureArrivals(ranks, matched, offset, &job);
+  MeasureImbalance(ranks, common, &job);
+  job.ok = true;
+  FindLateRanks(arrivals, &job);
   return job;
 }
 
