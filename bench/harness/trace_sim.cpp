@@ -65,6 +65,43 @@ struct Ev {
   int64_t id = 0;  // flows: the correlation
 };
 
+// The anti-patterns the simulator writes, each labelled with its code: the one place that names
+// their codes (TTX1xx: the zero-shot families no rule knows, benchmark.md).
+enum class SimPattern : uint8_t {
+  kDataLoader,
+  kHostSync,
+  kZeroGrad,
+  kOptimizer,
+  kFp32,
+  kRecompute,
+  kSlowKernel,
+  kSerialStreams,
+};
+struct SimPatternInfo {
+  SimPattern pattern;
+  const char* code;
+  bool training_only;       // needs a backward pass and an optimizer
+  bool needs_tensor_cores;  // NVIDIA only (the MI300 model has no fp32/TF32 split)
+};
+constexpr SimPatternInfo kSimPatterns[] = {
+    // in SimPattern order
+    {SimPattern::kDataLoader, "TTA001", false, false},
+    {SimPattern::kHostSync, "TTA002", false, false},
+    {SimPattern::kZeroGrad, "TTA005", true, false},
+    {SimPattern::kOptimizer, "TTA006", true, false},
+    {SimPattern::kFp32, "TTA009", false, true},
+    {SimPattern::kRecompute, "TTX101", false, false},
+    {SimPattern::kSlowKernel, "TTX102", false, false},
+    {SimPattern::kSerialStreams, "TTX103", false, false},
+};
+const SimPatternInfo* FindSimPattern(const std::string& code) {
+  for (const SimPatternInfo& i : kSimPatterns) {
+    if (code == i.code) return &i;
+  }
+  return nullptr;
+}
+const char* CodeOf(SimPattern p) { return kSimPatterns[static_cast<size_t>(p)].code; }
+
 class Sim {
  public:
   explicit Sim(const SimSpec& s) : spec_(s), rng_(s.seed * 0x9E3779B97F4A7C15ull + 17) {
@@ -80,8 +117,8 @@ class Sim {
       if (SimCanInject(spec_, c)) inject_.push_back(c);
     }
     sev_ = std::clamp(spec_.severity, 0.0, 1.0);
-    fp32_ = Has("TTA009");
-    serial_streams_ = Has("TTX103");
+    fp32_ = Has(SimPattern::kFp32);
+    serial_streams_ = Has(SimPattern::kSerialStreams);
     // Host speed of this run (CPU model, Python version, profiler overhead): from GPU-bound to
     // partly CPU-bound loops, so that the GPU is not always saturated.
     cpu_scale_ = std::uniform_real_distribution<double>(1.0, 2.5)(rng_);
@@ -111,8 +148,8 @@ class Sim {
   }
 
  private:
-  bool Has(const char* code) const {
-    return std::find(inject_.begin(), inject_.end(), code) != inject_.end();
+  bool Has(SimPattern p) const {
+    return std::find(inject_.begin(), inject_.end(), CodeOf(p)) != inject_.end();
   }
   double U(double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng_); }
   static int64_t Ns(double us) { return static_cast<int64_t>(std::llround(us * 1000.0)); }
@@ -255,9 +292,9 @@ class Sim {
     inner();
     for (size_t i = 0; i < ops.size(); ++i) End();
   }
-  void Label(const char* code, int64_t a, int64_t b, int line) {
+  void Label(SimPattern pattern, int64_t a, int64_t b, int line) {
     SimLabel l;
-    l.code = code;
+    l.code = CodeOf(pattern);
     l.start_us = a / 1000;
     l.end_us = (b + 999) / 1000;
     l.file = script_;
@@ -505,7 +542,7 @@ class Sim {
     Begin("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
     int64_t load_start = ev_[open_.back()].ts;
     Py("torch/utils/data/dataloader.py", 675, "_next_data");
-    if (Has("TTA001")) {
+    if (Has(SimPattern::kDataLoader)) {
       const double total = est_step_us_ * (0.15 + 1.35 * sev_);
       Py("torch/utils/data/_utils/fetch.py", 51, "fetch");
       int items = task_->batch;
@@ -524,7 +561,8 @@ class Sim {
     int64_t load_end = c_;
     End();
     End();
-    if (Has("TTA001")) Label("TTA001", load_start, load_end, kLineLoop);
+    if (Has(SimPattern::kDataLoader))
+      Label(SimPattern::kDataLoader, load_start, load_end, kLineLoop);
     // images = images.to(device, non_blocking=True)
     Py(script_, kLineTo, "train_one_epoch");
     Chain({"aten::to", "aten::_to_copy", "aten::copy_"}, [&] {
@@ -538,7 +576,7 @@ class Sim {
       Py("torch/optim/optimizer.py", 803, "zero_grad");
       Begin("user_annotation", "Optimizer.zero_grad#SGD.zero_grad");
       int64_t zg_start = ev_[open_.back()].ts, zg_end = 0;
-      if (Has("TTA005")) {
+      if (Has(SimPattern::kZeroGrad)) {
         for (int p = 0; p < params_; ++p) {
           Cpu(4 + 20 * sev_);
           Chain({"aten::zero_", "aten::fill_"}, [&] {
@@ -552,7 +590,8 @@ class Sim {
       End();
       End();
       End();
-      if (Has("TTA005")) Label("TTA005", zg_start, std::max(zg_end, c_), kLineZeroGrad);
+      if (Has(SimPattern::kZeroGrad))
+        Label(SimPattern::kZeroGrad, zg_start, std::max(zg_end, c_), kLineZeroGrad);
     }
     // out = model(images)
     Py(script_, kLineForward, "train_one_epoch");
@@ -561,25 +600,27 @@ class Sim {
     aux_first_ = INT64_MAX;
     aux_last_ = 0;
     Forward();
-    if (Has("TTX101")) {  // the same layers run twice (a misplaced checkpoint / double call)
+    if (Has(SimPattern::kRecompute)) {  // the same layers run twice (a misplaced checkpoint /
+                                        // double call)
       int64_t a = INT64_MAX;
       const size_t before = ev_.size();
       Forward(static_cast<size_t>(std::lround(layers_.size() * (0.3 + 0.7 * sev_))), false);
       for (size_t i = before; i < ev_.size(); ++i) {
         if (ev_[i].pid == 0 && ev_[i].ph == 'X') a = std::min(a, ev_[i].ts);
       }
-      if (a != INT64_MAX) Label("TTX101", a, g_, kLineForward);
+      if (a != INT64_MAX) Label(SimPattern::kRecompute, a, g_, kLineForward);
     }
     End();
     End();
-    if (serial_streams_ && aux_last_ > 0) Label("TTX103", aux_first_, aux_last_, kLineForward);
+    if (serial_streams_ && aux_last_ > 0)
+      Label(SimPattern::kSerialStreams, aux_first_, aux_last_, kLineForward);
     // out = custom_block(out): a custom kernel in every trace; TTX102 makes it dominate the step.
     Py(script_, kLineCustom, "train_one_epoch");
     Chain({"myops::fused_block"}, [&] {
-      const double us =
-          Has("TTX102") ? est_step_us_ * (0.25 + 1.0 * sev_) : est_step_us_ * U(0.01, 0.03);
+      const double us = Has(SimPattern::kSlowKernel) ? est_step_us_ * (0.25 + 1.0 * sev_)
+                                                     : est_step_us_ * U(0.01, 0.03);
       auto [a, b] = Launch("triton_red_fused_custom_block_0", us);
-      if (Has("TTX102")) Label("TTX102", a, b, kLineCustom);
+      if (Has(SimPattern::kSlowKernel)) Label(SimPattern::kSlowKernel, a, b, kLineCustom);
     });
     End();
     Py(script_, kLineLoss, "train_one_epoch");
@@ -599,7 +640,7 @@ class Sim {
       });
     });
     End();
-    if (Has("TTA002")) {
+    if (Has(SimPattern::kHostSync)) {
       Py(script_, kLineItem, "train_one_epoch");
       int64_t sync_start = 0;
       Chain({"aten::item", "aten::_local_scalar_dense"}, [&] {
@@ -621,7 +662,7 @@ class Sim {
       Py("torch/autograd/graph.py", 823, "_engine_run_backward");
       Cpu(10);
       size_t before = ev_.size();
-      Backward(Has("TTA005"));
+      Backward(Has(SimPattern::kZeroGrad));
       CloseSyncLabel(before);
       c_ = std::max(c_, g_ - Ns(U(200, 600)));  // the engine returns when its last op is queued
       End();
@@ -634,7 +675,7 @@ class Sim {
       Begin("user_annotation", "Optimizer.step#SGD.step");
       int64_t st_start = ev_[open_.back()].ts, st_end = c_;
       Py("torch/optim/sgd.py", 123, "step");
-      if (Has("TTA006")) {
+      if (Has(SimPattern::kOptimizer)) {
         Py("torch/optim/sgd.py", 286, "_single_tensor_sgd");
         for (int p = 0; p < params_; ++p) {
           for (const char* op : {"aten::mul_", "aten::add_", "aten::add_"}) {
@@ -674,7 +715,8 @@ class Sim {
       End();
       End();
       End();
-      if (Has("TTA006")) Label("TTA006", st_start, std::max(st_end, c_), kLineStep);
+      if (Has(SimPattern::kOptimizer))
+        Label(SimPattern::kOptimizer, st_start, std::max(st_end, c_), kLineStep);
     } else {
       CloseSyncLabel(ev_.size());
       Py(script_, 60, "train_one_epoch");
@@ -712,7 +754,7 @@ class Sim {
           b = std::max(b, ev_[i].ts + ev_[i].dur);
         }
       }
-      if (b > 0) Label("TTA009", a, b, kLineForward);
+      if (b > 0) Label(SimPattern::kFp32, a, b, kLineForward);
     }
     Cpu(spec_.training ? 20 : 1);  // inference: prof.step() right after the harness sync
     End();
@@ -728,7 +770,7 @@ class Sim {
       }
     }
     if (resume < 0) resume = c_;
-    Label("TTA002", pending_sync_, resume, kLineItem);
+    Label(SimPattern::kHostSync, pending_sync_, resume, kLineItem);
     pending_sync_ = -1;
   }
 
@@ -819,11 +861,9 @@ const std::vector<std::string>& SimUnseenFamilies() {
 }
 
 bool SimCanInject(const SimSpec& spec, const std::string& code) {
-  if (code == "TTX101" || code == "TTX102" || code == "TTX103") return true;
-  if (code == "TTA001" || code == "TTA002") return true;
-  if (code == "TTA005" || code == "TTA006") return spec.training;
-  if (code == "TTA009") return spec.hardware != "MI300";
-  return false;
+  const SimPatternInfo* p = FindSimPattern(code);
+  return p && (!p->training_only || spec.training) &&
+         (!p->needs_tensor_cores || spec.hardware != "MI300");
 }
 
 SimTrace SimulateTrace(const SimSpec& spec) { return Sim(spec).Run(); }
