@@ -48,6 +48,11 @@ foreach(folder analysis mapping models server bench/harness)
         set(bad "mapping/ depends only on analysis/")
       elseif(folder STREQUAL "models" AND target MATCHES "^(server|mapping)/")
         set(bad "models/ depends only on analysis/")
+      elseif(rel MATCHES "^server/core/" AND
+             target MATCHES "^(nlohmann/|server/scan\\.h|server/cli|server/lsp/|server/llm/)")
+        set(bad "server/core/ is what both front-ends render: no JSON, CLI, LSP or LLM")
+      elseif(rel MATCHES "^server/llm/" AND target MATCHES "^server/(scan\\.h|cli|lsp/)")
+        set(bad "server/llm/ works on the core's scan, not a front-end")
       elseif(folder MATCHES "^(server|bench/harness)$" AND target MATCHES "^models/" AND
              NOT target STREQUAL "models/models_api.h")
         set(bad "server/ reaches models/ only through its C ABI (models/models_api.h)")

@@ -35,6 +35,7 @@
 #include "mapping/python_frames.h"
 #include "mapping/workspace_index.h"
 #include "server/cli_util.h"
+#include "server/core/analysis_core.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
 #include "server/scan.h"
@@ -413,14 +414,15 @@ class LlmMethod : public EvalMethod {
   bool ReadsTraces() const override { return true; }
   MethodTraceOutput AnalyseTrace(const Trace& trace) const override {
     MethodTraceOutput out = rules_.AnalyseTrace(trace);
-    LoadOptions lo;
-    lo.threads = 1;
-    lo.window_count = static_cast<int>(trace.windows.size());
-    auto owned = LoadTrace(trace.path, lo);
-    if (!owned.ok()) return out;
-    ScanOptions so;
-    so.min_severity = Severity::kHint;
-    ScanResult scan = ScanTrace(std::move(owned.value()), so);
+    // Through the core, as `ttap scan` and the editor scan (no workspace: frames as recorded).
+    ScanRequest request;
+    request.index_workspace = false;
+    request.min_severity = Severity::kHint;
+    request.load_threads = 1;
+    request.windows = static_cast<int>(trace.windows.size());
+    auto scanned = core_.LoadAndScan(trace.path, request, WindowScorerFuture());
+    if (!scanned.ok()) return out;
+    ScanResult& scan = scanned.value();
     llm::SourceProvider sources = [](const std::string&) {
       return std::shared_ptr<const PythonSource>();
     };
@@ -445,6 +447,7 @@ class LlmMethod : public EvalMethod {
   RulesMethod rules_;
   std::unique_ptr<llm::LlmClient> client_;
   std::unique_ptr<llm::DraftCache> cache_;
+  mutable AnalysisCore core_;
   llm::DraftOptions options_;
   mutable std::mutex mu_;
 };

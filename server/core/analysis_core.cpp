@@ -99,7 +99,7 @@ StatusOr<ScanResult> AnalysisCore::LoadAndScan(const std::string& trace, const S
   }
   if (request.on_loaded) request.on_loaded();
   const std::shared_ptr<const WorkspaceIndex> index =
-      Index(request.workspace_root, PathMapsOf(config));
+      request.index_workspace ? Index(request.workspace_root, PathMapsOf(config)) : nullptr;
   const FrameFilter filter{config.user_frames_include, config.user_frames_exclude};
   ScanOptions so;
   so.rules.values = config.thresholds;

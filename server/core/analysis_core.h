@@ -18,7 +18,7 @@
 #include "analysis/base/status.h"
 #include "mapping/workspace_index.h"
 #include "server/config.h"
-#include "server/scan.h"
+#include "server/core/scan_trace.h"
 #include "server/window_model.h"
 
 namespace ttap {
@@ -28,7 +28,8 @@ namespace ttap {
 // editor's settings).
 struct ScanRequest {
   Config config;
-  std::string workspace_root;  // frames resolve here
+  std::string workspace_root;   // frames resolve here
+  bool index_workspace = true;  // false: no workspace, frames stay as recorded (eval)
   Severity min_severity = Severity::kInfo;
   // `--select` / `--ignore` (scan) override the configuration's lists when set.
   std::optional<std::vector<std::string>> select, ignore;

@@ -18,9 +18,9 @@
 
 #include "analysis/base/status.h"
 #include "mapping/python_source.h"
+#include "server/core/scan_trace.h"
 #include "server/llm/draft_cache.h"
 #include "server/llm/llm_client.h"
-#include "server/scan.h"
 
 namespace ttap::llm {
 

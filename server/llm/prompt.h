@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "mapping/python_source.h"
+#include "server/core/scan_trace.h"
 #include "server/llm/llm_client.h"
-#include "server/scan.h"
 
 namespace ttap::llm {
 

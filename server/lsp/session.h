@@ -41,6 +41,7 @@
 #include "mapping/workspace_index.h"
 #include "server/config.h"
 #include "server/core/analysis_core.h"
+#include "server/core/scan_trace.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
 #include "server/lsp/binder.h"
@@ -52,7 +53,6 @@
 #include "server/lsp/scheduler.h"
 #include "server/lsp/trace_discovery.h"
 #include "server/lsp/uri.h"
-#include "server/scan.h"
 #include "server/window_model.h"
 #include "version.h"
 
