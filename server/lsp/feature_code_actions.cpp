@@ -42,7 +42,7 @@ std::vector<proto::CodeAction> Session::FixesFor(const std::string& uri, const s
   bool has_gpu = false;
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
-    has_gpu = snapshot_ && snapshot_->has_gpu;
+    has_gpu = snapshot_ && snapshot_->facts.has_gpu;
   }
   // The same request `ttap scan --format sarif` makes, on the line the buffer has it now.
   FixRequest req = FixRequestFor(lf, has_gpu);

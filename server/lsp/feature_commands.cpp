@@ -57,7 +57,6 @@ std::string Session::SummaryMarkdown(const CancelToken& cancel) {
     snap = snapshot_;
   }
   if (!snap) return "No trace analysed yet.";
-  std::string md = snap->summary_head;
   // What the Problems view shows: findings at info or above, one per code and line; the hints
   // (and findings that save nothing measurable) are counted, not listed four times over.
   // Each on the line the Problems view shows it: where the buffer was edited since the trace
@@ -73,28 +72,7 @@ std::string Session::SummaryMarkdown(const CancelToken& cancel) {
       }
     }
   }
-  std::set<std::string> listed;
-  size_t not_listed = 0;
-  for (size_t i = 0; i < snap->scan->findings.size() && !cancel.cancelled(); ++i) {
-    const LocatedFinding& lf = snap->scan->findings[i];
-    const Finding& f = lf.finding;
-    auto now = line_now.find(i);
-    const std::string at =
-        lf.file + ":" + std::to_string(now != line_now.end() ? now->second : lf.line);
-    if (f.severity == Severity::kHint || f.time_lost_us_per_step < 1.0 ||
-        !listed.insert(f.code + "\n" + at).second) {
-      ++not_listed;
-      continue;
-    }
-    md += "- " + f.code + " " + f.name + (lf.file.empty() ? "" : " (" + at + ")") + ": " +
-          f.message + "\n";
-  }
-  if (not_listed > 0) {
-    md += "\n" + std::to_string(not_listed) +
-          " more at hint level, saving under 1 us/step, or repeating a listed one on its line "
-          "(`ttap scan --min-severity hint` lists every one).\n";
-  }
-  return md;
+  return ttap::SummaryMarkdown(snap->summary_head, *snap->scan, line_now, cancel);
 }
 
 void Session::OnExecuteCommand(const proto::ExecuteCommandParams& params, Reply reply,

@@ -41,12 +41,13 @@
 #include "mapping/workspace_index.h"
 #include "server/config.h"
 #include "server/core/analysis_core.h"
+#include "server/core/explain.h"
+#include "server/core/markdown_text.h"
 #include "server/core/scan_trace.h"
 #include "server/llm/drafter.h"
 #include "server/llm/llm_config.h"
 #include "server/lsp/binder.h"
 #include "server/lsp/dir_watcher.h"
-#include "server/lsp/hover_text.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/lsp/lsp_server.h"
 #include "server/lsp/protocol.h"
@@ -105,14 +106,11 @@ class Session {
     std::string trace_path;
     int64_t trace_mtime = 0;
     std::unique_ptr<ScanResult> scan;
-    bool has_gpu = false;                                // the trace has GPU activity
     std::map<std::string, std::vector<Placed>> by_file;  // absolute path -> findings
     // What hovers and the summary need, computed once by the worker, so the trace's events
     // (scan->trace) can be released after the analysis (and the LLM drafts, which read them).
-    int64_t span_start_ns = 0;
-    std::vector<Interval> gpu_busy;                  // merged kernel/memcpy/memset intervals
-    std::unordered_map<int64_t, size_t> step_index;  // step number -> rules.time.steps index
-    std::string summary_head;                        // the summary's lines above the findings
+    RunFacts facts;            // GPU activity, busy intervals, step index (server/core/explain.h)
+    std::string summary_head;  // the summary's lines above the findings
     // Hover text by finding index, made on first hover (under snap_mu_).
     std::map<size_t, std::string> hover_markdown;
     // The job this rank belongs to (its siblings in the trace's directory), when it is one:
@@ -218,11 +216,8 @@ class Session {
                         const CancelFlag& cancelled);
   void OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params, Reply reply);
   void OnWorkspaceDiagnostic(const proto::WorkspaceDiagnosticParams& params, Reply reply);
-  std::string HoverMarkdown(const Snapshot& snap, const LocatedFinding& lf);
-  // HoverMarkdown cached per finding.
+  // The finding's explanation (FindingMarkdown, server/core/explain.h), cached per finding.
   std::string HoverOf(Snapshot& snap, size_t finding);
-  // Fills the snapshot's hover and summary fields from its trace (worker thread).
-  static void PrepareForHovers(Snapshot* snap);
   // Drops the trace's events once nothing reads them, and gives the memory back to the system.
   static void ReleaseTrace(Snapshot* snap);
   std::string SummaryMarkdown(const CancelToken& cancel);

@@ -353,7 +353,9 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     snap->rank = snap->scan->trace->rank;
     AddStragglerFinding(snap->job, snap->scan.get());
   }
-  PrepareForHovers(snap.get());
+  // What hovers and the summary need of the events (server/core/explain.h), before they go.
+  snap->facts = RunFactsOf(*snap->scan);
+  snap->summary_head = SummaryHead(*snap->scan, snap->job, snap->rank);
   for (size_t i = 0; i < snap->scan->findings.size(); ++i) {
     const LocatedFinding& lf = snap->scan->findings[i];
     if (lf.absolute_path.empty() || lf.line <= 0) continue;
@@ -438,65 +440,6 @@ bool Session::ChangesSoon(const std::string& trace, std::pair<int64_t, int64_t> 
     if (since_mtime >= kQuietNs || (since_mtime < 0 && looked >= kQuietNs)) return false;
     if (!scheduler_.Pause(100, cancel)) return true;  // stopping or superseded: not judged broken
   }
-}
-
-void Session::PrepareForHovers(Snapshot* snap) {
-  const Trace& t = *snap->scan->trace;
-  const EventTable& ev = t.events;
-  snap->span_start_ns = t.span_start();
-  for (size_t i = 0; i < ev.size(); ++i) {
-    const EventKind k = ev.kind[i];
-    if (IsGpuKind(k)) snap->has_gpu = true;
-    if (k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset)
-      snap->gpu_busy.push_back({ev.ts[i], ev.end(i)});
-  }
-  MergeIntervals(&snap->gpu_busy);
-  snap->gpu_busy.shrink_to_fit();
-  const RuleResult& rr = snap->scan->rules;
-  for (size_t k = 0; k < rr.time.step_numbers.size(); ++k)
-    snap->step_index.emplace(rr.time.step_numbers[k], k);
-  // The summary's head: the trace's own counts (no second replay: the rules' is reused).
-  TraceSummary s = Summarize(t, 5, /*hta=*/false);
-  std::string md = "**" + snap->trace_path + "** (rank " + std::to_string(t.rank) + ", " +
-                   s.device_type + ", " + std::to_string(t.steps.size()) + " steps)\n\n";
-  md += "GPU active " + FormatPercent(s.overall.Pct(s.overall.kernel_ns) / 100) +
-        ", data movement " + FormatPercent(s.overall.Pct(s.overall.data_movement_ns) / 100) +
-        ", idle " + FormatPercent(s.overall.Pct(s.overall.idle_ns) / 100) + "\n\n";
-  const StepAttribution& all = rr.time.overall;  // the steps added up
-  if (all.total() > 0)
-    md += "Where the steps' time went (critical path): " + FormatCauses(all, 5) + "\n\n";
-  if (rr.run_ns > 0 && !rr.time.steps.empty()) {
-    const double steps = static_cast<double>(rr.time.steps.size());
-    char speedup[32];
-    std::snprintf(speedup, sizeof(speedup), "%.2fx", rr.speedup);
-    if (rr.ProfilerCostMatters()) {
-      md += "The profiler itself added " + FormatMs(rr.profiler_overhead_ns / 1000.0 / steps) +
-            " to each recorded step of " + FormatMs(rr.traced_run_ns / 1000.0 / steps) + " (" +
-            std::to_string(static_cast<size_t>(rr.profiled_ops / steps)) +
-            " recorded ops a step): without it a step takes " +
-            FormatMs(rr.run_ns / 1000.0 / steps) + ", and every saving below is of that run. ";
-    }
-    md += "The fixes together save " + FormatMs(rr.joint_saving_ns / 1000.0 / steps) +
-          " a step: this run could be " + speedup + " faster.\n\n";
-  }
-  if (snap->job.ok) {
-    md += "This is rank " + std::to_string(snap->rank) + " of a job of " +
-          std::to_string(snap->job.ranks) + " ranks (the traces beside it): ";
-    if (snap->job.late_ranks.empty()) {
-      md += "they arrive at the collectives together.\n\n";
-    } else {
-      std::string late;
-      for (size_t i = 0; i < snap->job.late_ranks.size(); ++i) {
-        late += (i == 0 ? "" : ", ") + std::to_string(snap->job.late_ranks[i]);
-      }
-      char speedup[32];
-      std::snprintf(speedup, sizeof(speedup), "%.2fx", snap->job.speedup());
-      md += "the others wait at the collectives for rank(s) " + late + " (TTA018); without that " +
-            "the job would save " + FormatMs(snap->job.saving_us_per_step) + " a step (" + speedup +
-            "). `ttap scan` on the directory reports every rank.\n\n";
-    }
-  }
-  snap->summary_head = std::move(md);
 }
 
 void Session::ReleaseTrace(Snapshot* snap) {

@@ -1,9 +1,9 @@
-// Hover text helpers; see hover_text.h.
-#include "server/lsp/hover_text.h"
+// Markdown text helpers; see markdown_text.h.
+#include "server/core/markdown_text.h"
 
 #include <algorithm>
 
-namespace ttap::lsp {
+namespace ttap {
 
 // The hover's Markdown as plain text for clients that ask for it: emphasis and code marks
 // dropped, links written out, table rules removed, cells separated by two spaces.
@@ -64,4 +64,4 @@ std::string Sparkline(const std::vector<double>& v) {
   return s;
 }
 
-}  // namespace ttap::lsp
+}  // namespace ttap
