@@ -239,6 +239,21 @@ nlohmann::json SarifFixes(const LocatedFinding& lf, bool trace_has_gpu) {
 
 }  // namespace
 
+std::string ScanResultToMarkdown(const ScanResult& r) {
+  if (!r.trace) return "";
+  const JobAnalysis no_job;
+  const RunFacts facts = RunFactsOf(r);
+  std::string md = "## ttap: " + r.trace_path + "\n\n" +
+                   SummaryMarkdown(SummaryHead(r, no_job, r.trace->rank), r, {}, CancelToken());
+  for (const LocatedFinding& lf : r.findings) {
+    const Finding& f = lf.finding;
+    md += "\n### " + f.code + " " + f.name +
+          (lf.file.empty() ? "" : " at `" + lf.file + ":" + std::to_string(lf.line) + "`") +
+          "\n\n" + f.message + "\n\n" + FindingMarkdown(r, facts, no_job, 0, lf) + "\n";
+  }
+  return md + "\n";
+}
+
 nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results) {
   nlohmann::json rules = nlohmann::json::array();
   std::vector<RuleInfo> catalogue;  // every registered code (analysis/rules/rule_registry.h)
@@ -252,6 +267,9 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
   nlohmann::json sarif_results = nlohmann::json::array();
   for (const ScanResult* r : results) {
     const bool has_gpu = HasGpuActivity(*r);
+    // The explanation the editor's hover shows (server/core/explain.h), after the message.
+    const RunFacts facts = r->trace ? RunFactsOf(*r) : RunFacts{};
+    const JobAnalysis no_job;
     for (const LocatedFinding& lf : r->findings) {
       const Finding& f = lf.finding;
       const char* level = f.severity == Severity::kError     ? "error"
@@ -279,12 +297,15 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
       for (size_t i = 0; i < catalogue.size(); ++i) {
         if (f.code == catalogue[i].code) rule_index = i;
       }
-      sarif_results.push_back({{"ruleId", f.code},
-                               {"ruleIndex", rule_index},
-                               {"level", level},
-                               {"message", {{"text", f.message}}},
-                               {"locations", nlohmann::json::array({location})},
-                               {"properties", props}});
+      sarif_results.push_back(
+          {{"ruleId", f.code},
+           {"ruleIndex", rule_index},
+           {"level", level},
+           {"message",
+            {{"text", f.message},
+             {"markdown", f.message + "\n\n" + FindingMarkdown(*r, facts, no_job, 0, lf)}}},
+           {"locations", nlohmann::json::array({location})},
+           {"properties", props}});
       nlohmann::json fixes = SarifFixes(lf, has_gpu);
       if (!fixes.empty()) sarif_results.back()["fixes"] = std::move(fixes);
     }
@@ -424,7 +445,6 @@ std::string RanksTable(const std::vector<RankRow>& rows) {
   }
   return out;
 }
-
 
 // A job-level finding's severity from its share of the job's step (TTA018, TTA019).
 
@@ -628,9 +648,9 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
     if (a == "--workspace") {
       if (!next(&workspace_dir)) return UsageError("--workspace needs a directory");
     } else if (a == "--format") {
-      if (!next(&format) ||
-          (format != "text" && format != "json" && format != "sarif" && format != "rank-summary")) {
-        return UsageError("--format is text, json, sarif or rank-summary");
+      if (!next(&format) || (format != "text" && format != "json" && format != "sarif" &&
+                             format != "markdown" && format != "rank-summary")) {
+        return UsageError("--format is text, json, sarif, markdown or rank-summary");
       }
     } else if (a == "--json") {
       format = "json";
@@ -777,6 +797,8 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       }
       std::cout << arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
+  } else if (format == "markdown") {
+    for (const ScanResult* r : ok) std::cout << ScanResultToMarkdown(*r);
   } else if (format == "sarif") {
     std::cout << ScanResultsToSarif(ok).dump(2, ' ', false,
                                              nlohmann::json::error_handler_t::replace)

@@ -839,3 +839,46 @@ TEST_CASE(
     c->Notify("exit", nullptr);
   }
 }
+
+TEST_CASE("lsp hovers and ttap scan's SARIF and Markdown explain a finding in the same words",
+          "[lsp][e2e][sarif]") {
+  // One explanation, computed by the core (server/core/explain.h), rendered by both front-ends.
+  const std::string root = StallWorkspace();
+  const std::string trace = root + "/log/host_1.1700000000000.pt.trace.json";
+  auto sarif_run = ttap_test::RunTtap("scan --no-model --format sarif --workspace '" + root +
+                                      "' '" + trace + "'");
+  const json sarif = json::parse(sarif_run.out);
+  json result;
+  for (const json& r : sarif["runs"][0]["results"]) {
+    if (r["ruleId"] == "TTA001") result = r;
+  }
+  REQUIRE(result.is_object());
+  const std::string text = result["message"]["text"];
+  const std::string sarif_md = result["message"]["markdown"];
+  auto md_run = ttap_test::RunTtap("scan --no-model --format markdown --workspace '" + root +
+                                   "' '" + trace + "'");
+
+  LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
+  json params = InitParams(root);
+  params["initializationOptions"]["model"] = {{"enabled", false}};
+  c.Call("initialize", params);
+  c.Notify("initialized", json::object());
+  ExpectStallDiagnostic(&c, root);
+  auto hover = OpenAndHover(&c, "file://" + root + "/train.py", kTrainPy, 11, 2);
+  REQUIRE(hover["result"].is_object());
+  const std::string hover_md = hover["result"]["contents"]["value"];
+  CHECK(hover_md.find("TTA001 dataloader-stall") != std::string::npos);
+  // SARIF: the diagnostic's sentence, then exactly the hover.
+  CHECK(sarif_md == text + "\n\n" + hover_md);
+  // Markdown: the same explanation under the finding's heading.
+  CHECK(md_run.out.find("### TTA001 dataloader-stall at `train.py:12`\n\n" + text + "\n\n" +
+                        hover_md) != std::string::npos);
+  // The trace summary's findings list is the core's too.
+  auto summary = c.Call("workspace/executeCommand", {{"command", "ttap.server.showTraceSummary"}});
+  const std::string summary_md = summary["result"].is_string()
+                                     ? summary["result"].get<std::string>()
+                                     : summary["result"].dump();
+  CHECK(summary_md.find("- TTA001 dataloader-stall (train.py:12): " + text) != std::string::npos);
+  CHECK(md_run.out.find("- TTA001 dataloader-stall (train.py:12): " + text) != std::string::npos);
+  c.Notify("exit", nullptr);
+}
