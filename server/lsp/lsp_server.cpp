@@ -117,7 +117,7 @@ void Session::Handle(const json& msg) {
     const std::string key = id.dump();
     const CancelToken cancelled = CancelToken::Cancellable();
     {
-      std::lock_guard<std::mutex> lock(requests_mu_);
+      std::lock_guard<std::mutex> lock(queue_mu_);
       requests_[key] = cancelled;
     }
     Enqueue([this, method, params, reply, cancelled, key] {
@@ -186,13 +186,13 @@ void Session::BindHandlers() {
 }
 
 void Session::OnCancelRequest(const proto::CancelParams& params) {
-  std::lock_guard<std::mutex> lock(requests_mu_);
+  std::lock_guard<std::mutex> lock(queue_mu_);
   auto it = requests_.find(params.id.dump());
   if (it != requests_.end()) it->second.Cancel();
 }
 
 void Session::ForgetRequest(const std::string& key) {
-  std::lock_guard<std::mutex> lock(requests_mu_);
+  std::lock_guard<std::mutex> lock(queue_mu_);
   requests_.erase(key);
 }
 
@@ -250,17 +250,16 @@ void Session::OnInitialize(const proto::InitializeParams& params, Reply reply) {
   work_done_progress_ = caps.workDoneProgress;
   code_lens_refresh_ = caps.codeLensRefresh;
 
-  {
-    std::lock_guard<std::mutex> lock(settings_mu_);
-    for (const auto& f : params.workspaceFolders) roots_.push_back(UriToPath(f.uri));
-    if (roots_.empty() && params.rootUri) roots_.push_back(UriToPath(*params.rootUri));
-    if (roots_.empty() && params.rootPath) roots_.push_back(*params.rootPath);
-    roots_.erase(std::remove(roots_.begin(), roots_.end(), std::string()), roots_.end());
-    if (!roots_.empty()) {
-      auto c = FindConfig(roots_[0]);
-      if (c.ok()) config_ = *c;
+  UpdateSettings([&](SessionSettings& s) {
+    for (const auto& f : params.workspaceFolders) s.roots.push_back(UriToPath(f.uri));
+    if (s.roots.empty() && params.rootUri) s.roots.push_back(UriToPath(*params.rootUri));
+    if (s.roots.empty() && params.rootPath) s.roots.push_back(*params.rootPath);
+    s.roots.erase(std::remove(s.roots.begin(), s.roots.end(), std::string()), s.roots.end());
+    if (!s.roots.empty()) {
+      auto c = FindConfig(s.roots[0]);
+      if (c.ok()) s.config = *c;
     }
-  }
+  });
   if (params.initializationOptions && params.initializationOptions->is_object()) {
     const json& o = *params.initializationOptions;
     ApplySettings(o.contains("ttap") ? o["ttap"] : o);
@@ -295,7 +294,7 @@ void Session::OnInitialize(const proto::InitializeParams& params, Reply reply) {
 void Session::OnInitialized(const NoParams&) {
   if (watch_registration_) {
     std::vector<proto::FileSystemWatcher> watchers;
-    for (const auto& g : config_.trace_globs) watchers.push_back({g, std::nullopt});
+    for (const auto& g : Settings()->config.trace_globs) watchers.push_back({g, std::nullopt});
     watchers.push_back({"**/*.py", proto::kWatchCreate | proto::kWatchDelete});
     proto::Registration traces{"ttap-traces", "workspace/didChangeWatchedFiles",
                                json{{"watchers", watchers}}};

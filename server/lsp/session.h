@@ -70,6 +70,23 @@ inline int64_t MtimeNs(const std::string& path, int64_t* size = nullptr) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+// The session's settings: the workspace folders, the project's configuration as the editor's
+// `ttap` settings amend it, and the editor's choices for this session.
+struct SessionSettings {
+  std::vector<std::string> roots;
+  Config config;
+  int rank = 0;
+  // LLM drafts: on only when the editor's `llm` settings give a baseUrl or enabled: true; the
+  // editor's values win over TTAP_LLM_* variables, which win over [tool.ttap.llm].
+  bool llm_enabled = false;
+  llm::LlmOverrides llm_editor;
+  // The window scorer (`model` settings): on by default with the shipped weights
+  // (WindowModel::DefaultPath); threshold < 0 keeps the file's flag threshold.
+  bool model_enabled = true;
+  std::string model_path, model_device = "auto";
+  double model_threshold = -1;
+};
+
 class Session {
  public:
   Session(Framer* framer, const ServerOptions& options)
@@ -257,8 +274,8 @@ class Session {
   // Publishes waiting for their buffer to be quiet: uri -> when (under queue_mu_).
   std::map<std::string, std::chrono::steady_clock::time_point> publish_due_;
   std::thread request_thread_;
-  // Requests not yet answered, by id (dumped), with the flag $/cancelRequest sets.
-  std::mutex requests_mu_;
+  // Requests not yet answered, by id (dumped), with the flag $/cancelRequest sets (under
+  // queue_mu_).
   std::map<std::string, CancelToken> requests_;
   struct SlowThread {
     std::thread thread;
@@ -285,20 +302,22 @@ class Session {
   bool code_lens_refresh_ = false;
   bool hover_markdown_ = true;  // false when the client asks for plaintext hovers (eglot)
 
-  // Settings.
-  std::mutex settings_mu_;
-  std::vector<std::string> roots_;
-  Config config_;
-  int rank_ = 0;
-  // LLM drafts: on only when the editor's `llm` settings give a baseUrl or enabled: true; the
-  // editor's values win over TTAP_LLM_* variables, which win over [tool.ttap.llm].
-  bool llm_enabled_ = false;
-  llm::LlmOverrides llm_editor_;
-  // The window scorer (`model` settings): on by default with the shipped weights
-  // (WindowModel::DefaultPath); threshold < 0 keeps the file's flag threshold.
-  bool model_enabled_ = true;
-  std::string model_path_, model_device_ = "auto";
-  double model_threshold_ = -1;
+  // Settings: an immutable value, replaced whole (UpdateSettings) and read by any thread
+  // (Settings()) without a lock.
+  std::shared_ptr<const SessionSettings> settings_ = std::make_shared<const SessionSettings>();
+  std::shared_ptr<const SessionSettings> Settings() const { return std::atomic_load(&settings_); }
+  // Applies |edit| to a copy of the settings and publishes it; retried on a concurrent update
+  // (|edit| may run more than once: it only edits its argument).
+  template <typename Edit>
+  void UpdateSettings(Edit&& edit) {
+    std::shared_ptr<const SessionSettings> current = Settings();
+    while (true) {
+      auto next = std::make_shared<SessionSettings>(*current);
+      edit(*next);
+      std::shared_ptr<const SessionSettings> published = std::move(next);
+      if (std::atomic_compare_exchange_weak(&settings_, &current, published)) return;
+    }
+  }
   // The worker's client (recreated when the settings change) and cache.
   std::unique_ptr<llm::LlmClient> llm_client_;
   std::string llm_client_key_;

@@ -25,10 +25,10 @@ std::vector<std::pair<int64_t, std::string>> Session::TraceCandidates(int64_t* n
   std::vector<std::string> roots, globs;
   int rank;
   {
-    std::lock_guard<std::mutex> lock(settings_mu_);
-    roots = roots_;
-    globs = config_.trace_globs;
-    rank = rank_;
+    const auto settings = Settings();
+    roots = settings->roots;
+    globs = settings->config.trace_globs;
+    rank = settings->rank;
   }
   std::vector<std::string> found;
   size_t dirs_left = 50000;
@@ -83,9 +83,9 @@ void Session::WatchLoop() {
   while (true) {
     std::vector<std::string> roots, globs;
     {
-      std::lock_guard<std::mutex> lock(settings_mu_);
-      roots = roots_;
-      globs = config_.trace_globs;
+      const auto settings = Settings();
+      roots = settings->roots;
+      globs = settings->config.trace_globs;
     }
     if (!watcher || roots != watched_roots || watcher->RootsMoved()) {
       watcher = std::make_unique<DirWatcher>(roots, SkipDirectory);
@@ -211,12 +211,8 @@ bool Session::AnalyseNewest(bool force, const CancelToken& cancel) {
 }
 
 void Session::Status(const std::string& state, const std::string& detail) {
-  // Each lock alone (rank_ is written under settings_mu_), and nothing held while sending.
-  int rank;
-  {
-    std::lock_guard<std::mutex> lock(settings_mu_);
-    rank = rank_;
-  }
+  // Nothing held while sending.
+  const int rank = Settings()->rank;
   json p = {{"state", state}, {"rank", rank}};
   {
     std::lock_guard<std::mutex> lock(snap_mu_);
@@ -263,10 +259,10 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
   const WindowScorerFuture scorer = WindowScorer();
   ScanRequest request;
   {
-    std::lock_guard<std::mutex> lock(settings_mu_);
-    request.config = config_;
-    request.workspace_root = AnalysisCore::RootOf(trace, roots_);
-    request.model_threshold = model_threshold_;
+    const auto settings = Settings();
+    request.config = settings->config;
+    request.workspace_root = AnalysisCore::RootOf(trace, settings->roots);
+    request.model_threshold = settings->model_threshold;
   }
   request.min_severity = Severity::kHint;
   request.apply_suppressions = false;
@@ -451,10 +447,10 @@ void Session::ReleaseTrace(Snapshot* snap) {
 WindowScorerFuture Session::WindowScorer() {
   std::string path, device;
   {
-    std::lock_guard<std::mutex> lock(settings_mu_);
-    if (model_enabled_) {
-      path = model_path_.empty() ? WindowModel::DefaultPath() : model_path_;
-      device = model_device_;
+    const auto settings = Settings();
+    if (settings->model_enabled) {
+      path = settings->model_path.empty() ? WindowModel::DefaultPath() : settings->model_path;
+      device = settings->model_device;
     }
   }
   return core_.Scorer(path, device);
@@ -464,10 +460,10 @@ void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap, const Cance
   LlmConfig file;
   llm::LlmOverrides editor;
   {
-    std::lock_guard<std::mutex> lock(settings_mu_);
-    if (!llm_enabled_) return;
-    file = config_.llm;
-    editor = llm_editor_;
+    const auto settings = Settings();
+    if (!settings->llm_enabled) return;
+    file = settings->config.llm;
+    editor = settings->llm_editor;
   }
   auto settings = llm::ResolveLlmSettings(file, editor);
   if (!settings.ok()) {

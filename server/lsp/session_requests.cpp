@@ -69,7 +69,7 @@ void Session::RequestLoop() {
 
 void Session::StopRequestThread() {
   {
-    std::lock_guard<std::mutex> lock(requests_mu_);
+    std::lock_guard<std::mutex> lock(queue_mu_);
     for (auto& [id, cancelled] : requests_) cancelled.Cancel();
   }
   std::vector<SlowThread> slow;

@@ -17,32 +17,35 @@ void Session::OnDidChangeConfiguration(const proto::DidChangeConfigurationParams
 }
 
 void Session::OnDidChangeWorkspaceFolders(const proto::DidChangeWorkspaceFoldersParams& params) {
-  {
-    std::lock_guard<std::mutex> lock(settings_mu_);
+  UpdateSettings([&](SessionSettings& s) {
     for (const auto& f : params.event.removed) {
       std::string p = UriToPath(f.uri);
-      roots_.erase(std::remove(roots_.begin(), roots_.end(), p), roots_.end());
+      s.roots.erase(std::remove(s.roots.begin(), s.roots.end(), p), s.roots.end());
     }
-    for (const auto& f : params.event.added) roots_.push_back(UriToPath(f.uri));
-  }
+    for (const auto& f : params.event.added) s.roots.push_back(UriToPath(f.uri));
+  });
   RequestAnalysis(true);
 }
 
-void Session::ApplySettings(const json& s) {
-  if (!s.is_object()) return;
-  std::lock_guard<std::mutex> lock(settings_mu_);
+namespace {
+
+// |settings| as the editor's `ttap` section |s| amends them; what is out of bounds goes to
+// |refused|.
+void EditSettings(const json& s, SessionSettings* settings_out,
+                  std::vector<std::string>* refused_out) {
+  SessionSettings& settings = *settings_out;
+  std::vector<std::string>& refused = *refused_out;
   if (s.contains("traceGlobs") && s["traceGlobs"].is_array()) {
-    config_.trace_globs.clear();
+    settings.config.trace_globs.clear();
     for (const auto& g : s["traceGlobs"])
-      if (g.is_string()) config_.trace_globs.push_back(g);
+      if (g.is_string()) settings.config.trace_globs.push_back(g);
   }
   // Every value is checked as the config file's is: one out of its bounds is refused (and said),
   // never clamped into something the user did not ask for.
-  std::vector<std::string> refused;
   if (s.contains("rank")) {
     if (s["rank"].is_number_integer() && s["rank"].get<int64_t>() >= -1 &&
         s["rank"].get<int64_t>() <= 1 << 20) {
-      rank_ = s["rank"];
+      settings.rank = s["rank"];
     } else if (!s["rank"].is_null()) {
       refused.push_back("ttap.rank must be an integer between -1 and 1048576");
     }
@@ -50,7 +53,7 @@ void Session::ApplySettings(const json& s) {
   if (s.contains("windows") && !s["windows"].is_null()) {
     if (s["windows"].is_number_integer() && s["windows"].get<int64_t>() >= kMinWindows &&
         s["windows"].get<int64_t>() <= kMaxWindows) {
-      config_.windows = s["windows"];
+      settings.config.windows = s["windows"];
     } else {
       refused.push_back("ttap.windows must be an integer between " + std::to_string(kMinWindows) +
                         " and " + std::to_string(kMaxWindows));
@@ -59,22 +62,16 @@ void Session::ApplySettings(const json& s) {
   if (s.contains("thresholds") && s["thresholds"].is_object()) {
     for (auto& [k, v] : s["thresholds"].items()) {
       if (v.is_number() && std::isfinite(v.get<double>()) && std::abs(v.get<double>()) <= 1e12) {
-        config_.thresholds[k] = v;
+        settings.config.thresholds[k] = v;
       } else {
         refused.push_back("ttap.thresholds." + k + " must be a number");
       }
     }
   }
-  if (!refused.empty()) {
-    std::string text = "ttap: settings ignored: ";
-    for (size_t i = 0; i < refused.size() && i < 5; ++i) text += (i ? "; " : "") + refused[i];
-    Log(text);
-    out_.Notify("window/showMessage", proto::ShowMessageParams{proto::MessageType::kWarning, text});
-  }
   if (s.contains("pathMaps") && s["pathMaps"].is_object()) {
-    config_.path_maps.clear();
+    settings.config.path_maps.clear();
     for (auto& [k, v] : s["pathMaps"].items())
-      if (v.is_string()) config_.path_maps.emplace_back(k, v);
+      if (v.is_string()) settings.config.path_maps.emplace_back(k, v);
   }
   if (s.contains("llm") && s["llm"].is_object()) {
     const json& l = s["llm"];
@@ -83,30 +80,30 @@ void Session::ApplySettings(const json& s) {
         return std::nullopt;
       return l[key].get<std::string>();
     };
-    llm_editor_.base_url = text("baseUrl");
-    llm_editor_.model = text("model");
-    llm_editor_.api_key_env = text("apiKeyEnv");
+    settings.llm_editor.base_url = text("baseUrl");
+    settings.llm_editor.model = text("model");
+    settings.llm_editor.api_key_env = text("apiKeyEnv");
     if (auto auth = text("authHeader"))
-      config_.llm.auth_header = *auth == "api-key" ? "api-key" : "bearer";
+      settings.config.llm.auth_header = *auth == "api-key" ? "api-key" : "bearer";
     if (l.contains("maxDrafts") && l["maxDrafts"].is_number_integer())
-      config_.llm.max_drafts = std::clamp(l["maxDrafts"].get<int>(), 0, 100);
+      settings.config.llm.max_drafts = std::clamp(l["maxDrafts"].get<int>(), 0, 100);
     if (l.contains("timeoutSeconds") && l["timeoutSeconds"].is_number())
-      config_.llm.timeout_s = std::clamp(l["timeoutSeconds"].get<double>(), 0.1, 3600.0);
-    llm_enabled_ = l.contains("enabled") && l["enabled"].is_boolean()
-                       ? l["enabled"].get<bool>()
-                       : llm_editor_.base_url.has_value();
+      settings.config.llm.timeout_s = std::clamp(l["timeoutSeconds"].get<double>(), 0.1, 3600.0);
+    settings.llm_enabled = l.contains("enabled") && l["enabled"].is_boolean()
+                               ? l["enabled"].get<bool>()
+                               : settings.llm_editor.base_url.has_value();
   }
   if (s.contains("model") && s["model"].is_object()) {
     const json& m = s["model"];
-    if (m.contains("enabled") && m["enabled"].is_boolean()) model_enabled_ = m["enabled"];
-    if (m.contains("path") && m["path"].is_string()) model_path_ = m["path"];
+    if (m.contains("enabled") && m["enabled"].is_boolean()) settings.model_enabled = m["enabled"];
+    if (m.contains("path") && m["path"].is_string()) settings.model_path = m["path"];
     if (m.contains("device") && m["device"].is_string()) {
       const std::string d = m["device"];
-      model_device_ = d == "cpu" || d == "cuda" ? d : "auto";
+      settings.model_device = d == "cpu" || d == "cuda" ? d : "auto";
     }
     if (m.contains("threshold")) {  // null (or out of [0, 1]): the file's own
       const double t = m["threshold"].is_number() ? m["threshold"].get<double>() : -1;
-      model_threshold_ = t >= 0 && t <= 1 ? t : -1;
+      settings.model_threshold = t >= 0 && t <= 1 ? t : -1;
     }
   }
   for (const char* key : {"select", "ignore"}) {
@@ -116,15 +113,32 @@ void Session::ApplySettings(const json& s) {
       if (c.is_string()) codes.push_back(c);
     // Empty (the editor's default) keeps the project's list.
     if (!codes.empty() && CheckCodeList(codes).empty())
-      (std::string(key) == "select" ? config_.select : config_.ignore) = codes;
+      (std::string(key) == "select" ? settings.config.select : settings.config.ignore) = codes;
   }
   for (const char* key : {"userFramesInclude", "userFramesExclude"}) {
     if (!s.contains(key) || !s[key].is_array()) continue;
-    auto& dst = std::string(key) == "userFramesInclude" ? config_.user_frames_include
-                                                        : config_.user_frames_exclude;
+    auto& dst = std::string(key) == "userFramesInclude" ? settings.config.user_frames_include
+                                                        : settings.config.user_frames_exclude;
     dst.clear();
     for (const auto& g : s[key])
       if (g.is_string()) dst.push_back(g);
+  }
+}
+
+}  // namespace
+
+void Session::ApplySettings(const json& s) {
+  if (!s.is_object()) return;
+  std::vector<std::string> refused;
+  UpdateSettings([&](SessionSettings& settings) {
+    refused.clear();
+    EditSettings(s, &settings, &refused);
+  });
+  if (!refused.empty()) {
+    std::string text = "ttap: settings ignored: ";
+    for (size_t i = 0; i < refused.size() && i < 5; ++i) text += (i ? "; " : "") + refused[i];
+    Log(text);
+    out_.Notify("window/showMessage", proto::ShowMessageParams{proto::MessageType::kWarning, text});
   }
 }
 
