@@ -41,8 +41,8 @@ std::vector<proto::CodeAction> Session::FixesFor(const std::string& uri, const s
   if (lf.finding.fix.empty()) return actions;
   bool has_gpu = false;
   {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    has_gpu = snapshot_ && snapshot_->facts.has_gpu;
+    auto locked = scheduler_.LockState();
+    has_gpu = locked->snapshot && locked->snapshot->facts.has_gpu;
   }
   // The same request `ttap scan --format sarif` makes, on the line the buffer has it now.
   FixRequest req = FixRequestFor(lf, has_gpu);
@@ -72,13 +72,13 @@ void Session::AddDraftedFix(const std::string& uri, const Placed& p, const Locat
                             std::vector<proto::CodeAction>* actions) {
   std::shared_ptr<const llm::FindingDraft> d;
   {
-    std::lock_guard<std::mutex> lock(snap_mu_);
+    auto locked = scheduler_.LockState();
     // Only the snapshot |lf| belongs to holds its draft.
-    if (!snapshot_ || p.finding >= snapshot_->scan->findings.size() ||
-        &snapshot_->scan->findings[p.finding] != &lf)
+    if (!locked->snapshot || p.finding >= locked->snapshot->scan->findings.size() ||
+        &locked->snapshot->scan->findings[p.finding] != &lf)
       return;
-    auto it = snapshot_->drafts.find(p.finding);
-    if (it == snapshot_->drafts.end()) return;
+    auto it = locked->drafts.find(p.finding);
+    if (it == locked->drafts.end()) return;
     d = it->second;
   }
   if (!d->draft.fix) return;
@@ -116,11 +116,7 @@ void Session::OnCodeAction(const proto::CodeActionParams& params, Reply reply) {
       if (kind.rfind(o, 0) == 0) return true;
     return false;
   };
-  std::shared_ptr<Snapshot> snap;
-  {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    snap = snapshot_;
-  }
+  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
   std::vector<proto::CodeAction> actions;
   if (!snap) return reply->Result(actions);
   auto it = snap->by_file.find(path);
@@ -174,11 +170,7 @@ void Session::OnCodeActionResolve(const proto::CodeActionResolveParams& params, 
   if (!params.data) return reply->Result(resolved);
   const std::string& uri = params.data->uri;
   const size_t index = params.data->finding;
-  std::shared_ptr<Snapshot> snap;
-  {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    snap = snapshot_;
-  }
+  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
   if (!snap || index >= snap->scan->findings.size())
     return reply->Error(kContentModified, "the analysis changed");
   const std::string path = UriToPath(uri);

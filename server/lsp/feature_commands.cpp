@@ -11,11 +11,7 @@ namespace ttap::lsp {
 
 void Session::OnCodeLens(const proto::CodeLensParams& params, Reply reply) {
   const std::string path = UriToPath(params.textDocument.uri);
-  std::shared_ptr<Snapshot> snap;
-  {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    snap = snapshot_;
-  }
+  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
   std::vector<proto::CodeLens> lenses;
   auto src = SourceFor(path);
   if (!snap || !src) return reply->Result(lenses);
@@ -51,11 +47,7 @@ void Session::OnCodeLens(const proto::CodeLensParams& params, Reply reply) {
 }
 
 std::string Session::SummaryMarkdown(const CancelToken& cancel) {
-  std::shared_ptr<Snapshot> snap;
-  {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    snap = snapshot_;
-  }
+  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
   if (!snap) return "No trace analysed yet.";
   // What the Problems view shows: findings at info or above, one per code and line; the hints
   // (and findings that save nothing measurable) are counted, not listed four times over.

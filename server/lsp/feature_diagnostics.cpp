@@ -50,13 +50,13 @@ bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFin
   return true;
 }
 
-std::vector<Session::Placed> Session::PlacedIn(const Snapshot& snap, const std::string& path) {
-  std::lock_guard<std::mutex> lock(snap_mu_);
+std::vector<Placed> Session::PlacedIn(const Snapshot& snap, const std::string& path) {
+  auto locked = scheduler_.LockState();
   auto it = snap.by_file.find(path);
   if (it == snap.by_file.end()) return {};
   std::vector<Placed> placed = it->second;
-  auto moved = moved_lines_.find(path);
-  if (&snap == snapshot_.get() && moved != moved_lines_.end() &&
+  auto moved = locked->moved_lines.find(path);
+  if (&snap == locked->snapshot.get() && moved != locked->moved_lines.end() &&
       moved->second.size() == placed.size()) {
     for (size_t i = 0; i < placed.size(); ++i) placed[i].line = moved->second[i];
   }
@@ -64,11 +64,7 @@ std::vector<Session::Placed> Session::PlacedIn(const Snapshot& snap, const std::
 }
 
 std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) {
-  std::shared_ptr<Snapshot> snap;
-  {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    snap = snapshot_;
-  }
+  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
   std::vector<proto::Diagnostic> diags;
   if (!snap) return diags;
   auto it = snap->by_file.find(path);
@@ -143,11 +139,7 @@ size_t Session::CountProblemsShown(const Snapshot& snap) {
 void Session::PublishAll() {
   if (pull_diagnostics_) {
     {
-      std::shared_ptr<Snapshot> snap;
-      {
-        std::lock_guard<std::mutex> lock(snap_mu_);
-        snap = snapshot_;
-      }
+      const std::shared_ptr<const Snapshot> snap = scheduler_.View();
       problems_shown_ = snap ? CountProblemsShown(*snap) : 0;
     }
     if (diagnostic_refresh_)
@@ -156,11 +148,7 @@ void Session::PublishAll() {
       out_.Call("workspace/codeLens/refresh", nullptr, [](const json&, const json&) {});
     return;
   }
-  std::shared_ptr<Snapshot> snap;
-  {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    snap = snapshot_;
-  }
+  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
   std::set<std::string> now;
   size_t shown = 0;
   if (snap) {
@@ -190,11 +178,7 @@ void Session::OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params
 }
 
 void Session::OnWorkspaceDiagnostic(const proto::WorkspaceDiagnosticParams&, Reply reply) {
-  std::shared_ptr<Snapshot> snap;
-  {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    snap = snapshot_;
-  }
+  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
   proto::WorkspaceDiagnosticReport report;
   if (snap) {
     for (const auto& [path, placed] : snap->by_file)

@@ -7,26 +7,23 @@ namespace ttap::lsp {
 
 // ---- Hover ----
 
-std::string Session::HoverOf(Snapshot& snap, size_t finding) {
+std::string Session::HoverOf(const Snapshot& snap, size_t finding) {
   {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    auto it = snap.hover_markdown.find(finding);
-    if (it != snap.hover_markdown.end()) return it->second;
+    auto locked = scheduler_.LockState();
+    auto it = locked->hover_markdown.find(finding);
+    if (locked->snapshot.get() == &snap && it != locked->hover_markdown.end()) return it->second;
   }
   std::string md =
       FindingMarkdown(*snap.scan, snap.facts, snap.job, snap.rank, snap.scan->findings[finding]);
-  std::lock_guard<std::mutex> lock(snap_mu_);
-  return snap.hover_markdown.emplace(finding, std::move(md)).first->second;
+  auto locked = scheduler_.LockState();
+  if (locked->snapshot.get() != &snap) return md;  // a newer analysis replaced it meanwhile
+  return locked->hover_markdown.emplace(finding, std::move(md)).first->second;
 }
 
 void Session::OnHover(const proto::HoverParams& params, Reply reply) {
   std::string path = UriToPath(params.textDocument.uri);
   const SourcePosition pos = params.position.ToSource();
-  std::shared_ptr<Snapshot> snap;
-  {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    snap = snapshot_;
-  }
+  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
   if (!snap) return reply->Result(nullptr);
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return reply->Result(nullptr);

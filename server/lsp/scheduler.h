@@ -3,8 +3,11 @@
 // requests coalesce into one pending flag (and a force flag); each run gets a fresh CancelToken
 // that a newer request cancels; an optional watch thread (trace discovery without client file
 // watchers) sleeps through Pause. BlockUntilIdleForTest waits until nothing is pending or running.
+// It owns what the runs leave (AnalysisState, snapshot.h: the snapshot shown, the findings' moved
+// lines, the trace choice), which the session's features read as a view (View, LockState).
 // Used by the Session (session.h, session_analysis.cpp). Lock order: mu_ is a leaf: it is never
-// held while the run or the watch function is called, nor while anything else is locked.
+// held while the run or the watch function is called, nor while anything else is locked;
+// state_mu_ comes after the session's documents lock.
 #pragma once
 
 #include <chrono>
@@ -16,6 +19,7 @@
 #include <thread>
 
 #include "analysis/base/cancel.h"
+#include "server/lsp/snapshot.h"
 
 namespace ttap::lsp {
 
@@ -48,6 +52,21 @@ class AnalysisScheduler {
   // Waits until nothing is pending or in flight (or the scheduler stops); false on timeout.
   bool BlockUntilIdleForTest(std::chrono::milliseconds timeout);
 
+  // The analysis state (snapshot.h), locked while the returned handle lives.
+  class LockedState {
+   public:
+    explicit LockedState(AnalysisScheduler* s) : lock_(s->state_mu_), state_(&s->state_) {}
+    AnalysisState* operator->() const { return state_; }
+    AnalysisState& operator*() const { return *state_; }
+
+   private:
+    std::unique_lock<std::mutex> lock_;
+    AnalysisState* state_;
+  };
+  LockedState LockState() { return LockedState(this); }
+  // The snapshot shown, as a read-only view for the features (null when none).
+  std::shared_ptr<const Snapshot> View() { return LockState()->snapshot; }
+
  private:
   void WorkerLoop();
 
@@ -59,6 +78,10 @@ class AnalysisScheduler {
   std::string in_flight_trace_;
   int64_t in_flight_mtime_ = -1;
   std::thread worker_, watcher_;
+  // The analysis state; state_mu_ is taken after the session's documents lock (an edit moves
+  // the findings' lines), never before it, and never while mu_ is held.
+  std::mutex state_mu_;
+  AnalysisState state_;
 };
 
 }  // namespace ttap::lsp

@@ -4,9 +4,13 @@
 // the request thread; session_settings.cpp the settings; session_documents.cpp the open buffers;
 // session_analysis.cpp one analysis run (scheduled by scheduler.h), the watch loop and snapshots;
 // feature_diagnostics.cpp, feature_hover.cpp, feature_code_actions.cpp and feature_commands.cpp
-// one LSP feature each. Locks held together: only
-// docs_mu_ then snap_mu_ (OnDidChange moves the findings' lines); every other lock, the scheduler's
-// included, is taken alone, so no cycle can form.
+// one LSP feature each. Ownership (as clangd's ClangdLSPServer -> ClangdServer -> TUScheduler):
+// the scheduler (scheduler.h) owns what analyses leave (snapshot.h: the snapshot, the findings'
+// moved lines, the trace choice) and hands the features a read-only view; the settings are an
+// immutable value swapped whole (no lock). The session's two mutexes: queue_mu_ (the request
+// queue, pending requests, slow threads) and docs_mu_ (open buffers). Locks held together: only
+// docs_mu_ then the scheduler's state lock (OnDidChange moves the findings' lines); every other
+// lock is taken alone, so no cycle can form.
 #pragma once
 
 #include <malloc.h>
@@ -52,6 +56,7 @@
 #include "server/lsp/lsp_server.h"
 #include "server/lsp/protocol.h"
 #include "server/lsp/scheduler.h"
+#include "server/lsp/snapshot.h"
 #include "server/lsp/trace_discovery.h"
 #include "server/lsp/uri.h"
 #include "server/window_model.h"
@@ -111,33 +116,6 @@ class Session {
     LineHint hint;
     bool lone_cr = false;
   };
-  // A finding placed in a file: its line as analysed in the snapshot; PlacedIn gives it as it
-  // has moved with the user's edits since (moved_lines_).
-  struct Placed {
-    size_t finding;  // index into the snapshot's scan findings
-    int line = 0;    // 1-based
-    std::string function;
-    bool source_newer_than_trace = false;  // as `ttap scan` found it: map the line the same way
-  };
-  struct Snapshot {
-    std::string trace_path;
-    int64_t trace_mtime = 0;
-    std::unique_ptr<ScanResult> scan;
-    std::map<std::string, std::vector<Placed>> by_file;  // absolute path -> findings
-    // What hovers and the summary need, computed once by the worker, so the trace's events
-    // (scan->trace) can be released after the analysis (and the LLM drafts, which read them).
-    RunFacts facts;            // GPU activity, busy intervals, step index (server/core/explain.h)
-    std::string summary_head;  // the summary's lines above the findings
-    // Hover text by finding index, made on first hover (under snap_mu_).
-    std::map<size_t, std::string> hover_markdown;
-    // The job this rank belongs to (its siblings in the trace's directory), when it is one:
-    // TTA018 on this rank, and whose wait a collective finding's time is.
-    JobAnalysis job;
-    int rank = 0;
-    // LLM drafts by finding index, filled in by the worker after publishing (under snap_mu_).
-    std::map<size_t, std::shared_ptr<const llm::FindingDraft>> drafts;
-  };
-
   // Dispatch: the handlers by method, each with its params' struct (protocol.h).
   void BindHandlers();
   void Handle(const json& msg);
@@ -234,7 +212,7 @@ class Session {
   void OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params, Reply reply);
   void OnWorkspaceDiagnostic(const proto::WorkspaceDiagnosticParams& params, Reply reply);
   // The finding's explanation (FindingMarkdown, server/core/explain.h), cached per finding.
-  std::string HoverOf(Snapshot& snap, size_t finding);
+  std::string HoverOf(const Snapshot& snap, size_t finding);
   // Drops the trace's events once nothing reads them, and gives the memory back to the system.
   static void ReleaseTrace(Snapshot* snap);
   std::string SummaryMarkdown(const CancelToken& cancel);
@@ -331,13 +309,6 @@ class Session {
   std::map<std::string, Document> docs_;
   SourceCache sources_;
 
-  // Analysis state.
-  std::mutex snap_mu_;
-  std::shared_ptr<Snapshot> snapshot_;  // replaced whole by the worker, never edited
-  // The findings' lines as they move with the user's edits, per file, parallel to snapshot_'s
-  // by_file[path] (under snap_mu_; cleared when snapshot_ is replaced): kept apart from the
-  // snapshot, which keeps the lines as analysed.
-  std::map<std::string, std::vector<int>> moved_lines_;
   std::set<std::string> published_;  // files we pushed diagnostics to
   // What the Problems view shows of the snapshot: diagnostics at information and above, one per
   // code and line, in files (hints and findings without a file are not there). Set with each
@@ -345,15 +316,6 @@ class Session {
   std::atomic<size_t> problems_shown_{0};
   // When analyses run (the worker and watch threads, requests, cancellation): scheduler.h.
   AnalysisScheduler scheduler_;
-  // The trace shown and the traces passed over (under trace_mu_).
-  std::mutex trace_mu_;
-  std::string last_trace_;
-  int64_t last_trace_mtime_ = -1;
-  // Traces that failed to load, by path, as (size, mtime) when they failed (under trace_mu_):
-  // passed over until they change, so a broken newest trace is reported once and the newest
-  // one that loads is shown instead of reloading the broken one forever.
-  std::map<std::string, std::pair<int64_t, int64_t>> failed_traces_;
-  std::string last_failure_;  // the latest load error, for the status
   bool told_no_trace_ = false;
   int progress_token_ = 0;
 };

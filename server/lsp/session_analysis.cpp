@@ -43,8 +43,8 @@ std::vector<std::pair<int64_t, std::string>> Session::TraceCandidates(int64_t* n
   if (!mine.empty()) found.swap(mine);
   std::map<std::string, std::pair<int64_t, int64_t>> failed;
   {
-    std::lock_guard<std::mutex> lock(trace_mu_);
-    failed = failed_traces_;
+    auto locked = scheduler_.LockState();
+    failed = locked->failed_traces;
   }
   std::vector<std::pair<int64_t, std::string>> out;
   int64_t best_mtime = -1;
@@ -119,15 +119,15 @@ void Session::WatchLoop() {
       // The shown trace was deleted and none is left: the worker drops its findings.
       bool shown;
       {
-        std::lock_guard<std::mutex> lock(trace_mu_);
-        shown = !last_trace_.empty();
+        auto locked = scheduler_.LockState();
+        shown = !locked->last_trace.empty();
       }
       if (shown && !scheduler_.AnalysingTrace()) scheduler_.Request(false);
     } else {
       bool changed;
       {
-        std::lock_guard<std::mutex> lock(trace_mu_);
-        changed = newest != last_trace_ || mtime != last_trace_mtime_;
+        auto locked = scheduler_.LockState();
+        changed = newest != locked->last_trace || mtime != locked->last_trace_mtime;
       }
       if (changed && stable) scheduler_.RequestTrace(newest, mtime);
     }
@@ -146,26 +146,25 @@ bool Session::AnalyseNewest(bool force, const CancelToken& cancel) {
   const std::string trace = candidates.empty() ? std::string() : candidates.front().second;
   std::string failure;
   {
-    std::lock_guard<std::mutex> lock(trace_mu_);
-    failure = failed_traces_.empty() ? "" : last_failure_;
+    auto locked = scheduler_.LockState();
+    failure = locked->failed_traces.empty() ? "" : locked->last_failure;
   }
   if (trace.empty()) {
     // No trace (left) to show: a deleted trace's diagnostics, hovers and memory go with it.
     bool dropped = false;
     {
-      std::lock_guard<std::mutex> lock(snap_mu_);
-      dropped = snapshot_ != nullptr;
-      snapshot_.reset();
-      moved_lines_.clear();
-    }
-    if (dropped) {
-      {
-        std::lock_guard<std::mutex> lock(trace_mu_);
-        last_trace_.clear();
-        last_trace_mtime_ = -1;
+      auto locked = scheduler_.LockState();
+      dropped = locked->snapshot != nullptr;
+      locked->snapshot.reset();
+      locked->moved_lines.clear();
+      locked->hover_markdown.clear();
+      locked->drafts.clear();
+      if (dropped) {
+        locked->last_trace.clear();
+        locked->last_trace_mtime = -1;
       }
-      PublishAll();
     }
+    if (dropped) PublishAll();
   }
   if (trace.empty() && !failure.empty()) {
     Status("waiting", failure);  // traces exist, none loads: said once when each failed
@@ -184,8 +183,8 @@ bool Session::AnalyseNewest(bool force, const CancelToken& cancel) {
               "prof.step() each iteration; ttap picks it up automatically."});
     }
   } else if (force || [&] {
-               std::lock_guard<std::mutex> lock(trace_mu_);
-               return trace != last_trace_ || mtime != last_trace_mtime_;
+               auto locked = scheduler_.LockState();
+               return trace != locked->last_trace || mtime != locked->last_trace_mtime;
              }()) {
     scheduler_.SetInFlight(trace, mtime);
     bool broken = false;
@@ -197,8 +196,9 @@ bool Session::AnalyseNewest(bool force, const CancelToken& cancel) {
       const auto& [m, next] = candidates[k];
       if (cancel.cancelled()) return true;
       {
-        std::lock_guard<std::mutex> lock(trace_mu_);
-        if (next == last_trace_ && m == last_trace_mtime_) return false;  // still shown
+        auto locked = scheduler_.LockState();
+        if (next == locked->last_trace && m == locked->last_trace_mtime)
+          return false;  // still shown
       }
       scheduler_.SetInFlight(next, m);
       broken = false;
@@ -215,13 +215,13 @@ void Session::Status(const std::string& state, const std::string& detail) {
   const int rank = Settings()->rank;
   json p = {{"state", state}, {"rank", rank}};
   {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    if (snapshot_) {
-      p["trace"] = snapshot_->trace_path;
+    auto locked = scheduler_.LockState();
+    if (locked->snapshot) {
+      p["trace"] = locked->snapshot->trace_path;
       // What the Problems view shows (one per code and line, information and above, in files);
       // every finding, hints and findings without a line included, apart.
       p["findings"] = problems_shown_.load();
-      p["findings_total"] = snapshot_->scan ? snapshot_->scan->findings.size() : 0;
+      p["findings_total"] = locked->snapshot->scan ? locked->snapshot->scan->findings.size() : 0;
     }
   }
   if (!detail.empty()) p["detail"] = detail;
@@ -305,9 +305,9 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     const std::string message = loaded.status().message();
     ClientLog(message);
     {
-      std::lock_guard<std::mutex> lock(trace_mu_);
-      failed_traces_[trace] = {size, now_mtime};
-      last_failure_ = message;
+      auto locked = scheduler_.LockState();
+      locked->failed_traces[trace] = {size, now_mtime};
+      locked->last_failure = message;
     }
     if (broken) *broken = true;
     // A popup for the first few; a workspace of JSON files that match the globs but are no
@@ -359,7 +359,7 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     p.finding = i;
     p.line = lf.line;
     // Mapped as `ttap scan` mapped it: in the same function, with the same view of whether the
-    // file changed since the trace (the buffer's edits since then move it: moved_lines_).
+    // file changed since the trace (the buffer's edits since then move it: locked->moved_lines).
     p.function = lf.function;
     p.source_newer_than_trace = lf.source_newer_than_trace;
     snap->by_file[lf.absolute_path].push_back(p);
@@ -369,14 +369,13 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     return true;
   }
   {
-    std::lock_guard<std::mutex> lock(snap_mu_);
-    snapshot_ = snap;
-    moved_lines_.clear();
-  }
-  {
-    std::lock_guard<std::mutex> lock(trace_mu_);
-    last_trace_ = trace;
-    last_trace_mtime_ = mtime;
+    auto locked = scheduler_.LockState();
+    locked->snapshot = snap;
+    locked->moved_lines.clear();
+    locked->hover_markdown.clear();
+    locked->drafts.clear();
+    locked->last_trace = trace;
+    locked->last_trace_mtime = mtime;
   }
   PublishAll();
   end_progress(std::to_string(problems_shown_.load()) + " problems shown (" +
@@ -488,10 +487,11 @@ void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap, const Cance
   if (cancel.cancelled()) return;
   size_t count = 0;
   {
-    std::lock_guard<std::mutex> lock(snap_mu_);
+    auto locked = scheduler_.LockState();
+    if (locked->snapshot != snap) return;  // a newer analysis replaced it meanwhile
     for (size_t i = 0; i < drafts.size(); ++i) {
       if (!drafts[i]) continue;
-      snap->drafts[i] = std::make_shared<const llm::FindingDraft>(std::move(*drafts[i]));
+      locked->drafts[i] = std::make_shared<const llm::FindingDraft>(std::move(*drafts[i]));
       ++count;
     }
   }
@@ -499,9 +499,10 @@ void Session::DraftFindingsOf(const std::shared_ptr<Snapshot>& snap, const Cance
 }
 
 std::shared_ptr<const llm::FindingDraft> Session::DraftOf(const Snapshot& snap, size_t finding) {
-  std::lock_guard<std::mutex> lock(snap_mu_);
-  auto it = snap.drafts.find(finding);
-  return it == snap.drafts.end() ? nullptr : it->second;
+  auto locked = scheduler_.LockState();
+  if (locked->snapshot.get() != &snap) return nullptr;
+  auto it = locked->drafts.find(finding);
+  return it == locked->drafts.end() ? nullptr : it->second;
 }
 
 }  // namespace ttap::lsp

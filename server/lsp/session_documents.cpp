@@ -61,14 +61,14 @@ void Session::OnDidChange(const proto::DidChangeTextDocumentParams& params) {
     int added = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
     int delta = added - (b.line - a.line);
     if (delta != 0) {
-      std::lock_guard<std::mutex> lock(snap_mu_);
+      auto locked = scheduler_.LockState();
       const std::vector<Placed>* analysed = nullptr;
-      if (snapshot_) {
-        auto f = snapshot_->by_file.find(d.path);
-        if (f != snapshot_->by_file.end()) analysed = &f->second;
+      if (locked->snapshot) {
+        auto f = locked->snapshot->by_file.find(d.path);
+        if (f != locked->snapshot->by_file.end()) analysed = &f->second;
       }
       if (analysed) {
-        std::vector<int>& lines = moved_lines_[d.path];
+        std::vector<int>& lines = locked->moved_lines[d.path];
         if (lines.size() != analysed->size()) {
           lines.clear();
           for (const Placed& p : *analysed) lines.push_back(p.line);

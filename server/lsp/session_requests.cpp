@@ -141,8 +141,8 @@ void Session::QueuePublish(const std::string& uri, bool after_edit) {
     }
     bool has_findings = false;
     {
-      std::lock_guard<std::mutex> lock(snap_mu_);
-      has_findings = snapshot_ && snapshot_->by_file.count(path);
+      auto locked = scheduler_.LockState();
+      has_findings = locked->snapshot && locked->snapshot->by_file.count(path);
     }
     // Parsed first, so the version published is the one the ranges were computed on.
     if (has_findings) SourceFor(path, &version);
