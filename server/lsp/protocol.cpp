@@ -440,5 +440,22 @@ void to_json(json& j, MessageType t) { j = static_cast<int>(t); }
 void to_json(json& j, const ShowMessageParams& p) {
   j = {{"type", p.type}, {"message", p.message}};
 }
+void to_json(json& j, const WorkDoneProgressCreateParams& p) { j = {{"token", p.token}}; }
+void to_json(json& j, const WorkDoneProgress& p) {
+  static const char* const kKinds[] = {"begin", "report", "end"};
+  j = {{"kind", kKinds[static_cast<int>(p.kind)]}};
+  if (p.title) j["title"] = *p.title;
+  if (p.message) j["message"] = *p.message;
+  if (p.percentage) j["percentage"] = *p.percentage;
+  if (p.cancellable) j["cancellable"] = *p.cancellable;
+}
+void to_json(json& j, const ProgressParams& p) { j = {{"token", p.token}, {"value", p.value}}; }
+void to_json(json& j, const TtapStatusParams& p) {
+  j = {{"state", p.state}, {"rank", p.rank}, {"model", p.model}};
+  if (p.trace) j["trace"] = *p.trace;
+  if (p.findings) j["findings"] = *p.findings;
+  if (p.findings_total) j["findings_total"] = *p.findings_total;
+  if (p.detail) j["detail"] = *p.detail;
+}
 
 }  // namespace ttap::lsp::proto

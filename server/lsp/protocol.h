@@ -347,6 +347,36 @@ struct ShowMessageParams {
   std::string message;
 };
 using LogMessageParams = ShowMessageParams;
+// window/workDoneProgress/create.
+struct WorkDoneProgressCreateParams {
+  std::string token;
+};
+// $/progress of a work-done token: begin (title, cancellable), report, end.
+enum class ProgressKind { kBegin, kReport, kEnd };
+struct WorkDoneProgress {
+  ProgressKind kind = ProgressKind::kBegin;
+  std::optional<std::string> title;  // begin only
+  std::optional<std::string> message;
+  std::optional<int> percentage;    // begin and report
+  std::optional<bool> cancellable;  // begin only
+};
+struct ProgressParams {
+  std::string token;
+  WorkDoneProgress value;
+};
+// ttap/status, ttap's own notification (editors/ show it in the status line): the state
+// ("loading", "analyzing", "ready", "drafting", "waiting", "no-trace"), this session's rank, the
+// trace shown, the count the Problems view shows and every finding, what the state is about, and
+// the window scorer's state.
+struct TtapStatusParams {
+  std::string state;
+  int rank = 0;
+  std::optional<std::string> trace;
+  std::optional<size_t> findings;        // as the Problems view shows them
+  std::optional<size_t> findings_total;  // hints and findings without a line included
+  std::optional<std::string> detail;
+  std::string model;
+};
 
 // ---- Conversions ----
 
@@ -379,6 +409,10 @@ void to_json(json& j, const ConfigurationItem& i);
 void to_json(json& j, const ConfigurationParams& p);
 void to_json(json& j, MessageType t);
 void to_json(json& j, const ShowMessageParams& p);
+void to_json(json& j, const WorkDoneProgressCreateParams& p);
+void to_json(json& j, const WorkDoneProgress& p);
+void to_json(json& j, const ProgressParams& p);
+void to_json(json& j, const TtapStatusParams& p);
 
 bool FromJson(const json& j, Position* out, const JsonPath& path);
 bool FromJson(const json& j, Range* out, const JsonPath& path);

@@ -213,19 +213,21 @@ bool Session::AnalyseNewest(bool force, const CancelToken& cancel) {
 void Session::Status(const std::string& state, const std::string& detail) {
   // Nothing held while sending.
   const int rank = Settings()->rank;
-  json p = {{"state", state}, {"rank", rank}};
+  proto::TtapStatusParams p;
+  p.state = state;
+  p.rank = rank;
   {
     auto locked = scheduler_.LockState();
     if (locked->snapshot) {
-      p["trace"] = locked->snapshot->trace_path;
+      p.trace = locked->snapshot->trace_path;
       // What the Problems view shows (one per code and line, information and above, in files);
       // every finding, hints and findings without a line included, apart.
-      p["findings"] = problems_shown_.load();
-      p["findings_total"] = locked->snapshot->scan ? locked->snapshot->scan->findings.size() : 0;
+      p.findings = problems_shown_.load();
+      p.findings_total = locked->snapshot->scan ? locked->snapshot->scan->findings.size() : 0;
     }
   }
-  if (!detail.empty()) p["detail"] = detail;
-  p["model"] = core_.ScorerState();
+  if (!detail.empty()) p.detail = detail;
+  p.model = core_.ScorerState();
   out_.Notify("ttap/status", p);
 }
 
@@ -234,22 +236,19 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
   std::string token = "ttap-analysis-" + std::to_string(++progress_token_);
   bool progress = work_done_progress_;
   if (progress) {
-    out_.Call("window/workDoneProgress/create", {{"token", token}},
+    out_.Call("window/workDoneProgress/create", proto::WorkDoneProgressCreateParams{token},
               [](const json&, const json&) {});
-    out_.Notify("$/progress", {{"token", token},
-                               {"value",
-                                {{"kind", "begin"},
-                                 {"title", "ttap: analysing trace"},
-                                 {"message", trace},
-                                 {"percentage", 0},
-                                 {"cancellable", false}}}});
+    out_.Notify("$/progress", proto::ProgressParams{token,
+                                                    {proto::ProgressKind::kBegin,
+                                                     "ttap: analysing trace", trace, 0, false}});
   }
   // Every begun progress ends, however the analysis ends (cancelled by a newer request, the trace
   // deleted meanwhile): a client's spinner otherwise never clears.
   auto end_progress = [&](const std::string& message) {
     if (progress)
-      out_.Notify("$/progress",
-                  {{"token", token}, {"value", {{"kind", "end"}, {"message", message}}}});
+      out_.Notify("$/progress", proto::ProgressParams{token,
+                                                      {proto::ProgressKind::kEnd, std::nullopt,
+                                                       message, std::nullopt, std::nullopt}});
   };
   Status("loading", trace);
   // The same load + scan as `ttap scan` (server/core/analysis_core.h), with the editor's
@@ -271,11 +270,11 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     if (progress)
       out_.Notify(
           "$/progress",
-          {{"token", token},
-           {"value",
-            {{"kind", "report"},
-             {"message", scorer.valid() ? "running rules and the window scorer" : "running rules"},
-             {"percentage", 60}}}});
+          proto::ProgressParams{token,
+                                {proto::ProgressKind::kReport, std::nullopt,
+                                 std::string(scorer.valid() ? "running rules and the window scorer"
+                                                            : "running rules"),
+                                 60, std::nullopt}});
     Status("analyzing", trace);
   };
   std::pair<int64_t, int64_t> before = WhenQuiet(trace, cancel);
