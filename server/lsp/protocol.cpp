@@ -1,7 +1,12 @@
 // The LSP structs' JSON; see protocol.h.
 #include "server/lsp/protocol.h"
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
+
+#include "mapping/suppressions.h"
+#include "server/config.h"
 
 namespace ttap::lsp::proto {
 
@@ -434,6 +439,96 @@ bool FromJson(const json& j, CancelParams* out, const JsonPath& path) {
   if (!out->id.is_number_integer() && !out->id.is_string())
     return path.Field("id").Fail("expected an integer or a string");
   return true;
+}
+
+TtapSettings ReadTtapSettings(const json& s) {
+  TtapSettings out;
+  if (!s.is_object()) return out;
+  auto strings = [](const json& a) {
+    std::vector<std::string> v;
+    for (const auto& x : a)
+      if (x.is_string()) v.push_back(x);
+    return v;
+  };
+  if (s.contains("traceGlobs") && s["traceGlobs"].is_array())
+    out.trace_globs = strings(s["traceGlobs"]);
+  if (s.contains("rank")) {
+    if (s["rank"].is_number_integer() && s["rank"].get<int64_t>() >= -1 &&
+        s["rank"].get<int64_t>() <= 1 << 20) {
+      out.rank = s["rank"].get<int>();
+    } else if (!s["rank"].is_null()) {
+      out.refused.push_back("ttap.rank must be an integer between -1 and 1048576");
+    }
+  }
+  if (s.contains("windows") && !s["windows"].is_null()) {
+    if (s["windows"].is_number_integer() && s["windows"].get<int64_t>() >= kMinWindows &&
+        s["windows"].get<int64_t>() <= kMaxWindows) {
+      out.windows = s["windows"].get<int>();
+    } else {
+      out.refused.push_back("ttap.windows must be an integer between " +
+                            std::to_string(kMinWindows) + " and " + std::to_string(kMaxWindows));
+    }
+  }
+  if (s.contains("thresholds") && s["thresholds"].is_object()) {
+    for (auto& [k, v] : s["thresholds"].items()) {
+      if (v.is_number() && std::isfinite(v.get<double>()) && std::abs(v.get<double>()) <= 1e12) {
+        out.thresholds[k] = v;
+      } else {
+        out.refused.push_back("ttap.thresholds." + k + " must be a number");
+      }
+    }
+  }
+  if (s.contains("pathMaps") && s["pathMaps"].is_object()) {
+    out.path_maps.emplace();
+    for (auto& [k, v] : s["pathMaps"].items())
+      if (v.is_string()) out.path_maps->emplace_back(k, v);
+  }
+  if (s.contains("llm") && s["llm"].is_object()) {
+    const json& l = s["llm"];
+    auto text = [&](const char* key) -> std::optional<std::string> {
+      if (!l.contains(key) || !l[key].is_string() || l[key].get<std::string>().empty())
+        return std::nullopt;
+      return l[key].get<std::string>();
+    };
+    TtapLlmSettings llm;
+    llm.base_url = text("baseUrl");
+    llm.model = text("model");
+    llm.api_key_env = text("apiKeyEnv");
+    if (auto auth = text("authHeader")) llm.auth_header = *auth == "api-key" ? "api-key" : "bearer";
+    if (l.contains("maxDrafts") && l["maxDrafts"].is_number_integer())
+      llm.max_drafts = std::clamp(l["maxDrafts"].get<int>(), 0, 100);
+    if (l.contains("timeoutSeconds") && l["timeoutSeconds"].is_number())
+      llm.timeout_s = std::clamp(l["timeoutSeconds"].get<double>(), 0.1, 3600.0);
+    if (l.contains("enabled") && l["enabled"].is_boolean()) llm.enabled = l["enabled"].get<bool>();
+    out.llm = llm;
+  }
+  if (s.contains("model") && s["model"].is_object()) {
+    const json& m = s["model"];
+    TtapModelSettings model;
+    if (m.contains("enabled") && m["enabled"].is_boolean())
+      model.enabled = m["enabled"].get<bool>();
+    if (m.contains("path") && m["path"].is_string()) model.path = m["path"].get<std::string>();
+    if (m.contains("device") && m["device"].is_string()) {
+      const std::string d = m["device"];
+      model.device = d == "cpu" || d == "cuda" ? d : "auto";
+    }
+    if (m.contains("threshold")) {  // null (or out of [0, 1]): the file's own
+      const double t = m["threshold"].is_number() ? m["threshold"].get<double>() : -1;
+      model.threshold = t >= 0 && t <= 1 ? t : -1;
+    }
+    out.model = model;
+  }
+  for (const char* key : {"select", "ignore"}) {
+    if (!s.contains(key) || !s[key].is_array()) continue;
+    std::vector<std::string> codes = strings(s[key]);
+    if (!codes.empty() && CheckCodeList(codes).empty())
+      (std::string(key) == "select" ? out.select : out.ignore) = codes;
+  }
+  if (s.contains("userFramesInclude") && s["userFramesInclude"].is_array())
+    out.user_frames_include = strings(s["userFramesInclude"]);
+  if (s.contains("userFramesExclude") && s["userFramesExclude"].is_array())
+    out.user_frames_exclude = strings(s["userFramesExclude"]);
+  return out;
 }
 
 void to_json(json& j, MessageType t) { j = static_cast<int>(t); }

@@ -364,6 +364,39 @@ struct ProgressParams {
   std::string token;
   WorkDoneProgress value;
 };
+// ttap's section of the editor's settings (didChangeConfiguration, workspace/configuration,
+// initializationOptions), as read: each value checked as the config file's is, one out of its
+// bounds refused (said in |refused|), never clamped into something the user did not ask for;
+// values of the wrong type are ignored.
+struct TtapLlmSettings {
+  std::optional<std::string> base_url, model, api_key_env;  // empty strings read as absent
+  std::optional<std::string> auth_header;                   // "api-key" or "bearer"
+  std::optional<int> max_drafts;                            // clamped to 0..100
+  std::optional<double> timeout_s;                          // clamped to 0.1..3600
+  std::optional<bool> enabled;
+};
+struct TtapModelSettings {
+  std::optional<bool> enabled;
+  std::optional<std::string> path;
+  std::optional<std::string> device;  // "cpu", "cuda" or "auto"
+  std::optional<double> threshold;    // given: -1 (the file's own) unless in [0, 1]
+};
+struct TtapSettings {
+  std::optional<std::vector<std::string>> trace_globs;
+  std::optional<int> rank;     // -1..2^20
+  std::optional<int> windows;  // kMinWindows..kMaxWindows
+  std::map<std::string, double> thresholds;
+  std::optional<std::vector<std::pair<std::string, std::string>>> path_maps;
+  std::optional<TtapLlmSettings> llm;
+  std::optional<TtapModelSettings> model;
+  // Code lists: set only when non-empty and valid (the editor's empty default keeps the
+  // project's lists).
+  std::optional<std::vector<std::string>> select, ignore;
+  std::optional<std::vector<std::string>> user_frames_include, user_frames_exclude;
+  std::vector<std::string> refused;  // "ttap.windows must be ..." per refused value
+};
+TtapSettings ReadTtapSettings(const json& section);
+
 // ttap/status, ttap's own notification (editors/ show it in the status line): the state
 // ("loading", "analyzing", "ready", "drafting", "waiting", "no-trace"), this session's rank, the
 // trace shown, the count the Problems view shows and every finding, what the state is about, and

@@ -29,111 +29,43 @@ void Session::OnDidChangeWorkspaceFolders(const proto::DidChangeWorkspaceFolders
 
 namespace {
 
-// |settings| as the editor's `ttap` section |s| amends them; what is out of bounds goes to
-// |refused|.
-void EditSettings(const json& s, SessionSettings* settings_out,
-                  std::vector<std::string>* refused_out) {
-  SessionSettings& settings = *settings_out;
-  std::vector<std::string>& refused = *refused_out;
-  if (s.contains("traceGlobs") && s["traceGlobs"].is_array()) {
-    settings.config.trace_globs.clear();
-    for (const auto& g : s["traceGlobs"])
-      if (g.is_string()) settings.config.trace_globs.push_back(g);
+// |settings| as the editor's (typed) `ttap` section amends them.
+void ApplyTtapSettings(const proto::TtapSettings& t, SessionSettings* settings) {
+  Config& config = settings->config;
+  if (t.trace_globs) config.trace_globs = *t.trace_globs;
+  if (t.rank) settings->rank = *t.rank;
+  if (t.windows) config.windows = *t.windows;
+  for (const auto& [key, value] : t.thresholds) config.thresholds[key] = value;
+  if (t.path_maps) config.path_maps = *t.path_maps;
+  if (t.llm) {
+    // The editor's values win over TTAP_LLM_* variables, which win over [tool.ttap.llm].
+    settings->llm_editor.base_url = t.llm->base_url;
+    settings->llm_editor.model = t.llm->model;
+    settings->llm_editor.api_key_env = t.llm->api_key_env;
+    if (t.llm->auth_header) config.llm.auth_header = *t.llm->auth_header;
+    if (t.llm->max_drafts) config.llm.max_drafts = *t.llm->max_drafts;
+    if (t.llm->timeout_s) config.llm.timeout_s = *t.llm->timeout_s;
+    settings->llm_enabled = t.llm->enabled.value_or(t.llm->base_url.has_value());
   }
-  // Every value is checked as the config file's is: one out of its bounds is refused (and said),
-  // never clamped into something the user did not ask for.
-  if (s.contains("rank")) {
-    if (s["rank"].is_number_integer() && s["rank"].get<int64_t>() >= -1 &&
-        s["rank"].get<int64_t>() <= 1 << 20) {
-      settings.rank = s["rank"];
-    } else if (!s["rank"].is_null()) {
-      refused.push_back("ttap.rank must be an integer between -1 and 1048576");
-    }
+  if (t.model) {
+    if (t.model->enabled) settings->model_enabled = *t.model->enabled;
+    if (t.model->path) settings->model_path = *t.model->path;
+    if (t.model->device) settings->model_device = *t.model->device;
+    if (t.model->threshold) settings->model_threshold = *t.model->threshold;
   }
-  if (s.contains("windows") && !s["windows"].is_null()) {
-    if (s["windows"].is_number_integer() && s["windows"].get<int64_t>() >= kMinWindows &&
-        s["windows"].get<int64_t>() <= kMaxWindows) {
-      settings.config.windows = s["windows"];
-    } else {
-      refused.push_back("ttap.windows must be an integer between " + std::to_string(kMinWindows) +
-                        " and " + std::to_string(kMaxWindows));
-    }
-  }
-  if (s.contains("thresholds") && s["thresholds"].is_object()) {
-    for (auto& [k, v] : s["thresholds"].items()) {
-      if (v.is_number() && std::isfinite(v.get<double>()) && std::abs(v.get<double>()) <= 1e12) {
-        settings.config.thresholds[k] = v;
-      } else {
-        refused.push_back("ttap.thresholds." + k + " must be a number");
-      }
-    }
-  }
-  if (s.contains("pathMaps") && s["pathMaps"].is_object()) {
-    settings.config.path_maps.clear();
-    for (auto& [k, v] : s["pathMaps"].items())
-      if (v.is_string()) settings.config.path_maps.emplace_back(k, v);
-  }
-  if (s.contains("llm") && s["llm"].is_object()) {
-    const json& l = s["llm"];
-    auto text = [&](const char* key) -> std::optional<std::string> {
-      if (!l.contains(key) || !l[key].is_string() || l[key].get<std::string>().empty())
-        return std::nullopt;
-      return l[key].get<std::string>();
-    };
-    settings.llm_editor.base_url = text("baseUrl");
-    settings.llm_editor.model = text("model");
-    settings.llm_editor.api_key_env = text("apiKeyEnv");
-    if (auto auth = text("authHeader"))
-      settings.config.llm.auth_header = *auth == "api-key" ? "api-key" : "bearer";
-    if (l.contains("maxDrafts") && l["maxDrafts"].is_number_integer())
-      settings.config.llm.max_drafts = std::clamp(l["maxDrafts"].get<int>(), 0, 100);
-    if (l.contains("timeoutSeconds") && l["timeoutSeconds"].is_number())
-      settings.config.llm.timeout_s = std::clamp(l["timeoutSeconds"].get<double>(), 0.1, 3600.0);
-    settings.llm_enabled = l.contains("enabled") && l["enabled"].is_boolean()
-                               ? l["enabled"].get<bool>()
-                               : settings.llm_editor.base_url.has_value();
-  }
-  if (s.contains("model") && s["model"].is_object()) {
-    const json& m = s["model"];
-    if (m.contains("enabled") && m["enabled"].is_boolean()) settings.model_enabled = m["enabled"];
-    if (m.contains("path") && m["path"].is_string()) settings.model_path = m["path"];
-    if (m.contains("device") && m["device"].is_string()) {
-      const std::string d = m["device"];
-      settings.model_device = d == "cpu" || d == "cuda" ? d : "auto";
-    }
-    if (m.contains("threshold")) {  // null (or out of [0, 1]): the file's own
-      const double t = m["threshold"].is_number() ? m["threshold"].get<double>() : -1;
-      settings.model_threshold = t >= 0 && t <= 1 ? t : -1;
-    }
-  }
-  for (const char* key : {"select", "ignore"}) {
-    if (!s.contains(key) || !s[key].is_array()) continue;
-    std::vector<std::string> codes;
-    for (const auto& c : s[key])
-      if (c.is_string()) codes.push_back(c);
-    // Empty (the editor's default) keeps the project's list.
-    if (!codes.empty() && CheckCodeList(codes).empty())
-      (std::string(key) == "select" ? settings.config.select : settings.config.ignore) = codes;
-  }
-  for (const char* key : {"userFramesInclude", "userFramesExclude"}) {
-    if (!s.contains(key) || !s[key].is_array()) continue;
-    auto& dst = std::string(key) == "userFramesInclude" ? settings.config.user_frames_include
-                                                        : settings.config.user_frames_exclude;
-    dst.clear();
-    for (const auto& g : s[key])
-      if (g.is_string()) dst.push_back(g);
-  }
+  if (t.select) config.select = *t.select;
+  if (t.ignore) config.ignore = *t.ignore;
+  if (t.user_frames_include) config.user_frames_include = *t.user_frames_include;
+  if (t.user_frames_exclude) config.user_frames_exclude = *t.user_frames_exclude;
 }
 
 }  // namespace
 
 void Session::ApplySettings(const json& s) {
   if (!s.is_object()) return;
-  std::vector<std::string> refused;
-  UpdateSettings([&](SessionSettings& settings) {
-    refused.clear();
-    EditSettings(s, &settings, &refused);
-  });
+  const proto::TtapSettings typed = proto::ReadTtapSettings(s);
+  UpdateSettings([&](SessionSettings& settings) { ApplyTtapSettings(typed, &settings); });
+  const std::vector<std::string>& refused = typed.refused;
   if (!refused.empty()) {
     std::string text = "ttap: settings ignored: ";
     for (size_t i = 0; i < refused.size() && i < 5; ++i) text += (i ? "; " : "") + refused[i];

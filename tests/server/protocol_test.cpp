@@ -255,3 +255,38 @@ TEST_CASE("binder: bad params answer InvalidParams once, before the handler runs
                                  std::make_shared<ttap::lsp::ReplyOnce>(&out, 3), cancelled));
   body();  // the unanswered ReplyOnce's own -32603
 }
+
+TEST_CASE("protocol: ttap's settings section is read typed, out-of-bounds values refused",
+          "[protocol][settings]") {
+  using ttap::lsp::proto::ReadTtapSettings;
+  const auto t = ReadTtapSettings(json::parse(R"({
+    "traceGlobs": ["**/*.json", 3], "rank": 2, "windows": 2000000000,
+    "thresholds": {"min_share": 0.01, "bad": "x"}, "pathMaps": {"/remote": "/local", "n": 1},
+    "llm": {"baseUrl": "", "model": "m", "maxDrafts": 500, "authHeader": "api-key"},
+    "model": {"enabled": false, "device": "tpu", "threshold": 3},
+    "select": ["TTA001"], "ignore": ["NOPE"], "userFramesExclude": ["*/lib/*"]})"));
+  REQUIRE(t.trace_globs);
+  CHECK(*t.trace_globs == std::vector<std::string>{"**/*.json"});
+  CHECK(t.rank == 2);
+  CHECK_FALSE(t.windows);  // refused, not clamped
+  CHECK(t.thresholds.size() == 1);
+  CHECK(t.thresholds.at("min_share") == 0.01);
+  REQUIRE(t.path_maps);
+  CHECK(t.path_maps->size() == 1);
+  REQUIRE(t.llm);
+  CHECK_FALSE(t.llm->base_url);  // empty reads as absent
+  CHECK(t.llm->model == std::optional<std::string>("m"));
+  CHECK(t.llm->max_drafts == 100);
+  CHECK(t.llm->auth_header == std::optional<std::string>("api-key"));
+  REQUIRE(t.model);
+  CHECK(t.model->enabled == false);
+  CHECK(t.model->device == std::optional<std::string>("auto"));
+  CHECK(t.model->threshold == -1.0);  // out of [0, 1]: the file's own
+  CHECK(t.select == std::optional<std::vector<std::string>>({"TTA001"}));
+  CHECK_FALSE(t.ignore);  // an unknown code keeps the project's list
+  CHECK(t.user_frames_exclude == std::optional<std::vector<std::string>>({"*/lib/*"}));
+  REQUIRE(t.refused.size() == 2);
+  CHECK(t.refused[0].find("ttap.windows") == 0);
+  CHECK(t.refused[1] == "ttap.thresholds.bad must be a number");
+  CHECK(ReadTtapSettings(json::array()).refused.empty());
+}
