@@ -1,6 +1,11 @@
 // textDocument/codeAction and codeAction/resolve (see session.h): catalogue quick fixes, drafted
 // fixes, "suppress on this line", and source.fixAll.ttap.
-#include "server/lsp/session.h"
+#include <set>
+
+#include "mapping/suppressions.h"
+#include "server/core/scan_trace.h"
+#include "server/lsp/feature_view.h"
+#include "server/lsp/uri.h"
 
 namespace ttap::lsp {
 
@@ -19,44 +24,50 @@ proto::CodeAction QuickFixAction(std::string title, bool preferred,
   return action;
 }
 
-}  // namespace
+// The finding's LLM-drafted fix as a code action, when it still applies to |src|.
+void AddDraftedFix(FeatureView& view, const std::string& uri, const Placed& p,
+                   const LocatedFinding& lf, const PythonSource& src,
+                   const std::optional<proto::Diagnostic>& diagnostic, bool with_edits,
+                   std::vector<proto::CodeAction>* actions);
 
-proto::WorkspaceEdit Session::WorkspaceEditOf(const std::string& uri, const PythonSource& src,
-                                              const std::vector<TextEdit>& edits) const {
+// |edits| of |src| in the client's position encoding.
+proto::WorkspaceEdit WorkspaceEditOf(FeatureView& view, const std::string& uri,
+                                     const PythonSource& src, const std::vector<TextEdit>& edits) {
   proto::WorkspaceEdit edit;
   auto& lsp_edits = edit.changes[uri];
   for (const TextEdit& e : edits)
-    lsp_edits.push_back({proto::Range::From(src.ToRange(e.range, encoding_)), e.new_text});
+    lsp_edits.push_back(
+        {proto::Range::From(src.ToRange(e.range, view.client().encoding)), e.new_text});
   return edit;
 }
 
-std::vector<proto::CodeAction> Session::FixesFor(const std::string& uri, const std::string& path,
-                                                 const Placed& p, const LocatedFinding& lf,
-                                                 const std::optional<proto::Diagnostic>& diagnostic,
-                                                 bool with_edits) {
+// The finding's quick fixes (for |diagnostic| when given), with their edits or the data
+// codeAction/resolve computes them from.
+std::vector<proto::CodeAction> FixesFor(FeatureView& view, const std::string& uri,
+                                        const std::string& path, const Placed& p,
+                                        const LocatedFinding& lf,
+                                        const std::optional<proto::Diagnostic>& diagnostic,
+                                        bool with_edits) {
   std::vector<proto::CodeAction> actions;
-  auto src = SourceFor(path);
+  auto src = view.SourceFor(path);
   if (!src) return actions;
-  AddDraftedFix(uri, p, lf, *src, diagnostic, with_edits, &actions);
+  AddDraftedFix(view, uri, p, lf, *src, diagnostic, with_edits, &actions);
   if (lf.finding.fix.empty()) return actions;
-  bool has_gpu = false;
-  {
-    auto locked = scheduler_.LockState();
-    has_gpu = locked->snapshot && locked->snapshot->facts.has_gpu;
-  }
+  const std::shared_ptr<const Snapshot> shown = view.View();
+  const bool has_gpu = shown && shown->facts.has_gpu;
   // The same request `ttap scan --format sarif` makes, on the line the buffer has it now.
   FixRequest req = FixRequestFor(lf, has_gpu);
   req.line = p.line;
   auto fixes = ComputeFixes(*src, req);
   if (!fixes.ok()) {
-    ClientLog("no mechanical fix for " + lf.finding.code + ": " + fixes.status().message());
+    view.ClientLog("no mechanical fix for " + lf.finding.code + ": " + fixes.status().message());
     return actions;
   }
   std::vector<proto::CodeAction> mechanical;
   for (const QuickFix& fx : *fixes) {
     proto::CodeAction action = QuickFixAction(fx.title, fx.preferred, diagnostic);
     if (with_edits)
-      action.edit = WorkspaceEditOf(uri, *src, fx.edits);
+      action.edit = WorkspaceEditOf(view, uri, *src, fx.edits);
     else
       action.data = json(proto::CodeActionData{uri, p.finding, fx.title});
     mechanical.push_back(std::move(action));
@@ -66,21 +77,18 @@ std::vector<proto::CodeAction> Session::FixesFor(const std::string& uri, const s
   return mechanical;
 }
 
-void Session::AddDraftedFix(const std::string& uri, const Placed& p, const LocatedFinding& lf,
-                            const PythonSource& src,
-                            const std::optional<proto::Diagnostic>& diagnostic, bool with_edits,
-                            std::vector<proto::CodeAction>* actions) {
-  std::shared_ptr<const llm::FindingDraft> d;
-  {
-    auto locked = scheduler_.LockState();
-    // Only the snapshot |lf| belongs to holds its draft.
-    if (!locked->snapshot || p.finding >= locked->snapshot->scan->findings.size() ||
-        &locked->snapshot->scan->findings[p.finding] != &lf)
-      return;
-    auto it = locked->drafts.find(p.finding);
-    if (it == locked->drafts.end()) return;
-    d = it->second;
-  }
+// The finding's LLM-drafted fix as a code action, when it still applies to |src|.
+void AddDraftedFix(FeatureView& view, const std::string& uri, const Placed& p,
+                   const LocatedFinding& lf, const PythonSource& src,
+                   const std::optional<proto::Diagnostic>& diagnostic, bool with_edits,
+                   std::vector<proto::CodeAction>* actions) {
+  // Only the snapshot |lf| belongs to holds its draft.
+  const std::shared_ptr<const Snapshot> shown = view.View();
+  if (!shown || p.finding >= shown->scan->findings.size() ||
+      &shown->scan->findings[p.finding] != &lf)
+    return;
+  const std::shared_ptr<const llm::FindingDraft> d = view.DraftOf(*shown, p.finding);
+  if (!d) return;
   if (!d->draft.fix) return;
   // The buffer may have changed since the draft: the edits move with the finding's line and
   // apply only while the lines they touch are unchanged and the result still parses.
@@ -91,21 +99,24 @@ void Session::AddDraftedFix(const std::string& uri, const Placed& p, const Locat
   check.expected_lines = &d->fix_lines;
   auto edits = llm::CheckDraftFix(src, *d->draft.fix, check);
   if (!edits.ok()) {
-    ClientLog("llm: dropped the fix drafted by " + d->draft.model + " for " + lf.finding.code +
-              ": " + edits.status().message());
+    view.ClientLog("llm: dropped the fix drafted by " + d->draft.model + " for " + lf.finding.code +
+                   ": " + edits.status().message());
     return;
   }
   const std::string title =
       "Apply the fix drafted by " + d->draft.model + ": " + d->draft.fix->description;
   proto::CodeAction action = QuickFixAction(title, false, diagnostic);
   if (with_edits)
-    action.edit = WorkspaceEditOf(uri, src, *edits);
+    action.edit = WorkspaceEditOf(view, uri, src, *edits);
   else
     action.data = json(proto::CodeActionData{uri, p.finding, title});
   actions->push_back(std::move(action));
 }
 
-void Session::OnCodeAction(const proto::CodeActionParams& params, Reply reply) {
+}  // namespace
+
+std::vector<proto::CodeAction> CodeActionsFor(FeatureView& view,
+                                              const proto::CodeActionParams& params) {
   const std::string& uri = params.textDocument.uri;
   const std::string path = UriToPath(uri);
   const int first = params.range.start.line, last = params.range.end.line;
@@ -116,39 +127,39 @@ void Session::OnCodeAction(const proto::CodeActionParams& params, Reply reply) {
       if (kind.rfind(o, 0) == 0) return true;
     return false;
   };
-  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
+  const std::shared_ptr<const Snapshot> snap = view.View();
   std::vector<proto::CodeAction> actions;
-  if (!snap) return reply->Result(actions);
+  if (!snap) return actions;
   auto it = snap->by_file.find(path);
-  if (it == snap->by_file.end()) return reply->Result(actions);
+  if (it == snap->by_file.end()) return actions;
   std::vector<proto::TextEdit> all_edits;
   std::set<std::pair<std::string, int>> suppress_offered;  // (code, line)
   std::vector<proto::CodeAction> suppressions;             // after every fix
-  for (const Placed& p : PlacedIn(*snap, path)) {
+  for (const Placed& p : view.PlacedIn(*snap, path)) {
     const LocatedFinding& lf = snap->scan->findings[p.finding];
     SourceRange r;
     ByteRange b;
     bool stale;
     std::shared_ptr<const PythonSource> src;
-    if (!RangeOf(path, p, lf, &r, &b, &src, &stale) || stale) continue;
+    if (!RangeOf(view, path, p, lf, &r, &b, &src, &stale) || stale) continue;
     if (wants(proto::code_action_kind::kQuickFix) && r.start.line <= last && r.end.line >= first) {
       proto::Diagnostic diag;
       diag.range = proto::Range::From(r);
       diag.code = lf.finding.code;
       diag.source = "ttap";
       diag.message = lf.finding.name + ": " + lf.finding.message;
-      for (auto& a : FixesFor(uri, path, p, lf, diag, !resolve_code_actions_))
+      for (auto& a : FixesFor(view, uri, path, p, lf, diag, !view.client().resolve_code_actions))
         actions.push_back(std::move(a));
       if (suppress_offered.insert({lf.finding.code, r.start.line}).second) {
         proto::CodeAction suppress = QuickFixAction(
             "Suppress " + lf.finding.code + " on this line (# ttap: ignore)", false, diag);
-        suppress.edit =
-            WorkspaceEditOf(uri, *src, {SuppressionEdit(*src, r.start.line, lf.finding.code)});
+        suppress.edit = WorkspaceEditOf(view, uri, *src,
+                                        {SuppressionEdit(*src, r.start.line, lf.finding.code)});
         suppressions.push_back(std::move(suppress));
       }
     }
     if (wants(proto::code_action_kind::kSourceFixAllTtap) && !only.empty()) {
-      for (auto& a : FixesFor(uri, path, p, lf, std::nullopt, true)) {
+      for (auto& a : FixesFor(view, uri, path, p, lf, std::nullopt, true)) {
         if (a.isPreferred.value_or(false) && a.edit)
           for (auto& e : a.edit->changes[uri]) all_edits.push_back(std::move(e));
       }
@@ -162,30 +173,29 @@ void Session::OnCodeAction(const proto::CodeActionParams& params, Reply reply) {
     fix_all.edit = proto::WorkspaceEdit{{{uri, std::move(all_edits)}}};
     actions.push_back(std::move(fix_all));
   }
-  reply->Result(actions);
+  return actions;
 }
 
-void Session::OnCodeActionResolve(const proto::CodeActionResolveParams& params, Reply reply) {
+StatusOr<json> ResolveCodeAction(FeatureView& view, const proto::CodeActionResolveParams& params) {
   json resolved = params.action;
-  if (!params.data) return reply->Result(resolved);
+  if (!params.data) return resolved;
   const std::string& uri = params.data->uri;
   const size_t index = params.data->finding;
-  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
-  if (!snap || index >= snap->scan->findings.size())
-    return reply->Error(kContentModified, "the analysis changed");
+  const std::shared_ptr<const Snapshot> snap = view.View();
+  if (!snap || index >= snap->scan->findings.size()) return Status::Error("the analysis changed");
   const std::string path = UriToPath(uri);
   auto it = snap->by_file.find(path);
-  if (it == snap->by_file.end()) return reply->Error(kContentModified, "the analysis changed");
-  for (const Placed& p : PlacedIn(*snap, path)) {
+  if (it == snap->by_file.end()) return Status::Error("the analysis changed");
+  for (const Placed& p : view.PlacedIn(*snap, path)) {
     if (p.finding != index) continue;
-    for (auto& a : FixesFor(uri, path, p, snap->scan->findings[index], std::nullopt, true)) {
+    for (auto& a : FixesFor(view, uri, path, p, snap->scan->findings[index], std::nullopt, true)) {
       if (a.title == params.data->title && a.edit) {
         resolved["edit"] = *a.edit;
-        return reply->Result(resolved);
+        return resolved;
       }
     }
   }
-  reply->Error(kContentModified, "the fix no longer applies to this buffer");
+  return Status::Error("the fix no longer applies to this buffer");
 }
 
 }  // namespace ttap::lsp

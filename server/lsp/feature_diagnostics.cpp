@@ -1,8 +1,13 @@
-// textDocument/publishDiagnostics, textDocument/diagnostic and workspace/diagnostic (see
-// session.h): one diagnostic per code and line, suppressions as the buffer has them.
+// textDocument/publishDiagnostics, textDocument/diagnostic and workspace/diagnostic
+// (feature_view.h): one diagnostic per code and line, suppressions as the buffer has them.
+#include <climits>
 #include <filesystem>
 
-#include "server/lsp/session.h"
+#include "mapping/source_ranges.h"
+#include "mapping/suppressions.h"
+#include "server/core/scan_trace.h"
+#include "server/lsp/feature_view.h"
+#include "server/lsp/uri.h"
 
 namespace ttap::lsp {
 
@@ -26,12 +31,11 @@ proto::DiagnosticSeverity LspSeverity(Severity s) {
 
 }  // namespace
 
-bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
-                      SourceRange* range, ByteRange* bytes,
-                      std::shared_ptr<const PythonSource>* src_out, bool* stale,
-                      int exact_through) {
+bool RangeOf(FeatureView& view, const std::string& path, const Placed& p, const LocatedFinding& lf,
+             SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
+             bool* stale, int exact_through) {
   int edited_from = INT_MAX;
-  auto src = SourceFor(path, nullptr, exact_through, &edited_from);
+  auto src = view.SourceFor(path, nullptr, exact_through, &edited_from);
   if (!src) return false;
   // An older parse, exact above the edits only: a finding at or below them is elsewhere now.
   if (p.line - 1 >= edited_from) return false;
@@ -44,27 +48,14 @@ bool Session::RangeOf(const std::string& path, const Placed& p, const LocatedFin
   // `# ttap: ignore[...]` as the buffer has it now: typed or deleted, it applies at once.
   if (SuppressedAt(*src, m, p.line, lf.finding.code)) return false;
   *bytes = m.range;
-  *range = src->ToRange(m.range, encoding_);
+  *range = src->ToRange(m.range, view.client().encoding);
   *stale = m.stale;
   if (src_out) *src_out = src;
   return true;
 }
 
-std::vector<Placed> Session::PlacedIn(const Snapshot& snap, const std::string& path) {
-  auto locked = scheduler_.LockState();
-  auto it = snap.by_file.find(path);
-  if (it == snap.by_file.end()) return {};
-  std::vector<Placed> placed = it->second;
-  auto moved = locked->moved_lines.find(path);
-  if (&snap == locked->snapshot.get() && moved != locked->moved_lines.end() &&
-      moved->second.size() == placed.size()) {
-    for (size_t i = 0; i < placed.size(); ++i) placed[i].line = moved->second[i];
-  }
-  return placed;
-}
-
-std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) {
-  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
+std::vector<proto::Diagnostic> DiagnosticsFor(FeatureView& view, const std::string& path) {
+  const std::shared_ptr<const Snapshot> snap = view.View();
   std::vector<proto::Diagnostic> diags;
   if (!snap) return diags;
   auto it = snap->by_file.find(path);
@@ -72,13 +63,13 @@ std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) 
   // One diagnostic per code and line (a loop can hold fifteen TTA009 findings): the first
   // (findings come most severe first) stands for the others, which its hover lists.
   std::map<std::pair<std::string, int>, std::pair<size_t, int>> shown;  // -> (diag, others)
-  for (const Placed& p : PlacedIn(*snap, path)) {
+  for (const Placed& p : view.PlacedIn(*snap, path)) {
     const LocatedFinding& lf = snap->scan->findings[p.finding];
     const Finding& f = lf.finding;
     SourceRange r;
     ByteRange b;
     bool stale = false;
-    if (!RangeOf(path, p, lf, &r, &b, nullptr, &stale)) continue;
+    if (!RangeOf(view, path, p, lf, &r, &b, nullptr, &stale)) continue;
     auto [slot, first] =
         shown.emplace(std::make_pair(f.code, r.start.line), std::make_pair(diags.size(), 0));
     if (!first) {
@@ -96,8 +87,9 @@ std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) 
                      ? " (placed by code shape: the trace has no Python stacks; record with "
                        "with_stack=True for exact lines)"
                      : "");
-    if (code_description_) d.codeDescription = proto::CodeDescription{RuleDocsUrl(f.code, f.name)};
-    if (related_information_) {
+    if (view.client().code_description)
+      d.codeDescription = proto::CodeDescription{RuleDocsUrl(f.code, f.name)};
+    if (view.client().related_information) {
       std::vector<proto::DiagnosticRelatedInformation> rel;
       for (size_t k = 0; k < f.frames.size() && rel.size() < 8; ++k) {
         if (static_cast<int>(k) == f.user_frame) continue;
@@ -114,7 +106,7 @@ std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) 
       }
       if (!rel.empty()) d.relatedInformation = std::move(rel);
     }
-    if (diagnostic_data_)
+    if (view.client().diagnostic_data)
       d.data = json{{"finding", p.finding}, {"fix", f.fix}, {"trace", snap->trace_path}};
     diags.push_back(std::move(d));
   }
@@ -127,64 +119,13 @@ std::vector<proto::Diagnostic> Session::DiagnosticsFor(const std::string& path) 
   return diags;
 }
 
-size_t Session::CountProblemsShown(const Snapshot& snap) {
+size_t CountProblemsShown(FeatureView& view, const Snapshot& snap) {
   size_t shown = 0;
   for (const auto& [path, placed] : snap.by_file) {
-    for (const auto& d : DiagnosticsFor(path))
+    for (const auto& d : DiagnosticsFor(view, path))
       shown += d.severity != proto::DiagnosticSeverity::kHint;
   }
   return shown;
-}
-
-void Session::PublishAll() {
-  if (pull_diagnostics_) {
-    {
-      const std::shared_ptr<const Snapshot> snap = scheduler_.View();
-      problems_shown_ = snap ? CountProblemsShown(*snap) : 0;
-    }
-    if (diagnostic_refresh_)
-      out_.Call("workspace/diagnostic/refresh", nullptr, [](const json&, const json&) {});
-    if (code_lens_refresh_)
-      out_.Call("workspace/codeLens/refresh", nullptr, [](const json&, const json&) {});
-    return;
-  }
-  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
-  std::set<std::string> now;
-  size_t shown = 0;
-  if (snap) {
-    for (const auto& [path, placed] : snap->by_file) {
-      now.insert(path);
-      std::vector<proto::Diagnostic> diags = DiagnosticsFor(path);
-      for (const auto& d : diags) shown += d.severity != proto::DiagnosticSeverity::kHint;
-      out_.Notify("textDocument/publishDiagnostics",
-                  proto::PublishDiagnosticsParams{PathToUri(path), std::nullopt, std::move(diags)});
-    }
-  }
-  problems_shown_ = shown;
-  // Files whose problems are gone get an empty list, so their squiggles disappear.
-  for (const auto& path : published_) {
-    if (!now.count(path))
-      out_.Notify("textDocument/publishDiagnostics",
-                  proto::PublishDiagnosticsParams{PathToUri(path), std::nullopt, {}});
-  }
-  published_ = now;
-  if (code_lens_refresh_)
-    out_.Call("workspace/codeLens/refresh", nullptr, [](const json&, const json&) {});
-}
-
-void Session::OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params, Reply reply) {
-  std::string path = UriToPath(params.textDocument.uri);
-  reply->Result(proto::FullDocumentDiagnosticReport{DiagnosticsFor(path)});
-}
-
-void Session::OnWorkspaceDiagnostic(const proto::WorkspaceDiagnosticParams&, Reply reply) {
-  const std::shared_ptr<const Snapshot> snap = scheduler_.View();
-  proto::WorkspaceDiagnosticReport report;
-  if (snap) {
-    for (const auto& [path, placed] : snap->by_file)
-      report.items.push_back({PathToUri(path), std::nullopt, DiagnosticsFor(path)});
-  }
-  reply->Result(report);
 }
 
 }  // namespace ttap::lsp

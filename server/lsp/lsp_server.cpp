@@ -230,22 +230,22 @@ void Session::OnInitialize(const proto::InitializeParams& params, Reply reply) {
   if (params.processId) client_pid_ = *params.processId;
   for (const auto& e : caps.positionEncodings) {
     if (e == "utf-8") {
-      encoding_ = PositionEncoding::kUtf8;
+      caps_.encoding = PositionEncoding::kUtf8;
       encoding_name_ = "utf-8";
       break;
     }
   }
   pull_diagnostics_ = caps.diagnosticPull;
   diagnostic_refresh_ = caps.diagnosticRefresh;
-  related_information_ = caps.relatedInformation || pull_diagnostics_;
-  code_description_ = caps.codeDescriptionSupport || pull_diagnostics_;
-  diagnostic_data_ = caps.dataSupport || pull_diagnostics_;
+  caps_.related_information = caps.relatedInformation || pull_diagnostics_;
+  caps_.code_description = caps.codeDescriptionSupport || pull_diagnostics_;
+  caps_.diagnostic_data = caps.dataSupport || pull_diagnostics_;
   const auto& resolvable = caps.codeActionResolveProperties;
-  resolve_code_actions_ = std::count(resolvable.begin(), resolvable.end(), "edit") > 0;
+  caps_.resolve_code_actions = std::count(resolvable.begin(), resolvable.end(), "edit") > 0;
   workspace_configuration_ = caps.workspaceConfiguration;
   // The client's preferred hover format comes first; markdown unless plaintext is preferred.
   if (!caps.hoverContentFormat.empty() && caps.hoverContentFormat[0] == "plaintext")
-    hover_markdown_ = false;
+    caps_.hover_markdown = false;
   watch_registration_ = caps.watchedFilesDynamicRegistration;
   work_done_progress_ = caps.workDoneProgress;
   code_lens_refresh_ = caps.codeLensRefresh;
@@ -274,7 +274,7 @@ void Session::OnInitialize(const proto::InitializeParams& params, Reply reply) {
       {"codeActionProvider",
        {{"codeActionKinds",
          {proto::code_action_kind::kQuickFix, proto::code_action_kind::kSourceFixAllTtap}},
-        {"resolveProvider", resolve_code_actions_}}},
+        {"resolveProvider", caps_.resolve_code_actions}}},
       {"codeLensProvider", {{"resolveProvider", false}}},
       // Ids of their own: vscode-languageclient registers every listed id as an editor command,
       // and the extension registers ttap.rescan / ttap.showTraceSummary itself (both are still

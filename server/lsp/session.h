@@ -52,6 +52,7 @@
 #include "server/llm/llm_config.h"
 #include "server/lsp/binder.h"
 #include "server/lsp/dir_watcher.h"
+#include "server/lsp/feature_view.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/lsp/lsp_server.h"
 #include "server/lsp/protocol.h"
@@ -92,7 +93,7 @@ struct SessionSettings {
   double model_threshold = -1;
 };
 
-class Session {
+class Session : public FeatureView {
  public:
   Session(Framer* framer, const ServerOptions& options)
       : framer_(framer), out_(framer), options_(options) {
@@ -142,7 +143,8 @@ class Session {
   // line, that parse is returned as it is (a 6 MB buffer re-parses in 50-100 ms) and
   // |*edited_from| gets the first edited line (else INT_MAX).
   std::shared_ptr<const PythonSource> SourceFor(const std::string& path, int64_t* version = nullptr,
-                                                int exact_through = -1, int* edited_from = nullptr);
+                                                int exact_through = -1,
+                                                int* edited_from = nullptr) override;
   // Request thread.
   void Enqueue(std::function<void()> run);
   void RequestLoop();
@@ -186,23 +188,26 @@ class Session {
   WindowScorerFuture WindowScorer();
   // LLM drafts for |snap|'s findings when the editor turned drafting on (worker thread).
   void DraftFindingsOf(const std::shared_ptr<Snapshot>& snap, const CancelToken& cancel);
-  std::shared_ptr<const llm::FindingDraft> DraftOf(const Snapshot& snap, size_t finding);
+  std::shared_ptr<const llm::FindingDraft> DraftOf(const Snapshot& snap, size_t finding) override;
   void Status(const std::string& state, const std::string& detail = "");
   // A log line to the client's log (window/logMessage, type Log), or to stderr when the client
   // is gone: never both, since editors show the two in the same output channel.
-  void ClientLog(const std::string& message) {
+  void ClientLog(const std::string& message) override {
     if (!out_.alive()) return Log(message);
     out_.Notify("window/logMessage",
                 proto::LogMessageParams{proto::MessageType::kLog, "ttap: " + message});
   }
-  // Diagnostics.
-  std::vector<proto::Diagnostic> DiagnosticsFor(const std::string& path);
-  // problems_shown_ of |snap| (DiagnosticsFor every file).
-  size_t CountProblemsShown(const Snapshot& snap);
-  // A copy of the findings placed in |path| (their lines move with edits under snap_mu_).
-  std::vector<Placed> PlacedIn(const Snapshot& snap, const std::string& path);
+  // The FeatureView the features read (feature_view.h; session_features.cpp).
+  std::shared_ptr<const Snapshot> View() override { return scheduler_.View(); }
+  // A copy of the findings placed in |path| (their lines move with edits, in the scheduler's
+  // state).
+  std::vector<Placed> PlacedIn(const Snapshot& snap, const std::string& path) override;
+  // The finding's explanation (FindingMarkdown, server/core/explain.h), cached per finding.
+  std::string Explanation(const Snapshot& snap, size_t finding) override;
+  const ClientCaps& client() const override { return caps_; }
+  // Diagnostics pushed for every file of the snapshot (or a refresh asked for).
   void PublishAll();
-  // Features.
+  // LSP feature handlers: each asks its feature function (feature_view.h) and replies.
   void OnHover(const proto::HoverParams& params, Reply reply);
   void OnCodeAction(const proto::CodeActionParams& params, Reply reply);
   void OnCodeActionResolve(const proto::CodeActionResolveParams& params, Reply reply);
@@ -211,30 +216,8 @@ class Session {
                         const CancelFlag& cancelled);
   void OnDocumentDiagnostic(const proto::DocumentDiagnosticParams& params, Reply reply);
   void OnWorkspaceDiagnostic(const proto::WorkspaceDiagnosticParams& params, Reply reply);
-  // The finding's explanation (FindingMarkdown, server/core/explain.h), cached per finding.
-  std::string HoverOf(const Snapshot& snap, size_t finding);
   // Drops the trace's events once nothing reads them, and gives the memory back to the system.
   static void ReleaseTrace(Snapshot* snap);
-  std::string SummaryMarkdown(const CancelToken& cancel);
-  // False when the finding cannot be placed in |path| now, or a comment there suppresses it.
-  // |exact_through|: as SourceFor's (hovers read one line); a finding placed at or below the
-  // first line edited since that parse is then not placed (false).
-  bool RangeOf(const std::string& path, const Placed& p, const LocatedFinding& lf,
-               SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
-               bool* stale, int exact_through = -1);
-  // The finding's quick fixes (for |diagnostic| when given), with their edits or the data
-  // codeAction/resolve computes them from.
-  std::vector<proto::CodeAction> FixesFor(const std::string& uri, const std::string& path,
-                                          const Placed& p, const LocatedFinding& lf,
-                                          const std::optional<proto::Diagnostic>& diagnostic,
-                                          bool with_edits);
-  // |edits| of |src| in the client's position encoding.
-  proto::WorkspaceEdit WorkspaceEditOf(const std::string& uri, const PythonSource& src,
-                                       const std::vector<TextEdit>& edits) const;
-  // The finding's LLM-drafted fix as a code action, when it still applies to |src|.
-  void AddDraftedFix(const std::string& uri, const Placed& p, const LocatedFinding& lf,
-                     const PythonSource& src, const std::optional<proto::Diagnostic>& diagnostic,
-                     bool with_edits, std::vector<proto::CodeAction>* actions);
 
   Framer* framer_;
   Outbox out_;
@@ -266,19 +249,14 @@ class Session {
   bool exit_received_ = false;
 
   // Client capabilities we use.
-  PositionEncoding encoding_ = PositionEncoding::kUtf16;
   std::string encoding_name_ = "utf-16";
   bool pull_diagnostics_ = false;
   bool diagnostic_refresh_ = false;
-  bool related_information_ = false;
-  bool code_description_ = false;
-  bool diagnostic_data_ = false;
-  bool resolve_code_actions_ = false;
   bool workspace_configuration_ = false;
   bool watch_registration_ = false;
   bool work_done_progress_ = false;
   bool code_lens_refresh_ = false;
-  bool hover_markdown_ = true;  // false when the client asks for plaintext hovers (eglot)
+  ClientCaps caps_;  // what the features read (feature_view.h)
 
   // Settings: an immutable value, replaced whole (UpdateSettings) and read by any thread
   // (Settings()) without a lock.

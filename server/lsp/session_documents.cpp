@@ -42,15 +42,15 @@ void Session::OnDidChange(const proto::DidChangeTextDocumentParams& params) {
     if (!d.lone_cr) {
       // From the previous edit's line: typing costs the lines in between, not the buffer.
       TSPoint pa, pb;
-      ba = ByteOffsetFrom(d.text, &d.hint, a, encoding_, &pa);
+      ba = ByteOffsetFrom(d.text, &d.hint, a, caps_.encoding, &pa);
       const LineHint at_a = d.hint;
-      bb = std::max(ba, ByteOffsetFrom(d.text, &d.hint, b, encoding_, &pb));
+      bb = std::max(ba, ByteOffsetFrom(d.text, &d.hint, b, caps_.encoding, &pb));
       if (bb == ba) pb = pa;
       if (d.parsed) d.edits_since_parse.push_back(DescribeEditAt(ba, bb, pa, pb, text));
       d.hint = at_a;  // the edit's own line starts where it did
     } else {
-      ba = ByteOffsetInText(d.text, a, encoding_);
-      bb = std::max(ba, ByteOffsetInText(d.text, b, encoding_));
+      ba = ByteOffsetInText(d.text, a, caps_.encoding);
+      bb = std::max(ba, ByteOffsetInText(d.text, b, caps_.encoding));
       if (d.parsed) d.edits_since_parse.push_back(DescribeEdit(d.text, ba, bb, text));
     }
     d.text.replace(ba, bb - ba, text);

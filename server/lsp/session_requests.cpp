@@ -147,7 +147,7 @@ void Session::QueuePublish(const std::string& uri, bool after_edit) {
     // Parsed first, so the version published is the one the ranges were computed on.
     if (has_findings) SourceFor(path, &version);
     out_.Notify("textDocument/publishDiagnostics",
-                proto::PublishDiagnosticsParams{uri, version, DiagnosticsFor(path)});
+                proto::PublishDiagnosticsParams{uri, version, DiagnosticsFor(*this, path)});
   });
 }
 
