@@ -1,5 +1,5 @@
 // What a GPU's tensor cores would make of its fp32 matrix kernels: the speed-up per architecture
-// and a kernel's time on them. TTA009's detector (rules/rules_gpu.cpp) and its what-if
+// and a kernel's time on them. TTA009's detector (rules/tta009_no_tensor_cores.cpp) and its what-if
 // (causal/what_if.cpp) share it.
 #pragma once
 

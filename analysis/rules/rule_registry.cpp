@@ -82,7 +82,7 @@ std::vector<RuleSpec> Build() {
                     "the same data copied to the host and back every step", "keep-on-device"},
                    DetectDevicePingPong, nullptr, FM::kKeepOnDevice, SS::kTransferCall));
   for (RuleSpec& s : r) s.learned_category = true;
-  // Causes decided from the causal model (rules_causal.cpp).
+  // Causes decided from the causal model (tta013, tta015-tta017_*.cpp).
   r.push_back(
       Spec({"TTA015", "cold-start", "lazy kernel loading and first calls inside the profiled steps",
             "profile-after-warmup"},

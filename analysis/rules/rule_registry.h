@@ -3,7 +3,7 @@
 // replayed together, the source shape its finding is placed on, its fix recipe and its docs
 // anchor. RunRules, the costing (what_if.cpp), the source mapping (mapping/) and the language
 // server ask the registry what a code is; none compares code strings. Adding a code is one
-// RuleSpec line here, its detector (rules_*.cpp), its fix model (what_if.cpp) when it has a new
+// RuleSpec line here, its detector (one file per code, tta0NN_<name>.cpp), its fix model (what_if.cpp) when it has a new
 // one, its recipe (server/lsp/fixes/) and its docs section;
 // tests/analysis/rules/rule_registry_test.cpp fails when a part is missing.
 #pragma once
@@ -37,7 +37,7 @@ enum class SourceShape : uint8_t {
 
 struct RuleSpec {
   RuleInfo info;                           // code, name, summary, fix recipe id ("" for none)
-  Detector detect = nullptr;               // per-step detector (rules_*.cpp), or nullptr
+  Detector detect = nullptr;               // per-step detector (tta0NN_*.cpp), or nullptr
   CausalDetector detect_causal = nullptr;  // detector over the causal graph, or nullptr
   FixPlan plan;  // how its fix is costed: the graph change and the claim's role (fix_plan.h)
   SourceShape shape = SourceShape::kNone;

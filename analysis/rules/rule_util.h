@@ -1,4 +1,4 @@
-// Small helpers shared by the detectors (rules_*.cpp): building a raw per-step finding, the
+// Small helpers shared by the detectors (tta0NN_*.cpp): building a raw per-step finding, the
 // cause key that merges findings across steps, name tests. Internal to analysis/.
 #pragma once
 

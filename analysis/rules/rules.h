@@ -25,7 +25,7 @@ struct RuleInfo {
 };
 // The catalogue in code order (the detectors' codes).
 const std::vector<RuleInfo>& RuleCatalogue();
-// Codes decided from the causal model (rules_causal.cpp): TTA015 cold-start, TTA016
+// Codes decided from the causal model (tta0NN_*.cpp, causal_detectors.h): TTA015 cold-start, TTA016
 // trace-incomplete, TTA017 cpu-overhead-bound. Kept apart from RuleCatalogue(), whose codes the
 // learned scorer's category head was trained on.
 const std::vector<RuleInfo>& CauseRuleCatalogue();
@@ -70,7 +70,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options);
 // The one-line message of a merged finding, with its numbers.
 std::string FindingMessage(const Finding& f);
 
-// Detectors, one per code (rules_*.cpp). Each appends raw findings (one per step and cause);
+// Detectors, one file per code (tta0NN_<name>.cpp). Each appends raw findings (one per step and cause);
 // RunRules merges and grades them.
 using Detector = void (*)(const RuleContext&, const RuleOptions&, std::vector<Finding>*);
 void DetectDataloaderStall(const RuleContext&, const RuleOptions&,
@@ -102,7 +102,7 @@ std::string DataLoaderStallMessage(const Finding&, const std::string&, const std
 std::string HostSyncMessage(const Finding&, const std::string&, const std::string&);
 std::string GpuIdleMessage(const Finding&, const std::string&, const std::string&);
 
-// Detectors over the causal model (rules_causal.cpp), run after the graph is built.
+// Detectors over the causal model (tta013, tta015-tta017_*.cpp), run after the graph is built.
 using CausalDetector = void (*)(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                                 const RuleOptions&, std::vector<Finding>*);
 void DetectCpuOverheadPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,

@@ -44,6 +44,11 @@ TEST_CASE("rule registry: every code has every part", "[rules][registry]") {
     }
     // Found by a detector; a per-step detector's code is one of the scorer's categories.
     CHECK((spec.detect != nullptr || spec.detect_causal != nullptr));
+    // One file per code: its detector lives in analysis/rules/<code>_<name>.cpp.
+    std::string file = code + "_" + spec.info.name + ".cpp";
+    std::transform(file.begin(), file.end(), file.begin(),
+                   [](char c) { return c == '-' ? '_' : static_cast<char>(std::tolower(c)); });
+    CHECK(std::ifstream(ttap_test::SourceDir() + "/analysis/rules/" + file).good());
     CHECK(spec.learned_category == (spec.detect != nullptr));
     CHECK_FALSE((spec.causal_only_if_absent && (!spec.detect || !spec.detect_causal)));
     // Costed by a fix model, unless it only says the trace cannot be judged.

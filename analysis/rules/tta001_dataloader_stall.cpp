@@ -1,0 +1,65 @@
+// TTA001 dataloader-stall: the input pipeline keeps the GPU idle. Its detector and message;
+// registered in rule_registry.cpp, documented in docs/antipatterns.md#tta001-dataloader-stall.
+#include "analysis/rules/host_detectors.h"
+
+namespace ttap {
+
+using namespace host_detail;  // its family's helpers (host_detectors.h)
+
+void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
+                           std::vector<Finding>* out) {
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("dataloader_share", 0.05);
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    // Per data-loading call site in this step.
+    std::map<std::string, Finding> by_cause;
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (!IsCpuSide(ev.kind[i]) || !ctx.IsDataLoaderName(ctx.Name(i))) continue;
+      // Count the outermost data-loading event only.
+      int32_t p = ev.parent[i];
+      bool nested = false;
+      for (int g = 0; p >= 0 && g < 256; ++g, p = ev.parent[p]) {
+        if (ctx.IsDataLoaderName(ctx.Name(p))) nested = true;
+      }
+      if (nested) continue;
+      const int64_t a = ev.ts[i], b = std::min(ev.end(i), step.end_ns);
+      const double load_us = (b - a) / 1000.0;
+      const double idle_us = ctx.has_gpu() ? ctx.GpuIdle(a, b) / 1000.0 : load_us;
+      std::string key = CauseKey(ctx, static_cast<int32_t>(i));
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA001", static_cast<int>(s), a, b,
+                                static_cast<int32_t>(i), key);
+      f.rows.push_back(static_cast<int32_t>(i));
+      f.per_step[0].second += idle_us;
+      AddNumber(
+          &f, "dataloader_us",
+          (f.evidence.count("dataloader_us") ? f.evidence["dataloader_us"].number : 0) + load_us);
+      AddNumber(&f, "gpu_idle_during_load_us",
+                (f.evidence.count("gpu_idle_during_load_us")
+                     ? f.evidence["gpu_idle_during_load_us"].number
+                     : 0) +
+                    idle_us);
+      AddNumber(&f, "calls", (f.evidence.count("calls") ? f.evidence["calls"].number : 0) + 1);
+      AddEvent(&f, std::string(ctx.Name(i)), 1, load_us);
+    }
+    for (auto& [key, f] : by_cause) {
+      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration())
+        continue;
+      AddNumber(&f, "step_us", step.duration() / 1000.0);
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+std::string DataLoaderStallMessage(const Finding& f, const std::string& detected,
+                                   const std::string& saving) {
+  const double step_us = Num(f, "step_us");
+  std::string runs = step_us > 0
+                         ? "the input pipeline runs " +
+                               FormatPercent(Num(f, "dataloader_us") / step_us) + " of each step"
+                         : "the input pipeline keeps the GPU idle";
+  return runs + " (GPU idle " + detected + ")" + saving;
+}
+
+}  // namespace ttap

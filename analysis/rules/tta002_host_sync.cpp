@@ -1,0 +1,96 @@
+// TTA002 host-sync: the CPU waits for the GPU inside the step, then the GPU drains. Its detector
+// and message; registered in rule_registry.cpp, documented in
+// docs/antipatterns.md#tta002-host-sync.
+#include "analysis/rules/host_detectors.h"
+
+namespace ttap {
+
+using namespace host_detail;  // its family's helpers (host_detectors.h)
+
+void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("host_sync_share", 0.01);
+  const int64_t min_drain_ns = static_cast<int64_t>(o.Get("host_sync_min_drain_us", 10) * 1000);
+  // Launch rows of pageable device-to-host copies block the CPU like a synchronize.
+  std::vector<char> pageable_launch(ev.size(), 0);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] == EventKind::kMemcpy && ev.link[i] >= 0 && IsPageableD2H(ctx.Name(i))) {
+      pageable_launch[ev.link[i]] = 1;
+    }
+  }
+  // The last GPU launch of each thread (for the profiler's own stop sync).
+  std::vector<int64_t> last_launch(ctx.trace().tracks.size(), INT64_MIN);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (IsLaunchKind(ev.kind[i]) && ev.link[i] >= 0) {
+      last_launch[ev.track[i]] = std::max(last_launch[ev.track[i]], ev.ts[i]);
+    }
+  }
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    std::map<std::string, Finding> by_cause;
+    std::map<std::string, std::set<int32_t>> statements_of;  // per cause, counted once each
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (!IsLaunchKind(ev.kind[i])) continue;
+      if (!ctx.IsSyncCall(i) && !pageable_launch[i]) continue;
+      const std::string_view name = ctx.Name(i);
+      if (IssuedByProfiler(ctx, i) || ProfilerStopSync(ctx, i, last_launch)) continue;
+      const int64_t sync_end = ev.end(i);
+      const int64_t resume = ctx.NextGpuStart(sync_end, step.end_ns);
+      // The drain: GPU idle from the moment the CPU started waiting until new work arrives.
+      const int64_t drain = ctx.GpuIdle(ev.ts[i], resume);
+      // The host work of the statement that reads the value (logging, a metric): the fix (read
+      // it every N steps) takes it out of the step too, even where the GPU has nothing to drain.
+      const int32_t statement = HostStatementOf(ctx.trace(), static_cast<int32_t>(i));
+      const int64_t statement_ns =
+          statement >= 0 ? std::max<int64_t>(0, ev.dur[statement] - ev.dur[i]) : 0;
+      if (drain < min_drain_ns && statement_ns < min_drain_ns) continue;
+      int32_t op = ctx.TopOp(static_cast<int32_t>(i));
+      int32_t anchor = op >= 0 ? op : static_cast<int32_t>(i);
+      // Prefer the innermost op that explains the sync (aten::item, aten::nonzero, ...).
+      for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
+        std::string_view pn = ctx.Name(p);
+        if (pn == "aten::item" || pn == "aten::_local_scalar_dense" || pn == "aten::nonzero" ||
+            pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" || ctx.IsSyncCall(p)) {
+          anchor = p;
+        }
+      }
+      std::string key = CauseKey(ctx, anchor);
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA002", static_cast<int>(s), ev.ts[i], resume,
+                                anchor, key);
+      f.rows.push_back(static_cast<int32_t>(i));
+      f.per_step[0].second += drain / 1000.0;
+      if (statement >= 0 && statements_of[key].insert(statement).second) {
+        AccumulateNumber(&f, "host_statement_us", statement_ns / 1000.0);
+      }
+      AccumulateNumber(&f, "syncs", 1);
+      AccumulateNumber(&f, "gpu_drain_us", drain / 1000.0);
+      AddText(&f, "sync_call", std::string(name));
+      AddText(&f, "op", std::string(ctx.Name(anchor)));
+      AddEvent(&f, std::string(name), 1, ev.dur[i] / 1000.0);
+    }
+    for (auto& [key, f] : by_cause) {
+      if (step.duration() <= 0 || (f.per_step[0].second + Num(f, "host_statement_us")) * 1000.0 <
+                                      min_share * step.duration())
+        continue;
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+std::string HostSyncMessage(const Finding& f, const std::string& detected,
+                            const std::string& saving) {
+  const double steps = std::max(1.0, Num(f, "steps_affected"));
+  std::string op = TextOf(f, "op");
+  return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
+         TextOf(f, "sync_call") + ", " + std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
+         "x per step) drains the GPU for " + detected +
+         (Num(f, "host_statement_us") / steps >= 10
+              ? "; the statement that reads it runs " +
+                    FormatMs(Num(f, "host_statement_us") / steps) + "/step on the host"
+              : "") +
+         saving;
+}
+
+}  // namespace ttap

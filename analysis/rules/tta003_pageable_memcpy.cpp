@@ -1,0 +1,90 @@
+// TTA003 pageable-memcpy: copies between pageable host memory and the GPU. Its detector; registered
+// in rule_registry.cpp, documented in docs/antipatterns.md#tta003-pageable-memcpy.
+#include "analysis/rules/memory_detectors.h"
+
+namespace ttap {
+
+using namespace memory_detail;  // its family's helpers (memory_detectors.h)
+
+// TTA003. A copy from or to pageable host memory cannot overlap with compute: the driver stages
+// it through a pinned bounce buffer, the CPU thread blocks while it does, and the copy runs at
+// reduced bandwidth serialised on its stream. Time lost, per copy:
+//   - the copy's GPU duration: with pinned memory and non_blocking=True it would overlap with
+//     kernels (on a side stream or behind queued work) instead of occupying the stream;
+//   - for host-to-device copies, also the GPU idle time while the CPU was blocked in the launching
+//     call (staging the pageable buffer): with a pinned source the call returns at once and the
+//     CPU goes on launching work. Device-to-host copies are not charged for their call: that call
+//     mostly waits for the queued kernels, which is TTA002's drain, counted there.
+// Synchronous cudaMemcpy/hipMemcpy calls block the CPU whatever the memory: charged the GPU idle
+// during the call plus the copy's duration (the call's duration when no GPU copy is linked).
+// This is an upper bound on what pinning saves: overlap is not guaranteed when the consumer of
+// the copy is the very next kernel.
+void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_us = o.Get("pageable_min_us", 0);
+  std::vector<char> counted(ev.size(), 0);  // launch rows already charged through their copy
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    std::map<std::string, Finding> by_cause;
+    auto charge = [&](int32_t row, int32_t launch, int64_t a, int64_t b, int64_t lost_ns,
+                      int64_t bytes, int64_t copy_ns, std::string_view what) {
+      int32_t anchor = launch >= 0 ? LaunchingOp(ctx, launch) : -1;
+      std::string key = anchor >= 0 ? CauseKey(ctx, anchor) : "(no launch)";
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA003", static_cast<int>(s), a, b, anchor, key);
+      f.rows.push_back(row);
+      f.per_step[0].second += Us(lost_ns);
+      Bump(&f, "copies", 1);
+      if (bytes > 0) Bump(&f, "bytes", static_cast<double>(bytes));
+      Bump(&f, "copy_us", Us(copy_ns));
+      if (anchor >= 0) AddText(&f, "op", std::string(ctx.Name(anchor)));
+      AddEvent(&f, std::string(what), 1, Us(copy_ns));
+    };
+    for (uint32_t i = lo; i < hi; ++i) {
+      const std::string_view name = ctx.Name(i);
+      if (ev.kind[i] == EventKind::kMemcpy && IsPageable(name)) {
+        const int32_t launch = ev.link[i];
+        int64_t lost = ev.dur[i];
+        int64_t a = ev.ts[i];
+        if (launch >= 0) {
+          counted[launch] = 1;
+          a = std::min(a, ev.ts[launch]);
+          if (IsH2D(name) || IsSyncCopyCall(ctx.RuntimeFlags(launch))) {
+            lost += ctx.GpuIdle(ev.ts[launch], ev.end(launch));
+          }
+        }
+        charge(static_cast<int32_t>(i), launch, a, ev.end(i), lost, ev.bytes[i], ev.dur[i], name);
+      }
+    }
+    // Synchronous copy calls whose copy was not pageable (or is not in the trace).
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (!IsLaunchKind(ev.kind[i]) || counted[i]) continue;
+      const int32_t gpu = ev.link[i];
+      // ROCm copies every host buffer with hipMemcpyWithStream, pinned or not: it counts only
+      // when the call blocked well beyond its copy (waiting for the stream).
+      const bool blocked_rocm_copy = ctx.Name(i) == "hipMemcpyWithStream" &&
+                                     ev.dur[i] > 2 * (gpu >= 0 ? ev.dur[gpu] : 0) + 50000;
+      if (!IsSyncCopyCall(ctx.RuntimeFlags(i)) && !blocked_rocm_copy) continue;
+      if (gpu >= 0 && !(IsH2D(ctx.Name(gpu)) || IsD2H(ctx.Name(gpu)))) continue;  // DtoD
+      const int64_t copy_ns = gpu >= 0 ? ev.dur[gpu] : 0;
+      const int64_t lost = gpu >= 0 ? ctx.GpuIdle(ev.ts[i], ev.end(i)) + copy_ns : ev.dur[i];
+      const int64_t b = gpu >= 0 ? std::max(ev.end(i), ev.end(gpu)) : ev.end(i);
+      charge(static_cast<int32_t>(i), static_cast<int32_t>(i), ev.ts[i], b, lost,
+             gpu >= 0 ? ev.bytes[gpu] : -1, copy_ns, ctx.Name(i));
+    }
+    for (auto& [key, f] : by_cause) {
+      if (f.per_step[0].second < min_us) continue;
+      const double n = Num(f, "copies");
+      std::string op = f.evidence.count("op") ? f.evidence["op"].text : "";
+      AddText(&f, "detail",
+              Count(n) + " pageable/synchronous cop" + (n == 1 ? "y" : "ies") + " in the step (" +
+                  Bytes(Num(f, "bytes")) + ", " + Dur(Num(f, "copy_us")) + " on the GPU)" +
+                  (op.empty() ? "" : " from " + op) +
+                  "; pin the host buffer and copy with non_blocking=True");
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+}  // namespace ttap

@@ -1,0 +1,102 @@
+// TTA008 gpu-idle: the GPU idles inside the step while the CPU works. Its detector and message;
+// registered in rule_registry.cpp, documented in docs/antipatterns.md#tta008-gpu-idle.
+#include "analysis/rules/host_detectors.h"
+
+namespace ttap {
+
+using namespace host_detail;  // its family's helpers (host_detectors.h)
+
+void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("gpu_idle_share", 0.05);
+  const int64_t min_gap_ns = static_cast<int64_t>(o.Get("gpu_idle_min_gap_us", 200) * 1000);
+  const auto& busy = ctx.gpu_busy();
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    // Gaps between GPU activity inside the step (including before the first and after the last).
+    std::vector<Interval> gaps;
+    int64_t cursor = step.start_ns;
+    auto it =
+        std::lower_bound(busy.begin(), busy.end(), Interval{step.start_ns, INT64_MIN},
+                         [](const Interval& a, const Interval& b) { return a.second < b.first; });
+    for (; it != busy.end() && it->first < step.end_ns; ++it) {
+      if (it->first > cursor) gaps.push_back({cursor, it->first});
+      cursor = std::max(cursor, it->second);
+    }
+    if (cursor < step.end_ns) gaps.push_back({cursor, step.end_ns});
+    std::map<std::string, Finding> by_cause;
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    // One pass over the step: the user-level CPU ops (sorted by start; on one thread they do not
+    // overlap) and the data-loading / synchronisation intervals that explain gaps elsewhere.
+    struct Op {
+      int64_t start, end;
+      int32_t row;
+    };
+    std::vector<Op> ops;
+    std::vector<Interval> explaining;
+    int64_t longest_op = 0;
+    for (uint32_t i = lo; i < hi; ++i) {
+      std::string_view n = ctx.Name(i);
+      if (ctx.IsDataLoaderName(n) || ctx.IsSyncCall(i)) explaining.push_back({ev.ts[i], ev.end(i)});
+      if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
+      if (StartsWith(n, "ProfilerStep#")) continue;
+      if (ctx.TopOp(static_cast<int32_t>(i)) != static_cast<int32_t>(i)) continue;
+      ops.push_back({ev.ts[i], ev.end(i), static_cast<int32_t>(i)});
+      longest_op = std::max(longest_op, ev.dur[i]);
+    }
+    // One-time first runs of ops explain the gaps they cover: cold start, not idle time.
+    for (const FirstCall& c : ctx.first_calls()) {
+      if (ev.ts[c.row] < step.end_ns && ev.end(c.row) > step.start_ns) {
+        explaining.push_back({ev.ts[c.row], ev.end(c.row)});
+      }
+    }
+    MergeIntervals(&explaining);
+    for (const auto& [ga, gb] : gaps) {
+      if (gb - ga < min_gap_ns) continue;
+      // The CPU work during the gap: the user-level op with the most overlap; data loading and
+      // synchronisation are other rules' business.
+      const bool explained = ClippedLength(explaining, ga, gb) * 2 >= gb - ga;
+      int32_t best = -1;
+      int64_t best_overlap = 0;
+      auto first = std::lower_bound(ops.begin(), ops.end(), ga - longest_op,
+                                    [](const Op& op, int64_t t) { return op.start < t; });
+      for (auto op = first; op != ops.end() && op->start < gb; ++op) {
+        int64_t ov = std::min(op->end, gb) - std::max(op->start, ga);
+        if (ov > best_overlap) {
+          best_overlap = ov;
+          best = op->row;
+        }
+      }
+      if (explained) continue;
+      // An op's one-time first run (context creation, a library's start-up) is cold start.
+      if (best >= 0 && ctx.InFirstCall(best)) continue;
+      std::string key = best >= 0 ? CauseKey(ctx, best) : "(no CPU op)";
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA008", static_cast<int>(s), ga, gb, best, key);
+      f.per_step[0].second += (gb - ga) / 1000.0;
+      AddNumber(&f, "gaps", (f.evidence.count("gaps") ? f.evidence["gaps"].number : 0) + 1);
+      AddNumber(
+          &f, "longest_gap_us",
+          std::max(f.evidence.count("longest_gap_us") ? f.evidence["longest_gap_us"].number : 0,
+                   (gb - ga) / 1000.0));
+      if (best >= 0) {
+        AddText(&f, "cpu_op", std::string(ctx.Name(best)));
+        AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
+      }
+    }
+    for (auto& [key, f] : by_cause) {
+      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration())
+        continue;
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+std::string GpuIdleMessage(const Finding& f, const std::string& detected,
+                           const std::string& saving) {
+  std::string op = TextOf(f, "cpu_op");
+  return "the GPU idles " + detected + " while the CPU runs " +
+         (op.empty() ? std::string("untraced work") : op) + saving;
+}
+
+}  // namespace ttap

@@ -1,0 +1,85 @@
+// TTA009 no-tensor-cores: fp32 matrix kernels where tensor cores exist. Its detector; registered in
+// rule_registry.cpp, documented in docs/antipatterns.md#tta009-no-tensor-cores.
+#include "analysis/rules/gpu_detectors.h"
+
+namespace ttap {
+
+using namespace gpu_detail;  // its family's helpers (gpu_detectors.h)
+
+// TTA009: fp32 GEMM/convolution kernels on the SIMT pipe of a GPU with tensor cores (NVIDIA
+// compute capability >= 7.0: fp16/bf16 autocast; >= 8.0: TF32 as well). Lost: each kernel's time
+// minus its time on tensor cores (TensorCoreNs at the GPU's TensorCoreRatio, or the configured
+// tensor_core_speedup).
+void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu() || ctx.amd()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("no_tensor_cores_share", 0.01);
+  // Classify each kernel name once.
+  std::unordered_map<StringId, char> fp32;
+  int arch_from_names = -1;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kKernel) continue;
+    auto [it, fresh] = fp32.emplace(ev.name[i], 0);
+    if (!fresh) continue;
+    std::string n = Lower(ctx.Name(i));
+    it->second = IsFp32MatrixName(n) ? 1 : 0;
+    arch_from_names = std::max(arch_from_names, ArchFromName(n));
+  }
+  int arch = ctx.compute_major() >= 0 ? ctx.compute_major() * 10 + std::max(0, ctx.compute_minor())
+                                      : arch_from_names;
+  if (arch < 70) return;  // unknown, or no tensor cores
+  const double ratio = o.Get("tensor_core_speedup", 0.0) > 1.0
+                           ? o.Get("tensor_core_speedup", 0.0)
+                           : TensorCoreRatio(arch, ctx.device_name());
+  if (ratio <= 1.0) return;
+  const bool tf32 = arch >= 80;
+  const std::string sm = "sm_" + std::to_string(arch);
+  const std::string remedy =
+      tf32 ? "TF32 (torch.backends.cuda.matmul.allow_tf32 / cudnn.allow_tf32) or bf16 autocast"
+           : "fp16 autocast (torch.autocast(\"cuda\", dtype=torch.float16))";
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    StepFindings sf;
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (ev.kind[i] != EventKind::kKernel || !fp32[ev.name[i]]) continue;
+      const double kernel_us = ev.dur[i] / 1000.0;
+      const double saving_us = (ev.dur[i] - TensorCoreNs(ev.dur[i], ratio)) / 1000.0;
+      Finding& f =
+          sf.For(ctx, "TTA009", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
+      f.rows.push_back(static_cast<int32_t>(i));
+      f.per_step[0].second += saving_us;
+      sf.lost_us += saving_us;
+      AccumulateNumber(&f, "fp32_kernels", 1);
+      AccumulateNumber(&f, "fp32_kernel_us", kernel_us);
+      AddEvent(&f, ShortKernelName(ctx.Name(i)), 1, kernel_us);
+    }
+    for (auto& [key, f] : sf.by_cause) {
+      std::string kernels;
+      std::vector<EvidenceEvent> top = f.top_events;
+      std::sort(top.begin(), top.end(), [](const EvidenceEvent& a, const EvidenceEvent& b) {
+        return a.total_us > b.total_us;
+      });
+      for (size_t k = 0; k < top.size() && k < 2; ++k) kernels += (k ? ", " : "") + top[k].name;
+      if (top.size() > 2) kernels += ", ...";
+      std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
+      AddText(&f, "arch", sm);
+      AddText(&f, "precision", tf32 ? "tf32" : "fp16");
+      if (!op.empty()) AddText(&f, "op", op);
+      // The kernels' speedup as a whole (small kernels gain less than the GPU's ratio).
+      const double fp32_us = Num(f, "fp32_kernel_us");
+      const double speedup =
+          fp32_us > f.per_step[0].second ? fp32_us / (fp32_us - f.per_step[0].second) : 1.0;
+      AddNumber(&f, "tensor_core_ratio", ratio);
+      AddNumber(&f, "speedup", speedup);
+      AddText(&f, "detail",
+              "fp32 SIMT kernels (" + kernels + ")" + (op.empty() ? "" : " in " + op) + " on " +
+                  sm + (ctx.device_name().empty() ? "" : " (" + ctx.device_name() + ")") +
+                  " without tensor cores; " + remedy + " would run them ~" +
+                  FormatNumber("%.1f", speedup) + "x faster");
+    }
+    sf.Flush(step, min_share, out);
+  }
+}
+
+}  // namespace ttap

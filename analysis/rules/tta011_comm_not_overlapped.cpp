@@ -1,0 +1,82 @@
+// TTA011 comm-not-overlapped: collectives run with little concurrent compute. Its detector;
+// registered in rule_registry.cpp, documented in docs/antipatterns.md#tta011-comm-not-overlapped.
+#include "analysis/rules/comm_detectors.h"
+
+namespace ttap {
+
+using namespace comm_detail;  // its family's helpers (comm_detectors.h)
+
+// TTA011: per step, overlap ratio = |comm ∩ compute| / |comm| over the merged intervals of
+// collective kernels and of the other kernels; flagged when the ratio is below comm_overlap_min
+// and the exposed (compute-free) collective time is at least comm_exposed_share of the step.
+// Lost: the exposed time, attributed to the op that issued each collective.
+void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
+                             std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_overlap = o.Get("comm_overlap_min", 0.70);
+  const double min_share = o.Get("comm_exposed_share", 0.02);
+  const size_t first_out = out->size();
+  // The fix (overlapping the collectives with backward) applies to every step: the collectives
+  // of steps below the thresholds join the finding of their call site, for its what-if only
+  // (the detector's figures stay those of the flagged steps; the replay decides what they
+  // cost: one that overlaps compute may still hold the stream that waits for it).
+  std::map<std::string, std::vector<int32_t>> unflagged_rows;
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    StepComm sc = CollectStep(ctx, step);
+    // Without compute in the step there is nothing to overlap with.
+    if (sc.comm_ns <= 0 || sc.compute.empty() || step.duration() <= 0) continue;
+    const double ratio = static_cast<double>(sc.overlap_ns) / sc.comm_ns;
+    const int64_t exposed = sc.comm_ns - sc.overlap_ns;
+    if (ratio >= min_overlap || exposed < min_share * static_cast<double>(step.duration())) {
+      for (size_t k = 0; k < sc.comm_rows.size(); ++k) {
+        const int32_t op = CollectiveOp(ctx, sc.comm_rows[k]);
+        unflagged_rows[op >= 0 ? CauseKey(ctx, op) : "(launch not traced)"].push_back(
+            static_cast<int32_t>(sc.comm_rows[k]));
+      }
+      continue;
+    }
+    std::map<std::string, Finding> by_cause;
+    for (size_t k = 0; k < sc.comm_rows.size(); ++k) {
+      const uint32_t r = sc.comm_rows[k];
+      const int32_t op = CollectiveOp(ctx, r);
+      std::string key = op >= 0 ? CauseKey(ctx, op) : "(launch not traced)";
+      Finding& f =
+          CauseFinding(&by_cause, ctx, "TTA011", static_cast<int>(s), ev.ts[r], ev.end(r), op, key);
+      f.rows.push_back(static_cast<int32_t>(r));
+      f.per_step[0].second += sc.exposed_ns[k] / 1000.0;
+      AccumulateNumber(&f, "collectives", 1);
+      AccumulateNumber(&f, "comm_us", ev.dur[r] / 1000.0);
+      AccumulateNumber(&f, "exposed_us", sc.exposed_ns[k] / 1000.0);
+      AddEvent(&f, ShortName(ctx.Name(r)), 1, ev.dur[r] / 1000.0);
+    }
+    for (auto& [key, f] : by_cause) {
+      if (f.per_step[0].second <= 0) {  // exposed in the next step: its fix still moves them
+        auto& rows = unflagged_rows[key];
+        rows.insert(rows.end(), f.rows.begin(), f.rows.end());
+        continue;
+      }
+      std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
+      if (!op.empty()) AddText(&f, "op", op);
+      AddText(&f, "overlap", FormatNumber("%.1f%%", 100.0 * ratio));
+      AddText(&f, "detail",
+              "collectives" + (op.empty() ? std::string() : " from " + op) + " overlap compute " +
+                  FormatNumber("%.0f%%", 100.0 * ratio) + " of their time (below " +
+                  FormatNumber("%.0f%%", 100.0 * min_overlap) + "); " +
+                  FormatNumber("%.3f", exposed / 1e6) + " ms of " +
+                  FormatNumber("%.3f", sc.comm_ns / 1e6) +
+                  " ms of communication in the step is exposed");
+      out->push_back(std::move(f));
+    }
+  }
+  for (size_t i = first_out; i < out->size(); ++i) {
+    auto it = unflagged_rows.find((*out)[i].cause_key);
+    if (it == unflagged_rows.end()) continue;
+    auto& rows = (*out)[i].rows;
+    rows.insert(rows.end(), it->second.begin(), it->second.end());
+    unflagged_rows.erase(it);
+  }
+}
+
+}  // namespace ttap

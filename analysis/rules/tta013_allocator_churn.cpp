@@ -1,0 +1,123 @@
+// TTA013 allocator-churn: cudaMalloc/cudaFree in steady-state steps. Its detector; registered in
+// rule_registry.cpp, documented in docs/antipatterns.md#tta013-allocator-churn.
+#include "analysis/rules/causal_detectors.h"
+#include "analysis/rules/memory_detectors.h"
+
+namespace ttap {
+
+using namespace memory_detail;  // its family's helpers (memory_detectors.h)
+
+// TTA013. cudaMalloc/cudaFree (hipMalloc/hipFree, cuMemAlloc/cuMemFree) calls in steady-state
+// steps, i.e. every analysed step but the first (the caching allocator warms up in the first
+// step; afterwards it should serve every request from its cache), and torch.cuda.empty_cache()
+// in any step (it is never warm-up). Both are slow and cudaFree synchronises the device. Time lost
+// per call: its duration (the CPU is blocked) plus the drain it causes: the GPU idle after the call
+// until new work arrives, at most the GPU work that was still running during the call (without the
+// synchronisation that work would have overlapped with the CPU's next launches).
+// An empty_cache region counts once, with the allocator calls inside it.
+void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  if (!ctx.has_gpu()) return;
+  const EventTable& ev = ctx.ev();
+  const double min_share = o.Get("allocator_churn_share", 0.005);
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    std::map<std::string, Finding> by_cause;
+    int32_t emptied_by = -1;  // the empty_cache() that ran earlier in the step, -1
+    for (uint32_t i = lo; i < hi; ++i) {
+      const std::string_view name = ctx.Name(i);
+      const EventKind k = ev.kind[i];
+      const bool empty_cache = (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+                                k == EventKind::kPythonFunction) &&
+                               IsEmptyCache(name);
+      const bool alloc = IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i));
+      if (!empty_cache && !alloc) continue;
+      // The first step's allocations warm the cache up, except those that refill it after an
+      // explicit empty_cache(), which is never warm-up.
+      if (s == 0 && !empty_cache && emptied_by < 0) continue;
+      // Start-up calls (context creation, a library's first workspace, an op's first run) are
+      // one-time cold start, never churn.
+      if (alloc && ctx.InFirstCall(static_cast<int32_t>(i))) continue;
+      // Skip anything inside an empty_cache region: the region is charged as a whole.
+      int32_t region = -1;
+      for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 4096; p = ev.parent[p], ++g) {
+        if (IsEmptyCache(ctx.Name(p))) region = p;
+      }
+      if (region >= 0) continue;
+      if (empty_cache) emptied_by = static_cast<int32_t>(i);
+      const int64_t a = ev.ts[i], b = std::min(ev.end(i), step.end_ns);
+      const int64_t busy_during = (b - a) - ctx.GpuIdle(a, b);
+      const int64_t resume = ctx.NextGpuStart(b, step.end_ns);
+      const int64_t drain = std::min(ctx.GpuIdle(b, resume), busy_during);
+      const int64_t lost = (b - a) + std::max<int64_t>(0, drain);
+      // Allocations after an empty_cache() refill what it emptied: they are its cost too.
+      int32_t anchor = empty_cache       ? static_cast<int32_t>(i)
+                       : emptied_by >= 0 ? emptied_by
+                                         : LaunchingOp(ctx, i);
+      std::string key = CauseKey(ctx, anchor);
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA013", static_cast<int>(s), a,
+                                std::max(b, resume), anchor, key);
+      f.rows.push_back(static_cast<int32_t>(i));
+      f.per_step[0].second += Us(lost);
+      // Allocator calls inside the empty_cache region.
+      int64_t calls = alloc ? 1 : 0;
+      if (empty_cache) {
+        for (uint32_t j = i + 1; j < hi && ev.ts[j] < ev.end(i); ++j) {
+          if (ev.track[j] == ev.track[i] && IsLaunchKind(ev.kind[j]) &&
+              IsAllocatorCall(ctx.RuntimeFlags(j))) {
+            ++calls;
+            AddEvent(&f, std::string(ctx.Name(j)), 1, Us(ev.dur[j]));
+          }
+        }
+        Bump(&f, "empty_cache_calls", 1);
+      } else {
+        AddEvent(&f, std::string(name), 1, Us(ev.dur[i]));
+      }
+      Bump(&f, "allocator_calls", static_cast<double>(calls));
+      Bump(&f, "call_us", Us(b - a));
+      Bump(&f, "drain_us", Us(std::max<int64_t>(0, drain)));
+      AddText(&f, "op", std::string(ctx.Name(anchor)));
+    }
+    for (auto& [key, f] : by_cause) {
+      if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration()) {
+        continue;
+      }
+      const double ec = Num(f, "empty_cache_calls");
+      AddText(&f, "detail",
+              Count(Num(f, "allocator_calls")) + " allocator calls" +
+                  (ec > 0 ? " and " + Count(ec) + " empty_cache()" : std::string()) +
+                  (s == 0 ? " in the step (" : " in a steady-state step (") +
+                  Dur(Num(f, "call_us")) + " blocked, " + Dur(Num(f, "drain_us")) +
+                  " of GPU drain); keep the caching allocator warm");
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+using namespace causal_detail;  // its family's helpers (causal_detectors.h)
+
+void DetectAllocatorPath(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
+                         const RuleOptions& o, std::vector<Finding>* out) {
+  const int64_t total = time.overall.total();
+  const int64_t on_path = Share(time.overall, Cause::kAllocator);
+  if (total <= 0 || !ctx.has_gpu() || on_path < o.Get("allocator_path_share", 0.01) * total) {
+    return;
+  }
+  // A few calls are warm-up (first allocations); churn repeats.
+  int64_t calls = 0;
+  for (size_t n = 0; n < g.size(); ++n) calls += g.cause[n] == Cause::kAllocator ? 1 : 0;
+  if (calls < o.Get("allocator_path_min_calls", 8)) return;
+  // Every allocator call of the analysed steps: with the caching allocator (or without
+  // empty_cache) none of them would run.
+  for (auto& [step, f] : CallsByStep(ctx, g, Cause::kAllocator, "TTA013", "critical-path")) {
+    AddText(&f, "detail",
+            FormatNumber("%.0f", f.evidence["calls"].number) +
+                " allocator call(s) on the critical path (" +
+                FormatNumber("%.1f%%", 100.0 * on_path / total) +
+                " of it): keep PyTorch's caching allocator (no PYTORCH_NO_CUDA_MEMORY_CACHING, "
+                "no torch.cuda.empty_cache() in the loop)");
+    out->push_back(std::move(f));
+  }
+}
+
+}  // namespace ttap

@@ -1,0 +1,171 @@
+// TTA017 cpu-overhead-bound: the CPU's per-op dispatch and launches bound the step while the GPU
+// waits. Its detector; registered in rule_registry.cpp, documented in
+// docs/antipatterns.md#tta017-cpu-overhead-bound.
+#include "analysis/rules/causal_detectors.h"
+
+namespace ttap {
+
+using namespace causal_detail;  // its family's helpers (causal_detectors.h)
+
+// TTA017: the CPU's per-op work (Python, the dispatcher, autocast casts, autograd, the launch
+// calls) bounds the step while the GPU waits for it: CPU work and launches hold a large share of
+// the critical path, GPU work a small one, and the kernels are short. One finding per region
+// (forward / backward / optimizer / an annotated block / the step's eager ops), its rows the
+// region's kernels; its what-if (what_if.cpp) is the region captured as a CUDA graph.
+void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
+                           const RuleOptions& o, std::vector<Finding>* out) {
+  const StepAttribution& all = time.overall;
+  const int64_t total = all.total();
+  if (total <= 0 || !ctx.has_gpu()) return;
+  const int64_t launch = Share(all, Cause::kLaunch);
+  const int64_t cpu = Share(all, Cause::kCpuWork);
+  const int64_t gpu = all.gpu_ns();
+  if (launch + cpu < o.Get("cpu_overhead_path_share", 0.3) * total) return;
+  if (gpu > o.Get("cpu_overhead_max_gpu_share", 0.6) * total) return;
+  const EventTable& ev = ctx.ev();
+  // Bursts of kernels shorter than their launches are TTA007's (found before this runs): the
+  // region's finding is the rest of its dispatch.
+  // So are the optimizer step's and zero_grad's per-parameter kernels that TTA006 and TTA005
+  // report (their regions' rows): their fixes come first.
+  std::vector<uint8_t> in_bursts(ev.size(), 0), claimed_region(ev.size(), 0);
+  for (const Finding& f : *out) {
+    const RuleSpec* spec = FindRuleSpec(f.code);
+    if (spec && spec->launch_burst_rows) {
+      for (int32_t r : f.rows) in_bursts[r] = 1;
+    } else if (spec && spec->per_parameter_rows) {
+      for (int32_t r : f.rows) claimed_region[r] = 1;
+    }
+  }
+  // Name classes, once per distinct name (the loops below visit every kernel).
+  enum : uint8_t { kStep = 1, kOptimizer = 2, kHash = 4, kGraph = 8 };
+  std::vector<uint8_t> cls(ctx.trace().strings.size(), 0);
+  for (size_t id = 0; id < cls.size(); ++id) {
+    const std::string_view n = ctx.trace().strings.Get(static_cast<StringId>(id));
+    cls[id] = (StartsWith(n, "ProfilerStep#") ? kStep : 0) |
+              (StartsWith(n, "Optimizer.") ? kOptimizer : 0) | (Contains(n, "#") ? kHash : 0) |
+              (HasRuntimeFlag(n, kRuntimeGraphLaunch) ? kGraph : 0);
+  }
+  auto eligible = [&](size_t n) {  // a kernel a captured region would replay
+    if (g.role[n] != NodeRole::kGpu || ev.kind[g.row[n]] != EventKind::kKernel) return false;
+    const int32_t launch_row = ev.link[g.row[n]];
+    return launch_row >= 0 && !(cls[ev.name[launch_row]] & kGraph) &&
+           g.cause[n] != Cause::kCommunication;
+  };
+  std::vector<int64_t> durs;
+  for (size_t n = 0; n < g.size(); ++n) {
+    if (eligible(n)) durs.push_back(ev.dur[g.row[n]]);
+  }
+  if (durs.size() < o.Get("cpu_overhead_min_kernels", 16)) return;
+  std::nth_element(durs.begin(), durs.begin() + durs.size() / 2, durs.end());
+  const int64_t median = durs[durs.size() / 2];
+  if (median > o.Get("cpu_overhead_max_median_kernel_us", 50) * 1000) return;
+  // The region of a launch: the outermost annotation (or Optimizer.* op) around it below the
+  // step, as its name id; else kBackward on a thread other than the steps', else kEager.
+  constexpr int64_t kBackward = -1, kEager = -2;
+  constexpr int64_t kClaimed = -3;  // inside a region TTA005 / TTA006 report
+  auto region_of = [&](int32_t launch_row, int32_t launch_node) -> int64_t {
+    int64_t annotation = kEager;
+    for (int32_t p = ev.parent[launch_row], depth = 0; p >= 0 && depth < 4096;
+         p = ev.parent[p], ++depth) {
+      const uint8_t c = cls[ev.name[p]];
+      if (c & kStep) break;
+      if (claimed_region[p]) return kClaimed;
+      if (ev.kind[p] == EventKind::kUserAnnotation || (c & kOptimizer)) annotation = ev.name[p];
+    }
+    if (annotation != kEager) return annotation;
+    return launch_node >= 0 && !g.lanes[g.lane[launch_node]].main ? kBackward : kEager;
+  };
+  auto region_name = [&](int64_t key) -> std::string {
+    if (key == kBackward) return "backward";
+    if (key == kEager) return "the step's eager ops";
+    const std::string_view n = ctx.trace().strings.Get(static_cast<StringId>(key));
+    if (StartsWith(n, "Optimizer.step")) return "the optimizer step";
+    if (StartsWith(n, "Optimizer.zero_grad")) return "zero_grad";
+    return std::string(n);
+  };
+  // Per region and step: the raw finding and plain tallies (set as evidence at the end).
+  struct StepTally {
+    Finding f;
+    int64_t kernels = 0, kernel_ns = 0, op_ns = 0;
+    std::map<StringId, std::pair<int64_t, int64_t>> ops;  // op name -> (runs, CPU ns)
+  };
+  std::map<int64_t, std::map<int, StepTally>> regions;
+  std::vector<uint8_t> op_seen(ev.size(), 0);
+  for (size_t n = 0; n < g.size(); ++n) {
+    if (!eligible(n) || in_bursts[g.row[n]]) continue;
+    const int32_t launch_row = ev.link[g.row[n]];
+    const int step = ctx.StepOf(ev.ts[launch_row]);
+    if (step < 0) continue;
+    const int32_t launch_node =
+        static_cast<size_t>(launch_row) < g.node_of_row.size() ? g.node_of_row[launch_row] : -1;
+    const int64_t key = region_of(launch_row, launch_node);
+    if (key == kClaimed) continue;
+    auto& by_step = regions[key];
+    auto it = by_step.find(step);
+    if (it == by_step.end()) {
+      StepTally t;
+      t.f = MakeRawFinding(ctx, "TTA017", step, ev.ts[launch_row], ev.end(g.row[n]), 0,
+                           ctx.TopOp(launch_row), region_name(key));
+      it = by_step.emplace(step, std::move(t)).first;
+    }
+    StepTally& t = it->second;
+    t.f.rows.push_back(g.row[n]);
+    t.f.start_ns = std::min(t.f.start_ns, ev.ts[launch_row]);
+    t.f.end_ns = std::max(t.f.end_ns, ev.end(g.row[n]));
+    // The detector's measure: the CPU time of the launch calls (the replay costs the rest).
+    t.f.per_step[0].second += ev.dur[launch_row] / 1000.0;
+    ++t.kernels;
+    t.kernel_ns += ev.dur[g.row[n]];
+    // The outermost framework op around the launch below any annotation or Python frame: the
+    // op a user wrote (aten::linear rather than the aten::addmm inside it).
+    int32_t op = -1;
+    for (int32_t p = ev.parent[launch_row], depth = 0; p >= 0 && depth < 4096;
+         p = ev.parent[p], ++depth) {
+      if (ev.kind[p] != EventKind::kCpuOp || (cls[ev.name[p]] & kHash)) break;
+      op = p;
+    }
+    if (op >= 0 && !op_seen[op]) {
+      op_seen[op] = 1;
+      auto& [runs, ns] = t.ops[ev.name[op]];
+      ++runs;
+      ns += ev.dur[op];
+      t.op_ns += ev.dur[op];
+    }
+  }
+  for (auto& [key, by_step] : regions) {
+    const std::string name = region_name(key);
+    for (auto& [step, t] : by_step) {
+      Finding& f = t.f;
+      for (const auto& [id, v] : t.ops) {
+        AddEvent(&f, std::string(ctx.trace().strings.Get(id)), v.first, v.second / 1000.0);
+      }
+      std::sort(
+          f.top_events.begin(), f.top_events.end(),
+          [](const EvidenceEvent& a, const EvidenceEvent& b) { return a.total_us > b.total_us; });
+      if (f.top_events.size() > 5) f.top_events.resize(5);
+      std::string ops;
+      for (size_t k = 0; k < f.top_events.size() && k < 3; ++k) {
+        ops += (k ? ", " : "") + f.top_events[k].name +
+               FormatNumber(" %.2f ms", f.top_events[k].total_us / 1000.0);
+      }
+      AddNumber(&f, "kernels", static_cast<double>(t.kernels));
+      AddNumber(&f, "kernel_us", t.kernel_ns / 1000.0);
+      AddNumber(&f, "op_cpu_us", t.op_ns / 1000.0);
+      AddText(&f, "region", name);
+      AddNumber(&f, "median_kernel_us", median / 1000.0);
+      AddText(&f, "detail",
+              "in " + name + ", " + FormatNumber("%.0f", static_cast<double>(t.kernels)) +
+                  " kernels (" + FormatNumber("%.2f ms", t.kernel_ns / 1e6) +
+                  " of GPU work, median kernel " + FormatNumber("%.1f us", median / 1000.0) +
+                  ") wait for the CPU's per-op dispatch and launches; CPU work and launches are " +
+                  FormatNumber("%.0f%%", 100.0 * (launch + cpu) / total) +
+                  " of the critical path, GPU work " + FormatNumber("%.0f%%", 100.0 * gpu / total) +
+                  (ops.empty() ? "" : "; most CPU time in " + ops) +
+                  ". Capture it with CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
+                  "use fewer, larger ops, or a bigger batch");
+      out->push_back(std::move(f));
+    }
+  }
+}
+
+}  // namespace ttap
