@@ -1,10 +1,12 @@
 // The one home of every anti-pattern code: its name and one-line summary, the detector that finds
-// it, the fix model that costs it on the causal graph, the role its claim plays when fixes are
-// replayed together, the source shape its finding is placed on, its fix recipe and its docs
-// anchor. RunRules, the costing (what_if.cpp), the source mapping (mapping/) and the language
-// server ask the registry what a code is; none compares code strings. Adding a code is one
-// RuleSpec line here, its detector (one file per code, tta0NN_<name>.cpp), its fix model (what_if.cpp) when it has a new
-// one, its recipe (server/lsp/fixes/) and its docs section;
+// it, the fix plan that costs it on the causal graph (causal/fix_plan.h), the source shape its
+// finding is placed on, its fix recipe and its docs anchor. RunRules, the costing, the source
+// mapping (mapping/) and both front-ends ask the registry what a code is; none compares code
+// strings. Adding a code with a fix: its file analysis/rules/tta0NN_<name>.cpp (the detector,
+// declared in rules.h), one RuleSpec line here, its recipe file mapping/fixes/<id>.cpp and one
+// line in mapping/quick_fix_registry.cpp, its section in docs/antipatterns.md, and (for the
+// benchmark) one injector line in bench/harness/trace_inject.cpp; a new kind of fix adds a
+// FixModel (fix_plan.h) and its what-if function (causal/what_if.cpp).
 // tests/analysis/rules/rule_registry_test.cpp fails when a part is missing.
 #pragma once
 
