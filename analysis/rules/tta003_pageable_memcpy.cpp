@@ -63,7 +63,7 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       const int32_t gpu = ev.link[i];
       // ROCm copies every host buffer with hipMemcpyWithStream, pinned or not: it counts only
       // when the call blocked well beyond its copy (waiting for the stream).
-      const bool blocked_rocm_copy = ctx.Name(i) == "hipMemcpyWithStream" &&
+      const bool blocked_rocm_copy = (ctx.RuntimeFlags(i) & kRuntimeAnyHostCopy) != 0 &&
                                      ev.dur[i] > 2 * (gpu >= 0 ? ev.dur[gpu] : 0) + 50000;
       if (!IsSyncCopyCall(ctx.RuntimeFlags(i)) && !blocked_rocm_copy) continue;
       if (gpu >= 0 && !(IsH2D(ctx.Name(gpu)) || IsD2H(ctx.Name(gpu)))) continue;  // DtoD
