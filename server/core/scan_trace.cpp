@@ -310,7 +310,8 @@ bool HasGpuActivity(const ScanResult& r) {
   return false;
 }
 
-JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>& cancelled) {
+JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>& cancelled,
+                                SiblingTimelineCache* cache) {
   JobAnalysis none;
   if (!r.trace || r.trace->rank_source == "default") return none;
   const std::string& path = r.trace_path;
@@ -331,18 +332,49 @@ JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>
   for (const std::string& f : files) {
     if (cancelled()) return none;
     if (f == path || (slash == std::string::npos && "./" + path == f)) continue;
-    // Only the other ranks of its job are loaded: their distributedInfo, read from the file's
-    // head, names another rank of the same world size.
-    const TraceRankHint hint = PeekTraceRank(f);
-    if (hint.rank < 0 || ranks.count(hint.rank) > 0 ||
-        (r.trace->world_size > 0 && hint.world_size != r.trace->world_size)) {
+    struct stat st;
+    if (stat(f.c_str(), &st) != 0) continue;
+    const int64_t mtime_ns =
+        static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    SiblingTimeline fresh;
+    SiblingTimeline* sibling = &fresh;
+    if (cache) {
+      SiblingTimeline& cached = (*cache)[f];
+      if (cached.size != st.st_size || cached.mtime_ns != mtime_ns) cached = SiblingTimeline{};
+      sibling = &cached;
+    }
+    if (sibling->size < 0) {
+      // Only the other ranks of its job are loaded: their distributedInfo, read from the file's
+      // head, names another rank of the same world size.
+      const TraceRankHint hint = PeekTraceRank(f);
+      sibling->size = st.st_size;
+      sibling->mtime_ns = mtime_ns;
+      sibling->hint_rank = hint.rank;
+      sibling->hint_world_size = hint.world_size;
+    }
+    if (sibling->hint_rank < 0 || ranks.count(sibling->hint_rank) > 0 ||
+        (r.trace->world_size > 0 && sibling->hint_world_size != r.trace->world_size)) {
       continue;
     }
-    LoadOptions options;
-    options.threads = 1;
-    auto t = LoadTrace(f, options);
-    if (!t.ok() || (*t)->rank_source == "default" || !ranks.insert((*t)->rank).second) continue;
-    timelines.push_back(ExtractRankTimeline(**t));
+    if (!sibling->loaded) {
+      LoadOptions options;
+      options.threads = 1;
+      auto t = LoadTrace(f, options);
+      sibling->loaded = true;
+      sibling->usable = t.ok() && (*t)->rank_source != "default";
+      if (sibling->usable) {
+        sibling->rank = (*t)->rank;
+        sibling->timeline = ExtractRankTimeline(**t);
+      }
+    }
+    if (!sibling->usable || !ranks.insert(sibling->rank).second) continue;
+    timelines.push_back(sibling->timeline);
+  }
+  if (cache) {  // files gone from this folder (or of other folders) are forgotten
+    const std::set<std::string> listed(files.begin(), files.end());
+    for (auto it = cache->begin(); it != cache->end();) {
+      it = listed.count(it->first) ? std::next(it) : cache->erase(it);
+    }
   }
   return AnalyseJob(timelines);
 }

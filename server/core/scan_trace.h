@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,7 +101,19 @@ Severity JobSeverity(double share);
 // scanned) read with it (analysis/model/job_analysis.h). Not ok for a trace alone, one
 // that names no rank, or siblings of other jobs. Used by the language server, which shows one
 // rank; |cancelled| is polled between files.
-JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>& cancelled);
+// |cache| (optional, one caller's): the siblings' timelines by file, reused while a file's size
+// and mtime hold (the language server re-analyses on every change of the shown trace).
+struct SiblingTimeline {
+  int64_t size = -1, mtime_ns = -1;         // the file when it was read
+  int hint_rank = -1, hint_world_size = 0;  // its head's distributedInfo (PeekTraceRank)
+  bool loaded = false;  // loaded once (a sibling of another world size or rank never is)
+  bool usable = false;  // it loaded and names its rank
+  int rank = -1;
+  RankTimeline timeline;
+};
+using SiblingTimelineCache = std::map<std::string, SiblingTimeline>;
+JobAnalysis AnalyseSiblingRanks(const ScanResult& r, const std::function<bool()>& cancelled,
+                                SiblingTimelineCache* cache = nullptr);
 // When |r|'s rank is one the job waits for: a TTA018 finding placed where its own top finding is
 // (its cause is the job's cost), saving what the job saves without the late ranks' lateness.
 void AddStragglerFinding(const JobAnalysis& job, ScanResult* r);

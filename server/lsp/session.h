@@ -296,6 +296,8 @@ class Session : public FeatureView {
   AnalysisScheduler scheduler_;
   bool told_no_trace_ = false;
   int progress_token_ = 0;
+  // The sibling ranks' timelines, reused while their files hold still (worker thread only).
+  SiblingTimelineCache sibling_timelines_;
 };
 
 }  // namespace ttap::lsp

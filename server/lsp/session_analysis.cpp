@@ -343,7 +343,8 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
   snap->scan = std::make_unique<ScanResult>(std::move(loaded.value()));
   // The ranks beside it in its directory, read as one job: this rank may be the one the others
   // wait for (TTA018 placed on its own top cause), or its collective waits may be theirs.
-  snap->job = AnalyseSiblingRanks(*snap->scan, [&] { return cancel.cancelled(); });
+  snap->job = AnalyseSiblingRanks(
+      *snap->scan, [&] { return cancel.cancelled(); }, &sibling_timelines_);
   if (snap->job.ok) {
     snap->rank = snap->scan->trace->rank;
     AddStragglerFinding(snap->job, snap->scan.get());
