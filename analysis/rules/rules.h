@@ -70,8 +70,8 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options);
 // The one-line message of a merged finding, with its numbers.
 std::string FindingMessage(const Finding& f);
 
-// Detectors, one file per code (tta0NN_<name>.cpp). Each appends raw findings (one per step and cause);
-// RunRules merges and grades them.
+// Detectors, one file per code (tta0NN_<name>.cpp). Each appends raw findings (one per step and
+// cause); RunRules merges and grades them.
 using Detector = void (*)(const RuleContext&, const RuleOptions&, std::vector<Finding>*);
 void DetectDataloaderStall(const RuleContext&, const RuleOptions&,
                            std::vector<Finding>*);                                         // TTA001
