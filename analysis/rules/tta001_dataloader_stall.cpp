@@ -4,7 +4,8 @@
 
 namespace ttap {
 
-using namespace host_detail;  // its family's helpers (host_detectors.h)
+// The host family's helpers it uses (host_detectors.h).
+using host_detail::IsCpuSide;
 
 void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
                            std::vector<Finding>* out) {

@@ -5,7 +5,10 @@
 
 namespace ttap {
 
-using namespace host_detail;  // its family's helpers (host_detectors.h)
+// The host family's helpers it uses (host_detectors.h).
+using host_detail::IsPageableD2H;
+using host_detail::IssuedByProfiler;
+using host_detail::ProfilerStopSync;
 
 void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;

@@ -5,7 +5,9 @@
 
 namespace ttap {
 
-using namespace gpu_detail;  // its family's helpers (gpu_detectors.h)
+// The gpu family's helpers it uses (gpu_detectors.h).
+using gpu_detail::IsKernelLaunch;
+using gpu_detail::ShortKernelName;
 
 // TTA007: bursts of >= launch_bound_min_burst consecutive kernels, each shorter than its own
 // launch call (HTA's short kernel), with the GPU idle between them. Lost: the GPU idle gaps

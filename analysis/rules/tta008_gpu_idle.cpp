@@ -4,8 +4,6 @@
 
 namespace ttap {
 
-using namespace host_detail;  // its family's helpers (host_detectors.h)
-
 void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();

@@ -4,7 +4,12 @@
 
 namespace ttap {
 
-using namespace gpu_detail;  // its family's helpers (gpu_detectors.h)
+// The gpu family's helpers it uses (gpu_detectors.h).
+using gpu_detail::ArchFromName;
+using gpu_detail::IsFp32MatrixName;
+using gpu_detail::LaunchingOp;
+using gpu_detail::ShortKernelName;
+using gpu_detail::StepFindings;
 
 // TTA009: fp32 GEMM/convolution kernels on the SIMT pipe of a GPU with tensor cores (NVIDIA
 // compute capability >= 7.0: fp16/bf16 autocast; >= 8.0: TF32 as well). Lost: each kernel's time

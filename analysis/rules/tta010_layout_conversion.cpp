@@ -4,7 +4,14 @@
 
 namespace ttap {
 
-using namespace gpu_detail;  // its family's helpers (gpu_detectors.h)
+// The gpu family's helpers it uses (gpu_detectors.h).
+using gpu_detail::AncestryOf;
+using gpu_detail::IsLayoutConversionName;
+using gpu_detail::IsTransposeName;
+using gpu_detail::LaunchAncestry;
+using gpu_detail::LaunchingOp;
+using gpu_detail::ShortKernelName;
+using gpu_detail::StepFindings;
 
 // TTA010: NCHW<->NHWC conversion kernels (cuDNN's nchwToNhwc/nhwcToNchw, convertTensor, and
 // transposes launched by a convolution). Lost: their GPU time.

@@ -4,7 +4,11 @@
 
 namespace ttap {
 
-using namespace comm_detail;  // its family's helpers (comm_detectors.h)
+// The comm family's helpers it uses (comm_detectors.h).
+using comm_detail::CollectiveOp;
+using comm_detail::CollectStep;
+using comm_detail::ShortName;
+using comm_detail::StepComm;
 
 // TTA011: per step, overlap ratio = |comm ∩ compute| / |comm| over the merged intervals of
 // collective kernels and of the other kernels; flagged when the ratio is below comm_overlap_min

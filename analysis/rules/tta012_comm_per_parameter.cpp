@@ -4,7 +4,11 @@
 
 namespace ttap {
 
-using namespace comm_detail;  // its family's helpers (comm_detectors.h)
+// The comm family's helpers it uses (comm_detectors.h).
+using comm_detail::CollectiveOp;
+using comm_detail::CollectStep;
+using comm_detail::ShortName;
+using comm_detail::StepComm;
 
 // TTA012: per step and issuing op, many collectives (>= comm_min_per_step, e.g. one all_reduce
 // per parameter) or collectives on a stream that also runs compute kernels. Lost: the launch

@@ -5,7 +5,14 @@
 
 namespace ttap {
 
-using namespace memory_detail;  // its family's helpers (memory_detectors.h)
+// The memory family's helpers it uses (memory_detectors.h).
+using memory_detail::Bump;
+using memory_detail::Count;
+using memory_detail::Dur;
+using memory_detail::IsAllocatorCall;
+using memory_detail::IsEmptyCache;
+using memory_detail::LaunchingOp;
+using memory_detail::Us;
 
 // TTA013. cudaMalloc/cudaFree (hipMalloc/hipFree, cuMemAlloc/cuMemFree) calls in steady-state
 // steps, i.e. every analysed step but the first (the caching allocator warms up in the first
@@ -94,7 +101,9 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
   }
 }
 
-using namespace causal_detail;  // its family's helpers (causal_detectors.h)
+// The causal family's helpers it uses (causal_detectors.h).
+using causal_detail::CallsByStep;
+using causal_detail::Share;
 
 void DetectAllocatorPath(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
                          const RuleOptions& o, std::vector<Finding>* out) {

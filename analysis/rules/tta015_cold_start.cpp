@@ -4,7 +4,9 @@
 
 namespace ttap {
 
-using namespace causal_detail;  // its family's helpers (causal_detectors.h)
+// The causal family's helpers it uses (causal_detectors.h).
+using causal_detail::CallsByStep;
+using causal_detail::Share;
 
 void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
                      const RuleOptions& o, std::vector<Finding>* out) {

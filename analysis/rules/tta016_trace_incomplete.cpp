@@ -4,7 +4,8 @@
 
 namespace ttap {
 
-using namespace causal_detail;  // its family's helpers (causal_detectors.h)
+// The causal family's helpers it uses (causal_detectors.h).
+using causal_detail::DetectBlindWaits;
 
 void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const TimeBreakdown&,
                            const RuleOptions& o, std::vector<Finding>* out) {

@@ -5,7 +5,8 @@
 
 namespace ttap {
 
-using namespace causal_detail;  // its family's helpers (causal_detectors.h)
+// The causal family's helpers it uses (causal_detectors.h).
+using causal_detail::Share;
 
 // TTA017: the CPU's per-op work (Python, the dispatcher, autocast casts, autograd, the launch
 // calls) bounds the step while the GPU waits for it: CPU work and launches hold a large share of
