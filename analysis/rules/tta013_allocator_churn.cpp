@@ -1,5 +1,6 @@
-// TTA013 allocator-churn: cudaMalloc/cudaFree in steady-state steps. Its detector; registered in
-// rule_registry.cpp, documented in docs/antipatterns.md#tta013-allocator-churn.
+// TTA013 allocator-churn: cudaMalloc/cudaFree in steady-state steps. Its two detectors (per step,
+// and on the causal model's critical path for traces whose steps the first cannot judge);
+// registered in rule_registry.cpp, documented in docs/antipatterns.md#tta013-allocator-churn.
 #include "analysis/rules/causal_detectors.h"
 #include "analysis/rules/memory_detectors.h"
 
