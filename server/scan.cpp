@@ -239,22 +239,23 @@ nlohmann::json SarifFixes(const LocatedFinding& lf, bool trace_has_gpu) {
 
 }  // namespace
 
-std::string ScanResultToMarkdown(const ScanResult& r) {
+std::string ScanResultToMarkdown(const ScanResult& r, const JobAnalysis& job) {
   if (!r.trace) return "";
-  const JobAnalysis no_job;
+  const int rank = r.trace->rank;
   const RunFacts facts = RunFactsOf(r);
   std::string md = "## ttap: " + r.trace_path + "\n\n" +
-                   SummaryMarkdown(SummaryHead(r, no_job, r.trace->rank), r, {}, CancelToken());
+                   SummaryMarkdown(SummaryHead(r, job, rank), r, {}, CancelToken());
   for (const LocatedFinding& lf : r.findings) {
     const Finding& f = lf.finding;
     md += "\n### " + f.code + " " + f.name +
           (lf.file.empty() ? "" : " at `" + lf.file + ":" + std::to_string(lf.line) + "`") +
-          "\n\n" + f.message + "\n\n" + FindingMarkdown(r, facts, no_job, 0, lf) + "\n";
+          "\n\n" + f.message + "\n\n" + FindingMarkdown(r, facts, job, rank, lf) + "\n";
   }
   return md + "\n";
 }
 
-nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results) {
+nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results,
+                                  const JobAnalysis& job) {
   nlohmann::json rules = nlohmann::json::array();
   std::vector<RuleInfo> catalogue;  // every registered code (analysis/rules/rule_registry.h)
   for (const RuleSpec& spec : RuleRegistry()) catalogue.push_back(spec.info);
@@ -269,7 +270,7 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
     const bool has_gpu = HasGpuActivity(*r);
     // The explanation the editor's hover shows (server/core/explain.h), after the message.
     const RunFacts facts = r->trace ? RunFactsOf(*r) : RunFacts{};
-    const JobAnalysis no_job;
+    const int rank = r->trace ? r->trace->rank : 0;
     for (const LocatedFinding& lf : r->findings) {
       const Finding& f = lf.finding;
       const char* level = f.severity == Severity::kError     ? "error"
@@ -303,7 +304,7 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results)
            {"level", level},
            {"message",
             {{"text", f.message},
-             {"markdown", f.message + "\n\n" + FindingMarkdown(*r, facts, no_job, 0, lf)}}},
+             {"markdown", f.message + "\n\n" + FindingMarkdown(*r, facts, job, rank, lf)}}},
            {"locations", nlohmann::json::array({location})},
            {"properties", props}});
       nlohmann::json fixes = SarifFixes(lf, has_gpu);
@@ -797,12 +798,22 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       }
       std::cout << arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
-  } else if (format == "markdown") {
-    for (const ScanResult* r : ok) std::cout << ScanResultToMarkdown(*r);
-  } else if (format == "sarif") {
-    std::cout << ScanResultsToSarif(ok).dump(2, ' ', false,
-                                             nlohmann::json::error_handler_t::replace)
-              << "\n";
+  } else if (format == "markdown" || format == "sarif") {
+    // A directory's ranks read as one job, as the editor reads a rank beside its siblings: the
+    // explanations then say whose wait a collective's time is.
+    JobAnalysis job;
+    if (directory) {
+      std::vector<RankRow> rows;
+      for (size_t i = 0; i < ok.size(); ++i) rows.push_back(RankRowOf(*ok[i], *ok_drafts[i]));
+      job = AnalyseJobOf(rows);
+    }
+    if (format == "markdown") {
+      for (const ScanResult* r : ok) std::cout << ScanResultToMarkdown(*r, job);
+    } else {
+      std::cout << ScanResultsToSarif(ok, job).dump(2, ' ', false,
+                                                    nlohmann::json::error_handler_t::replace)
+                << "\n";
+    }
   } else {
     std::vector<RankRow> rows;
     for (size_t k = 0; k < files.size(); ++k) {

@@ -17,11 +17,13 @@ namespace ttap {
 
 nlohmann::json ScanResultToJson(const ScanResult& r);
 std::string ScanResultToText(const ScanResult& r);
-// Each result's message has the finding's explanation as markdown (what the editor's hover shows).
-nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results);
+// Each result's message has the finding's explanation as markdown: what the editor's hover shows
+// (with |job|, the ranks of a directory read together, what it says of the job).
+nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results,
+                                  const JobAnalysis& job = JobAnalysis());
 // `--format markdown` (a CI job summary): the run's summary, then each finding with its
 // explanation, as the editor's trace summary and hovers show them.
-std::string ScanResultToMarkdown(const ScanResult& r);
+std::string ScanResultToMarkdown(const ScanResult& r, const JobAnalysis& job = JobAnalysis());
 
 // The `ttap scan` command line; returns the exit code (0 none, 1 findings, 2 unusable input).
 int RunScanCommand(const std::vector<std::string>& args, const Config& config);

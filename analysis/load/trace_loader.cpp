@@ -141,6 +141,12 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
 
   BatchQueue queue(1);  // each worker holds one batch; one more waits
   WorkerGroup workers;
+  // However this function leaves, the queue is closed before the workers are joined (destroyed
+  // in reverse order): a worker waiting for a batch would otherwise never return.
+  struct CloseQueue {
+    BatchQueue* queue;
+    ~CloseQueue() { queue->Close(); }
+  } close_queue{&queue};
   std::unique_ptr<EventParser> inline_parser;
   if (threads > 1) {
     workers.Start(static_cast<size_t>(threads), [&](size_t) {

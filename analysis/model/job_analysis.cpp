@@ -264,7 +264,6 @@ void MeasureImbalance(const std::vector<const RankTimeline*>& ranks,
                       const std::set<int64_t>& common, JobAnalysis* job_out) {
   JobAnalysis& job = *job_out;
   const size_t n = ranks.size();
-  // one rank is load imbalance.
   std::vector<double> compute(n, 0);
   for (size_t k = 0; k < n; ++k) {
     double ns = 0;

@@ -56,8 +56,14 @@ bool RangeOf(FeatureView& view, const std::string& path, const Placed& p, const 
 
 std::vector<proto::Diagnostic> DiagnosticsFor(FeatureView& view, const std::string& path) {
   const std::shared_ptr<const Snapshot> snap = view.View();
+  if (!snap) return {};
+  return DiagnosticsOf(view, *snap, path);
+}
+
+std::vector<proto::Diagnostic> DiagnosticsOf(FeatureView& view, const Snapshot& of,
+                                             const std::string& path) {
+  const Snapshot* snap = &of;
   std::vector<proto::Diagnostic> diags;
-  if (!snap) return diags;
   auto it = snap->by_file.find(path);
   if (it == snap->by_file.end()) return diags;
   // One diagnostic per code and line (a loop can hold fifteen TTA009 findings): the first
@@ -122,7 +128,7 @@ std::vector<proto::Diagnostic> DiagnosticsFor(FeatureView& view, const std::stri
 size_t CountProblemsShown(FeatureView& view, const Snapshot& snap) {
   size_t shown = 0;
   for (const auto& [path, placed] : snap.by_file) {
-    for (const auto& d : DiagnosticsFor(view, path))
+    for (const auto& d : DiagnosticsOf(view, snap, path))
       shown += d.severity != proto::DiagnosticSeverity::kHint;
   }
   return shown;

@@ -1,5 +1,6 @@
-// textDocument/hover (see session.h): the finding's numbers, where its steps' time went, what
-// the fix saves, drafted explanations; Markdown or plain text.
+// textDocument/hover as a function of (view, params) (feature_view.h): the explanations of the
+// findings under the position (FindingMarkdown, server/core/explain.h, cached by the view), a
+// repeated code on one line as one line each, drafted explanations; Markdown or plain text.
 #include <cstdio>
 #include <map>
 

@@ -61,8 +61,11 @@ class FeatureView {
 bool RangeOf(FeatureView& view, const std::string& path, const Placed& p, const LocatedFinding& lf,
              SourceRange* range, ByteRange* bytes, std::shared_ptr<const PythonSource>* src_out,
              bool* stale, int exact_through = -1);
-// textDocument/publishDiagnostics and the pull diagnostics of |path|: one per code and line.
+// textDocument/publishDiagnostics and the pull diagnostics of |path|: one per code and line, of
+// the snapshot shown (DiagnosticsFor) or of |snap| (DiagnosticsOf).
 std::vector<proto::Diagnostic> DiagnosticsFor(FeatureView& view, const std::string& path);
+std::vector<proto::Diagnostic> DiagnosticsOf(FeatureView& view, const Snapshot& snap,
+                                             const std::string& path);
 // What the Problems view shows of |snap| (DiagnosticsFor every file, hints aside).
 size_t CountProblemsShown(FeatureView& view, const Snapshot& snap);
 // textDocument/hover: the explanations of the findings under the position; nullopt for none.

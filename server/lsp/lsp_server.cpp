@@ -294,7 +294,8 @@ void Session::OnInitialize(const proto::InitializeParams& params, Reply reply) {
 void Session::OnInitialized(const NoParams&) {
   if (watch_registration_) {
     std::vector<proto::FileSystemWatcher> watchers;
-    for (const auto& g : Settings()->config.trace_globs) watchers.push_back({g, std::nullopt});
+    const auto settings = Settings();  // held: the loop reads its vector
+    for (const auto& g : settings->config.trace_globs) watchers.push_back({g, std::nullopt});
     watchers.push_back({"**/*.py", proto::kWatchCreate | proto::kWatchDelete});
     proto::Registration traces{"ttap-traces", "workspace/didChangeWatchedFiles",
                                json{{"watchers", watchers}}};

@@ -3,11 +3,12 @@
 // reader loop, the binding of each method to its handler and the lifecycle; session_requests.cpp
 // the request thread; session_settings.cpp the settings; session_documents.cpp the open buffers;
 // session_analysis.cpp one analysis run (scheduled by scheduler.h), the watch loop and snapshots;
-// feature_diagnostics.cpp, feature_hover.cpp, feature_code_actions.cpp and feature_commands.cpp
-// one LSP feature each. Ownership (as clangd's ClangdLSPServer -> ClangdServer -> TUScheduler):
-// the scheduler (scheduler.h) owns what analyses leave (snapshot.h: the snapshot, the findings'
-// moved lines, the trace choice) and hands the features a read-only view; the settings are an
-// immutable value swapped whole (no lock). The session's two mutexes: queue_mu_ (the request
+// session_features.cpp the feature handlers, which ask feature_diagnostics.cpp, feature_hover.cpp,
+// feature_code_actions.cpp and feature_commands.cpp (one LSP feature each, functions of the view
+// in feature_view.h) and reply. Ownership (as clangd's ClangdLSPServer -> ClangdServer ->
+// TUScheduler): the scheduler (scheduler.h) owns what analyses leave (snapshot.h: the snapshot, the
+// findings' moved lines, the trace choice) and hands the features a read-only view; the settings
+// are an immutable value swapped whole (no lock). The session's two mutexes: queue_mu_ (the request
 // queue, pending requests, slow threads) and docs_mu_ (open buffers). Locks held together: only
 // docs_mu_ then the scheduler's state lock (OnDidChange moves the findings' lines); every other
 // lock is taken alone, so no cycle can form.

@@ -359,7 +359,8 @@ bool Session::Analyse(const std::string& trace, int64_t mtime, const CancelToken
     p.finding = i;
     p.line = lf.line;
     // Mapped as `ttap scan` mapped it: in the same function, with the same view of whether the
-    // file changed since the trace (the buffer's edits since then move it: locked->moved_lines).
+    // file changed since the trace (the buffer's edits since then move it:
+    // AnalysisState::moved_lines).
     p.function = lf.function;
     p.source_newer_than_trace = lf.source_newer_than_trace;
     snap->by_file[lf.absolute_path].push_back(p);

@@ -19,7 +19,7 @@
 namespace ttap::lsp {
 
 // A finding placed in a file: its line as analysed in the snapshot; PlacedIn gives it as it
-// has moved with the user's edits since (moved_lines_).
+// has moved with the user's edits since (AnalysisState::moved_lines).
 struct Placed {
   size_t finding;  // index into the snapshot's scan findings
   int line = 0;    // 1-based

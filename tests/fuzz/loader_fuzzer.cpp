@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "analysis/causal/causal_graph.h"
 #include "analysis/load/trace_loader.h"
 #include "analysis/model/trace.h"
 #include "analysis/model/trace_stats.h"
@@ -64,6 +65,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ttap::Trace& trace = **loaded;
   CheckInvariants(trace);
   ttap::TraceSummary summary = ttap::Summarize(trace);
+  // The causal model too (graph, replay, attribution): what `ttap stats` adds to the summary.
+  const ttap::TimeBreakdown time = ttap::WhereTimeWent(trace);
+  Check(time.step_numbers.size() == time.steps.size(), "a breakdown per step");
   ttap::HtaFigures hta = ttap::ComputeHtaFigures(trace);
   Check(hta.idle_time_us <= hta.kernel_time_us, "HTA idle <= kernel time");
   Check(summary.hta.gpu_events_considered == hta.gpu_events_considered, "HTA figures agree");

@@ -1,7 +1,7 @@
-// Tests of the what-ifs' shared models (analysis/causal/what_if.cpp, analysis/rules/rules_gpu.cpp):
-// every saving is against the run without the profiler's own cost per recorded op, and TTA009's
-// tensor-core model follows the GPU and the kernel's size. Tiny inline traces; the constants are
-// the ones measured on an H200 (bench/record/calib.json).
+// Tests of the what-ifs' shared models (analysis/causal/what_if.cpp,
+// analysis/model/tensor_cores.cpp): every saving is against the run without the profiler's own cost
+// per recorded op, and TTA009's tensor-core model follows the GPU and the kernel's size. Tiny
+// inline traces; the constants are the ones measured on an H200 (bench/record/calib.json).
 #include "analysis/causal/what_if.h"
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
-// Rule tests for the detectors that read the causal model (rules_causal.cpp): an eager forward,
-// a backward thread and a decode loop bound by the CPU's dispatch are CPU-overhead-bound
+// Rule tests for the detectors that read the causal model (tta013, tta015-tta017_*.cpp): an eager
+// forward, a backward thread and a decode loop bound by the CPU's dispatch are CPU-overhead-bound
 // (TTA017); a cold first iteration, a one-time cudaFree in a first call and a first-call stall
 // are cold-start (TTA015) rather than allocator churn or gpu-idle; launches without GPU activity
 // make the trace incomplete (TTA016) and are never launch overhead; a compile-time trace of
