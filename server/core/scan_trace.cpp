@@ -84,6 +84,9 @@ std::string RuleDocsUrl(const std::string& code, const std::string& name) {
 void AddUnusualWindows(const Trace& trace, const WindowModel& model, double threshold,
                        const WindowFusion& fusion, ScanResult* result) {
   RuleResult* rules = &result->rules;
+  // The scorer learned GPU runs only (models/MODEL_CARD.md): the windows of a trace without GPU
+  // activity lie outside what it knows, so it is not asked (the rules' scores stand, no TTA900).
+  if (!HasGpuActivity(trace)) return;
   if (threshold < 0) threshold = model.flag_threshold();
   auto preds = model.Score(trace);
   if (!preds.ok()) {
@@ -301,9 +304,10 @@ FixRequest FixRequestFor(const LocatedFinding& lf, bool trace_has_gpu) {
   return req;
 }
 
-bool HasGpuActivity(const ScanResult& r) {
-  if (!r.trace) return false;
-  const EventTable& ev = r.trace->events;
+bool HasGpuActivity(const ScanResult& r) { return r.trace && HasGpuActivity(*r.trace); }
+
+bool HasGpuActivity(const Trace& trace) {
+  const EventTable& ev = trace.events;
   for (size_t i = 0; i < ev.size(); ++i) {
     if (IsGpuKind(ev.kind[i])) return true;
   }

@@ -91,6 +91,7 @@ int SeverityRank(Severity s);
 SourceCache& ProcessSourceCache();
 // Whether the scanned trace has GPU activity (kernels, copies, memsets).
 bool HasGpuActivity(const ScanResult& r);
+bool HasGpuActivity(const Trace& trace);
 // "a, b and c".
 std::string JoinAnd(const std::vector<std::string>& items);
 // A job finding's severity: warning from 5% of the job's step.

@@ -427,3 +427,31 @@ TEST_CASE("train CLI: several datasets of one split, and a split conflict refuse
   CHECK(RunTtap("train --data '" + dir + "/a' --out '" + dir + "/n.pt' --pre-existing maybe")
             .exit_code == 2);
 }
+
+TEST_CASE("the window scorer is not asked about a trace without GPU activity", "[model]") {
+  if (!HaveModels()) return;
+  auto m = ttap::WindowModel::Open(TinyModel(), "cpu", 1);
+  REQUIRE(m.ok());
+  // A CPU-only run (the scorer learned GPU runs only): three steps of CPU ops.
+  std::string json = "{\"traceEvents\": [";
+  for (int s = 0; s < 3; ++s) {
+    const int64_t t0 = 1000000 + s * 100000;
+    json += std::string(s ? "," : "") +
+            "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":" + "\"ProfilerStep#" +
+            std::to_string(s + 1) + "\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(t0) +
+            ",\"dur\":90000}";
+    for (int k = 0; k < 40; ++k) {
+      json +=
+          ",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":" +
+          std::to_string(t0 + 10 + k * 2000) + ",\"dur\":1500}";
+    }
+  }
+  json += "]}";
+  ttap::ScanOptions o;
+  o.model = m->get();
+  o.model_threshold = 0;  // every window no rule explains, were it asked
+  const ttap::ScanResult r = ttap::ScanTrace(Load(json), o);
+  for (const ttap::Finding& f : r.rules.findings) CHECK(f.code != "TTA900");
+  CHECK(r.window_fusion.empty());  // the rules' window scores stand
+  CHECK(r.model_window_scores.empty());
+}
