@@ -43,30 +43,16 @@ inline bool IsEmptyCache(std::string_view n) {
   return Contains(n, "empty_cache") || Contains(n, "emptyCache");
 }
 
-inline double Us(int64_t ns) { return ns / 1000.0; }
-
 inline void Bump(Finding* f, const std::string& key, double delta) {
   AddNumber(f, key, Num(*f, key) + delta);
 }
 
-// A duration given in us, as "12.3 us" or "4.56 ms".
-inline std::string Dur(double us) {
-  return us >= 1000 ? FormatNumber("%.2f ms", us / 1000.0) : FormatNumber("%.1f us", us);
-}
 inline std::string Bytes(double b) {
   if (b >= 1024.0 * 1024.0) return FormatNumber("%.1f MiB", b / (1024.0 * 1024.0));
   if (b >= 1024.0) return FormatNumber("%.1f KiB", b / 1024.0);
   return FormatNumber("%.0f B", b);
 }
 inline std::string Count(double n) { return FormatNumber("%.0f", n); }
-
-// A cpu_op that is an operator, not a record_function label: 2021 traces write ProfilerStep#N,
-// Optimizer.step#... and the like as cpu_op ("Operator") too.
-inline bool IsOperator(const RuleContext& ctx, int32_t row) {
-  if (ctx.ev().kind[row] != EventKind::kCpuOp) return false;
-  const std::string_view n = ctx.Name(row);
-  return !Contains(n, "#");
-}
 
 // The CPU op that issued a runtime call: the outermost of the unbroken chain of cpu_op ancestors
 // (aten::to above aten::_to_copy above aten::copy_), so that record_function regions such as

@@ -15,19 +15,6 @@
 
 namespace ttap::optimizer_detail {
 
-inline double Us(int64_t ns) { return ns / 1000.0; }
-
-// A duration given in us, as "12.3 us" or "4.56 ms".
-inline std::string Dur(double us) {
-  return us >= 1000 ? FormatNumber("%.2f ms", us / 1000.0) : FormatNumber("%.1f us", us);
-}
-
-// A cpu_op that is an operator, not a record_function label: 2021 traces write ProfilerStep#N,
-// Optimizer.step#... and the like as cpu_op ("Operator") too.
-inline bool IsOperator(const RuleContext& ctx, int32_t row) {
-  return ctx.ev().kind[row] == EventKind::kCpuOp && !Contains(ctx.Name(row), "#");
-}
-
 // Names that show a multi-tensor (foreach) or fused implementation.
 inline bool IsFusedName(std::string_view name) {
   if (Contains(name, "_foreach_") || Contains(name, "multi_tensor") || Contains(name, "_fused_")) {

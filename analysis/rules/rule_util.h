@@ -63,11 +63,24 @@ inline std::string CauseKey(const RuleContext& ctx, int32_t row) {
   return key;
 }
 
+inline double Us(int64_t ns) { return ns / 1000.0; }
+
 // printf-style formatting of one number, for "detail" texts.
 inline std::string FormatNumber(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), fmt, v);
   return buf;
+}
+
+// A duration given in us, as "12.3 us" or "4.56 ms".
+inline std::string Dur(double us) {
+  return us >= 1000 ? FormatNumber("%.2f ms", us / 1000.0) : FormatNumber("%.1f us", us);
+}
+
+// A cpu_op that is an operator, not a record_function label: 2021 traces write ProfilerStep#N,
+// Optimizer.step#... and the like as cpu_op ("Operator") too.
+inline bool IsOperator(const RuleContext& ctx, int32_t row) {
+  return ctx.ev().kind[row] == EventKind::kCpuOp && !Contains(ctx.Name(row), "#");
 }
 
 inline void AddNumber(Finding* f, const std::string& key, double v) {

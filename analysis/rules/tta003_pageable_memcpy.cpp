@@ -8,13 +8,11 @@ namespace ttap {
 using memory_detail::Bump;
 using memory_detail::Bytes;
 using memory_detail::Count;
-using memory_detail::Dur;
 using memory_detail::IsD2H;
 using memory_detail::IsH2D;
 using memory_detail::IsPageable;
 using memory_detail::IsSyncCopyCall;
 using memory_detail::LaunchingOp;
-using memory_detail::Us;
 
 // TTA003. A copy from or to pageable host memory cannot overlap with compute: the driver stages
 // it through a pinned bounce buffer, the CPU thread blocks while it does, and the copy runs at

@@ -7,10 +7,8 @@ namespace ttap {
 // The memory family's helpers it uses (memory_detectors.h).
 using memory_detail::Bytes;
 using memory_detail::Count;
-using memory_detail::Dur;
 using memory_detail::IsH2D;
 using memory_detail::LaunchingOp;
-using memory_detail::Us;
 
 // TTA004. Many small host-to-device copies per step: each pays a runtime call (several us of
 // CPU) and a DMA setup for a few bytes; creating the tensors on the device, or batching them into

@@ -7,13 +7,10 @@ namespace ttap {
 
 // The optimizer family's helpers it uses (optimizer_detectors.h).
 using optimizer_detail::AddKernelEvents;
-using optimizer_detail::Dur;
 using optimizer_detail::HasAncestorWithPrefix;
 using optimizer_detail::IsCpuRegionKind;
-using optimizer_detail::IsOperator;
 using optimizer_detail::RegionStats;
 using optimizer_detail::ScanRegion;
-using optimizer_detail::Us;
 
 // TTA005. optimizer.zero_grad() with set_to_none=False (the default before PyTorch 2.0), or a
 // manual `for p in params: p.grad.zero_()` loop, launches one fill kernel per parameter. With

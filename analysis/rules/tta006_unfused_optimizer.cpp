@@ -6,12 +6,10 @@ namespace ttap {
 
 // The optimizer family's helpers it uses (optimizer_detectors.h).
 using optimizer_detail::AddKernelEvents;
-using optimizer_detail::Dur;
 using optimizer_detail::HasAncestorWithPrefix;
 using optimizer_detail::IsCpuRegionKind;
 using optimizer_detail::RegionStats;
 using optimizer_detail::ScanRegion;
-using optimizer_detail::Us;
 
 // TTA006. A single-tensor ("for-loop") optimizer step: every parameter gets its own few
 // element-wise kernels (SGD: add_/mul_; Adam: lerp_/mul_/addcmul_/sqrt/addcdiv_; Adagrad:

@@ -9,11 +9,9 @@ namespace ttap {
 // The memory family's helpers it uses (memory_detectors.h).
 using memory_detail::Bump;
 using memory_detail::Count;
-using memory_detail::Dur;
 using memory_detail::IsAllocatorCall;
 using memory_detail::IsEmptyCache;
 using memory_detail::LaunchingOp;
-using memory_detail::Us;
 
 // TTA013. cudaMalloc/cudaFree (hipMalloc/hipFree, cuMemAlloc/cuMemFree) calls in steady-state
 // steps, i.e. every analysed step but the first (the caching allocator warms up in the first

@@ -7,13 +7,11 @@ namespace ttap {
 // The memory family's helpers it uses (memory_detectors.h).
 using memory_detail::Bytes;
 using memory_detail::Count;
-using memory_detail::Dur;
 using memory_detail::HostMemory;
 using memory_detail::HostMemoryOf;
 using memory_detail::IsD2H;
 using memory_detail::IsH2D;
 using memory_detail::LaunchingOp;
-using memory_detail::Us;
 
 // TTA014. The same tensors moved to the host and back within a step (CPU offload, .cpu() then
 // .cuda(), numpy round trips): a device-to-host copy followed, later in the step, by a
