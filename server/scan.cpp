@@ -775,6 +775,14 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
     ok_drafts.push_back(&drafts[k]);
     if (!results[k].findings.empty() && exit_code == 0) exit_code = 1;
   }
+  // A directory's ranks read as one job (as the editor reads a rank beside its siblings): the
+  // JSON's "job" per rank, and what the SARIF and Markdown explanations say of collective waits.
+  auto directory_job = [&] {
+    if (!directory) return JobAnalysis();
+    std::vector<RankRow> rows;
+    for (size_t i = 0; i < ok.size(); ++i) rows.push_back(RankRowOf(*ok[i], *ok_drafts[i]));
+    return AnalyseJobOf(rows);
+  };
   if (format == "rank-summary") {
     nlohmann::json arr = nlohmann::json::array();
     for (size_t i = 0; i < ok.size(); ++i)
@@ -789,9 +797,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
                   << "\n";
     } else {
       nlohmann::json arr = nlohmann::json::array();
-      std::vector<RankRow> rows;
-      for (size_t i = 0; i < ok.size(); ++i) rows.push_back(RankRowOf(*ok[i], *ok_drafts[i]));
-      const JobAnalysis job = AnalyseJobOf(rows);
+      const JobAnalysis job = directory_job();
       for (size_t i = 0; i < ok.size(); ++i) {
         arr.push_back(ScanResultToJsonWithDrafts(*ok[i], *ok_drafts[i]));
         if (job.ok && ok[i]->trace) arr.back()["job"] = JobToJson(job, ok[i]->trace->rank);
@@ -799,14 +805,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       std::cout << arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
   } else if (format == "markdown" || format == "sarif") {
-    // A directory's ranks read as one job, as the editor reads a rank beside its siblings: the
-    // explanations then say whose wait a collective's time is.
-    JobAnalysis job;
-    if (directory) {
-      std::vector<RankRow> rows;
-      for (size_t i = 0; i < ok.size(); ++i) rows.push_back(RankRowOf(*ok[i], *ok_drafts[i]));
-      job = AnalyseJobOf(rows);
-    }
+    const JobAnalysis job = directory_job();
     if (format == "markdown") {
       for (const ScanResult* r : ok) std::cout << ScanResultToMarkdown(*r, job);
     } else {
