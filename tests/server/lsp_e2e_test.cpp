@@ -499,10 +499,7 @@ TEST_CASE("lsp: one diagnostic per code and line; the hover lists the others", "
   WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json",
               ttap_test::StallTraceWithTwoMatmuls());
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
-  json params = InitParams(root);
-  params["initializationOptions"]["model"] = {{"enabled", false}};
-  c.Call("initialize", params);
-  c.Notify("initialized", json::object());
+  InitializeRulesOnly(&c, root);
   const std::string uri = "file://" + root + "/train.py";
   auto pub = c.WaitFor([&](const json& m) {
     return m.value("method", "") == "textDocument/publishDiagnostics" &&
@@ -760,10 +757,7 @@ TEST_CASE("lsp and ttap scan place a finding alike on a script edited since the 
   CHECK(scanned["stale"] == true);
 
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
-  json params = InitParams(root);
-  params["initializationOptions"]["model"] = {{"enabled", false}};
-  c.Call("initialize", params);
-  c.Notify("initialized", json::object());
+  InitializeRulesOnly(&c, root);
   const std::string uri = "file://" + root + "/train.py";
   auto pub = c.WaitFor([&](const json& m) {
     return m.value("method", "") == "textDocument/publishDiagnostics" &&
@@ -859,10 +853,7 @@ TEST_CASE("lsp hovers and ttap scan's SARIF and Markdown explain a finding in th
                                    "' '" + trace + "'");
 
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
-  json params = InitParams(root);
-  params["initializationOptions"]["model"] = {{"enabled", false}};
-  c.Call("initialize", params);
-  c.Notify("initialized", json::object());
+  InitializeRulesOnly(&c, root);
   ExpectStallDiagnostic(&c, root);
   auto hover = OpenAndHover(&c, "file://" + root + "/train.py", kTrainPy, 11, 2);
   REQUIRE(hover["result"].is_object());

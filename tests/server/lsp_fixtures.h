@@ -56,6 +56,14 @@ inline std::string StallWorkspace(const std::string& trace = StallTrace()) {
   return root;
 }
 
+// initialize (|root| the workspace, the window scorer off: the rules alone) and initialized.
+inline void InitializeRulesOnly(LspClient* c, const std::string& root) {
+  json params = InitParams(root);
+  params["initializationOptions"]["model"] = {{"enabled", false}};
+  c->Call("initialize", params);
+  c->Notify("initialized", json::object());
+}
+
 // Waits for the non-empty diagnostics of |root|/train.py and checks they start with the
 // StallTrace's TTA001.
 inline void ExpectStallDiagnostic(LspClient* c, const std::string& root) {
