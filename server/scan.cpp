@@ -267,9 +267,10 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results,
   }
   nlohmann::json sarif_results = nlohmann::json::array();
   for (const ScanResult* r : results) {
-    const bool has_gpu = HasGpuActivity(*r);
-    // The explanation the editor's hover shows (server/core/explain.h), after the message.
+    // The explanation the editor's hover shows (server/core/explain.h), after the message; the
+    // fixes read the same facts (GPU activity) as the editor's.
     const RunFacts facts = r->trace ? RunFactsOf(*r) : RunFacts{};
+    const bool has_gpu = facts.has_gpu;
     const int rank = r->trace ? r->trace->rank : 0;
     for (const LocatedFinding& lf : r->findings) {
       const Finding& f = lf.finding;

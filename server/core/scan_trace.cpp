@@ -304,8 +304,6 @@ FixRequest FixRequestFor(const LocatedFinding& lf, bool trace_has_gpu) {
   return req;
 }
 
-bool HasGpuActivity(const ScanResult& r) { return r.trace && HasGpuActivity(*r.trace); }
-
 bool HasGpuActivity(const Trace& trace) {
   const EventTable& ev = trace.events;
   for (size_t i = 0; i < ev.size(); ++i) {

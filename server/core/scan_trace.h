@@ -89,8 +89,7 @@ std::string RuleDocsUrl(const std::string& code, const std::string& name);
 int SeverityRank(Severity s);
 // The parsed workspace files of this process (ScanOptions::sources when none is given).
 SourceCache& ProcessSourceCache();
-// Whether the scanned trace has GPU activity (kernels, copies, memsets).
-bool HasGpuActivity(const ScanResult& r);
+// Whether the trace has GPU activity (kernels, copies, memsets); RunFacts::has_gpu for a scan.
 bool HasGpuActivity(const Trace& trace);
 // "a, b and c".
 std::string JoinAnd(const std::vector<std::string>& items);
