@@ -18,8 +18,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ttap", default="build/ttap")
     ap.add_argument("--trace", default="bench/out/ddp100.json")
-    ap.add_argument("--model", choices=["on", "off"], default="on",
-                    help="the learned window scorer (setting model.enabled; default on, as in editors)")
+    ap.add_argument("--model", choices=["on", "off"], default="off",
+                    help="the learned window scorer (setting model.enabled; default off, as in editors)")
     args = ap.parse_args()
     ttap = os.path.abspath(args.ttap)
     if not os.path.exists(args.trace):

@@ -637,7 +637,7 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   bool use_llm = false;         // `--llm`: the only thing that turns drafting on
   SharedFlags shared;           // --model FILE (adds TTA900 unusual windows), --device, --llm-*
   double model_threshold = -1;  // `--model-threshold`; < 0: the file's
-  bool no_model = false;        // `--no-model`: rules only, even where shipped weights are found
+  bool no_model = false;        // `--no-model`: rules only (the default; kept for scripts)
   std::vector<std::string> select = config.select, ignore = config.ignore;  // --select / --ignore
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -715,12 +715,20 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
   request.load_threads = files.size() == 1 ? config.threads : 1;
   request.windows = windows;
   request.model_threshold = model_threshold;
-  // The learned scorer runs by default when weights are found (beside the binary, TTAP_MODEL or
-  // ./models), as in the language server; --no-model skips it. It opens while the traces load;
-  // one that cannot be used is a warning: the rules still run.
-  std::string model_path = shared.model_path;
-  if (model_path.empty() && !no_model) model_path = WindowModel::DefaultPath();
-  if (no_model) model_path.clear();
+  // The learned scorer runs only when asked: `--model FILE`, or `--model shipped` for the weights
+  // found beside the binary, in TTAP_MODEL or ./models. On traces nobody here simulated it added
+  // nothing to the rules (models/MODEL_CARD.md, "Opt-in"), so it is off by default, as in the
+  // language server. It opens while the traces load; one that cannot be used is a warning: the
+  // rules still run.
+  std::string model_path = no_model ? std::string() : shared.model_path;
+  if (model_path == "shipped") {
+    model_path = WindowModel::DefaultPath();
+    if (model_path.empty()) {
+      std::fprintf(stderr,
+                   "ttap: warning: --model shipped: no models/ttap-window-scorer.pt beside the "
+                   "binary, in ./models or in TTAP_MODEL; rules only\n");
+    }
+  }
   const WindowScorerFuture scorer = core.Scorer(model_path, shared.device);
 
   // Traces of a directory are scanned in parallel, one loader thread each.

@@ -1148,8 +1148,9 @@ int MakeMethods(EvalRequest* req, EvalMethods* out) {
   while (std::getline(ss, name, ',')) {
     if (name.empty() || !seen_names.insert(name).second) continue;
     if ((name == "model" || name == "fused") && !out->model) {
+      const std::string& named = req->shared.model_path;
       const std::string path =
-          req->shared.model_path.empty() ? WindowModel::DefaultPath() : req->shared.model_path;
+          named.empty() || named == "shipped" ? WindowModel::DefaultPath() : named;
       auto opened = WindowModel::Open(path, req->shared.device, 2);
       if (!opened.ok()) {
         std::fprintf(stderr, "ttap: error: eval: %s\n", opened.status().message().c_str());

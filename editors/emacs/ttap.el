@@ -23,7 +23,7 @@
   :type 'string)
 
 (defcustom ttap-settings nil
-  "Server settings sent as initializationOptions, a plist such as (:windows 100 :model (:enabled :json-false))."
+  "Server settings sent as initializationOptions, a plist such as (:windows 100 :model (:enabled t))."
   :type 'plist)
 
 (defun ttap--command ()

@@ -87,9 +87,10 @@ struct SessionSettings {
   // editor's values win over TTAP_LLM_* variables, which win over [tool.ttap.llm].
   bool llm_enabled = false;
   llm::LlmOverrides llm_editor;
-  // The window scorer (`model` settings): on by default with the shipped weights
-  // (WindowModel::DefaultPath); threshold < 0 keeps the file's flag threshold.
-  bool model_enabled = true;
+  // The window scorer (`model` settings): opt-in (models/MODEL_CARD.md, "Opt-in"): on when the
+  // editor says enabled: true (the shipped weights, WindowModel::DefaultPath, unless a path is
+  // given) or names a path; threshold < 0 keeps the file's flag threshold.
+  bool model_enabled = false;
   std::string model_path, model_device = "auto";
   double model_threshold = -1;
 };

@@ -48,8 +48,10 @@ void ApplyTtapSettings(const proto::TtapSettings& t, SessionSettings* settings) 
     settings->llm_enabled = t.llm->enabled.value_or(t.llm->base_url.has_value());
   }
   if (t.model) {
-    if (t.model->enabled) settings->model_enabled = *t.model->enabled;
     if (t.model->path) settings->model_path = *t.model->path;
+    // Naming weights turns the scorer on unless enabled says otherwise.
+    settings->model_enabled =
+        t.model->enabled.value_or(settings->model_enabled || !settings->model_path.empty());
     if (t.model->device) settings->model_device = *t.model->device;
     if (t.model->threshold) settings->model_threshold = *t.model->threshold;
   }

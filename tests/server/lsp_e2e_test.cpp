@@ -349,6 +349,10 @@ TEST_CASE("lsp: the window scorer adds TTA900 diagnostics where no rule explains
   auto [off, off_status] = ScorerSession({{"enabled", false}, {"path", weights}, {"threshold", 0}});
   CHECK(off == std::vector<std::string>{"TTA001@11"});
   CHECK(off_status["params"]["model"] == "off");
+  // Opt-in: with no model settings at all the scorer stays off.
+  auto [plain, plain_status] = ScorerSession(json::object());
+  CHECK(plain == std::vector<std::string>{"TTA001@11"});
+  CHECK(plain_status["params"]["model"] == "off");
   // A weights file that is not one: the rules still run, and the status says why.
   const std::string bad = ttap_test::MakeTempDir() + "/bad.pt";
   WriteOrFail(bad, "junk");
