@@ -47,6 +47,51 @@ std::vector<PythonFrame> ParseCallStack(std::string_view text) {
   return frames;
 }
 
+namespace {
+
+std::string CalleeOfName(std::string_view n) {
+  std::string_view name;
+  if (n.rfind("<built-in function ", 0) == 0) {
+    name = n.substr(19);
+    name = name.substr(0, name.find('>'));
+  } else if (n.rfind("<built-in method ", 0) == 0) {
+    name = n.substr(17);
+    name = name.substr(0, name.find(' '));
+  } else {
+    PythonFrame pf;
+    if (ParsePythonFrame(n, &pf)) name = n.substr(n.size() - pf.function.size());
+    name = name.substr(name.rfind('.') == std::string_view::npos ? 0 : name.rfind('.') + 1);
+  }
+  if (name.empty() || name.front() == '<') return "";
+  return std::string(name);
+}
+
+}  // namespace
+
+std::string CalleeOfFrame(const Trace& trace, size_t row, int frame_index) {
+  if (frame_index < 0) return "";
+  const EventTable& ev = trace.events;
+  int32_t f =
+      ev.kind[row] == EventKind::kPythonFunction ? static_cast<int32_t>(row) : ev.frame[row];
+  int parsed = 0;
+  std::string_view inner;  // the last python event passed, built-ins included
+  for (int guard = 0; f >= 0 && guard < 4096; ++guard) {
+    PythonFrame pf;
+    const std::string_view name = trace.Name(f);
+    if (ParsePythonFrame(name, &pf)) {
+      if (parsed == frame_index) return CalleeOfName(inner);
+      ++parsed;
+    }
+    inner = name;
+    f = ev.frame[f];
+  }
+  if (parsed > 0) return "";
+  const std::vector<PythonFrame> frames = FramesOf(trace, row);
+  if (frame_index == 0 || frame_index >= static_cast<int>(frames.size())) return "";
+  const std::string& fn = frames[frame_index - 1].function;
+  return CalleeOfName("x(1): " + fn);
+}
+
 std::vector<PythonFrame> FramesOf(const Trace& trace, size_t row) {
   const EventTable& ev = trace.events;
   std::vector<PythonFrame> frames;

@@ -25,5 +25,11 @@ std::vector<PythonFrame> ParseCallStack(std::string_view text);
 // The python frames of |row|, innermost first: the enclosing python_function events, or the
 // row's (or its nearest ancestor's) Call stack string in old traces.
 std::vector<PythonFrame> FramesOf(const Trace& trace, size_t row);
+// The name of what frame |frame_index| of FramesOf(trace, row) called on the way to |row|: the
+// next inner python_function event, a built-in's too ("<built-in function collect>" ->
+// "collect", "a.py(9): log" -> "log"), or the next inner frame of a Call stack string; "" when
+// there is none. PyTorch's tracer names a frame by its def line, so this callee is what tells
+// the statement inside the def (source_ranges.h, RangeQuery::callee).
+std::string CalleeOfFrame(const Trace& trace, size_t row, int frame_index);
 
 }  // namespace ttap

@@ -567,6 +567,29 @@ bool Unverifiable(const std::string& fn) {
   return fn.empty() || (fn[0] == '<' && fn != "<module>");
 }
 
+// The def's first call of |callee| when |stmt| is the header of def |fn| on |line0|: PyTorch's
+// tracer names a frame by its def line, and what the frame called says which statement ran.
+Narrowed NarrowToCallee(const PythonSource& src, TSNode stmt, int line0, const std::string& fn,
+                        const std::string& callee) {
+  if (IsNull(stmt) || callee.empty() || Row(stmt) != line0) return {};
+  if (NodeType(stmt) == "decorated_definition") {
+    stmt = ts_node_child_by_field_name(stmt, "definition", 10);
+  }
+  if (IsNull(stmt) || NodeType(stmt) != "function_definition" || Row(stmt) != line0 ||
+      DefinitionName(src, stmt) != fn) {
+    return {};
+  }
+  TSNode body = ts_node_child_by_field_name(stmt, "body", 4);
+  if (IsNull(body)) return {};
+  TSNode call = PickCall(
+      CallsIn(body), -1, [&](TSNode c) { return CalleeName(src, c) == callee; }, false);
+  if (IsNull(call)) return {};
+  TSNode owner = call;
+  while (!IsNull(owner) && !IsStatementNode(NodeType(owner))) owner = ts_node_parent(owner);
+  if (IsNull(owner)) return {};
+  return OfCall(owner, call, true);
+}
+
 bool Encloses(const PythonSource& src, TSNode stmt, int line0, const std::string& fn) {
   if (Unverifiable(fn)) return true;
   TSNode at = stmt;
@@ -756,6 +779,14 @@ MappedRange MapToSource(const PythonSource& src, const RangeQuery& q) {
   }
 
   TSNode stmt = StatementAt(src, line0);
+  if (!has_shape) {
+    Narrowed called = NarrowToCallee(src, stmt, line0, fn, q.callee);
+    if (called.found) {
+      Apply(src, called, called.stmt, line0, &out);
+      out.line = src.ToPosition(called.range.start, PositionEncoding::kUtf8).line + 1;
+      return out;
+    }
+  }
   Narrowed here = NarrowAt(src, stmt, line0, code_shape);
   const bool encloses = Encloses(src, stmt, line0, fn);
   const bool verified = !q.file_newer_than_trace || !has_shape || here.strong;

@@ -4,6 +4,27 @@
 
 namespace ttap {
 
+namespace {
+
+// "<built-in function collect>" -> "collect()", "<built-in method write of _io... at 0x..>" ->
+// "write()", "train.py(42): log_metrics" -> "log_metrics()"; "" for other shapes.
+std::string PythonCallName(std::string_view n) {
+  std::string_view name;
+  if (StartsWith(n, "<built-in function ")) {
+    name = n.substr(19);
+    name = name.substr(0, name.find('>'));
+  } else if (StartsWith(n, "<built-in method ")) {
+    name = n.substr(17);
+    name = name.substr(0, name.find(' '));
+  } else if (size_t colon = n.find("): "); colon != std::string_view::npos) {
+    name = n.substr(colon + 3);
+  }
+  if (name.empty() || name.front() == '<') return "";
+  return std::string(name) + "()";
+}
+
+}  // namespace
+
 void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
@@ -32,11 +53,13 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       int32_t row;
     };
     std::vector<Op> ops;
+    std::vector<int32_t> python_calls;  // the step's Python calls (with_stack traces)
     std::vector<Interval> explaining;
     int64_t longest_op = 0;
     for (uint32_t i = lo; i < hi; ++i) {
       std::string_view n = ctx.Name(i);
       if (ctx.IsDataLoaderName(n) || ctx.IsSyncCall(i)) explaining.push_back({ev.ts[i], ev.end(i)});
+      if (ev.kind[i] == EventKind::kPythonFunction) python_calls.push_back(static_cast<int32_t>(i));
       if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
       if (StartsWith(n, "ProfilerStep#")) continue;
       if (ctx.TopOp(static_cast<int32_t>(i)) != static_cast<int32_t>(i)) continue;
@@ -56,11 +79,12 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       // synchronisation are other rules' business.
       const bool explained = ClippedLength(explaining, ga, gb) * 2 >= gb - ga;
       int32_t best = -1;
-      int64_t best_overlap = 0;
+      int64_t best_overlap = 0, op_time = 0;
       auto first = std::lower_bound(ops.begin(), ops.end(), ga - longest_op,
                                     [](const Op& op, int64_t t) { return op.start < t; });
       for (auto op = first; op != ops.end() && op->start < gb; ++op) {
         int64_t ov = std::min(op->end, gb) - std::max(op->start, ga);
+        op_time += std::max<int64_t>(ov, 0);
         if (ov > best_overlap) {
           best_overlap = ov;
           best = op->row;
@@ -69,6 +93,22 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       if (explained) continue;
       // An op's one-time first run (context creation, a library's start-up) is cold start.
       if (best >= 0 && ctx.InFirstCall(best)) continue;
+      // Torch ops cover less than half of the gap, all of them together: the Python call that
+      // covers most of it, the innermost (shortest) one, is the work to name (a gc.collect(),
+      // logging, a file write: the tracer records them, the ops do not).
+      int32_t python = -1;
+      if (op_time * 2 < gb - ga) {
+        for (int32_t p : python_calls) {
+          const int64_t ov = std::min(ev.end(p), gb) - std::max(ev.ts[p], ga);
+          if (ov * 2 < gb - ga || ov <= best_overlap) continue;
+          if (PythonCallName(ctx.Name(p)).empty()) continue;
+          if (python < 0 || ev.dur[p] < ev.dur[python]) python = p;
+        }
+      }
+      if (python >= 0) {
+        best = python;
+        best_overlap = std::min(ev.end(python), gb) - std::max(ev.ts[python], ga);
+      }
       std::string key = best >= 0 ? CauseKey(ctx, best) : "(no CPU op)";
       Finding& f = CauseFinding(&by_cause, ctx, "TTA008", static_cast<int>(s), ga, gb, best, key);
       f.per_step[0].second += (gb - ga) / 1000.0;
@@ -77,7 +117,15 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
           &f, "longest_gap_us",
           std::max(f.evidence.count("longest_gap_us") ? f.evidence["longest_gap_us"].number : 0,
                    (gb - ga) / 1000.0));
-      if (best >= 0) {
+      if (python >= 0) {
+        const int32_t caller = ev.frame[python];
+        const std::string from = caller >= 0 ? PythonCallName(ctx.Name(caller)) : "";
+        AddText(&f, "cpu_op",
+                "Python outside any torch op: " + PythonCallName(ctx.Name(python)) +
+                    (from.empty() ? "" : ", called from " + from));
+        AddText(&f, "python_call", PythonCallName(ctx.Name(python)));
+        AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
+      } else if (best >= 0) {
         AddText(&f, "cpu_op", std::string(ctx.Name(best)));
         AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
       }

@@ -218,6 +218,7 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
     if (SeverityRank(f.severity) < SeverityRank(options.min_severity)) continue;
     if (!CodeSelected(f.code, options.select, options.ignore)) continue;
     LocatedFinding lf;
+    const bool frames_of_anchor = f.frames.empty() && f.anchor_row >= 0;
     if (f.anchor_row >= 0) {
       for (auto& pf : FramesOf(*trace, static_cast<size_t>(f.anchor_row))) {
         f.frames.push_back({pf.file, pf.line, pf.function});
@@ -264,6 +265,9 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
         q.line = where_line;
         q.function = where_function;
         q.code = f.code;
+        if (frames_of_anchor && f.user_frame >= 0 && !lf.located_by_shape) {
+          q.callee = CalleeOfFrame(*trace, static_cast<size_t>(f.anchor_row), f.user_frame);
+        }
         struct timespec file_mtime {};
         q.file_newer_than_trace = have_trace_mtime && ModifiedTime(lf.absolute_path, &file_mtime) &&
                                   Later(file_mtime, trace_mtime);

@@ -743,3 +743,44 @@ TEST_CASE("ranges: a tutorial-shaped profiling script, the loop inside `with pro
   CHECK(ApplyEdits(src->text(), zero->front().edits).find("optimizer.zero_grad()\n") !=
         std::string::npos);
 }
+
+TEST_CASE("ranges: a def line and the frame's callee narrow to the call inside the def",
+          "[mapping][ranges]") {
+  // PyTorch's tracer names a frame by its def line; what the frame called tells the statement.
+  const std::string text =
+      "import gc\n"
+      "\n"
+      "@torch.no_grad()\n"
+      "def step(model, x):\n"
+      "    y = model(x)\n"
+      "    log.write(' '.join(history))\n"
+      "    gc.collect()\n"
+      "    return y\n";
+  auto src = PythonSource::Parse(text);
+  REQUIRE_FALSE(src->HasErrors());
+  const int def_line = LineOf(text, "def step");
+  auto map = [&](const std::string& code, const std::string& callee, int line = 0,
+                 const std::string& fn = "step") {
+    RangeQuery q;
+    q.line = line ? line : def_line;
+    q.function = fn;
+    q.code = code;
+    q.callee = callee;
+    return MapToSource(*src, q);
+  };
+  MappedRange gc = map("TTA008", "collect");
+  CHECK(gc.kind == RangeKind::kCall);
+  CHECK(Text(*src, gc.range) == "gc.collect()");
+  CHECK(gc.line == LineOf(text, "gc.collect"));
+  CHECK_FALSE(gc.stale);
+  CHECK_FALSE(gc.reanchored);
+  // A nested call: the call itself, not its statement.
+  CHECK(Text(*src, map("TTA017", "join").range) == "' '.join(history)");
+  // No call of that name in the def, another function's def, or a line that is not a def:
+  // the frame's statement as before.
+  CHECK(map("TTA008", "save").kind == RangeKind::kStatement);
+  CHECK(map("TTA008", "collect", 0, "other").line == def_line);
+  CHECK(Text(*src, map("TTA008", "collect", LineOf(text, "y = model")).range) == "y = model(x)");
+  // A code with a shape of its own keeps its shape's narrowing (no zero_grad here: the def).
+  CHECK(map("TTA005", "collect").line == def_line);
+}

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "fixture_traces.h"
@@ -290,4 +291,31 @@ TEST_CASE("scan: a recorded GPU-bound run says what the profiler added, and warn
   CHECK(run["profiler_overhead_us_per_step"].get<double>() > 5000);
   // Without the profiler's cost the step is within 15% of the 29.4 ms measured.
   CHECK(run["step_us"].get<double>() == Approx(29400).epsilon(0.15));
+}
+
+TEST_CASE("scan: a recorded gc pause is named and underlined at its call", "[scan][cli][TTA008]") {
+  // Recorded on an H200 by bench/record/record_zeroshot.py (whose build() must keep its lines:
+  // the trace names its frames by their def lines). The tracer's frame is `def step():`; the
+  // built-in it called, collect, picks the statement.
+  const std::string root = TTAP_SOURCE_DIR;
+  const std::string trace = root + "/bench/record/zeroshot/gcpause-tfm-anti.pt.trace.json.gz";
+  auto r = RunTtap("scan --format json --workspace '" + root + "' '" + trace + "'");
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["findings"].size() > 0);
+  const auto& top = j["findings"][0];
+  CHECK(top["code"] == "TTA008");
+  CHECK(top["severity"] == "error");
+  CHECK(top["message"].get<std::string>().find("Python outside any torch op: collect()") !=
+        std::string::npos);
+  CHECK(top["file"] == "bench/record/record_zeroshot.py");
+  std::ifstream script(root + "/bench/record/record_zeroshot.py");
+  std::string line;
+  int n = 0, collect = 0;
+  while (std::getline(script, line)) {
+    ++n;
+    if (line.find("gc.collect()  # ttap-anti") != std::string::npos) collect = n;
+  }
+  CHECK(top["line"] == collect);
+  // The measured saving (bench/record/README.md) is 95% of the step; ttap says:
+  CHECK(top["share_of_step"].get<double>() > 0.8);
 }
