@@ -258,7 +258,9 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   const EventTable& ev = trace.events;
   struct Runs {
     int32_t first = -1;
-    std::vector<int64_t> later;  // durations of the next runs (at most kSample)
+    std::vector<int64_t> later;    // durations of the next runs (at most kSample)
+    int64_t longest_later = 0;     // the longest later run in a later step
+    int64_t step_end = INT64_MIN;  // the end of the first run's step (INT64_MIN: no steps)
   };
   constexpr size_t kSample = 64;
   std::vector<bool> eligible(trace.strings.size(), false);
@@ -272,9 +274,13 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     Runs& r = runs[(static_cast<uint64_t>(ev.track[i]) << 32) | ev.name[i]];
     if (r.first < 0) {
       r.first = static_cast<int32_t>(i);
-    } else if (r.later.size() < kSample) {
-      r.later.push_back(ev.dur[i]);
+      for (const Step& s : trace.steps) {
+        if (s.start() <= ev.ts[i] && ev.ts[i] < s.end()) r.step_end = s.end();
+      }
+      continue;
     }
+    if (r.later.size() < kSample) r.later.push_back(ev.dur[i]);
+    if (ev.ts[i] >= r.step_end) r.longest_later = std::max(r.longest_later, ev.dur[i]);
   }
   // Whether GPU work is launched from inside |row| (on its thread).
   auto launches_gpu = [&](int32_t row) {
@@ -305,6 +311,11 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     if (d < kFirstCallMinNs) continue;
     if (!r.later.empty()) {
       const int64_t typical = Median(r.later, 0);
+      // A run in a later step that costs as much (half of it or more) says the cost repeats
+      // every step: a step's torch.tensor() from a Python list, under the same aten::to as the
+      // small casts, is steady-state work, not a first call. (Within the first step, first
+      // calls of other shapes may cost as much: a cold step sets up each layer.)
+      if (r.longest_later * 2 >= d) continue;
       if (static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical)) {
         out.push_back({r.first, typical});
       }

@@ -68,9 +68,10 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace);
 // One-time first calls: the first run of a framework op (cpu_op) on its thread that costs what
 // later runs do not (CUDA context creation under the first aten::zeros, cuBLAS / cuDNN workspaces
 // and handles made by the first aten::mm, a first index_select's stall): at least
-// kFirstCallMinNs and at least kFirstCallRatio x the median of the op's later runs; an op that
-// never runs again counts from kFirstCallAloneNs when it launches GPU work. What runs under one
-// is cold start (Cause::kColdStart), never steady-state work, allocator churn or GPU idle time.
+// kFirstCallMinNs and at least kFirstCallRatio x the median of the op's later runs, with no later
+// run in a later step costing half as much or more (a cost that repeats is steady-state); an op
+// that never runs again counts from kFirstCallAloneNs when it launches GPU work. What runs under
+// one is cold start (Cause::kColdStart), never steady-state work, allocator churn or GPU idle time.
 // A math library's op (convolution, matmul) that never runs again counts from kLibraryFirstCallNs
 // when it launches GPU work and the GPU idles through it (cuDNN / MIOpen algorithm search, a
 // cuBLAS handle). Runtime allocator calls of at least kOneTimeAllocatorCallNs while the GPU is

@@ -175,6 +175,38 @@ TEST_CASE("causal: a one-time cudaFree in the first call is cold-start, not allo
   CheckOneStory(all);
 }
 
+TEST_CASE("causal: a costly op that repeats every step is steady-state, not a first call",
+          "[rules][causal][TTA015][TTA008]") {
+  // Each step builds its input with torch.tensor() from a Python list: a 30 ms aten::to with
+  // the GPU idle, among many 10 us casts (aten::to too). The first run is 1000x the median of
+  // the later runs, but runs as long come back every step: not one-time (recorded: pylist).
+  TinyTrace t;
+  t.Device(0, "NVIDIA H200", 9, 0);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    t.Cpu("aten::to", cpu, 30000);
+    cpu += 30010;
+    for (int k = 0; k < 20; ++k) {
+      t.Cpu("aten::to", cpu, 10);
+      t.Cpu("aten::linear", cpu + 11, 12);
+      gpu.Kernel(t, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", cpu + 15, 5, 3,
+                 200);
+      cpu += 25;
+    }
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
+  }
+  auto trace = t.Load();
+  CHECK(FindingsWithCode(*trace, "TTA015").empty());
+  auto idle = FindingsWithCode(*trace, "TTA008");
+  REQUIRE_FALSE(idle.empty());
+  INFO(idle[0].message);
+  CHECK(idle[0].message.find("aten::to") != std::string::npos);
+  CHECK(idle[0].step_ids.size() == 3);
+  CHECK(idle[0].share_of_step > 0.8);
+}
+
 TEST_CASE("causal: a first-call stall is cold-start, not gpu-idle", "[rules][causal][TTA015]") {
   // GPU-bound steps; the first aten::index_select (under the first aten::embedding) stalls the
   // CPU 2.35 ms with the GPU idle; later ones take 20 us.
