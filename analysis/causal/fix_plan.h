@@ -27,6 +27,7 @@ enum class FixModel : uint8_t {
   kOverlapCommunication,  // collectives hidden behind the step's earlier compute
   kBucketCollectives,     // small collectives merged into buckets
   kCachingAllocator,      // the allocator keeps the memory: the calls go
+  kNoAlgorithmSearch,     // each searching convolution at a warm one's cost, without its syncs
 };
 
 // What a finding claims when every fix is replayed together (CostFindings).

@@ -108,6 +108,11 @@ std::vector<RuleSpec> Build() {
                     "the same work takes longer on some ranks of a job than on the others", ""},
                    nullptr, nullptr, FM::kNone, SS::kNone));
   r.back().from_job_analysis = true;
+  r.push_back(Spec({"TTA020", "conv-algorithm-search",
+                    "convolutions search for their algorithm in every step (cudnn.benchmark with "
+                    "changing shapes)",
+                    "fixed-shapes-or-no-benchmark"},
+                   nullptr, DetectConvAlgorithmSearch, FM::kNoAlgorithmSearch, SS::kNone));
   // Windows the learned scorer flags and no rule explains (server/scan.cpp adds them).
   r.push_back(Spec(
       {"TTA900", "unusual-window", "the window scorer flags a window that no rule explains", ""},

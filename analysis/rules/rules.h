@@ -102,7 +102,8 @@ std::string DataLoaderStallMessage(const Finding&, const std::string&, const std
 std::string HostSyncMessage(const Finding&, const std::string&, const std::string&);
 std::string GpuIdleMessage(const Finding&, const std::string&, const std::string&);
 
-// Detectors over the causal model (tta013, tta015-tta017_*.cpp), run after the graph is built.
+// Detectors over the causal model (tta013, tta015-tta017, tta020_*.cpp), run after the graph is
+// built.
 using CausalDetector = void (*)(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                                 const RuleOptions&, std::vector<Finding>*);
 void DetectCpuOverheadPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
@@ -113,5 +114,7 @@ void DetectColdStart(const RuleContext&, const CausalGraph&, const TimeBreakdown
                      const RuleOptions&, std::vector<Finding>*);  // TTA015
 void DetectTraceIncomplete(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                            const RuleOptions&, std::vector<Finding>*);  // TTA016
+void DetectConvAlgorithmSearch(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                               const RuleOptions&, std::vector<Finding>*);  // TTA020
 
 }  // namespace ttap

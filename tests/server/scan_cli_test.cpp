@@ -107,7 +107,7 @@ TEST_CASE("scan: SARIF 2.1.0 with rule ids and code-point columns", "[scan][cli]
   CHECK(j["version"] == "2.1.0");
   const auto& run = j["runs"][0];
   CHECK(run["columnKind"] == "unicodeCodePoints");
-  CHECK(run["tool"]["driver"]["rules"].size() == 20);  // TTA001-TTA019 and TTA900
+  CHECK(run["tool"]["driver"]["rules"].size() == 21);  // TTA001-TTA020 and TTA900
   CHECK(run["results"][0]["ruleId"] == "TTA001");
   CHECK(run["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 12);
   // Schema validation with ajv runs as its own CTest test (tests/sarif) when node is present.
@@ -318,4 +318,21 @@ TEST_CASE("scan: a recorded gc pause is named and underlined at its call", "[sca
   CHECK(top["line"] == collect);
   // The measured saving (bench/record/README.md) is 95% of the step; ttap says:
   CHECK(top["share_of_step"].get<double>() > 0.8);
+}
+
+TEST_CASE("scan: a recorded cudnn.benchmark run with changing shapes is TTA020, its fix is quiet",
+          "[scan][cli][TTA020]") {
+  // Recorded on an H200 (bench/record/zeroshot, cudnnbench-cnn): resnet18 training with a new
+  // input resolution every step; the fix turns benchmark mode off. Measured without the
+  // profiler: 1988 -> 17.2 ms per step (99%).
+  const std::string dir = std::string(TTAP_SOURCE_DIR) + "/bench/record/zeroshot/";
+  auto anti = nlohmann::json::parse(
+      RunTtap("scan --format json '" + dir + "cudnnbench-cnn-anti.pt.trace.json.gz'").out);
+  REQUIRE(anti["findings"].size() > 0);
+  CHECK(anti["findings"][0]["code"] == "TTA020");
+  CHECK(anti["findings"][0]["severity"] == "error");
+  const double share = anti["findings"][0]["share_of_step"].get<double>();
+  CHECK(share > 0.99 / 1.5);
+  auto fix = RunTtap("scan --format json '" + dir + "cudnnbench-cnn-fix.pt.trace.json.gz'");
+  CHECK(fix.out.find("TTA020") == std::string::npos);
 }

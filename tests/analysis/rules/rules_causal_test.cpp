@@ -466,3 +466,67 @@ TEST_CASE("causal: a compile-time trace reports nothing larger than its step",
   CHECK(rr.trace_score <= 1.0);
   CHECK(rr.speedup >= 1.0);
 }
+
+namespace {
+
+// Three steps of 8 convolutions (aten::cudnn_convolution, 40 us of dispatch and a 300 us
+// kernel). In the steps listed in |searching|, each convolution first times 6 candidate
+// algorithms: 6 trial kernels, each followed by a cudaEventSynchronize, 5 ms of CPU in all.
+TinyTrace Convolutions(const std::vector<int>& searching) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA H200", 9, 0);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    const bool search = std::count(searching.begin(), searching.end(), s) > 0;
+    for (int k = 0; k < 8; ++k) {
+      const double op = cpu;
+      t.Cpu("aten::conv2d", op, 1);  // the outer op, grown below
+      double at = op + 2;
+      if (search) {
+        for (int c = 0; c < 6; ++c) {
+          gpu.Kernel(t, "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc", at, 5,
+                     3, 100);
+          at += 8;
+          const double wait = std::max(5.0, gpu.free - at + 2);
+          t.Runtime("cudaEventSynchronize", at, wait);
+          at += wait + 800;  // cuDNN's own bookkeeping between candidates
+        }
+      }
+      at += 30;
+      gpu.Kernel(t, "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc", at, 5, 3,
+                 300);
+      at += 8;
+      t.Cpu("aten::cudnn_convolution", op + 1, at - op - 1);
+      cpu = at + 2;
+    }
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("causal: convolutions that search for their algorithm every step are TTA020",
+          "[rules][causal][TTA020]") {
+  // cudnn.benchmark with shapes that change: the search comes back in every step.
+  auto trace = Convolutions({0, 1, 2}).Load();
+  auto all = ttap::RunRules(*trace, {});
+  auto f = FindingsWithCode(*trace, "TTA020");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].message.find("8 convolution(s) in the step search") != std::string::npos);
+  CHECK(f[0].message.find("cudnn.benchmark") != std::string::npos);
+  CHECK(f[0].step_ids.size() == 3);
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA020");
+  // The search is most of each step; the fix leaves the warm convolutions.
+  CHECK(f[0].share_of_step > 0.6);
+  CHECK(f[0].share_of_step < 1.0);
+  CheckOneStory(all);
+  // Fixed shapes: one search in the first step only is a first call, never TTA020; no search
+  // at all, nothing.
+  CHECK(FindingsWithCode(*Convolutions({0}).Load(), "TTA020").empty());
+  CHECK(FindingsWithCode(*Convolutions({}).Load(), "TTA020").empty());
+}
