@@ -28,6 +28,7 @@ enum class FixModel : uint8_t {
   kBucketCollectives,     // small collectives merged into buckets
   kCachingAllocator,      // the allocator keeps the memory: the calls go
   kNoAlgorithmSearch,     // each searching convolution at a warm one's cost, without its syncs
+  kRemoveDebugWork,       // a debugging aid's work goes (anomaly mode's captures and checks)
 };
 
 // What a finding claims when every fix is replayed together (CostFindings).

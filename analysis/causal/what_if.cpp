@@ -617,8 +617,9 @@ void BucketCollectives(Builder& b, const std::vector<int32_t>& rows, const Findi
   }
 }
 
-// the caching allocator keeps the memory
-void KeepAllocatorMemory(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+// The rows' work goes, with its waits: the caching allocator keeps the memory (the allocator
+// calls go), a debugging aid is turned off (anomaly mode's captures and checks go).
+void RemoveRows(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
   for (int32_t r : rows) {
     if (b.IsCpuRegion(r)) {
       auto [a, e] = b.NodesUnder(r);
@@ -704,7 +705,8 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f, Fix
       BucketCollectives(b, rows, f);
       break;
     case FixModel::kCachingAllocator:
-      KeepAllocatorMemory(b, rows, f);
+    case FixModel::kRemoveDebugWork:
+      RemoveRows(b, rows, f);
       break;
     case FixModel::kNoAlgorithmSearch:
       SkipAlgorithmSearch(b, rows, f);

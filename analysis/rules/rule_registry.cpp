@@ -113,6 +113,11 @@ std::vector<RuleSpec> Build() {
                     "changing shapes)",
                     "fixed-shapes-or-no-benchmark"},
                    nullptr, DetectConvAlgorithmSearch, FM::kNoAlgorithmSearch, SS::kNone));
+  r.push_back(Spec({"TTA021", "anomaly-detection",
+                    "autograd's anomaly detection is left on: every op captures its traceback, "
+                    "every gradient is checked with a sync",
+                    "disable-anomaly-detection"},
+                   nullptr, DetectAnomalyDetection, FM::kRemoveDebugWork, SS::kNone));
   // Windows the learned scorer flags and no rule explains (server/scan.cpp adds them).
   r.push_back(Spec(
       {"TTA900", "unusual-window", "the window scorer flags a window that no rule explains", ""},

@@ -102,8 +102,8 @@ std::string DataLoaderStallMessage(const Finding&, const std::string&, const std
 std::string HostSyncMessage(const Finding&, const std::string&, const std::string&);
 std::string GpuIdleMessage(const Finding&, const std::string&, const std::string&);
 
-// Detectors over the causal model (tta013, tta015-tta017, tta020_*.cpp), run after the graph is
-// built.
+// Detectors over the causal model (tta013, tta015-tta017, tta020-tta021_*.cpp), run after the graph
+// is built.
 using CausalDetector = void (*)(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                                 const RuleOptions&, std::vector<Finding>*);
 void DetectCpuOverheadPath(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
@@ -116,5 +116,7 @@ void DetectTraceIncomplete(const RuleContext&, const CausalGraph&, const TimeBre
                            const RuleOptions&, std::vector<Finding>*);  // TTA016
 void DetectConvAlgorithmSearch(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                                const RuleOptions&, std::vector<Finding>*);  // TTA020
+void DetectAnomalyDetection(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                            const RuleOptions&, std::vector<Finding>*);  // TTA021
 
 }  // namespace ttap

@@ -107,7 +107,7 @@ TEST_CASE("scan: SARIF 2.1.0 with rule ids and code-point columns", "[scan][cli]
   CHECK(j["version"] == "2.1.0");
   const auto& run = j["runs"][0];
   CHECK(run["columnKind"] == "unicodeCodePoints");
-  CHECK(run["tool"]["driver"]["rules"].size() == 21);  // TTA001-TTA020 and TTA900
+  CHECK(run["tool"]["driver"]["rules"].size() == 22);  // TTA001-TTA021 and TTA900
   CHECK(run["results"][0]["ruleId"] == "TTA001");
   CHECK(run["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 12);
   // Schema validation with ajv runs as its own CTest test (tests/sarif) when node is present.
@@ -335,4 +335,20 @@ TEST_CASE("scan: a recorded cudnn.benchmark run with changing shapes is TTA020, 
   CHECK(share > 0.99 / 1.5);
   auto fix = RunTtap("scan --format json '" + dir + "cudnnbench-cnn-fix.pt.trace.json.gz'");
   CHECK(fix.out.find("TTA020") == std::string::npos);
+}
+
+TEST_CASE("scan: a recorded run with anomaly mode on is TTA021 within x1.5, its fix is quiet",
+          "[scan][cli][TTA021]") {
+  // Recorded on an H200 (bench/record/zeroshot, anomaly-cnn): resnet18 training inside
+  // torch.autograd.detect_anomaly(). Measured without the profiler: 49.7 -> 14.0 ms (72%).
+  const std::string dir = std::string(TTAP_SOURCE_DIR) + "/bench/record/zeroshot/";
+  auto anti = nlohmann::json::parse(
+      RunTtap("scan --format json '" + dir + "anomaly-cnn-anti.pt.trace.json.gz'").out);
+  REQUIRE(anti["findings"].size() > 0);
+  CHECK(anti["findings"][0]["code"] == "TTA021");
+  const double share = anti["findings"][0]["share_of_step"].get<double>();
+  CHECK(share > 0.72 / 1.5);
+  CHECK(share < 0.72 * 1.5);
+  auto fix = RunTtap("scan --format json '" + dir + "anomaly-cnn-fix.pt.trace.json.gz'");
+  CHECK(fix.out.find("TTA021") == std::string::npos);
 }

@@ -530,3 +530,61 @@ TEST_CASE("causal: convolutions that search for their algorithm every step are T
   CHECK(FindingsWithCode(*Convolutions({0}).Load(), "TTA020").empty());
   CHECK(FindingsWithCode(*Convolutions({}).Load(), "TTA020").empty());
 }
+
+TEST_CASE("causal: autograd's anomaly mode left on is TTA021, costed by what it adds",
+          "[rules][causal][TTA021]") {
+  // Three training steps. Forward: 30 ops (aten::linear, 40 us of dispatch and a 100 us
+  // kernel); with anomaly mode each also captures its traceback (torch/fx/traceback.py's
+  // format_stack, 300 us). Backward, on the autograd thread: 30 functions; with anomaly mode
+  // each checks its gradient (aten::isnan, aten::_is_any_true, aten::item with a sync).
+  auto loop = [](bool anomaly) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA H200", 9, 0);
+    double cpu = 1000;
+    StreamClock gpu;
+    for (int s = 0; s < 3; ++s) {
+      const double start = cpu;
+      for (int k = 0; k < 30; ++k) {
+        const double capture = anomaly ? 300 : 0;
+        t.Cpu("aten::linear", cpu, 40 + capture);
+        if (anomaly) {
+          t.Python("torch/fx/traceback.py", 415, "format_stack", cpu + 2, 296);
+          t.Python("traceback.py", 221, "extract_stack", cpu + 3, 200);
+        }
+        gpu.Kernel(t, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+                   cpu + 30 + capture, 5, 3, 100);
+        cpu += 42 + capture;
+      }
+      for (int k = 0; k < 30; ++k) {
+        const double check = anomaly ? 200 : 0;
+        t.Cpu("autograd::engine::evaluate_function: AddmmBackward0", cpu, 40 + check, "cpu_op", 2);
+        gpu.Kernel(t, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64", cpu + 2, 5, 3,
+                   100, 2);
+        if (anomaly) {
+          t.Cpu("aten::isnan", cpu + 10, 20, "cpu_op", 2);
+          t.Cpu("aten::_is_any_true", cpu + 32, 20, "cpu_op", 2);
+          t.Cpu("aten::item", cpu + 54, 180, "cpu_op", 2);
+          t.Runtime("cudaStreamSynchronize", cpu + 60, std::max(5.0, gpu.free - cpu - 60), 2);
+        }
+        cpu += 42 + check + std::max(0.0, anomaly ? gpu.free - cpu - 60 : 0.0);
+      }
+      cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
+    }
+    return t;
+  };
+  auto trace = loop(true).Load();
+  auto all = ttap::RunRules(*trace, {});
+  auto f = FindingsWithCode(*trace, "TTA021");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].message.find("30 op(s) in the step captured their Python traceback") !=
+        std::string::npos);
+  CHECK(f[0].message.find("30 backward function(s) check their gradients") != std::string::npos);
+  CHECK(f[0].step_ids.size() == 3);
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA021");
+  // At least the forward's captures, which bound it (CPU 342 us per op against 100 us kernels).
+  CHECK(f[0].share_of_step > 0.3);
+  CheckOneStory(all);
+  CHECK(FindingsWithCode(*loop(false).Load(), "TTA021").empty());
+}
