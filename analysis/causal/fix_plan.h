@@ -42,11 +42,12 @@ enum class CostRole : uint8_t {
 struct FixPlan {
   FixModel model = FixModel::kNone;
   CostRole role = CostRole::kCause;
-  // Its finding is the pinned-copy fix's symptom when most of its waits are copies that fix
-  // makes non-blocking (TTA002, a host sync, of TTA003's pinned memory).
-  bool symptom_of_pinned_copies = false;
-  // Its fix makes blocking pageable copies non-blocking (TTA003).
-  bool pins_copies = false;
+  // Its finding is another fix's symptom when most of its waits are ones that fix removes
+  // (TTA002, a host sync, of TTA003's pinned copies or TTA021's anomaly checks).
+  bool symptom_of_removed_waits = false;
+  // Its fix removes waits a host sync reports: blocking pageable copies made non-blocking
+  // (TTA003), anomaly mode's gradient checks gone (TTA021).
+  bool removes_waits = false;
 };
 
 }  // namespace ttap

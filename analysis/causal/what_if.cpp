@@ -865,23 +865,24 @@ struct FixCoster {
     }
   }
 
-  void MarkPinnedCopySymptoms() {
-    // A host sync whose waits are mostly blocking pageable copies that TTA003 pins and makes
-    // non-blocking is that copy's symptom: the fix is pinned memory, the sync goes with it.
+  void MarkRemovedWaitSymptoms() {
+    // A host sync whose waits another fix mostly removes is that fix's symptom: blocking
+    // pageable copies that TTA003 pins and makes non-blocking, anomaly mode's gradient checks
+    // that TTA021 turns off. The sync goes with that fix.
     const bool any_pinned = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
-      return PlanOf(e).pins_copies && !e.what_if.no_wait.empty();
+      return PlanOf(e).removes_waits && !e.what_if.no_wait.empty();
     });
     if (any_pinned) {
       std::vector<int32_t> pinned_by(g.size(), -1);  // a TTA003 entry that stops the node's wait
       for (size_t i = 0; i < entries.size(); ++i) {
-        if (!PlanOf(entries[i]).pins_copies) continue;
+        if (!PlanOf(entries[i]).removes_waits) continue;
         for (int32_t n : entries[i].what_if.no_wait) {
           if (pinned_by[n] < 0) pinned_by[n] = static_cast<int32_t>(i);
         }
       }
       for (Entry& e : entries) {
         Finding& f = (*findings)[e.finding];
-        if (!PlanOf(e).symptom_of_pinned_copies || e.symptom || e.what_if.no_wait.empty()) continue;
+        if (!PlanOf(e).symptom_of_removed_waits || e.symptom || e.what_if.no_wait.empty()) continue;
         const auto [pinning, total] = Owned(pinned_by, e.what_if.no_wait.size(),
                                             [&](size_t k) { return e.what_if.no_wait[k]; });
         if (2 * total < e.what_if.no_wait.size()) continue;
@@ -1065,7 +1066,7 @@ FixCosting CostFindings(const Trace& trace, CausalGraph* graph, Replay base,
   coster.ReplayEachAlone();
   // Symptoms claim only what they add once their cause is fixed.
   coster.MarkLaunchBoundSymptoms();
-  coster.MarkPinnedCopySymptoms();
+  coster.MarkRemovedWaitSymptoms();
   // 2. The fixes one after another, largest first.
   coster.ReplayChain();
   // 3. Each finding's claim, scaled so they never exceed the run.

@@ -31,12 +31,12 @@ std::vector<RuleSpec> Build() {
       Spec({"TTA002", "host-sync", "the CPU waits for the GPU inside the step, then the GPU drains",
             "defer-host-sync"},
            DetectHostSync, nullptr, FM::kDeferHostSync, SS::kHostReadCall));
-  r.back().plan.symptom_of_pinned_copies = true;
+  r.back().plan.symptom_of_removed_waits = true;
   r.back().message = HostSyncMessage;
   r.push_back(Spec({"TTA003", "pageable-memcpy", "copies between pageable host memory and the GPU",
                     "pin-memory-non-blocking"},
                    DetectPageableMemcpy, nullptr, FM::kPinnedNonBlocking, SS::kTransferCall));
-  r.back().plan.pins_copies = true;
+  r.back().plan.removes_waits = true;
   r.push_back(Spec({"TTA004", "small-h2d-copies", "many small host-to-device copies per step",
                     "create-on-device"},
                    DetectSmallH2DCopies, nullptr, FM::kBatchCopies, SS::kTensorCreation));
@@ -118,6 +118,7 @@ std::vector<RuleSpec> Build() {
                     "every gradient is checked with a sync",
                     "disable-anomaly-detection"},
                    nullptr, DetectAnomalyDetection, FM::kRemoveDebugWork, SS::kNone));
+  r.back().plan.removes_waits = true;
   // Windows the learned scorer flags and no rule explains (server/scan.cpp adds them).
   r.push_back(Spec(
       {"TTA900", "unusual-window", "the window scorer flags a window that no rule explains", ""},

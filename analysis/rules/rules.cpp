@@ -158,7 +158,7 @@ std::string FindingMessage(const Finding& f) {
   const std::string symptom_of = Text(f, "symptom_of");
   if (!symptom_of.empty()) {
     note = "after " + symptom_of + "'s fix, which removes most of these " +
-           (spec && spec->plan.symptom_of_pinned_copies ? "waits" : "launches") +
+           (spec && spec->plan.symptom_of_removed_waits ? "waits" : "launches") +
            (note.empty() ? "" : "; " + note);
   }
   const std::string saving =

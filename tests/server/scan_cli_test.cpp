@@ -352,3 +352,22 @@ TEST_CASE("scan: a recorded run with anomaly mode on is TTA021 within x1.5, its 
   auto fix = RunTtap("scan --format json '" + dir + "anomaly-cnn-fix.pt.trace.json.gz'");
   CHECK(fix.out.find("TTA021") == std::string::npos);
 }
+
+TEST_CASE("scan: anomaly mode's syncs are its symptom, not a host-sync cause of their own",
+          "[scan][cli][TTA021][TTA002]") {
+  // The gradient checks' .item() calls sync with the device 164 times a step: the host sync
+  // goes with TTA021's fix, so TTA002 claims only what it adds after it.
+  const std::string trace =
+      std::string(TTAP_SOURCE_DIR) + "/bench/record/zeroshot/anomaly-cnn-anti.pt.trace.json.gz";
+  auto j =
+      nlohmann::json::parse(RunTtap("scan --format json --min-severity hint '" + trace + "'").out);
+  bool seen = false;
+  for (const auto& f : j["findings"]) {
+    if (f["code"] != "TTA002") continue;
+    seen = true;
+    CHECK(f["severity"] != "warning");
+    CHECK(f["severity"] != "error");
+    CHECK(f["message"].get<std::string>().find("after TTA021's fix") != std::string::npos);
+  }
+  CHECK(seen);
+}
