@@ -39,6 +39,13 @@ bool MatchesCall(const PythonSource& src, TSNode call, SourceShape shape) {
       return name == "backward";
     case SourceShape::kEmptyCacheCall:
       return name == "empty_cache";
+    case SourceShape::kAnomalyDetectionOn: {
+      if (name == "detect_anomaly") return true;
+      if (name != "set_detect_anomaly") return false;
+      TSNode args = CallArguments(call);
+      TSNode first = IsNull(args) ? TSNode{} : ts_node_named_child(args, 0);
+      return !IsNull(first) && src.NodeText(first) == "True";
+    }
     case SourceShape::kOptimizerStep: {
       if (name != "step") return false;
       const std::string callee = CalleeText(src, call);
@@ -52,13 +59,38 @@ bool MatchesCall(const PythonSource& src, TSNode call, SourceShape shape) {
   }
 }
 
+// `torch.backends.cudnn.benchmark = True` (any receiver ending in cudnn.benchmark).
+bool SetsCudnnBenchmark(const PythonSource& src, TSNode assignment) {
+  TSNode left = ts_node_child_by_field_name(assignment, "left", 4);
+  TSNode right = ts_node_child_by_field_name(assignment, "right", 5);
+  if (IsNull(left) || IsNull(right)) return false;
+  const std::string_view l = src.NodeText(left);
+  return l.size() >= 15 && l.substr(l.size() - 15) == "cudnn.benchmark" &&
+         src.NodeText(right) == "True";
+}
+
 }  // namespace
 
 bool IsLocatableShape(SourceShape shape) {
   return shape == SourceShape::kDataLoaderLoop || shape == SourceShape::kZeroGradCall ||
          shape == SourceShape::kOptimizerStep || shape == SourceShape::kEmptyCacheCall ||
-         shape == SourceShape::kBackwardCall;
+         shape == SourceShape::kBackwardCall || IsSettingShape(shape);
 }
+
+namespace {
+
+bool Hit(const PythonSource& src, TSNode n, SourceShape shape) {
+  const std::string_view type = NodeType(n);
+  if (shape == SourceShape::kDataLoaderLoop) {
+    return type == "for_statement" && LoopsOverLoader(src, n);
+  }
+  if (shape == SourceShape::kCudnnBenchmarkOn) {
+    return type == "assignment" && SetsCudnnBenchmark(src, n);
+  }
+  return type == "call" && MatchesCall(src, n, shape);
+}
+
+}  // namespace
 
 std::optional<ShapeLocation> LocateByShape(const std::vector<std::string>& files,
                                            SourceCache* cache, SourceShape shape, int* matches) {
@@ -69,11 +101,7 @@ std::optional<ShapeLocation> LocateByShape(const std::vector<std::string>& files
       auto src = cache->GetFile(path);
       if (!src) continue;
       Walk(src->root(), [&](TSNode n) {
-        const std::string_view type = NodeType(n);
-        const bool hit = shape == SourceShape::kDataLoaderLoop
-                             ? type == "for_statement" && LoopsOverLoader(*src, n)
-                             : type == "call" && MatchesCall(*src, n, shape);
-        if (hit) {
+        if (Hit(*src, n, shape)) {
           ++found;
           only = ShapeLocation{path, static_cast<int>(ts_node_start_point(n).row) + 1,
                                ScopeName(*src, n)};

@@ -135,6 +135,7 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
       j["stale_reason"] = lf.stale_reason;
     }
     if (lf.located_by_shape) j["located_by"] = "code shape (the trace has no Python stacks)";
+    if (lf.located_at_setting) j["located_by"] = "the setting that causes it";
     findings.push_back(std::move(j));
   }
   return {{"trace", r.trace_path},
@@ -171,6 +172,7 @@ std::string FindingText(const ScanResult& r, const LocatedFinding& lf) {
     out += " [ambiguous source: " + std::to_string(lf.ambiguous.size()) + " files match]";
   if (lf.stale) out += " [stale location: " + lf.stale_reason + "]";
   if (lf.located_by_shape) out += " [located by code shape: the trace has no Python stacks]";
+  if (lf.located_at_setting) out += " [placed at the setting that causes it]";
   out += "\n";
   return out;
 }
@@ -295,6 +297,7 @@ nlohmann::json ScanResultsToSarif(const std::vector<const ScanResult*>& results,
       if (!f.fix.empty()) props["fix"] = f.fix;
       if (lf.stale) props["stale_location"] = lf.stale_reason;
       if (lf.located_by_shape) props["located_by"] = "code shape";
+      if (lf.located_at_setting) props["located_by"] = "setting";
       size_t rule_index = 0;
       for (size_t i = 0; i < catalogue.size(); ++i) {
         if (f.code == catalogue[i].code) rule_index = i;

@@ -112,12 +112,13 @@ std::vector<RuleSpec> Build() {
                     "convolutions search for their algorithm in every step (cudnn.benchmark with "
                     "changing shapes)",
                     "fixed-shapes-or-no-benchmark"},
-                   nullptr, DetectConvAlgorithmSearch, FM::kNoAlgorithmSearch, SS::kNone));
+                   nullptr, DetectConvAlgorithmSearch, FM::kNoAlgorithmSearch,
+                   SS::kCudnnBenchmarkOn));
   r.push_back(Spec({"TTA021", "anomaly-detection",
                     "autograd's anomaly detection is left on: every op captures its traceback, "
                     "every gradient is checked with a sync",
                     "disable-anomaly-detection"},
-                   nullptr, DetectAnomalyDetection, FM::kRemoveDebugWork, SS::kNone));
+                   nullptr, DetectAnomalyDetection, FM::kRemoveDebugWork, SS::kAnomalyDetectionOn));
   r.back().plan.removes_waits = true;
   // Windows the learned scorer flags and no rule explains (server/scan.cpp adds them).
   r.push_back(Spec(

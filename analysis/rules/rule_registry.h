@@ -35,7 +35,15 @@ enum class SourceShape : uint8_t {
   kEmptyCacheCall,  // torch.cuda.empty_cache()
   kBackwardCall,    // loss.backward()
   kByRegion,        // the region the finding names (evidence "region"): ShapeOf()
+  // Settings that are the cause themselves: a finding is placed on the workspace's one such
+  // statement even when the trace has stacks (they point at the ops the setting slows down).
+  kCudnnBenchmarkOn,    // `torch.backends.cudnn.benchmark = True`
+  kAnomalyDetectionOn,  // `torch.autograd.set_detect_anomaly(True)`, `detect_anomaly()`
 };
+// Whether |shape| is a setting (placed on it even when the trace has stacks).
+inline bool IsSettingShape(SourceShape shape) {
+  return shape == SourceShape::kCudnnBenchmarkOn || shape == SourceShape::kAnomalyDetectionOn;
+}
 
 struct RuleSpec {
   RuleInfo info;                           // code, name, summary, fix recipe id ("" for none)

@@ -162,6 +162,10 @@ std::string FindingMarkdown(const ScanResult& scan, const RunFacts& facts, const
   }
   const std::string job_note = JobNoteFor(job, rank, f);
   if (!job_note.empty()) md += job_note + "\n\n";
+  if (lf.located_at_setting)
+    md +=
+        "Placed on the statement that turns this on: the trace's stack points at the ops it "
+        "slows down.\n\n";
   if (lf.located_by_shape)
     md +=
         "Placed on the one statement of the workspace with this fix's shape: the trace has no "

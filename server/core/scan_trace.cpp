@@ -228,7 +228,29 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
     f.user_frame = SelectUserFrame(f.frames, options.workspace, &resolved, options.frame_filter);
     int where_line = 0;  // the frame's line, or the shape's
     std::string where_function;
-    if (f.user_frame >= 0) {
+    // The workspace's one statement of the shape, cached per shape (listed on first use).
+    auto locate = [&](SourceShape shape) -> const std::optional<ShapeLocation>& {
+      auto cached = shapes.find(shape);
+      if (cached == shapes.end()) {
+        if (shape_files.empty()) shape_files = options.workspace->AbsoluteFiles(5000);
+        cached = shapes.emplace(shape, LocateByShape(shape_files, &sources, shape)).first;
+      }
+      return cached->second;
+    };
+    // A setting that is the cause itself (cudnn.benchmark, anomaly mode): placed on it, when
+    // the workspace has exactly one, whatever ops the stack points at.
+    const std::optional<ShapeLocation>* setting = nullptr;
+    if (options.workspace && options.locate_by_shape && IsSettingShape(ShapeOf(f))) {
+      setting = &locate(ShapeOf(f));
+      if (!*setting) setting = nullptr;
+    }
+    if (setting) {
+      lf.absolute_path = (*setting)->path;
+      lf.file = Relative(lf.absolute_path, options.workspace->root());
+      lf.line = where_line = (*setting)->line;
+      where_function = (*setting)->function;
+      lf.located_at_setting = true;
+    } else if (f.user_frame >= 0) {
       const FindingFrame& uf = f.frames[f.user_frame];
       lf.line = where_line = uf.line;
       where_function = uf.function;
@@ -243,17 +265,12 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
                IsLocatableShape(ShapeOf(f))) {
       // No Python stack in the trace for it: the workspace's one statement with the shape its
       // fix edits, when there is exactly one (said so wherever the finding is shown).
-      const SourceShape shape = ShapeOf(f);
-      auto cached = shapes.find(shape);
-      if (cached == shapes.end()) {
-        if (shape_files.empty()) shape_files = options.workspace->AbsoluteFiles(5000);
-        cached = shapes.emplace(shape, LocateByShape(shape_files, &sources, shape)).first;
-      }
-      if (cached->second) {
-        lf.absolute_path = cached->second->path;
+      const std::optional<ShapeLocation>& found = locate(ShapeOf(f));
+      if (found) {
+        lf.absolute_path = found->path;
         lf.file = Relative(lf.absolute_path, options.workspace->root());
-        lf.line = where_line = cached->second->line;
-        where_function = cached->second->function;
+        lf.line = where_line = found->line;
+        where_function = found->function;
         lf.located_by_shape = true;
       }
     }
@@ -265,7 +282,8 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
         q.line = where_line;
         q.function = where_function;
         q.code = f.code;
-        if (frames_of_anchor && f.user_frame >= 0 && !lf.located_by_shape) {
+        if (frames_of_anchor && f.user_frame >= 0 && !lf.located_by_shape &&
+            !lf.located_at_setting) {
           q.callee = CalleeOfFrame(*trace, static_cast<size_t>(f.anchor_row), f.user_frame);
         }
         struct timespec file_mtime {};

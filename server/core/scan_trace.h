@@ -44,6 +44,9 @@ struct LocatedFinding {
   // No Python stack: placed on the workspace's one statement with the code's shape
   // (mapping/shape_locator.h), not by a frame.
   bool located_by_shape = false;
+  // Its cause is a setting (cudnn.benchmark, anomaly mode): placed on the workspace's one
+  // statement that sets it, not on the ops the stack names (IsSettingShape).
+  bool located_at_setting = false;
 };
 
 struct ScanResult {

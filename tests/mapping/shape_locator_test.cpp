@@ -95,3 +95,33 @@ TEST_CASE("code shapes: a CPU-overhead-bound region goes where the region is wri
   REQUIRE(bw);
   CHECK(bw->line == 3);
 }
+
+TEST_CASE("code shapes: the settings that are causes (cudnn.benchmark, anomaly mode)",
+          "[mapping][shape]") {
+  const std::string root = ttap_test::MakeTempDir();
+  const std::string train = root + "/train.py";
+  REQUIRE(ttap_test::WriteFile(train,
+                               "import torch\n"
+                               "from torch.backends import cudnn\n"
+                               "cudnn.benchmark = True\n"
+                               "torch.autograd.set_detect_anomaly(False)\n"
+                               "def step():\n"
+                               "    with torch.autograd.detect_anomaly():\n"
+                               "        pass\n"));
+  SourceCache cache;
+  CHECK(IsLocatableShape(ShapeOf(Coded("TTA020"))));
+  CHECK(IsSettingShape(ShapeOf(Coded("TTA021"))));
+  auto bench = LocateByShape({train}, &cache, ShapeOf(Coded("TTA020")));
+  REQUIRE(bench);
+  CHECK(bench->line == 3);
+  // set_detect_anomaly(False) turns it off: only the detect_anomaly() block counts.
+  auto anomaly = LocateByShape({train}, &cache, ShapeOf(Coded("TTA021")));
+  REQUIRE(anomaly);
+  CHECK(anomaly->line == 6);
+  CHECK(anomaly->function == "step");
+  REQUIRE(ttap_test::WriteFile(root + "/off.py", "torch.backends.cudnn.benchmark = False\n"));
+  int matches = 0;
+  CHECK(LocateByShape({root + "/off.py"}, &cache, ShapeOf(Coded("TTA020")), &matches) ==
+        std::nullopt);
+  CHECK(matches == 0);
+}

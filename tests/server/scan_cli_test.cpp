@@ -371,3 +371,33 @@ TEST_CASE("scan: anomaly mode's syncs are its symptom, not a host-sync cause of 
   }
   CHECK(seen);
 }
+
+TEST_CASE("scan: a setting that is the cause is where the finding goes", "[scan][cli][TTA020]") {
+  // The recorded cudnn.benchmark run's stack points at the convolutions; the user's change is
+  // the setting, so with one in the workspace the finding sits on it.
+  const std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/train.py",
+              "import torch\n"
+              "torch.backends.cudnn.benchmark = True\n"
+              "torch.autograd.set_detect_anomaly(False)\n"
+              "def step():\n"
+              "    pass\n");
+  const std::string trace =
+      std::string(TTAP_SOURCE_DIR) + "/bench/record/zeroshot/cudnnbench-cnn-anti.pt.trace.json.gz";
+  auto j = nlohmann::json::parse(
+      RunTtap("scan --format json --workspace '" + dir + "' '" + trace + "'").out);
+  REQUIRE(j["findings"].size() > 0);
+  const auto& top = j["findings"][0];
+  CHECK(top["code"] == "TTA020");
+  CHECK(top["file"] == "train.py");
+  CHECK(top["line"] == 2);
+  CHECK(top["located_by"] == "the setting that causes it");
+  // Anomaly mode set to False is not the setting: TTA021's recording falls back to its stack.
+  const std::string anomaly =
+      std::string(TTAP_SOURCE_DIR) + "/bench/record/zeroshot/anomaly-cnn-anti.pt.trace.json.gz";
+  auto a = nlohmann::json::parse(
+      RunTtap("scan --format json --workspace '" + dir + "' '" + anomaly + "'").out);
+  REQUIRE(a["findings"].size() > 0);
+  CHECK(a["findings"][0]["code"] == "TTA021");
+  CHECK(a["findings"][0]["file"] != "train.py");
+}
