@@ -1,5 +1,9 @@
 // TTA008 gpu-idle: the GPU idles inside the step while the CPU works. Its detector and message;
 // registered in rule_registry.cpp, documented in docs/antipatterns.md#tta008-gpu-idle.
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
 #include "analysis/rules/host_detectors.h"
 
 namespace ttap {
@@ -31,6 +35,28 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
   const double min_share = o.Get("gpu_idle_share", 0.05);
   const int64_t min_gap_ns = static_cast<int64_t>(o.Get("gpu_idle_min_gap_us", 200) * 1000);
   const auto& busy = ctx.gpu_busy();
+  // Each Python call name's usual duration (median of up to 64 runs) and run count, made on
+  // first use: an always-tiny call that takes a thousand times longer than usual is a stall
+  // inside it (a garbage-collection pause, the OS), not its own work.
+  std::unordered_map<StringId, std::pair<int64_t, size_t>> usual;
+  auto usual_of = [&](StringId name) {
+    if (usual.empty()) {
+      std::unordered_map<StringId, std::vector<int64_t>> runs;
+      std::unordered_map<StringId, size_t> counts;
+      for (size_t i = 0; i < ev.size(); ++i) {
+        if (ev.kind[i] != EventKind::kPythonFunction) continue;
+        ++counts[ev.name[i]];
+        auto& r = runs[ev.name[i]];
+        if (r.size() < 64) r.push_back(ev.dur[i]);
+      }
+      for (auto& [id, r] : runs) {
+        std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
+        usual[id] = {r[r.size() / 2], counts[id]};
+      }
+    }
+    auto it = usual.find(name);
+    return it == usual.end() ? std::pair<int64_t, size_t>{0, 0} : it->second;
+  };
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     // Gaps between GPU activity inside the step (including before the first and after the last).
@@ -120,8 +146,18 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       if (python >= 0) {
         const int32_t caller = ev.frame[python];
         const std::string from = caller >= 0 ? PythonCallName(ctx.Name(caller)) : "";
+        const auto [typical, runs] = usual_of(ev.name[python]);
+        // Only for calls that are always tiny (an attribute lookup, a small built-in): those
+        // whose work grows with their arguments (a file write, a module call) vary for real.
+        const bool stall = runs >= 5 && typical < 10000 && ev.dur[python] >= 1000000 &&
+                           ev.dur[python] >= 1000 * std::max<int64_t>(typical, 1);
         AddText(&f, "cpu_op",
-                "Python outside any torch op: " + PythonCallName(ctx.Name(python)) +
+                "Python outside any torch op: " +
+                    (stall ? "a stall inside " + PythonCallName(ctx.Name(python)) + " (its " +
+                                 std::to_string(runs) + " runs usually take " +
+                                 FormatNumber("%.1f us", typical / 1000.0) +
+                                 ": a garbage-collection pause or the OS)"
+                           : PythonCallName(ctx.Name(python))) +
                     (from.empty() ? "" : ", called from " + from));
         AddText(&f, "python_call", PythonCallName(ctx.Name(python)));
         AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);

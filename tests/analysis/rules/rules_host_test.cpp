@@ -194,6 +194,22 @@ TEST_CASE("TTA008: Python work outside any torch op is named by its call", "[rul
   CHECK(f[0].share_of_step > 0.3);
 }
 
+TEST_CASE("TTA008: a call far longer than its usual runs is named as a stall inside it",
+          "[rules][TTA008]") {
+  // The gap's Python call is a module __getattr__ that usually takes 1 us: 5 ms inside it is a
+  // garbage-collection pause or the OS, not the lookup's own work.
+  TinyTrace t = TrainingLoop(0, false, /*cpu_gap_us=*/5000, {}, false, 1500,
+                             "torch/nn/modules/module.py(1955): __getattr__", "python_function");
+  for (int k = 0; k < 20; ++k)
+    t.Python("torch/nn/modules/module.py", 1955, "__getattr__", 990 - k * 2, 1);
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA008");
+  REQUIRE_FALSE(f.empty());
+  INFO(f[0].message);
+  CHECK(f[0].message.find("a stall inside __getattr__() (its 23 runs usually take 1.0 us") !=
+        std::string::npos);
+}
+
 TEST_CASE("TTA008: a busy GPU gives no idle finding, data loading is left to TTA001",
           "[rules][TTA008]") {
   auto busy = TrainingLoop(0).Load();
