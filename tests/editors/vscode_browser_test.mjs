@@ -128,12 +128,22 @@ try {
     return r.ok;
   });
   log(`code-server listens on ${port}`);
-  browser = await puppeteer.launch({
-    executablePath: chromium,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1600,1000'],
-    defaultViewport: {width: 1600, height: 1000},
-  });
+  // Chromium's start-up took over puppeteer's default 30 s twice on the 2-core CI machine while
+  // other tests ran (2026-11-27): a longer limit, and one more try.
+  for (let attempt = 1; !browser; ++attempt) {
+    try {
+      browser = await puppeteer.launch({
+        executablePath: chromium,
+        headless: true,
+        timeout: 90000,
+        args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1600,1000'],
+        defaultViewport: {width: 1600, height: 1000},
+      });
+    } catch (e) {
+      if (attempt >= 2) throw e;
+      log(`Chromium did not start (${e.message}); trying again`);
+    }
+  }
   page = await browser.newPage();
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`,
                   {waitUntil: 'domcontentloaded'});
