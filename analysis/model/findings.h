@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ttap {
@@ -70,6 +71,11 @@ struct Finding {
 // overrides them by name.
 struct RuleOptions {
   std::map<std::string, double> values;
+  // Windows the learned scorer flagged ([start, end) ns, in order; server/core/scan_trace.cpp):
+  // RunRules makes those that no rule finding overlaps TTA900 findings (adjacent ones merged),
+  // costed like any other (their idle GPU time with the CPU work in it moved out, after every
+  // fix).
+  std::vector<std::pair<int64_t, int64_t>> unusual_windows;
   double Get(const std::string& key, double fallback) const {
     auto it = values.find(key);
     return it == values.end() ? fallback : it->second;

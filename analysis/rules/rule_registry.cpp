@@ -123,8 +123,12 @@ std::vector<RuleSpec> Build() {
   // Windows the learned scorer flags and no rule explains (server/scan.cpp adds them).
   r.push_back(Spec(
       {"TTA900", "unusual-window", "the window scorer flags a window that no rule explains", ""},
-      nullptr, nullptr, FM::kNone, SS::kNone));
+      nullptr, nullptr, FM::kIdleWorkMovedOut, SS::kNone));
   r.back().from_window_scorer = true;
+  // Costed as idle time no fix explains, like TTA008: what moving the CPU work out of the
+  // window's idle GPU time would save, after every fix.
+  r.back().plan.role = CostRole::kIdleTime;
+  r.back().needs_gpu_activity = true;
   return r;
 }
 

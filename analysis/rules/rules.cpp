@@ -11,6 +11,7 @@
 
 #include "analysis/causal/what_if.h"
 #include "analysis/rules/rule_registry.h"
+#include "analysis/rules/rule_util.h"
 
 namespace ttap {
 
@@ -222,6 +223,43 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
       continue;
     }
     run([&] { spec.detect_causal(ctx, graph, result.time, options, &raw); });
+  }
+  // The windows the learned scorer flagged that no finding overlaps (TTA900), per step: their
+  // idle GPU time, costed below like every finding's.
+  // A window is explained when a finding's extent (from its first to its last occurrence, over
+  // the steps it merges) overlaps it. Adjacent unexplained windows make one finding.
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> extents;
+  for (const Finding& f : raw) {
+    auto [it, added] = extents.try_emplace({f.code, f.cause_key}, f.start_ns, f.end_ns);
+    if (!added) {
+      it->second.first = std::min(it->second.first, f.start_ns);
+      it->second.second = std::max(it->second.second, f.end_ns);
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> unexplained;
+  for (const auto& [a, b] : options.unusual_windows) {
+    const bool explained = std::any_of(
+        extents.begin(), extents.end(),
+        [&, a = a, b = b](const auto& e) { return e.second.first < b && a < e.second.second; });
+    if (explained) continue;
+    if (!unexplained.empty() && unexplained.back().second >= a) {
+      unexplained.back().second = std::max(unexplained.back().second, b);
+    } else {
+      unexplained.emplace_back(a, b);
+    }
+  }
+  for (const auto& [a, b] : unexplained) {
+    for (size_t s = 0; s < ctx.steps().size(); ++s) {
+      const AnalysedStep& step = ctx.steps()[s];
+      const int64_t lo = std::max(a, step.start_ns), hi = std::min(b, step.end_ns);
+      if (hi <= lo) continue;
+      const int64_t idle = ctx.GpuIdle(lo, hi);
+      if (idle <= 0) continue;
+      Finding f = MakeRawFinding(ctx, UnusualWindowRule().code, static_cast<int>(s), lo, hi,
+                                 idle / 1000.0, -1, "window@" + std::to_string(a));
+      f.occurrences.emplace_back(lo, hi);
+      raw.push_back(std::move(f));
+    }
   }
   // Without the GPU side, idle GPU time says nothing about the run, and launch calls whose work
   // is missing are not launch overhead.

@@ -78,108 +78,115 @@ std::string RuleDocsUrl(const std::string& code, const std::string& name) {
   return std::string(kDocsBase) + RuleDocsAnchor({code.c_str(), name.c_str(), "", ""});
 }
 
-// TTA900: windows the learned scorer flags (score >= |threshold|, or the file's flag threshold
-// when |threshold| < 0) that no rule finding overlaps, adjacent ones merged, anchored at the
-// longest CPU op of the window (else its longest event) with frames, so the frames locate it.
-void AddUnusualWindows(const Trace& trace, const WindowModel& model, double threshold,
-                       const WindowFusion& fusion, ScanResult* result) {
-  RuleResult* rules = &result->rules;
-  // The scorer learned GPU runs only (models/MODEL_CARD.md): the windows of a trace without GPU
-  // activity lie outside what it knows, so it is not asked (the rules' scores stand, no TTA900).
-  if (!HasGpuActivity(trace)) return;
-  if (threshold < 0) threshold = model.flag_threshold();
+// The learned scorer's view of a trace: each window's prediction and the flagged windows
+// (score >= the threshold), which RunRules turns into TTA900 findings where no rule finding
+// overlaps them. Empty for a trace without GPU activity: the scorer
+// learned GPU runs only (models/MODEL_CARD.md), so it is not asked.
+struct UnusualWindows {
+  std::vector<WindowPrediction> preds;
+  std::vector<std::pair<int64_t, int64_t>> flagged;
+  double threshold = 0;
+};
+
+std::optional<UnusualWindows> ScoreWindows(const Trace& trace, const WindowModel& model,
+                                           double threshold) {
+  if (!HasGpuActivity(trace)) return std::nullopt;
+  UnusualWindows u;
+  u.threshold = threshold < 0 ? model.flag_threshold() : threshold;
   auto preds = model.Score(trace);
   if (!preds.ok()) {
     std::fprintf(stderr, "ttap: warning: model: %s; rules only\n",
                  preds.status().message().c_str());
-    return;
+    return std::nullopt;
   }
-  // The published window scores: rules and model combined, as `ttap eval`'s fused method scores.
+  u.preds = std::move(preds.value());
+  for (size_t w = 0; w < u.preds.size() && w < trace.windows.size(); ++w) {
+    if (u.preds[w].score < u.threshold) continue;
+    u.flagged.emplace_back(trace.windows[w].start_ns, trace.windows[w].end_ns);
+  }
+  return u;
+}
+
+// The window scores fused (rules and model, as `ttap eval`'s fused method scores), and each
+// TTA900 finding RunRules costed given the scorer's evidence, its anchor (the longest CPU op of
+// its windows with frames, else their longest event with frames, so the frames locate it) and
+// its message. A TTA900 whose replay saves nothing, or only a hint's share, is dropped: a window
+// the scorer finds unusual but whose idle time costs nothing is no finding.
+void DescribeUnusualWindows(const Trace& trace, const WindowModel& model, const UnusualWindows& u,
+                            const WindowFusion& fusion, ScanResult* result) {
+  RuleResult* rules = &result->rules;
+  const std::vector<WindowPrediction>& preds = u.preds;
   result->window_fusion = fusion.name;
   for (size_t w = 0; w < rules->windows.size(); ++w) {
     const double r = rules->windows[w].score;
-    const double m = w < preds->size() ? (*preds)[w].score : 0.0;
+    const double m = w < preds.size() ? preds[w].score : 0.0;
     result->rule_window_scores.push_back(r);
     result->model_window_scores.push_back(m);
     rules->windows[w].score = fusion.combine(r, m);
-    if (rules->windows[w].category.empty() && m >= threshold) {
+    if (rules->windows[w].category.empty() && m >= u.threshold) {
       rules->windows[w].category =
-          (*preds)[w].category.empty() ? UnusualWindowRule().code : (*preds)[w].category;
+          preds[w].category.empty() ? UnusualWindowRule().code : preds[w].category;
     }
   }
   const EventTable& ev = trace.events;
-  std::vector<Finding> added;
-  for (size_t w = 0; w < preds->size() && w < trace.windows.size(); ++w) {
-    const WindowPrediction& p = (*preds)[w];
-    const Window& win = trace.windows[w];
-    if (p.score < threshold) continue;
-    bool explained = false;
-    for (const Finding& f : rules->findings) {
-      explained = explained || (f.start_ns < win.end_ns && win.start_ns < f.end_ns);
-    }
-    if (explained) continue;
-    if (!added.empty() && added.back().end_ns >= win.start_ns &&
-        added.back().evidence["category"].text == p.category) {
-      Finding& f = added.back();
-      f.end_ns = win.end_ns;
-      f.window_indices.push_back(static_cast<int>(w));
-      if (p.score > f.evidence["score"].number) {  // the parts of the highest-scored window
-        f.evidence["score"].number = p.score;
-        f.evidence["mil"].number = p.mil;
-        f.evidence["cat"].number = p.cat;
-        f.evidence["unusual"].number = p.unusual;
-      }
+  const std::string code = UnusualWindowRule().code;
+  std::vector<Finding> kept;
+  for (Finding& f : rules->findings) {
+    if (f.code != code) {
+      kept.push_back(std::move(f));
       continue;
     }
-    Finding f;
-    const RuleInfo& info = UnusualWindowRule();
-    f.code = info.code;
-    f.name = info.name;
-    f.severity = Severity::kInfo;
-    f.start_ns = win.start_ns;
-    f.end_ns = win.end_ns;
-    f.window_indices.push_back(static_cast<int>(w));
+    // The replay says it costs nothing worth saying (a hint's share or less).
+    if (f.time_lost_us_per_step < 1.0 || f.severity == Severity::kHint) continue;
+    // Its flagged windows: the highest-scored one gives the evidence.
+    int best = -1;
+    f.window_indices.clear();
+    for (size_t w = 0; w < preds.size() && w < trace.windows.size(); ++w) {
+      const Window& win = trace.windows[w];
+      if (preds[w].score < u.threshold || win.end_ns <= f.start_ns || win.start_ns >= f.end_ns) {
+        continue;
+      }
+      f.window_indices.push_back(static_cast<int>(w));
+      if (best < 0 || preds[w].score > preds[best].score) best = static_cast<int>(w);
+    }
+    if (best < 0) continue;
+    const WindowPrediction& p = preds[best];
     f.evidence["score"] = {true, p.score, ""};
     f.evidence["category"] = {false, 0, p.category};
     f.evidence["category_confidence"] = {true, p.confidence, ""};
     f.evidence["model"] = {false, 0, model.path()};
-    f.evidence["flag_threshold"] = {true, threshold, ""};
-    // The parts of the score (the model's score_parts name those that count), of the
-    // highest-scored window when windows merge.
+    f.evidence["flag_threshold"] = {true, u.threshold, ""};
+    // The parts of the score (the model's score_parts name those that count).
     f.evidence["mil"] = {true, p.mil, ""};
     f.evidence["cat"] = {true, p.cat, ""};
     f.evidence["unusual"] = {true, p.unusual, ""};
-    // The longest CPU op with frames; else (a trace without CPU ops) the longest event with them.
+    f.anchor_row = -1;
     for (const bool cpu_ops_only : {true, false}) {
       int64_t longest = -1;
-      for (uint32_t i = win.begin; i < win.end; ++i) {
-        if ((!cpu_ops_only || ev.kind[i] == EventKind::kCpuOp) && ev.frame[i] >= 0 &&
-            ev.dur[i] > longest) {
-          longest = ev.dur[i];
-          f.anchor_row = static_cast<int32_t>(i);
+      for (int w : f.window_indices) {
+        const Window& win = trace.windows[w];
+        for (uint32_t i = win.begin; i < win.end; ++i) {
+          if ((!cpu_ops_only || ev.kind[i] == EventKind::kCpuOp) && ev.frame[i] >= 0 &&
+              ev.dur[i] > longest) {
+            longest = ev.dur[i];
+            f.anchor_row = static_cast<int32_t>(i);
+          }
         }
       }
       if (f.anchor_row >= 0) break;
     }
-    for (const Step& st : trace.steps) {
-      if (st.start() < win.end_ns && win.start_ns < st.end()) f.step_ids.push_back(st.number);
-    }
-    added.push_back(std::move(f));
-  }
-  for (Finding& f : added) {
-    const std::string& cat = f.evidence["category"].text;
+    const std::string& cat = p.category;
     const RuleInfo* guess = cat.empty() ? nullptr : FindRule(cat);
     char score[64];  // three decimals: flag thresholds sit near 1
-    std::snprintf(score, sizeof(score), "%.3f", f.evidence["score"].number);
+    std::snprintf(score, sizeof(score), "%.3f", p.score);
     char threshold_text[32];
-    std::snprintf(threshold_text, sizeof(threshold_text), "flag threshold %.3f",
-                  f.evidence["flag_threshold"].number);
+    std::snprintf(threshold_text, sizeof(threshold_text), "flag threshold %.3f", u.threshold);
     // Which parts of the score made it: those the model combines, strongest first.
     std::vector<std::pair<double, std::string>> parts;
     const std::array<bool, 3> use = ScorePartsMask(model.score_parts());
-    if (use[0]) parts.push_back({f.evidence["mil"].number, "anti-pattern head"});
-    if (use[1]) parts.push_back({f.evidence["cat"].number, "some catalogue category"});
-    if (use[2]) parts.push_back({f.evidence["unusual"].number, "unlike clean training windows"});
+    if (use[0]) parts.push_back({p.mil, "anti-pattern head"});
+    if (use[1]) parts.push_back({p.cat, "some catalogue category"});
+    if (use[2]) parts.push_back({p.unusual, "unlike clean training windows"});
     std::sort(parts.rbegin(), parts.rend());
     std::string why = std::string(" (") + threshold_text;
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -188,24 +195,39 @@ void AddUnusualWindows(const Trace& trace, const WindowModel& model, double thre
       why += (i == 0 ? "; " : ", ") + parts[i].second + " " + num;
     }
     why += ")";
+    char saving[160];
+    std::snprintf(saving, sizeof(saving),
+                  "; moving the CPU work out of its idle GPU time saves %.1f ms/step (%.1f%% of "
+                  "the step)",
+                  f.time_lost_us_per_step / 1000.0, 100.0 * f.share_of_step);
     f.message = std::string("unusual window: the window scorer gives it ") + score + why +
                 " and no rule explains it" +
                 (guess ? "; closest category " + cat + " " + guess->name + " (" +
                              FormatPercent(f.evidence["category_confidence"].number) + ")"
-                       : "");
-    rules->findings.push_back(std::move(f));
+                       : "") +
+                saving;
+    kept.push_back(std::move(f));
   }
+  rules->findings = std::move(kept);
 }
 
 ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   ScanResult r;
   r.trace_path = trace->path;
   auto t0 = std::chrono::steady_clock::now();
-  r.rules = RunRules(*trace, options.rules);
-  if (options.model) {
+  std::optional<UnusualWindows> unusual;
+  if (options.model) unusual = ScoreWindows(*trace, *options.model, options.model_threshold);
+  if (unusual && !unusual->flagged.empty()) {
+    RuleOptions with_windows = options.rules;
+    with_windows.unusual_windows = unusual->flagged;
+    r.rules = RunRules(*trace, with_windows);
+  } else {
+    r.rules = RunRules(*trace, options.rules);
+  }
+  if (unusual) {
     const WindowFusion* fusion =
         options.window_fusion ? options.window_fusion : FindWindowFusion(kDefaultWindowFusion);
-    AddUnusualWindows(*trace, *options.model, options.model_threshold, *fusion, &r);
+    DescribeUnusualWindows(*trace, *options.model, *unusual, *fusion, &r);
   }
   auto t1 = std::chrono::steady_clock::now();
   r.rules_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();

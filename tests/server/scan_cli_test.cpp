@@ -207,23 +207,29 @@ TEST_CASE("scan: the window scorer runs only when asked (--model shipped), never
     WARN("../shared/traces/real not present: skipped");
     return;
   }
-  // A real trace where the shipped weights flag a window no rule explains (TTA900).
+  // A real GPU trace: with the shipped weights its windows carry the model's scores, fused.
   const std::string trace =
       ttap_test::RealTracesDir() + "/tracelens--mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz";
-  auto with = RunTtap("scan --model shipped --min-severity hint '" + trace + "'");
+  auto with = RunTtap("scan --model shipped --format json --min-severity hint '" + trace + "'");
   if (with.err.find("rules only") != std::string::npos) {
     WARN("the models library or weights are not available here: " << with.err);
     return;
   }
-  CHECK(with.out.find("TTA900") != std::string::npos);
+  auto j = nlohmann::json::parse(with.out);
+  CHECK(j["window_fusion"] == ttap::kDefaultWindowFusion);
+  REQUIRE(j["windows"].size() > 0);
+  CHECK(j["windows"][0].contains("model_score"));
   // Off by default (models/MODEL_CARD.md, "Opt-in"); --no-model, the old way to say so, still
   // parses and gives the same output.
-  auto by_default = RunTtap("scan --min-severity hint '" + trace + "'");
+  auto by_default = RunTtap("scan --format json --min-severity hint '" + trace + "'");
+  auto d = nlohmann::json::parse(by_default.out);
+  CHECK(d["window_fusion"].is_null());
+  CHECK_FALSE(d["windows"][0].contains("model_score"));
   CHECK(by_default.out.find("TTA900") == std::string::npos);
-  auto without = RunTtap("scan --no-model --min-severity hint '" + trace + "'");
+  auto without = RunTtap("scan --no-model --format json --min-severity hint '" + trace + "'");
   CHECK(without.out == by_default.out);
   // The run summary is there either way.
-  CHECK(without.out.find("this run could be") != std::string::npos);
+  CHECK(RunTtap("scan '" + trace + "'").out.find("this run could be") != std::string::npos);
 }
 
 TEST_CASE("scan: with the scorer, window scores are the rules' and the model's fused as eval does",

@@ -15,6 +15,7 @@
 
 #include "analysis/load/trace_loader.h"
 #include "analysis/model/window_tensors.h"
+#include "analysis/tiny_trace.h"
 #include "bench/harness/score_tuning.h"
 #include "bench/harness/trace_sim.h"
 #include "server/scan.h"
@@ -320,14 +321,32 @@ TEST_CASE("scan --model: a bad file leaves the rules working, a good one adds TT
   CHECK(good.err.find("rules only") == std::string::npos);
 }
 
-TEST_CASE("TTA900 says which parts of the window score flagged it", "[model]") {
+// Idle GPU time no rule names: three steps of 30 kernels of 1 ms, each after 150 us of CPU work
+// with the GPU idle (below TTA008's 200 us gaps; GPU-bound, so no CPU-overhead region).
+std::unique_ptr<ttap::Trace> SmallGaps() {
+  ttap_test::TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 30; ++k) {
+      t.Cpu("aten::mul", cpu, 150);
+      t.Kernel("vectorized_elementwise_kernel", cpu + 140, 5, cpu + 150, 1000);
+      cpu += 1150;
+    }
+    t.Step(s + 1, start, cpu - start);
+  }
+  return t.Load(30);
+}
+
+TEST_CASE("TTA900 says which parts of the window score flagged it, and what it costs", "[model]") {
   if (!HaveModels()) return;
   auto m = ttap::WindowModel::Open(TinyModel(), "cpu", 1);
   REQUIRE(m.ok());
   ttap::ScanOptions o;
   o.model = m->get();
   o.model_threshold = 0;  // every window no rule explains
-  ttap::ScanResult r = ttap::ScanTrace(Sim(79, {}), o);
+  ttap::ScanResult r = ttap::ScanTrace(SmallGaps(), o);
   int unusual = 0;
   for (const ttap::Finding& f : r.rules.findings) {
     if (f.code != "TTA900") continue;
@@ -338,8 +357,18 @@ TEST_CASE("TTA900 says which parts of the window score flagged it", "[model]") {
     CHECK(f.message.find("unlike clean training windows") != std::string::npos);
     CHECK(f.evidence.at("unusual").number > 0);
     CHECK(f.evidence.at("unusual").number < 1);
+    // Costed by the replay like any finding: the idle GPU time, with its CPU work moved out.
+    CHECK(f.message.find("moving the CPU work out of its idle GPU time saves") !=
+          std::string::npos);
+    CHECK(f.share_of_step > 0.05);
+    CHECK(f.severity != ttap::Severity::kHint);
   }
   CHECK(unusual > 0);
+  // A GPU-bound clean run's windows cost nothing to move: every window flagged, none reported.
+  for (const ttap::Finding& f : ttap::ScanTrace(Sim(79, {}), o).rules.findings) {
+    INFO(f.message);
+    CHECK(f.code != "TTA900");
+  }
   // Without a threshold of its own, scan takes the file's flag threshold.
   const std::string dir = ttap_test::MakeTempDir();
   REQUIRE((*m)->SaveTuned({(*m)->score_parts(), 1e-6}, dir + "/low.pt").ok());
@@ -350,7 +379,7 @@ TEST_CASE("TTA900 says which parts of the window score flagged it", "[model]") {
     ttap::ScanOptions file_threshold;
     file_threshold.model = model->get();
     int n = 0;
-    for (const ttap::Finding& f : ttap::ScanTrace(Sim(79, {}), file_threshold).rules.findings) {
+    for (const ttap::Finding& f : ttap::ScanTrace(SmallGaps(), file_threshold).rules.findings) {
       n += f.code == "TTA900";
     }
     return n;
