@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "analysis/base/median.h"
 #include "analysis/base/string_util.h"
 #include "analysis/model/runtime_calls.h"
 #include "analysis/model/trace_queries.h"
@@ -67,12 +68,6 @@ Cause GpuCause(EventKind k, std::string_view n) {
 bool IsCpuKind(EventKind k) {
   return k == EventKind::kCpuOp || k == EventKind::kPythonFunction ||
          k == EventKind::kUserAnnotation || k == EventKind::kRuntime || k == EventKind::kDriver;
-}
-
-int64_t Median(std::vector<int64_t> v, int64_t fallback) {
-  if (v.empty()) return fallback;
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
 }
 
 // Index of the last node in |nodes| (sorted by observed start) starting at or before |t|.

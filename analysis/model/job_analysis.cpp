@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/base/median.h"
 #include "analysis/base/string_util.h"
 
 namespace ttap {
@@ -28,13 +29,6 @@ constexpr double kEndSpreadShare = 0.25;
 std::string KindOf(std::string_view name) {
   const size_t paren = name.find('(');
   return std::string(paren == std::string_view::npos ? name : name.substr(0, paren));
-}
-
-template <typename T>
-T Median(std::vector<T> v) {
-  if (v.empty()) return T{};
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "analysis/base/median.h"
 #include "analysis/model/window_features.h"
 
 namespace ttap {
@@ -125,9 +126,7 @@ WindowTensors BuildWindowTensors(const Trace& trace, const WindowTensorSpec& spe
     std::vector<double> column;
     column.reserve(features.size());
     for (const auto& row : features) column.push_back(row[j]);
-    const size_t mid = column.size() / 2;
-    std::nth_element(column.begin(), column.begin() + static_cast<long>(mid), column.end());
-    median[j] = column[mid];
+    median[j] = Median(std::move(column));
   }
   wt.features = kWindowTensorFeatures;
   wt.window_features.reserve(features.size() * static_cast<size_t>(kWindowTensorFeatures));

@@ -1,5 +1,6 @@
 // TTA006 unfused-optimizer: the optimizer step launches per-parameter kernels. Its detector;
 // registered in rule_registry.cpp, documented in docs/antipatterns.md#tta006-unfused-optimizer.
+#include "analysis/base/median.h"
 #include "analysis/rules/optimizer_detectors.h"
 
 namespace ttap {
@@ -114,9 +115,7 @@ void DetectUnfusedOptimizer(const RuleContext& ctx, const RuleOptions& o,
       RegionStats st = ScanRegion(ctx, row, /*with_memsets=*/false);
       if (st.fused || st.kernels < min_kernels || st.heavy_ops > 0) continue;
       if (st.update_ops * 2 < static_cast<int64_t>(st.launching_ops.size())) continue;
-      std::vector<int64_t> d = st.kernel_durs;
-      std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
-      if (d[d.size() / 2] >= tiny_ns) continue;
+      if (Median(st.kernel_durs) >= tiny_ns) continue;
       bool inside_passing = false;
       for (int32_t p : passing) {
         if (ev.track[p] == ev.track[row] && ev.ts[p] <= ev.ts[row] && ev.end(row) <= ev.end(p)) {

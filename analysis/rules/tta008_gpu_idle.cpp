@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/base/median.h"
 #include "analysis/rules/host_detectors.h"
 
 namespace ttap {
@@ -49,10 +50,7 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
         auto& r = runs[ev.name[i]];
         if (r.size() < 64) r.push_back(ev.dur[i]);
       }
-      for (auto& [id, r] : runs) {
-        std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
-        usual[id] = {r[r.size() / 2], counts[id]};
-      }
+      for (auto& [id, r] : runs) usual[id] = {Median(std::move(r)), counts[id]};
     }
     auto it = usual.find(name);
     return it == usual.end() ? std::pair<int64_t, size_t>{0, 0} : it->second;

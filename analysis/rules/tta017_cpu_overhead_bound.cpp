@@ -1,6 +1,7 @@
 // TTA017 cpu-overhead-bound: the CPU's per-op dispatch and launches bound the step while the GPU
 // waits. Its detector; registered in rule_registry.cpp, documented in
 // docs/antipatterns.md#tta017-cpu-overhead-bound.
+#include "analysis/base/median.h"
 #include "analysis/rules/causal_detectors.h"
 
 namespace ttap {
@@ -57,8 +58,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     if (eligible(n)) durs.push_back(ev.dur[g.row[n]]);
   }
   if (durs.size() < o.Get("cpu_overhead_min_kernels", 16)) return;
-  std::nth_element(durs.begin(), durs.begin() + durs.size() / 2, durs.end());
-  const int64_t median = durs[durs.size() / 2];
+  const int64_t median = Median(std::move(durs));
   if (median > o.Get("cpu_overhead_max_median_kernel_us", 50) * 1000) return;
   // The region of a launch: the outermost annotation (or Optimizer.* op) around it below the
   // step, as its name id; else kBackward on a thread other than the steps', else kEager.

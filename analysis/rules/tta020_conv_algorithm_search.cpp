@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "analysis/base/median.h"
 #include "analysis/rules/causal_detectors.h"
 
 namespace ttap {
@@ -15,11 +16,6 @@ bool IsConvolutionLibraryOp(std::string_view n) {
   return n == "aten::cudnn_convolution" || n == "aten::cudnn_convolution_transpose" ||
          n == "aten::convolution_backward" || n == "aten::miopen_convolution" ||
          n == "aten::miopen_convolution_transpose" || n == "aten::miopen_depthwise_convolution";
-}
-
-int64_t MedianOf(std::vector<int64_t> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -71,7 +67,7 @@ void DetectConvAlgorithmSearch(const RuleContext& ctx, const CausalGraph& g,
   for (const Searched& c : searched) {
     const auto it = warm.find(ev.name[c.row]);
     const int64_t typical =
-        it != warm.end() && it->second.size() >= 3 ? MedianOf(it->second) : kWarmConvolutionNs;
+        it != warm.end() && it->second.size() >= 3 ? Median(it->second) : kWarmConvolutionNs;
     const int64_t lost = std::max<int64_t>(0, ev.dur[c.row] - typical);
     auto f = by_step.find(c.step);
     if (f == by_step.end()) {
