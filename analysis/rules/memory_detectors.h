@@ -43,10 +43,6 @@ inline bool IsEmptyCache(std::string_view n) {
   return Contains(n, "empty_cache") || Contains(n, "emptyCache");
 }
 
-inline void Bump(Finding* f, const std::string& key, double delta) {
-  AddNumber(f, key, Num(*f, key) + delta);
-}
-
 inline std::string Bytes(double b) {
   if (b >= 1024.0 * 1024.0) return FormatNumber("%.1f MiB", b / (1024.0 * 1024.0));
   if (b >= 1024.0) return FormatNumber("%.1f KiB", b / 1024.0);

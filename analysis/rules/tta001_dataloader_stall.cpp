@@ -33,15 +33,9 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
                                 static_cast<int32_t>(i), key);
       f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += idle_us;
-      AddNumber(
-          &f, "dataloader_us",
-          (f.evidence.count("dataloader_us") ? f.evidence["dataloader_us"].number : 0) + load_us);
-      AddNumber(&f, "gpu_idle_during_load_us",
-                (f.evidence.count("gpu_idle_during_load_us")
-                     ? f.evidence["gpu_idle_during_load_us"].number
-                     : 0) +
-                    idle_us);
-      AddNumber(&f, "calls", (f.evidence.count("calls") ? f.evidence["calls"].number : 0) + 1);
+      AccumulateNumber(&f, "dataloader_us", load_us);
+      AccumulateNumber(&f, "gpu_idle_during_load_us", idle_us);
+      AccumulateNumber(&f, "calls", 1);
       AddEvent(&f, std::string(ctx.Name(i)), 1, load_us);
     }
     for (auto& [key, f] : by_cause) {

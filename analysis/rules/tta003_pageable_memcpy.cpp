@@ -5,7 +5,6 @@
 namespace ttap {
 
 // The memory family's helpers it uses (memory_detectors.h).
-using memory_detail::Bump;
 using memory_detail::Bytes;
 using memory_detail::Count;
 using memory_detail::IsD2H;
@@ -43,9 +42,9 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       Finding& f = CauseFinding(&by_cause, ctx, "TTA003", static_cast<int>(s), a, b, anchor, key);
       f.rows.push_back(row);
       f.per_step[0].second += Us(lost_ns);
-      Bump(&f, "copies", 1);
-      if (bytes > 0) Bump(&f, "bytes", static_cast<double>(bytes));
-      Bump(&f, "copy_us", Us(copy_ns));
+      AccumulateNumber(&f, "copies", 1);
+      if (bytes > 0) AccumulateNumber(&f, "bytes", static_cast<double>(bytes));
+      AccumulateNumber(&f, "copy_us", Us(copy_ns));
       if (anchor >= 0) AddText(&f, "op", std::string(ctx.Name(anchor)));
       AddEvent(&f, std::string(what), 1, Us(copy_ns));
     };

@@ -53,15 +53,9 @@ void DetectZeroGradPerParam(const RuleContext& ctx, const RuleOptions& o,
                                   st.gpu_end, row, key);
         f.rows.push_back(row);
         f.per_step[0].second += Us(st.kernel_ns + idle);
-        AddNumber(&f, "kernels",
-                  (f.evidence.count("kernels") ? f.evidence["kernels"].number : 0) +
-                      static_cast<double>(st.kernels));
-        AddNumber(&f, "kernel_us",
-                  (f.evidence.count("kernel_us") ? f.evidence["kernel_us"].number : 0) +
-                      Us(st.kernel_ns));
-        AddNumber(
-            &f, "region_us",
-            (f.evidence.count("region_us") ? f.evidence["region_us"].number : 0) + Us(ev.dur[i]));
+        AccumulateNumber(&f, "kernels", static_cast<double>(st.kernels));
+        AccumulateNumber(&f, "kernel_us", Us(st.kernel_ns));
+        AccumulateNumber(&f, "region_us", Us(ev.dur[i]));
         AddText(&f, "region", std::string(name));
         AddKernelEvents(&f, st);
         continue;

@@ -136,11 +136,8 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       std::string key = best >= 0 ? CauseKey(ctx, best) : "(no CPU op)";
       Finding& f = CauseFinding(&by_cause, ctx, "TTA008", static_cast<int>(s), ga, gb, best, key);
       f.per_step[0].second += (gb - ga) / 1000.0;
-      AddNumber(&f, "gaps", (f.evidence.count("gaps") ? f.evidence["gaps"].number : 0) + 1);
-      AddNumber(
-          &f, "longest_gap_us",
-          std::max(f.evidence.count("longest_gap_us") ? f.evidence["longest_gap_us"].number : 0,
-                   (gb - ga) / 1000.0));
+      AccumulateNumber(&f, "gaps", 1);
+      AddNumber(&f, "longest_gap_us", std::max(Num(f, "longest_gap_us"), (gb - ga) / 1000.0));
       if (python >= 0) {
         const int32_t caller = ev.frame[python];
         const std::string from = caller >= 0 ? PythonCallName(ctx.Name(caller)) : "";

@@ -7,7 +7,6 @@
 namespace ttap {
 
 // The memory family's helpers it uses (memory_detectors.h).
-using memory_detail::Bump;
 using memory_detail::Count;
 using memory_detail::IsAllocatorCall;
 using memory_detail::IsEmptyCache;
@@ -75,13 +74,13 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
             AddEvent(&f, std::string(ctx.Name(j)), 1, Us(ev.dur[j]));
           }
         }
-        Bump(&f, "empty_cache_calls", 1);
+        AccumulateNumber(&f, "empty_cache_calls", 1);
       } else {
         AddEvent(&f, std::string(name), 1, Us(ev.dur[i]));
       }
-      Bump(&f, "allocator_calls", static_cast<double>(calls));
-      Bump(&f, "call_us", Us(b - a));
-      Bump(&f, "drain_us", Us(std::max<int64_t>(0, drain)));
+      AccumulateNumber(&f, "allocator_calls", static_cast<double>(calls));
+      AccumulateNumber(&f, "call_us", Us(b - a));
+      AccumulateNumber(&f, "drain_us", Us(std::max<int64_t>(0, drain)));
       AddText(&f, "op", std::string(ctx.Name(anchor)));
     }
     for (auto& [key, f] : by_cause) {

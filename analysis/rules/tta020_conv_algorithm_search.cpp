@@ -83,14 +83,8 @@ void DetectConvAlgorithmSearch(const RuleContext& ctx, const CausalGraph& g,
     x.occurrences.emplace_back(ev.ts[c.row], ev.end(c.row));
     x.rows.push_back(c.row);
     x.per_step[0].second += Us(lost);
-    AddNumber(
-        &x, "searching_convolutions",
-        (x.evidence.count("searching_convolutions") ? x.evidence["searching_convolutions"].number
-                                                    : 0) +
-            1);
-    AddNumber(&x, "device_syncs",
-              (x.evidence.count("device_syncs") ? x.evidence["device_syncs"].number : 0) +
-                  static_cast<double>(c.syncs));
+    AccumulateNumber(&x, "searching_convolutions", 1);
+    AccumulateNumber(&x, "device_syncs", static_cast<double>(c.syncs));
     AddEvent(&x, std::string(ctx.Name(c.row)), 1, Us(ev.dur[c.row]));
   }
   for (auto& [s, f] : by_step) {
