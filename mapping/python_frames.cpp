@@ -1,6 +1,8 @@
 // Python frame parsing; see python_frames.h.
 #include "mapping/python_frames.h"
 
+#include "analysis/model/trace_queries.h"
+
 namespace ttap {
 
 bool ParsePythonFrame(std::string_view text, PythonFrame* frame) {
@@ -49,21 +51,11 @@ std::vector<PythonFrame> ParseCallStack(std::string_view text) {
 
 namespace {
 
-std::string CalleeOfName(std::string_view n) {
-  std::string_view name;
-  if (n.rfind("<built-in function ", 0) == 0) {
-    name = n.substr(19);
-    name = name.substr(0, name.find('>'));
-  } else if (n.rfind("<built-in method ", 0) == 0) {
-    name = n.substr(17);
-    name = name.substr(0, name.find(' '));
-  } else {
-    PythonFrame pf;
-    if (ParsePythonFrame(n, &pf)) name = n.substr(n.size() - pf.function.size());
-    name = name.substr(name.rfind('.') == std::string_view::npos ? 0 : name.rfind('.') + 1);
-  }
-  if (name.empty() || name.front() == '<') return "";
-  return std::string(name);
+// "Trainer.train_step" -> "train_step"; "" for "" and "<lambda>"-like names.
+std::string LastName(std::string_view fn) {
+  if (fn.empty() || fn.front() == '<') return "";
+  const size_t dot = fn.rfind('.');
+  return std::string(dot == std::string_view::npos ? fn : fn.substr(dot + 1));
 }
 
 }  // namespace
@@ -79,7 +71,7 @@ std::string CalleeOfFrame(const Trace& trace, size_t row, int frame_index) {
     PythonFrame pf;
     const std::string_view name = trace.Name(f);
     if (ParsePythonFrame(name, &pf)) {
-      if (parsed == frame_index) return CalleeOfName(inner);
+      if (parsed == frame_index) return LastName(PythonCallOf(inner));
       ++parsed;
     }
     inner = name;
@@ -88,8 +80,7 @@ std::string CalleeOfFrame(const Trace& trace, size_t row, int frame_index) {
   if (parsed > 0) return "";
   const std::vector<PythonFrame> frames = FramesOf(trace, row);
   if (frame_index == 0 || frame_index >= static_cast<int>(frames.size())) return "";
-  const std::string& fn = frames[frame_index - 1].function;
-  return CalleeOfName("x(1): " + fn);
+  return LastName(frames[frame_index - 1].function);
 }
 
 std::vector<PythonFrame> FramesOf(const Trace& trace, size_t row) {

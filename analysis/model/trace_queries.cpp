@@ -61,4 +61,31 @@ bool IsDataLoaderName(std::string_view name) {
           name.find("__next__") != std::string_view::npos);
 }
 
+std::string_view PythonCallOf(std::string_view n) {
+  std::string_view name;
+  if (StartsWith(n, "<built-in function ")) {
+    name = n.substr(19);
+    name = name.substr(0, name.find('>'));
+  } else if (StartsWith(n, "<built-in method ")) {
+    name = n.substr(17);
+    name = name.substr(0, name.find(' '));
+  } else {
+    // "file.py(42): func": the first "): " after a parenthesised line number.
+    for (size_t close = n.find("): "); close != std::string_view::npos;
+         close = n.find("): ", close + 1)) {
+      const size_t open = n.rfind('(', close);
+      if (open == std::string_view::npos || open == 0 || open + 1 == close || close - open > 10) {
+        continue;
+      }
+      const std::string_view digits = n.substr(open + 1, close - open - 1);
+      if (std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        name = n.substr(close + 3);
+        break;
+      }
+    }
+  }
+  if (name.empty() || name.front() == '<') return {};
+  return name;
+}
+
 }  // namespace ttap

@@ -22,5 +22,11 @@ int32_t TopOpOf(const Trace& trace, int32_t row);
 int32_t HostStatementOf(const Trace& trace, int32_t sync_row);
 // A DataLoader / DataPipe __next__: the input pipeline.
 bool IsDataLoaderName(std::string_view name);
+// What a python_function event (|event_name|) calls: "<built-in function collect>" -> "collect",
+// "<built-in method write of _io.TextIOWrapper object at 0x...>" -> "write", "train.py(42):
+// log_metrics" -> "log_metrics"; "" for other shapes ("nn.Module: Linear_0") and for names
+// like "<lambda>". TTA008 names the Python work of an idle gap by it; the source mapping
+// narrows a def to the call of it (mapping/python_frames.h, CalleeOfFrame).
+std::string_view PythonCallOf(std::string_view event_name);
 
 }  // namespace ttap

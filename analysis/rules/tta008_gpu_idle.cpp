@@ -11,21 +11,11 @@ namespace ttap {
 
 namespace {
 
-// "<built-in function collect>" -> "collect()", "<built-in method write of _io... at 0x..>" ->
-// "write()", "train.py(42): log_metrics" -> "log_metrics()"; "" for other shapes.
+// The Python call |n| names, as the message says it: "collect()", "log_metrics()"; "" for
+// names that call nothing nameable (PythonCallOf).
 std::string PythonCallName(std::string_view n) {
-  std::string_view name;
-  if (StartsWith(n, "<built-in function ")) {
-    name = n.substr(19);
-    name = name.substr(0, name.find('>'));
-  } else if (StartsWith(n, "<built-in method ")) {
-    name = n.substr(17);
-    name = name.substr(0, name.find(' '));
-  } else if (size_t colon = n.find("): "); colon != std::string_view::npos) {
-    name = n.substr(colon + 3);
-  }
-  if (name.empty() || name.front() == '<') return "";
-  return std::string(name) + "()";
+  const std::string_view name = PythonCallOf(n);
+  return name.empty() ? std::string() : std::string(name) + "()";
 }
 
 }  // namespace
