@@ -604,41 +604,51 @@ def run_child(name, outdir):
     return 0
 
 
-def main():
+def drive(script, order, run_child, default_budget, min_left, limit_of, tail_lines=6):
+    """The command line of a recorder (this one, record_zeroshot.py): OUTDIR [--only NAME,...]
+    [--budget SECONDS]. Each workload of |order| runs as `script OUTDIR --child NAME` in its own
+    process with a time limit (limit_of(name), within what is left of the budget; none starts
+    with less than |min_left| s left), so one failure loses only itself; its RESULT lines go to
+    OUTDIR/results.jsonl."""
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
     ap.add_argument("--only", default="")
-    ap.add_argument("--budget", type=float, default=400.0)
+    ap.add_argument("--budget", type=float, default=default_budget)
     ap.add_argument("--child", default="")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     if a.child:
         return run_child(a.child, a.outdir)
-    names = [n for n in ORDER if not a.only or n in a.only.split(",")]
+    names = [n for n in order if not a.only or n in a.only.split(",")]
     start = time.perf_counter()
     with open(os.path.join(a.outdir, "results.jsonl"), "a") as results:
         for name in names:
             left = a.budget - (time.perf_counter() - start)
-            if left < 20:
+            if left < min_left:
                 print(f"skipped {name}: budget spent", file=sys.stderr, flush=True)
                 continue
-            limit = min(left, 150 if name == "compile" else 75)
             try:
-                proc = subprocess.run([sys.executable, HERE, a.outdir, "--child", name],
-                                      capture_output=True, text=True, timeout=limit)
+                proc = subprocess.run([sys.executable, script, a.outdir, "--child", name],
+                                      capture_output=True, text=True,
+                                      timeout=min(left, limit_of(name)))
                 out, err, rc = proc.stdout, proc.stderr, proc.returncode
             except subprocess.TimeoutExpired as e:
                 out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
                 err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
                 rc = "timeout"
-            lines = [l[7:] for l in out.splitlines() if l.startswith("RESULT ")]
-            for l in lines:
-                results.write(l + "\n")
+            for l in out.splitlines():
+                if l.startswith("RESULT "):
+                    results.write(l[7:] + "\n")
             results.flush()
-            tail = "\n".join(err.splitlines()[-6:])
+            tail = "\n".join(err.splitlines()[-tail_lines:])
             print(f"== {name} rc={rc} {time.perf_counter() - start:.0f}s\n{tail}", file=sys.stderr,
                   flush=True)
     return 0
+
+
+def main():
+    return drive(HERE, ORDER, run_child, 400.0, 20,
+                 lambda name: 150 if name == "compile" else 75)
 
 
 if __name__ == "__main__":

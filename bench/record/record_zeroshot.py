@@ -8,16 +8,16 @@
 #
 # Usage (on the GPU machine):  record_zeroshot.py OUTDIR [--only NAME,...] [--budget SECONDS]
 # Writes OUTDIR/<name>-<variant>.pt.trace.json.gz and OUTDIR/results.jsonl, as record_timed.py.
-# Not used by CI or the tests.
-import argparse
+# Not used by CI or the tests. The committed traces name their frames by this file's def lines
+# (bench/record/zeroshot; a scan test checks gc.collect()'s line): keep build()'s lines in place.
+# The command line and the per-workload child processes are record_timed.py's drive().
 import json
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from record_timed import profile_into, timed_ms  # noqa: E402
+from record_timed import drive, profile_into, timed_ms  # noqa: E402
 
 HERE = os.path.abspath(__file__)
 
@@ -146,39 +146,7 @@ def run_child(name, outdir):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("outdir")
-    ap.add_argument("--only", default="")
-    ap.add_argument("--budget", type=float, default=360.0)
-    ap.add_argument("--child", default="")
-    a = ap.parse_args()
-    os.makedirs(a.outdir, exist_ok=True)
-    if a.child:
-        return run_child(a.child, a.outdir)
-    names = [n for n in ORDER if not a.only or n in a.only.split(",")]
-    start = time.perf_counter()
-    with open(os.path.join(a.outdir, "results.jsonl"), "a") as results:
-        for name in names:
-            left = a.budget - (time.perf_counter() - start)
-            if left < 15:
-                print(f"skipped {name}: budget spent", file=sys.stderr, flush=True)
-                continue
-            try:
-                proc = subprocess.run([sys.executable, HERE, a.outdir, "--child", name],
-                                      capture_output=True, text=True, timeout=min(left, 75))
-                out, err, rc = proc.stdout, proc.stderr, proc.returncode
-            except subprocess.TimeoutExpired as e:
-                out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-                err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
-                rc = "timeout"
-            for l in out.splitlines():
-                if l.startswith("RESULT "):
-                    results.write(l[7:] + "\n")
-            results.flush()
-            tail = "\n".join(err.splitlines()[-4:])
-            print(f"== {name} rc={rc} {time.perf_counter() - start:.0f}s\n{tail}", file=sys.stderr,
-                  flush=True)
-    return 0
+    return drive(HERE, ORDER, run_child, 360.0, 15, lambda name: 75, tail_lines=4)
 
 
 if __name__ == "__main__":
