@@ -39,6 +39,11 @@ enum class CostRole : uint8_t {
   kIdleTime,     // idle time: claims only what no fix explains, costed after every fix
 };
 
+// What a convolution op costs when cuDNN does not search for its algorithm, where the trace has
+// no warm one to measure (TTA020's detector and kNoAlgorithmSearch): a cudnn_convolution's
+// dispatch measured 128 us on an H200 (bench/record/zeroshot, cudnnbench-cnn-fix).
+constexpr int64_t kWarmConvolutionNs = 150000;
+
 struct FixPlan {
   FixModel model = FixModel::kNone;
   CostRole role = CostRole::kCause;

@@ -638,8 +638,7 @@ void RemoveRows(Builder& b, const std::vector<int32_t>& rows, const Finding& f) 
 // cudnn.benchmark without a new search each step: each searching convolution costs what a warm
 // one does (the finding's warm_convolution_ns) and waits for none of its candidates.
 void SkipAlgorithmSearch(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
-  const CausalGraph& g = b.g;
-  int64_t warm = 150000;
+  int64_t warm = kWarmConvolutionNs;
   if (auto it = f.evidence.find("warm_convolution_ns"); it != f.evidence.end()) {
     warm = std::max<int64_t>(0, std::atoll(it->second.text.c_str()));
   }
@@ -649,7 +648,6 @@ void SkipAlgorithmSearch(Builder& b, const std::vector<int32_t>& rows, const Fin
     for (int32_t n = a; n < e; ++n) b.NoWait(n);
     const int64_t cpu = b.CpuUnder(r);
     if (cpu > 0) b.ScaleUnder(r, std::min(1.0, static_cast<double>(warm) / cpu));
-    (void)g;
   }
 }
 

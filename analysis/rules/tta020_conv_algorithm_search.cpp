@@ -30,12 +30,9 @@ bool IsConvolutionLibraryOp(std::string_view n) {
 void DetectConvAlgorithmSearch(const RuleContext& ctx, const CausalGraph& g,
                                const TimeBreakdown& time, const RuleOptions& o,
                                std::vector<Finding>* out) {
-  (void)g;
-  (void)time;
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
   const int64_t min_syncs = static_cast<int64_t>(o.Get("conv_search_min_syncs", 2));
-  constexpr int64_t kWarmConvolutionNs = 150000;  // a cudnn_convolution's dispatch (H200: 128 us)
   struct Searched {
     size_t step;
     int32_t row;

@@ -28,8 +28,6 @@ bool IsGradientCheckOp(std::string_view n) {
 // costed by removing them (kRemoveDebugWork: the captures' and checks' CPU time and waits go).
 void DetectAnomalyDetection(const RuleContext& ctx, const CausalGraph& g, const TimeBreakdown& time,
                             const RuleOptions& o, std::vector<Finding>* out) {
-  (void)g;
-  (void)time;
   const EventTable& ev = ctx.ev();
   const double min_events = o.Get("anomaly_min_events", 20);
   const double min_share = o.Get("anomaly_share", 0.01);
