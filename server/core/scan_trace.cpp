@@ -261,16 +261,16 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
     };
     // A setting that is the cause itself (cudnn.benchmark, anomaly mode): placed on it, when
     // the workspace has exactly one, whatever ops the stack points at.
-    const std::optional<ShapeLocation>* setting = nullptr;
+    const ShapeLocation* setting = nullptr;
     if (options.workspace && options.locate_by_shape && IsSettingShape(ShapeOf(f))) {
-      setting = &locate(ShapeOf(f));
-      if (!*setting) setting = nullptr;
+      const std::optional<ShapeLocation>& found = locate(ShapeOf(f));
+      if (found) setting = &*found;
     }
     if (setting) {
-      lf.absolute_path = (*setting)->path;
+      lf.absolute_path = setting->path;
       lf.file = Relative(lf.absolute_path, options.workspace->root());
-      lf.line = where_line = (*setting)->line;
-      where_function = (*setting)->function;
+      lf.line = where_line = setting->line;
+      where_function = setting->function;
       lf.located_at_setting = true;
     } else if (f.user_frame >= 0) {
       const FindingFrame& uf = f.frames[f.user_frame];
