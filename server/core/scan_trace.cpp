@@ -259,6 +259,12 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
       }
       return cached->second;
     };
+    auto place_at = [&](const ShapeLocation& at) {
+      lf.absolute_path = at.path;
+      lf.file = Relative(lf.absolute_path, options.workspace->root());
+      lf.line = where_line = at.line;
+      where_function = at.function;
+    };
     // A setting that is the cause itself (cudnn.benchmark, anomaly mode): placed on it, when
     // the workspace has exactly one, whatever ops the stack points at.
     const ShapeLocation* setting = nullptr;
@@ -267,10 +273,7 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
       if (found) setting = &*found;
     }
     if (setting) {
-      lf.absolute_path = setting->path;
-      lf.file = Relative(lf.absolute_path, options.workspace->root());
-      lf.line = where_line = setting->line;
-      where_function = setting->function;
+      place_at(*setting);
       lf.located_at_setting = true;
     } else if (f.user_frame >= 0) {
       const FindingFrame& uf = f.frames[f.user_frame];
@@ -289,10 +292,7 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
       // fix edits, when there is exactly one (said so wherever the finding is shown).
       const std::optional<ShapeLocation>& found = locate(ShapeOf(f));
       if (found) {
-        lf.absolute_path = found->path;
-        lf.file = Relative(lf.absolute_path, options.workspace->root());
-        lf.line = where_line = found->line;
-        where_function = found->function;
+        place_at(*found);
         lf.located_by_shape = true;
       }
     }
