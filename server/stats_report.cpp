@@ -55,6 +55,7 @@ nlohmann::json ImportStatsToJson(const ImportStats& s) {
                       {"unknown_categories", s.unknown_categories},
                       {"gpu_without_launch", s.gpu_without_launch}};
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
+  if (s.step_markers_ignored > 0) j["step_markers_ignored"] = s.step_markers_ignored;
   if (s.unknown_categories_other > 0) {
     j["unknown_categories_other"] = s.unknown_categories_other;  // beyond the first 256 names
   }
@@ -227,9 +228,14 @@ std::string RankStatsToText(const Trace& t, const TraceSummary& s, const TimeBre
   std::string skipped;
   for (const auto& [k, v] : is.skipped)
     skipped += (skipped.empty() ? "" : ", ") + k + " " + std::to_string(v);
-  line("  import: " + std::to_string(is.elements) + " elements, " + std::to_string(is.events) +
-       " events, " + std::to_string(is.total_skipped()) + " skipped" +
-       (skipped.empty() ? "" : " (" + skipped + ")"));
+  line(
+      "  import: " + std::to_string(is.elements) + " elements, " + std::to_string(is.events) +
+      " events, " + std::to_string(is.total_skipped()) + " skipped" +
+      (skipped.empty() ? "" : " (" + skipped + ")") +
+      (is.step_markers_ignored > 0
+           ? "; " + std::to_string(is.step_markers_ignored) +
+                 " ProfilerStep marker(s) ignored: they cover under 5% of the span of the CPU's ops"
+           : ""));
   return o;
 }
 

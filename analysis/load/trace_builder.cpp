@@ -392,6 +392,11 @@ void AssignDevices(Trace* trace) {
 
 // 7. Steps: CPU-side ProfilerStep#N, extended to the end of the GPU work they launched. The
 // first event of each number counts (a set, not a scan of the steps so far: 100k steps).
+// FindSteps: markers are ignored when they cover under 1/kMarkedShareDivisor of the CPU ops' span,
+// if that span is at least kUnmarkedWorkMinNs.
+constexpr int64_t kMarkedShareDivisor = 20;
+constexpr int64_t kUnmarkedWorkMinNs = 1000000;
+
 void FindSteps(Trace* trace) {
   EventTable& ev = trace->events;
   const size_t total = ev.size();
@@ -411,6 +416,27 @@ void FindSteps(Trace* trace) {
   }
   std::sort(trace->steps.begin(), trace->steps.end(),
             [](const Step& a, const Step& b) { return a.cpu_start < b.cpu_start; });
+  // Step markers that cover almost none of the CPU's ops do not mark the loop: profiling
+  // without a schedule, `with profile() as prof: train(); prof.step()` records one ProfilerStep
+  // around the last prof.step() call only (microseconds), all the work before it. Such a trace
+  // is read as one without markers (its steps inferred, or the whole run).
+  if (!trace->steps.empty()) {
+    int64_t cpu_first = INT64_MAX, cpu_last = INT64_MIN;
+    // The ops' span: not Python frames or runtime calls, which a final device sync or the
+    // profiler's own exit stretch past the loop.
+    for (size_t i = 0; i < total; ++i) {
+      if (ev.kind[i] != EventKind::kCpuOp) continue;
+      cpu_first = std::min(cpu_first, ev.ts[i]);
+      cpu_last = std::max(cpu_last, ev.end(i));
+    }
+    int64_t marked = 0;
+    for (const Step& st : trace->steps) marked += st.cpu_end - st.cpu_start;
+    const int64_t span = cpu_last - cpu_first;
+    if (span >= kUnmarkedWorkMinNs && marked * kMarkedShareDivisor < span) {
+      trace->stats.step_markers_ignored = trace->steps.size();
+      trace->steps.clear();
+    }
+  }
   {
     std::vector<int64_t> starts, cpu_ends;
     for (const Step& st : trace->steps) {

@@ -148,7 +148,8 @@ struct ImportStats {
   uint64_t metadata = 0;
   uint64_t flows = 0;
   uint64_t counters = 0;
-  uint64_t gpu_without_launch = 0;          // GPU activity whose launch call is not in the trace
+  uint64_t gpu_without_launch = 0;    // GPU activity whose launch call is not in the trace
+  uint64_t step_markers_ignored = 0;  // ProfilerStep markers covering almost none of the CPU's work
   std::map<std::string, uint64_t> skipped;  // reason -> count
   // Category -> count, for at most kMaxUnknownCategories distinct categories; events of further
   // ones are counted in unknown_categories_other (hostile traces name millions).

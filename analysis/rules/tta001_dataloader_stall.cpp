@@ -42,6 +42,7 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
       if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration())
         continue;
       AddNumber(&f, "step_us", step.duration() / 1000.0);
+      if (!ctx.has_gpu()) AddNumber(&f, "no_gpu_activity", 1);  // a CPU-only trace
       out->push_back(std::move(f));
     }
   }
@@ -54,7 +55,10 @@ std::string DataLoaderStallMessage(const Finding& f, const std::string& detected
                          ? "the input pipeline runs " +
                                FormatPercent(Num(f, "dataloader_us") / step_us) + " of each step"
                          : "the input pipeline keeps the GPU idle";
-  return runs + " (GPU idle " + detected + ")" + saving;
+  // A trace without GPU activity (a CPU-only run, or one profiled without the CUDA activity): the
+  // loop itself waits.
+  const bool cpu_only = Num(f, "no_gpu_activity") > 0;
+  return runs + (cpu_only ? " (the loop waits " : " (GPU idle ") + detected + ")" + saving;
 }
 
 }  // namespace ttap

@@ -91,6 +91,34 @@ TEST_CASE("TTA001: data loading that idles the GPU is found with its share", "[r
   CHECK(f[0].message.find("56.") != std::string::npos);
 }
 
+TEST_CASE("TTA001: a marker around the last prof.step() only is not the step", "[rules][TTA001]") {
+  // Profiled without a schedule: `with profile() as prof: train_one_step(); prof.step()` records
+  // ProfilerStep#1 around the final step() call only (14 us), after all the work: 6 ms of data
+  // loading, then 4 ms of forward, backward and optimizer ops; no GPU activity recorded.
+  TinyTrace t;
+  t.Cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 100, 6000);
+  for (int k = 0; k < 40; ++k) t.Cpu("aten::addmm", 6200 + 100 * k, 80);
+  t.Step(1, 10300, 14);
+  auto trace = t.Load();
+  CHECK(trace->steps.empty());
+  CHECK(trace->stats.step_markers_ignored == 1);
+  auto f = FindingsWithCode(*trace, "TTA001");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].share_of_step == Approx(6000.0 / 10214).margin(0.03));
+  CHECK(f[0].severity == ttap::Severity::kError);
+  // No GPU activity: the loop waits, no GPU is said to idle.
+  CHECK(f[0].message.find("the loop waits") != std::string::npos);
+  CHECK(f[0].message.find("GPU idle") == std::string::npos);
+  // Markers around the work are kept.
+  TinyTrace kept;
+  kept.Step(1, 50, 10300);
+  kept.Cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 100, 6000);
+  for (int k = 0; k < 40; ++k) kept.Cpu("aten::addmm", 6200 + 100 * k, 80);
+  auto with_step = kept.Load();
+  CHECK(with_step->steps.size() == 1);
+  CHECK(with_step->stats.step_markers_ignored == 0);
+}
+
 TEST_CASE("TTA001: fast data loading is not reported", "[rules][TTA001]") {
   auto trace = TrainingLoop(/*load_us=*/100).Load();
   CHECK(FindingsWithCode(*trace, "TTA001").empty());
