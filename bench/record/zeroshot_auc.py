@@ -11,7 +11,8 @@
    account for), the model's mean window score, and the fused window score's mean.
 95% percentile bootstrap intervals over windows resp. traces (1000 resamples, seed 1).
 
-Usage: zeroshot_auc.py --ttap build/ttap [--model models/ttap-window-scorer.pt]
+Usage: zeroshot_auc.py --ttap build/ttap [--model models/ttap-window-scorer.pt] [--corpus-fold B]
+(a model trained on the corpus's fold A as weak bags, bench/train_real_bags.sh, is judged on B)
 Not a test; its table is in models/MODEL_CARD.md."""
 import argparse
 import csv
@@ -91,7 +92,9 @@ def zero_shot(ttap, model):
           % os.path.join(out, "eval.md"))
 
 
-def realworld(ttap, model):
+def realworld(ttap, model, fold=None):
+    sys.path.insert(0, os.path.join(ROOT, "bench", "realworld"))
+    from bags import fold_of  # noqa: E402
     manifest = os.path.join(ROOT, "bench", "realworld", "manifest.tsv")
     traces = os.path.join(ROOT, "bench", "realworld", "traces")
     rows = list(csv.DictReader(open(manifest), delimiter="\t"))
@@ -99,6 +102,8 @@ def realworld(ttap, model):
               "fused (mean window score)": []}
     labels, missing = [], 0
     for r in rows:
+        if fold and fold_of(r["repo"]) != fold:
+            continue
         found = [p for p in os.listdir(traces) if p.startswith(r["id"] + ".")] \
             if os.path.isdir(traces) else []
         if not found:
@@ -114,8 +119,8 @@ def realworld(ttap, model):
         scores["rules (share of the run)"].append(doc.get("trace_score", 0.0))
         scores["model (mean window score)"].append(sum(w.get("model_score", 0.0) for w in windows) / n)
         scores["fused (mean window score)"].append(sum(w.get("score", 0.0) for w in windows) / n)
-    print("## Real-world corpus (%d traces, %d healthy; %d not fetched)\n"
-          % (len(labels), labels.count(0), missing))
+    print("## Real-world corpus%s (%d traces, %d healthy; %d not fetched)\n"
+          % (" fold " + fold if fold else "", len(labels), labels.count(0), missing))
     print("| method | trace AUC, a cause vs healthy |\n|---|---|")
     for name, s in scores.items():
         print("| %s | %s |" % (name, fmt(s, labels)))
@@ -125,9 +130,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ttap", required=True)
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "ttap-window-scorer.pt"))
+    ap.add_argument("--corpus-fold", choices=["A", "B"],
+                    help="only the corpus repositories of this fold (bench/realworld/bags.py)")
     a = ap.parse_args()
     zero_shot(a.ttap, a.model)
-    realworld(a.ttap, a.model)
+    realworld(a.ttap, a.model, a.corpus_fold)
     return 0
 
 
