@@ -88,10 +88,9 @@ std::vector<RuleSpec> Build() {
             "profile-after-warmup"},
            nullptr, DetectColdStart, FM::kWarmStart, SS::kNone));
   r.back().one_time = true;
-  r.push_back(
-      Spec({"TTA016", "trace-incomplete",
-            "launches without GPU activity: the trace cannot be judged", "record-gpu-activity"},
-           nullptr, DetectTraceIncomplete, FM::kNone, SS::kNone));
+  r.push_back(Spec(
+      {"TTA016", "trace-incomplete", "GPU activity missing from the trace", "record-gpu-activity"},
+      nullptr, DetectTraceIncomplete, FM::kNone, SS::kNone));
   r.back().marks_trace_incomplete = true;
   r.push_back(Spec({"TTA017", "cpu-overhead-bound",
                     "the CPU's per-op dispatch and launches bound the step while the GPU waits",

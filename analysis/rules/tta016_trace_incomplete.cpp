@@ -1,11 +1,66 @@
-// TTA016 trace-incomplete: launches without GPU activity: the trace cannot be judged. Its detector;
-// registered in rule_registry.cpp, documented in docs/antipatterns.md#tta016-trace-incomplete.
+// TTA016 trace-incomplete: GPU activity missing from the trace, which cannot be judged. Its
+// detector; registered in rule_registry.cpp, documented in
+// docs/antipatterns.md#tta016-trace-incomplete.
 #include "analysis/rules/causal_detectors.h"
 
 namespace ttap {
 
 // The causal family's helpers it uses (causal_detectors.h).
 using causal_detail::DetectBlindWaits;
+
+namespace {
+
+// Ops and Python calls that run only when the process uses a GPU: NCCL/RCCL collectives, cuDNN
+// and MIOpen ops, the fused CUDA attention kernels' ops, torch.cuda.synchronize(). (Not
+// torch.cuda.is_available() or current_device(): CPU-only runs call those too.)
+bool UsesGpu(std::string_view name) {
+  return StartsWith(name, "nccl:") || StartsWith(name, "rccl:") || Contains(name, "cudnn_") ||
+         Contains(name, "miopen_") || Contains(name, "_efficient_attention") ||
+         (Contains(name, "_flash_attention") && !Contains(name, "_for_cpu")) ||
+         Contains(name, "_cuda_synchronize") ||
+         (StartsWith(name, "torch/cuda/__init__.py(") && EndsWith(name, "): synchronize"));
+}
+
+// No GPU activity and no launch call recorded, yet the CPU's ops say the run used a GPU: the
+// profile holds the CPU's side only (activities=[ProfilerActivity.CPU], a PyTorch built without
+// Kineto, CUPTI missing under WSL). Nothing on the GPU side can be judged.
+void DetectUnrecordedGpu(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
+  const EventTable& ev = ctx.ev();
+  std::vector<int8_t> uses_gpu(ctx.trace().strings.size(), -1);  // per name: -1 not yet known
+  int64_t evidence = 0;
+  int32_t first = -1;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    // (kOther: the legacy profiler's export names no category.)
+    if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation &&
+        k != EventKind::kPythonFunction && k != EventKind::kOther) {
+      continue;
+    }
+    int8_t& known = uses_gpu[ev.name[i]];
+    if (known < 0) known = UsesGpu(ctx.Name(i)) ? 1 : 0;
+    if (!known) continue;
+    ++evidence;
+    if (first < 0) first = static_cast<int32_t>(i);
+  }
+  if (evidence < o.Get("trace_incomplete_min_gpu_ops", 3)) return;
+  const auto& steps = ctx.steps();
+  Finding f = MakeRawFinding(
+      ctx, "TTA016", steps.empty() ? -1 : 0, steps.empty() ? ev.ts[first] : steps.front().start_ns,
+      steps.empty() ? ev.end(first) : steps.back().end_ns, 0, first, "trace-incomplete");
+  AddNumber(&f, "launches", 0);
+  AddNumber(&f, "gpu_activities", 0);
+  AddNumber(&f, "ops_that_use_a_gpu", static_cast<double>(evidence));
+  AddText(&f, "detail",
+          "the run used a GPU (" + std::to_string(evidence) + " ops such as " +
+              std::string(ctx.Name(first)) +
+              "), but the trace records no launch call and no GPU activity: only the CPU's side "
+              "was profiled, so nothing on the GPU side can be judged; record with "
+              "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (CUPTI must be available: "
+              "not under WSL without it, nor in a PyTorch built without Kineto)");
+  out->push_back(std::move(f));
+}
+
+}  // namespace
 
 void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const TimeBreakdown&,
                            const RuleOptions& o, std::vector<Finding>* out) {
@@ -26,6 +81,10 @@ void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const Tim
   const double min_launches = o.Get("trace_incomplete_min_launches", 10);
   const double min_share = o.Get("trace_incomplete_share", 0.5);
   const auto& steps = ctx.steps();
+  if (gpu == 0 && launches == 0) {
+    DetectUnrecordedGpu(ctx, o, out);
+    return;
+  }
   if (launches < min_launches || unmatched < min_share * launches) {
     DetectBlindWaits(ctx, o, out);
     return;

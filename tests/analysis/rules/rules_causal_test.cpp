@@ -346,6 +346,40 @@ TEST_CASE("causal: launches without GPU activity make the trace incomplete",
   CHECK(FindingsWithCode(*Eager(50, 10, 5, 6).Load(), "TTA016").empty());
 }
 
+TEST_CASE("causal: a GPU run profiled on the CPU side only is incomplete",
+          "[rules][causal][TTA016]") {
+  // activities=[ProfilerActivity.CPU] (or WSL without CUPTI): a data-parallel step's ops, its
+  // all-reduces and cuDNN convolutions recorded, no launch call and no GPU activity at all.
+  auto step_ops = [](const std::string& collective, const std::string& conv) {
+    TinyTrace t;
+    double cpu = 1000;
+    for (int s = 0; s < 3; ++s) {
+      const double start = cpu;
+      for (int k = 0; k < 4; ++k) {
+        t.Cpu(conv, cpu, 300);
+        cpu += 310;
+      }
+      t.Cpu(collective, cpu, 500);
+      cpu += 510;
+      t.Step(s + 1, start, cpu - start);
+      cpu += 5;
+    }
+    return t;
+  };
+  auto trace = step_ops("nccl:all_reduce", "aten::cudnn_convolution").Load();
+  auto all = ttap::RunRules(*trace, {});
+  auto inc = FindingsWithCode(*trace, "TTA016");
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].severity == ttap::Severity::kWarning);
+  CHECK(inc[0].evidence.at("ops_that_use_a_gpu").number == 15);
+  CHECK(inc[0].message.find("only the CPU's side was profiled") != std::string::npos);
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA016");
+  // A CPU-only run (gloo, oneDNN convolutions) is not incomplete.
+  CHECK(FindingsWithCode(*step_ops("c10d::allreduce_", "aten::mkldnn_convolution").Load(), "TTA016")
+            .empty());
+}
+
 TEST_CASE("causal: an allocator-bound trace without ProfilerStep reports TTA013 first",
           "[rules][causal][TTA013]") {
   // No step annotations: a loop whose every op allocates and frees (the caching allocator off),
