@@ -27,7 +27,7 @@ void DetectCommPerParameter(const RuleContext& ctx, const RuleOptions& o,
     struct Group {
       int32_t op = -1;
       std::vector<size_t> idx;
-      int64_t launch_ns = 0, launches = 0, exposed_ns = 0, same_stream = 0;
+      int64_t launch_ns = 0, launches = 0, exposed_ns = 0, same_stream = 0, graph_launched = 0;
     };
     std::map<std::string, Group> groups;
     for (size_t k = 0; k < sc.comm_rows.size(); ++k) {
@@ -37,7 +37,10 @@ void DetectCommPerParameter(const RuleContext& ctx, const RuleOptions& o,
       if (g.idx.empty()) g.op = op;
       g.idx.push_back(k);
       const int32_t launch = ctx.LaunchOf(r);
-      if (launch >= 0) {
+      // A CUDA graph's one launch starts all its kernels: no collective pays it alone.
+      if (launch >= 0 && (ctx.RuntimeFlags(launch) & kRuntimeGraphLaunch)) {
+        ++g.graph_launched;
+      } else if (launch >= 0) {
         g.launch_ns += ev.dur[launch];
         ++g.launches;
       }
@@ -71,8 +74,11 @@ void DetectCommPerParameter(const RuleContext& ctx, const RuleOptions& o,
       std::string why;
       if (many) {
         why = std::to_string(g.idx.size()) + " collectives" +
-              (op.empty() ? std::string() : " from " + op) + " in the step (mean " +
-              FormatNumber("%.1f", mean_launch_us) + " us to launch each)";
+              (op.empty() ? std::string() : " from " + op) + " in the step (" +
+              (g.launches == 0 && g.graph_launched > 0
+                   ? std::string("graph-launched: no launch call of their own")
+                   : "mean " + FormatNumber("%.1f", mean_launch_us) + " us to launch each") +
+              ")";
       }
       if (g.same_stream > 0) {
         why += (why.empty() ? "" : "; ") + std::to_string(g.same_stream) + " collective(s)" +

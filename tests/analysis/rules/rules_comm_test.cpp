@@ -239,6 +239,31 @@ TEST_CASE("TTA012: one all_reduce per parameter", "[rules][TTA012]") {
   CHECK(FindingsWithCode(*trace, "TTA012", o).empty());
 }
 
+TEST_CASE("TTA012: graph-launched collectives pay no launch of their own", "[rules][TTA012]") {
+  // A decode step replayed as a CUDA graph: one 4 ms cudaGraphLaunch call starts 100 small
+  // collectives (each recorded against that call) beside the step's GEMMs.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double gts = base + 50;
+    for (int k = 0; k < 100; ++k) {
+      t.Launch(kAllReduce, base + 10, 4000, gts, 5, "kernel", 20, "cudaGraphLaunch");
+      t.Launch("sm90_xmma_gemm_bf16bf16_bf16f32", base + 10, 4000, gts + 6, 20, "kernel", 7,
+               "cudaGraphLaunch");
+      gts += 27;
+    }
+    t.Step(s, base, gts + 20 - base);
+    base = gts + 40;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA012");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("launch_overhead_us").number == 0);
+  CHECK(f[0].message.find("graph-launched") != std::string::npos);
+  CHECK(f[0].message.find("to launch each") == std::string::npos);
+}
+
 TEST_CASE("TTA012: collectives on the compute stream", "[rules][TTA012]") {
   auto trace = DdpSteps(2, 800, 2000, /*stream=*/7).Load();
   auto f = FindingsWithCode(*trace, "TTA012");
