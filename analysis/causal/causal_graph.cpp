@@ -364,6 +364,17 @@ enum NameClass : uint8_t {
   kNameCopy = 64
 };
 
+// Graph capture calls (GraphBuilder::capture_call).
+enum CaptureCall : uint8_t { kNotCapture = 0, kCaptureBegin, kCaptureEnd, kGraphInstantiate };
+
+CaptureCall CaptureCallOf(std::string_view n) {
+  if (!StartsWith(n, "cu") && !StartsWith(n, "hip")) return kNotCapture;
+  if (Contains(n, "StreamBeginCapture")) return kCaptureBegin;
+  if (Contains(n, "StreamEndCapture")) return kCaptureEnd;
+  if (Contains(n, "GraphInstantiate")) return kGraphInstantiate;
+  return kNotCapture;
+}
+
 // BuildCausalGraph's passes, run in order over shared state: each reads what the earlier ones
 // left here and in the graph (docs/causal_model.md describes them).
 class GraphBuilder {
@@ -410,6 +421,21 @@ class GraphBuilder {
     // A launch call this much slower than the median loads its module lazily (cold start).
     cold_launch_ns =
         std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
+
+    capture_call.assign(trace.strings.size(), kNotCapture);
+    std::vector<uint8_t> graph_launch(trace.strings.size(), 0);
+    for (size_t id = 0; id < capture_call.size(); ++id) {
+      const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
+      capture_call[id] = CaptureCallOf(n);
+      graph_launch[id] = (RuntimeCallFlags(n) & kRuntimeGraphLaunch) != 0;
+    }
+    int64_t captures = 0, graph_launches = 0;
+    for (size_t i = 0; i < n_rows; ++i) {
+      if (!IsLaunchKind(ev.kind[i])) continue;
+      captures += capture_call[ev.name[i]] == kCaptureBegin;
+      graph_launches += graph_launch[ev.name[i]];
+    }
+    one_time_capture = captures > 0 && graph_launches > captures;
 
     g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
     for (const FirstCall& c : g.first_calls)
@@ -476,9 +502,11 @@ class GraphBuilder {
       uint32_t row;
       int64_t end;
       bool data_loading;
-      int32_t top;  // the step-level op (TopOpOf), -1
-      bool cold;    // inside a one-time first call
+      int32_t top;   // the step-level op (TopOpOf), -1
+      bool cold;     // inside a one-time first call
+      bool capture;  // a one-time graph capture's call, or work during the capture
     };
+    bool capturing = false;  // between a one-time capture's begin and end calls
     auto cpu_cause = [](const Open& o) {
       return o.cold ? Cause::kColdStart : o.data_loading ? Cause::kDataLoading : Cause::kCpuWork;
     };
@@ -500,7 +528,8 @@ class GraphBuilder {
       }
       cut = false;
       NodeRole role = NodeRole::kCpuWork;
-      Cause cause = Cause::kUntraced;
+      // Time on the main thread outside any event; during a one-time capture, part of it.
+      Cause cause = capturing ? Cause::kColdStart : Cause::kUntraced;
       if (r >= 0) {
         const uint8_t cls = name_class[ev.name[r]];
         if (IsLaunchKind(ev.kind[r])) {
@@ -510,7 +539,7 @@ class GraphBuilder {
           // Context creation and a library's first workspace are start-up, not churn.
           const bool one_time_alloc =
               (cls & kNameAllocator) && (stack.back().cold || warming_allocator);
-          if ((cls & kNameCold) || one_time_alloc ||
+          if ((cls & kNameCold) || one_time_alloc || stack.back().capture ||
               (ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
             cause = Cause::kColdStart;
             ++g.stats.cold_calls;
@@ -604,9 +633,16 @@ class GraphBuilder {
       const bool op = (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) &&
                       !(name_class[ev.name[r]] & kNameProfilerStep);
       const int32_t outer = stack.empty() ? -1 : stack.back().top;
-      const bool cold = (!stack.empty() && stack.back().cold) ||
+      // A one-time graph capture: from its begin call to its end call, and the instantiation.
+      const uint8_t capture_kind =
+          one_time_capture ? capture_call[ev.name[r]] : static_cast<uint8_t>(kNotCapture);
+      if (capture_kind == kCaptureBegin) capturing = true;
+      const bool capture = capturing || capture_kind != kNotCapture;
+      if (capture_kind == kCaptureEnd) capturing = false;
+      const bool cold = (!stack.empty() && stack.back().cold) || capture ||
                         std::binary_search(first_call_rows.begin(), first_call_rows.end(), r);
-      stack.push_back({r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1), cold});
+      stack.push_back(
+          {r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1), cold, capture});
       if (IsLaunchKind(k) && ev.link[r] >= 0) {
         // Every open row encloses this launch (marked from the inside out, up to one marked
         // already: its ancestors are).
@@ -1119,6 +1155,11 @@ class GraphBuilder {
   std::vector<uint8_t> keep_row;               // rows whose boundaries stay node boundaries
   int64_t cold_launch_ns = 0;
   std::vector<uint32_t> first_call_rows;  // the one-time first calls' rows, sorted
+  // Per name id: a CUDA/HIP graph capture's begin (kCaptureBegin), end or instantiation.
+  std::vector<uint8_t> capture_call;
+  // Graphs are captured once and replayed (more graph launches than captures): the captures,
+  // their instantiation and the CPU work during them are one-time.
+  bool one_time_capture = false;
   // ChooseThreads
   int64_t main_track = -1;
   bool warming_allocator = false;

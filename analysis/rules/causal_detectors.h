@@ -84,10 +84,12 @@ inline std::map<int, Finding> CallsByStep(const RuleContext& ctx, const CausalGr
     if (g.cause[n] != cause || g.row[n] < 0) continue;
     int32_t row = g.row[n];
     if (g.role[n] == NodeRole::kCpuWork) {
-      // CPU work of a one-time first call: the call stands for all of it.
-      const int32_t first = EnclosingFirstCall(ctx.trace(), g.first_calls, row);
-      if (first < 0 || !seen.insert(first).second) continue;
-      row = first;
+      // CPU work of a one-time first call: the call stands for all of it. Otherwise (work
+      // during a one-time graph capture) the step-level op that runs it does.
+      int32_t region = EnclosingFirstCall(ctx.trace(), g.first_calls, row);
+      if (region < 0) region = ctx.TopOp(row) >= 0 ? ctx.TopOp(row) : row;
+      if (!seen.insert(region).second) continue;
+      row = region;
     }
     const int step = ctx.StepOf(ev.ts[row]);
     if (step < 0) continue;

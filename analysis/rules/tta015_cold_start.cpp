@@ -16,15 +16,34 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
       Share(time.overall, Cause::kColdStart) < o.Get("cold_start_share", 0.01) * total) {
     return;
   }
-  for (auto& [step, f] : CallsByStep(ctx, g, Cause::kColdStart, "TTA015", "cold-start")) {
+  // Merging keeps one step's text: the detail counts the calls of every step.
+  std::map<int, Finding> by_step = CallsByStep(ctx, g, Cause::kColdStart, "TTA015", "cold-start");
+  double calls = 0, call_us = 0, longest_us = -1;
+  int captures = 0;  // one-time CUDA/HIP graph captures (their begin calls)
+  std::string longest;
+  for (auto& [step, f] : by_step) {
+    for (int32_t r : f.rows) captures += Contains(ctx.Name(r), "StreamBeginCapture");
+    calls += f.evidence["calls"].number;
+    call_us += f.evidence["call_us"].number;
+    if (f.top_events.front().total_us > longest_us) {
+      longest_us = f.top_events.front().total_us;
+      longest = f.top_events.front().name;
+    }
+  }
+  for (auto& [step, f] : by_step) {
+    const std::string what =
+        captures > 0
+            ? std::to_string(captures) +
+                  " CUDA graph capture(s), replayed in other steps, with the ops they capture "
+                  "and any lazy loads or first calls"
+            : FormatNumber("%.0f", calls) +
+                  " call(s) load kernels lazily, create the CUDA context or a library's "
+                  "workspace, or run an op for the first time";
     AddText(&f, "detail",
-            "one-time: " + FormatNumber("%.0f", f.evidence["calls"].number) +
-                " call(s) load kernels lazily, create the CUDA context or a library's "
-                "workspace, or run an op for the first time (" +
-                FormatNumber("%.1f ms", f.evidence["call_us"].number / 1000.0) + ", longest " +
-                f.top_events.front().name +
-                "); they happen once per process, not every step: profile after a warm-up, "
-                "e.g. schedule(wait=1, warmup=1, active=3)");
+            "one-time: " + what + " (" + FormatNumber("%.1f ms", call_us / 1000.0) + ", longest " +
+                longest + "); they happen once per process, not every step: " +
+                (captures > 0 ? "capture the graphs before serving or profiling, or " : "") +
+                "profile after a warm-up, e.g. schedule(wait=1, warmup=1, active=3)");
     out->push_back(std::move(f));
   }
 }

@@ -346,6 +346,67 @@ TEST_CASE("causal: launches without GPU activity make the trace incomplete",
   CHECK(FindingsWithCode(*Eager(50, 10, 5, 6).Load(), "TTA016").empty());
 }
 
+TEST_CASE("causal: a one-time CUDA graph capture is cold start, not gpu-idle",
+          "[rules][causal][TTA015]") {
+  // A server's decode loop: steps replay a captured graph (one cudaGraphLaunch, 40 kernels of
+  // 50 us); step 3 first captures it: 20 ms of ops whose launches run nothing, then a 2 ms
+  // instantiation, the GPU idle throughout.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A10G", 8, 6);
+  double cpu = 1000;
+  for (int s = 0; s < 8; ++s) {
+    const double start = cpu;
+    if (s == 3) {
+      t.Runtime("cudaStreamBeginCapture", cpu, 3);
+      cpu += 5;
+      for (int k = 0; k < 100; ++k) {
+        t.Cpu("aten::mm", cpu, 190);
+        t.Runtime("cudaLaunchKernel", cpu + 100, 20);
+        cpu += 200;
+      }
+      t.Runtime("cudaStreamEndCapture", cpu, 10);
+      t.Runtime("cudaGraphInstantiateWithFlags", cpu + 12, 2000);
+      cpu += 2020;
+    }
+    t.Cpu("execute_model", cpu, 60);
+    double g = cpu + 60;
+    for (int k = 0; k < 40; ++k) {
+      t.Launch("sm80_xmma_gemm_bf16bf16_bf16f32", cpu + 10, 40, g, 50, "kernel", 7,
+               "cudaGraphLaunch");
+      g += 51;
+    }
+    t.Step(s + 1, start, g + 5 - start);
+    cpu = g + 10;
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  auto cold = FindingsWithCode(*trace, "TTA015");
+  REQUIRE(cold.size() == 1);
+  INFO(cold[0].message);
+  CHECK(cold[0].message.find("1 CUDA graph capture") != std::string::npos);
+  CHECK(cold[0].evidence.at("occurs").text == "one-time");
+  for (const auto& f : all.findings) {
+    INFO(f.message);
+    CHECK(f.code != "TTA008");  // the capture's idle GPU is not steady-state idle time
+  }
+  // Captured every step (as often as replayed): steady-state work, not cold start.
+  TinyTrace every;
+  every.Device(0, "NVIDIA A10G", 8, 6);
+  cpu = 1000;
+  for (int s = 0; s < 4; ++s) {
+    const double start = cpu;
+    every.Runtime("cudaStreamBeginCapture", cpu, 3);
+    every.Cpu("aten::mm", cpu + 5, 5000);
+    every.Runtime("cudaStreamEndCapture", cpu + 5010, 10);
+    every.Launch("sm80_xmma_gemm_bf16bf16_bf16f32", cpu + 5030, 40, cpu + 5080, 2000, "kernel", 7,
+                 "cudaGraphLaunch");
+    every.Step(s + 1, start, 7100);
+    cpu += 7110;
+  }
+  auto steady = every.Load();
+  CHECK(FindingsWithCode(*steady, "TTA015").empty());
+}
+
 TEST_CASE("causal: a GPU run profiled on the CPU side only is incomplete",
           "[rules][causal][TTA016]") {
   // activities=[ProfilerActivity.CPU] (or WSL without CUPTI): a data-parallel step's ops, its
