@@ -29,6 +29,7 @@ enum class FixModel : uint8_t {
   kCachingAllocator,      // the allocator keeps the memory: the calls go
   kNoAlgorithmSearch,     // each searching convolution at a warm one's cost, without its syncs
   kRemoveDebugWork,       // a debugging aid's work goes (anomaly mode's captures and checks)
+  kPeersOnTime,           // each collective that waited for a peer at its fastest run's cost
 };
 
 // What a finding claims when every fix is replayed together (CostFindings).

@@ -651,6 +651,19 @@ void SkipAlgorithmSearch(Builder& b, const std::vector<int32_t>& rows, const Fin
   }
 }
 
+// The peers on time: each collective that waited for one runs as its fastest run of the same
+// message did (FastestCollectives, trace_queries.h).
+void PeersOnTime(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const EventTable& ev = b.trace.events;
+  const auto fastest = FastestCollectives(b.trace);
+  for (int32_t r : rows) {
+    auto it = fastest.find({ev.name[r], ev.bytes[r]});
+    const int32_t n = b.NodeOfRow(r);
+    if (it == fastest.end() || n < 0) continue;
+    b.SetDur(n, std::min(b.g.dur[n], it->second));
+  }
+}
+
 }  // namespace
 
 WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f, FixModel model) {
@@ -708,6 +721,9 @@ WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f, Fix
       break;
     case FixModel::kNoAlgorithmSearch:
       SkipAlgorithmSearch(b, rows, f);
+      break;
+    case FixModel::kPeersOnTime:
+      PeersOnTime(b, rows, f);
       break;
     case FixModel::kNone:  // nothing to replay
       break;

@@ -31,6 +31,14 @@ EventKind KindFromCategory(std::string_view c) {
 namespace {
 
 // The ops whose recorded inputs can say that they convert a tensor's memory layout.
+// The size of one element of a profiler "dtype" arg (c10's scalar type names); 1 when unknown.
+int64_t DtypeBytes(std::string_view d) {
+  if (d == "Double" || d == "Long" || d == "ComplexFloat") return 8;
+  if (d == "Float" || d == "Int" || d == "ComplexHalf") return 4;
+  if (d == "BFloat16" || d == "Half" || d == "Short") return 2;
+  return 1;  // Byte, Char, Bool, the float8 types
+}
+
 bool IsLayoutCopyCandidate(std::string_view name) {
   return name == "aten::contiguous" || name == "aten::clone";
 }
@@ -148,6 +156,8 @@ struct EventFields {
   int64_t correlation = kNone, external = kNone, stream = kNone, bytes = kNone, flow_id = kNone;
   int64_t py_id = kNone, py_parent = kNone, device = kNone;
   int64_t wait_stream = kNone, wait_record = kNone;  // cuda_sync: what a wait waits for
+  // A collective kernel's message ("In msg nelems", "Out msg nelems", "dtype"): its bytes.
+  int64_t in_nelems = kNone, out_nelems = kNone, element_bytes = 1;
   // aten::contiguous / aten::clone: the first input's strides and the memory format asked for.
   int64_t in_strides[5] = {0, 0, 0, 0, 0};
   int in_rank = -1;
@@ -255,13 +265,15 @@ class EventReader : public EventFields {
               }
               break;
             case 5:
-              if (ak == "bytes") ReadInt(av, &bytes);
+              if (ak == "bytes") {
+                ReadInt(av, &bytes);
+              } else if (ak == "dtype") {
+                std::string_view d;
+                if (!av.get_string().get(d)) element_bytes = DtypeBytes(d);
+              }
               break;
             case 9:
               if (ak == "Python id") ReadInt(av, &py_id);
-              break;
-            case 14:
-              if (ak == "wait_on_stream") ReadInt(av, &wait_stream);
               break;
             case 33:
               if (ak == "wait_on_cuda_event_record_corr_id") ReadInt(av, &wait_record);
@@ -286,6 +298,15 @@ class EventReader : public EventFields {
             case 13:
               if (ak == "Input Strides" && IsLayoutCopyCandidate(name)) {
                 ReadFirstStrides(av, in_strides, &in_rank);
+              } else if (ak == "In msg nelems") {
+                ReadInt(av, &in_nelems);
+              }
+              break;
+            case 14:
+              if (ak == "wait_on_stream") {
+                ReadInt(av, &wait_stream);
+              } else if (ak == "Out msg nelems") {
+                ReadInt(av, &out_nelems);
               }
               break;
             case 15:
@@ -390,6 +411,10 @@ class EventReader : public EventFields {
     t.correlation.push_back(correlation);
     t.external_id.push_back(external);
     t.call_stack.push_back(call_stack.empty() ? kEmptyString : out_->strings.Intern(call_stack));
+    if (kind == EventKind::kKernel && bytes == kNone && (in_nelems >= 0 || out_nelems >= 0) &&
+        std::max(in_nelems, out_nelems) <= INT64_MAX / 8) {
+      bytes = std::max(in_nelems, out_nelems) * element_bytes;  // a collective's message
+    }
     if (kind == EventKind::kGpuSync) {
       // A sync record has no Python id and no bytes: those columns say what it waits for.
       py_id = wait_stream >= 0 && wait_stream <= INT32_MAX ? wait_stream : kNone;

@@ -2,6 +2,7 @@
 #include "analysis/model/trace_queries.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "analysis/base/string_util.h"
 
@@ -86,6 +87,26 @@ std::string_view PythonCallOf(std::string_view n) {
   }
   if (name.empty() || name.front() == '<') return {};
   return name;
+}
+
+std::map<std::pair<StringId, int64_t>, int64_t> FastestCollectives(const Trace& trace) {
+  const EventTable& ev = trace.events;
+  std::vector<int8_t> collective(trace.strings.size(), -1);  // per name id, -1 not yet known
+  std::map<std::pair<StringId, int64_t>, std::pair<int64_t, size_t>> runs;  // fastest, count
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kKernel || ev.bytes[i] < 0) continue;
+    int8_t& known = collective[ev.name[i]];
+    if (known < 0) known = IsCollectiveKernel(trace.Name(i)) ? 1 : 0;
+    if (!known) continue;
+    auto [it, added] = runs.try_emplace({ev.name[i], ev.bytes[i]}, ev.dur[i], 0);
+    it->second.first = std::min(it->second.first, ev.dur[i]);
+    ++it->second.second;
+  }
+  std::map<std::pair<StringId, int64_t>, int64_t> out;
+  for (const auto& [key, fastest] : runs) {
+    if (fastest.second >= kPeerWaitMinRuns) out[key] = fastest.first;
+  }
+  return out;
 }
 
 }  // namespace ttap

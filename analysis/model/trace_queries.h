@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string_view>
+#include <utility>
 
 #include "analysis/model/trace.h"
 
@@ -28,5 +30,18 @@ bool IsDataLoaderName(std::string_view name);
 // like "<lambda>". TTA008 names the Python work of an idle gap by it; the source mapping
 // narrows a def to the call of it (mapping/python_frames.h, CalleeOfFrame).
 std::string_view PythonCallOf(std::string_view event_name);
+// What each collective kernel costs when no rank keeps it waiting: per (kernel name, message
+// bytes), the fastest of at least kPeerWaitMinRuns runs, for the collectives whose message size
+// the trace records ("In msg nelems"). A run far slower than the fastest one of the same size
+// waited for a peer rank. TTA022's detector and its what-if share it.
+constexpr size_t kPeerWaitMinRuns = 3;
+std::map<std::pair<StringId, int64_t>, int64_t> FastestCollectives(const Trace& trace);
+// The part of a run of |dur| ns that waited for a peer, given the fastest run: 0 unless the run
+// took kPeerWaitFactor times the fastest and kPeerWaitMinNs more.
+constexpr int64_t kPeerWaitFactor = 4;
+constexpr int64_t kPeerWaitMinNs = 100000;
+inline int64_t PeerWaitNs(int64_t dur, int64_t fastest) {
+  return dur >= kPeerWaitFactor * fastest && dur - fastest >= kPeerWaitMinNs ? dur - fastest : 0;
+}
 
 }  // namespace ttap

@@ -43,11 +43,6 @@ inline bool IsEmptyCache(std::string_view n) {
   return Contains(n, "empty_cache") || Contains(n, "emptyCache");
 }
 
-inline std::string Bytes(double b) {
-  if (b >= 1024.0 * 1024.0) return FormatNumber("%.1f MiB", b / (1024.0 * 1024.0));
-  if (b >= 1024.0) return FormatNumber("%.1f KiB", b / 1024.0);
-  return FormatNumber("%.0f B", b);
-}
 inline std::string Count(double n) { return FormatNumber("%.0f", n); }
 
 // The CPU op that issued a runtime call: the outermost of the unbroken chain of cpu_op ancestors

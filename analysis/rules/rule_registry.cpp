@@ -119,6 +119,12 @@ std::vector<RuleSpec> Build() {
                     "disable-anomaly-detection"},
                    nullptr, DetectAnomalyDetection, FM::kRemoveDebugWork, SS::kAnomalyDetectionOn));
   r.back().plan.removes_waits = true;
+  r.push_back(Spec({"TTA022", "peer-wait",
+                    "collectives wait for a late peer rank: the same message took far longer "
+                    "than its fastest run",
+                    "balance-ranks"},
+                   nullptr, DetectPeerWait, FM::kPeersOnTime, SS::kNone));
+  r.back().message = PeerWaitMessage;
   // Windows the learned scorer flags and no rule explains (server/scan.cpp adds them).
   r.push_back(Spec(
       {"TTA900", "unusual-window", "the window scorer flags a window that no rule explains", ""},

@@ -87,6 +87,13 @@ inline void AddNumber(Finding* f, const std::string& key, double v) {
   f->evidence[key] = EvidenceValue{true, v, ""};
 }
 // A numeric evidence entry, 0 when absent.
+// A byte count as people read it: "36.8 MiB", "8.0 KiB", "112 B".
+inline std::string Bytes(double b) {
+  if (b >= 1024.0 * 1024.0) return FormatNumber("%.1f MiB", b / (1024.0 * 1024.0));
+  if (b >= 1024.0) return FormatNumber("%.1f KiB", b / 1024.0);
+  return FormatNumber("%.0f B", b);
+}
+
 inline double Num(const Finding& f, const std::string& key) {
   auto it = f.evidence.find(key);
   return it == f.evidence.end() ? 0.0 : it->second.number;

@@ -101,8 +101,9 @@ using MessageFn = std::string (*)(const Finding& f, const std::string& detected,
 std::string DataLoaderStallMessage(const Finding&, const std::string&, const std::string&);
 std::string HostSyncMessage(const Finding&, const std::string&, const std::string&);
 std::string GpuIdleMessage(const Finding&, const std::string&, const std::string&);
+std::string PeerWaitMessage(const Finding&, const std::string&, const std::string&);
 
-// Detectors over the causal model (tta013, tta015-tta017, tta020-tta021_*.cpp), run after the graph
+// Detectors over the causal model (tta013, tta015-tta017, tta020-tta022_*.cpp), run after the graph
 // is built.
 using CausalDetector = void (*)(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                                 const RuleOptions&, std::vector<Finding>*);
@@ -118,5 +119,7 @@ void DetectConvAlgorithmSearch(const RuleContext&, const CausalGraph&, const Tim
                                const RuleOptions&, std::vector<Finding>*);  // TTA020
 void DetectAnomalyDetection(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
                             const RuleOptions&, std::vector<Finding>*);  // TTA021
+void DetectPeerWait(const RuleContext&, const CausalGraph&, const TimeBreakdown&,
+                    const RuleOptions&, std::vector<Finding>*);  // TTA022
 
 }  // namespace ttap

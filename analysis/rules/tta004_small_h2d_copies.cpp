@@ -5,7 +5,6 @@
 namespace ttap {
 
 // The memory family's helpers it uses (memory_detectors.h).
-using memory_detail::Bytes;
 using memory_detail::Count;
 using memory_detail::IsH2D;
 using memory_detail::LaunchingOp;

@@ -13,7 +13,7 @@ CODES = {
     "dataloader": {"TTA001"}, "host-sync": {"TTA002"}, "pageable-copy": {"TTA003"},
     "small-copies": {"TTA004"}, "zero-grad": {"TTA005"}, "unfused-optimizer": {"TTA006"},
     "cpu-overhead": {"TTA007", "TTA017"}, "gpu-idle": {"TTA008"}, "no-tensor-cores": {"TTA009"},
-    "layout": {"TTA010"}, "comm-exposed": {"TTA011"}, "comm-per-parameter": {"TTA012"},
+    "layout": {"TTA010"}, "comm-exposed": {"TTA011", "TTA022"}, "comm-per-parameter": {"TTA012"},
     "allocator-churn": {"TTA013"}, "ping-pong": {"TTA014"}, "cold-start": {"TTA015"},
     "trace-incomplete": {"TTA016"},
 }

@@ -107,7 +107,7 @@ TEST_CASE("scan: SARIF 2.1.0 with rule ids and code-point columns", "[scan][cli]
   CHECK(j["version"] == "2.1.0");
   const auto& run = j["runs"][0];
   CHECK(run["columnKind"] == "unicodeCodePoints");
-  CHECK(run["tool"]["driver"]["rules"].size() == 22);  // TTA001-TTA021 and TTA900
+  CHECK(run["tool"]["driver"]["rules"].size() == 23);  // TTA001-TTA022 and TTA900
   CHECK(run["results"][0]["ruleId"] == "TTA001");
   CHECK(run["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 12);
   // Schema validation with ajv runs as its own CTest test (tests/sarif) when node is present.

@@ -262,6 +262,23 @@ TEST_CASE("New-format trace: rank, devices and steps", "[loader]") {
   CHECK(t->step_windows[0].end_ns == 1292 * kUs);
 }
 
+TEST_CASE("A collective kernel's message size is read into bytes", "[loader]") {
+  const std::string trace = R"json({"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevComm*)", "pid": 0, "tid": 20,
+   "ts": 10, "dur": 12, "args": {"In msg nelems": 2048, "Out msg nelems": 2048, "dtype": "Float"}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(x)", "pid": 0, "tid": 20,
+   "ts": 30, "dur": 12, "args": {"In msg nelems": 1024, "Out msg nelems": 4096,
+   "dtype": "BFloat16"}},
+  {"ph": "X", "cat": "kernel", "name": "ampere_sgemm", "pid": 0, "tid": 7, "ts": 50, "dur": 5,
+   "args": {"dtype": "Float"}}
+]
+})json";
+  auto t = Load(trace, 1);
+  CHECK(t->events.bytes[Row(*t, "ncclDevKernel_SendRecv(ncclDevComm*)")] == 8192);
+  CHECK(t->events.bytes[Row(*t, "ncclDevKernel_AllGather_RING_LL(x)")] == 8192);  // out x 2 B
+  CHECK(t->events.bytes[Row(*t, "ampere_sgemm")] == -1);
+}
+
 TEST_CASE("New-format trace: CPU launch <-> GPU activity links", "[loader]") {
   for (int threads : {1, 2}) {
     auto t = Load(kNewFormat, threads);

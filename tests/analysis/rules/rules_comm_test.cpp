@@ -212,6 +212,62 @@ TEST_CASE("TTA011: a step with no compute has nothing to overlap with", "[rules]
   CHECK(FindingsWithCode(*trace, "TTA011").empty());
 }
 
+// ---- TTA022 peer-wait ----
+
+// Three steps of an expert-parallel layer: 1 ms of GEMMs, then four all_to_all SendRecv kernels
+// of |bytes| each, 12 us when the peer is on time; |late_us| > 0: in steps 1 and 2 the third
+// one waits that long for the peer.
+TinyTrace AllToAllSteps(double late_us, long long bytes = 8192, long long big_bytes = -1) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-40GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10, g = base + 30;
+    for (int k = 0; k < 2; ++k) {
+      t.Kernel("ampere_sgemm_128x64_nn", cpu, 5, g, 500);
+      cpu += 10;
+      g += 501;
+    }
+    for (int k = 0; k < 4; ++k) {
+      double d = k == 2 && s > 0 ? 12 + late_us : 12;
+      long long b = bytes;
+      if (big_bytes > 0 && k == 2) {  // a different message: a large one, slow on its own
+        b = big_bytes;
+        d = 12 + late_us;
+      }
+      t.Cpu("nccl:all_to_all", cpu, 8, "user_annotation");
+      t.Launch("ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", cpu + 1, 5,
+               std::max(g, cpu + 10), d, "kernel", 20, "cudaLaunchKernel", b);
+      g = std::max(g, cpu + 10) + d + 1;
+      cpu += 10;
+    }
+    t.Step(s, base, g + 20 - base);
+    base = g + 40;
+  }
+  return t;
+}
+
+TEST_CASE("TTA022: a collective that waits for a late peer", "[rules][TTA022]") {
+  auto trace = AllToAllSteps(3000).Load();
+  auto f = FindingsWithCode(*trace, "TTA022");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].name == "peer-wait");
+  CHECK(f[0].evidence.at("waiting_collectives").number == 2);
+  // 3 ms of waiting in two of three steps: 2 ms per step.
+  CHECK(f[0].evidence.at("detected_us_per_step").number == Approx(2000).margin(5));
+  // The peers on time: each waiting run at the fastest one's 12 us.
+  CHECK(f[0].time_lost_us_per_step == Approx(2000).epsilon(0.1));
+  CHECK(f[0].message.find("late peer") != std::string::npos);
+  CHECK(f[0].message.find("8.0 KiB") != std::string::npos);
+  // On time: nothing.
+  CHECK(FindingsWithCode(*AllToAllSteps(0).Load(), "TTA022").empty());
+  // A slow run of a different (large) message is not a wait: its size explains it.
+  CHECK(FindingsWithCode(*AllToAllSteps(3000, 8192, 64 << 20).Load(), "TTA022").empty());
+  // Without the message size (older traces) nothing is compared.
+  CHECK(FindingsWithCode(*AllToAllSteps(3000, -1).Load(), "TTA022").empty());
+}
+
 // ---- TTA012 comm-per-parameter ----
 
 TEST_CASE("TTA012: one all_reduce per parameter", "[rules][TTA012]") {
