@@ -429,9 +429,14 @@ void FindSteps(Trace* trace) {
       cpu_first = std::min(cpu_first, ev.ts[i]);
       cpu_last = std::max(cpu_last, ev.end(i));
     }
-    int64_t marked = 0;
-    for (const Step& st : trace->steps) marked += st.cpu_end - st.cpu_start;
-    const int64_t span = cpu_last - cpu_first;
+    // In doubles: a hostile trace's clock may span all of int64.
+    double marked = 0;
+    for (const Step& st : trace->steps) {
+      marked += static_cast<double>(st.cpu_end) - static_cast<double>(st.cpu_start);
+    }
+    const double span = cpu_first <= cpu_last
+                            ? static_cast<double>(cpu_last) - static_cast<double>(cpu_first)
+                            : 0.0;
     if (span >= kUnmarkedWorkMinNs && marked * kMarkedShareDivisor < span) {
       trace->stats.step_markers_ignored = trace->steps.size();
       trace->steps.clear();
