@@ -36,6 +36,13 @@ constexpr int64_t kInferredWaitTailNs = 10000;
 constexpr int64_t kSyncReturnTailNs = 50000;
 // What a synchronisation call costs when the awaited work has already finished.
 constexpr int64_t kSyncCostNs = 5000;
+// CUDA_LAUNCH_BLOCKING=1 (GraphBuilder::BlocksOnKernel): a launch call returns within this of
+// its kernel's end; kernels this long or longer tell; this share of such launches (and at least
+// kBlockingLaunchMin) says the whole run launched that way.
+constexpr int64_t kBlockingReturnNs = 50000;
+constexpr int64_t kBlockingKernelMinNs = 20000;
+constexpr double kBlockingLaunchShare = 0.8;
+constexpr int64_t kBlockingLaunchMin = 20;
 
 // A Python frame that blocks without working: a thread waiting on a condition, a lock, a
 // sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
@@ -421,6 +428,16 @@ class GraphBuilder {
     // A launch call this much slower than the median loads its module lazily (cold start).
     cold_launch_ns =
         std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
+    int64_t long_kernels = 0, blocked = 0;
+    for (size_t i = 0; i < n_rows; ++i) {
+      if (!IsLaunchKind(ev.kind[i]) || ev.link[i] < 0) continue;
+      const int32_t k = ev.link[i];
+      if (ev.kind[k] != EventKind::kKernel || ev.dur[k] < kBlockingKernelMinNs) continue;
+      ++long_kernels;
+      blocked += BlocksOnKernel(static_cast<uint32_t>(i));
+    }
+    launches_block =
+        blocked >= kBlockingLaunchMin && blocked >= kBlockingLaunchShare * long_kernels;
 
     capture_call.assign(trace.strings.size(), kNotCapture);
     std::vector<uint8_t> graph_launch(trace.strings.size(), 0);
@@ -440,6 +457,15 @@ class GraphBuilder {
     g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
     for (const FirstCall& c : g.first_calls)
       first_call_rows.push_back(static_cast<uint32_t>(c.row));
+  }
+
+  // A launch call that ran its kernel to the end before returning (CUDA_LAUNCH_BLOCKING=1): the
+  // kernel started inside the call and the call returned within kBlockingReturnNs of its end.
+  bool BlocksOnKernel(uint32_t r) const {
+    const int32_t k = ev.link[r];
+    if (k < 0 || ev.kind[k] != EventKind::kKernel) return false;
+    return ev.ts[k] >= ev.ts[r] && ev.end(k) <= ev.end(r) &&
+           ev.end(r) - ev.end(k) <= kBlockingReturnNs;
   }
 
   // The steps, the main thread and the order of the CPU lanes; whether the allocator is warming.
@@ -539,12 +565,15 @@ class GraphBuilder {
           // Context creation and a library's first workspace are start-up, not churn.
           const bool one_time_alloc =
               (cls & kNameAllocator) && (stack.back().cold || warming_allocator);
+          // Under CUDA_LAUNCH_BLOCKING a launch waits for its kernel, as a sync would (the
+          // wait is the kernel's time, not a lazy load).
+          const bool blocks = launches_block && BlocksOnKernel(static_cast<uint32_t>(r));
           if ((cls & kNameCold) || one_time_alloc || stack.back().capture ||
-              (ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
+              (!blocks && ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
             cause = Cause::kColdStart;
             ++g.stats.cold_calls;
           }
-          if (cls & kNameSync) role = NodeRole::kSync;
+          if ((cls & kNameSync) || blocks) role = NodeRole::kSync;
           // A blocking copy whose copy the trace lacks (a synchronous call, or an async one
           // that held the CPU): its time is moving data, not launching.
           if ((cls & kNameCopy) && ev.link[r] < 0 &&
@@ -1154,6 +1183,8 @@ class GraphBuilder {
   std::vector<uint8_t> name_class;             // NameClass bits per name id
   std::vector<uint8_t> keep_row;               // rows whose boundaries stay node boundaries
   int64_t cold_launch_ns = 0;
+  // The run launched with CUDA_LAUNCH_BLOCKING=1: each launch call returns when its kernel ends.
+  bool launches_block = false;
   std::vector<uint32_t> first_call_rows;  // the one-time first calls' rows, sorted
   // Per name id: a CUDA/HIP graph capture's begin (kCaptureBegin), end or instantiation.
   std::vector<uint8_t> capture_call;

@@ -346,6 +346,36 @@ TEST_CASE("causal: launches without GPU activity make the trace incomplete",
   CHECK(FindingsWithCode(*Eager(50, 10, 5, 6).Load(), "TTA016").empty());
 }
 
+TEST_CASE("causal: under CUDA_LAUNCH_BLOCKING a launch waits for its kernel, it is no lazy load",
+          "[rules][causal][TTA009]") {
+  // CUDA_LAUNCH_BLOCKING=1: each launch call returns 5 us after its kernel ends. Per step, 30
+  // fp32 SIMT GEMMs of 2 ms on an A100 (TF32 would run them faster).
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 30; ++k) {
+      t.Cpu("aten::mm", cpu, 2020);
+      t.Launch("ampere_sgemm_128x64_nn", cpu + 5, 2012, cpu + 12, 2000);
+      cpu += 2025;
+    }
+    t.Step(s + 1, start, cpu - start + 2);
+    cpu += 5;
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  CHECK(FindingsWithCode(*trace, "TTA015").empty());  // 2 ms launches, but no lazy loading
+  auto tc = FindingsWithCode(*trace, "TTA009");
+  REQUIRE(tc.size() == 1);
+  INFO(tc[0].message);
+  // Faster GEMMs shorten the step: the launches wait for them.
+  CHECK(tc[0].share_of_step > 0.3);
+  CHECK(tc[0].severity == ttap::Severity::kError);  // severity: lower is worse
+  const auto& cp = all.time.overall.ns;
+  CHECK(cp[static_cast<int>(ttap::Cause::kColdStart)] == 0);
+}
+
 TEST_CASE("causal: a one-time CUDA graph capture is cold start, not gpu-idle",
           "[rules][causal][TTA015]") {
   // A server's decode loop: steps replay a captured graph (one cudaGraphLaunch, 40 kernels of
