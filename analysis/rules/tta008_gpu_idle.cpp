@@ -154,6 +154,8 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
     for (auto& [key, f] : by_cause) {
       if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration())
         continue;
+      // Recorded without CPU activity: no op could be named.
+      if (ops.empty() && python_calls.empty()) AddNumber(&f, "no_cpu_ops", 1);
       out->push_back(std::move(f));
     }
   }
@@ -162,8 +164,13 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
 std::string GpuIdleMessage(const Finding& f, const std::string& detected,
                            const std::string& saving) {
   std::string op = TextOf(f, "cpu_op");
-  return "the GPU idles " + detected + " while the CPU runs " +
-         (op.empty() ? std::string("untraced work") : op) + saving;
+  const std::string untraced =
+      Num(f, "no_cpu_ops") > 0
+          ? "untraced work (the trace records no CPU op: profile with ProfilerActivity.CPU to "
+            "see what it is)"
+          : "untraced work";
+  return "the GPU idles " + detected + " while the CPU runs " + (op.empty() ? untraced : op) +
+         saving;
 }
 
 }  // namespace ttap

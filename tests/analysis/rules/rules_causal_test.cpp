@@ -346,6 +346,40 @@ TEST_CASE("causal: launches without GPU activity make the trace incomplete",
   CHECK(FindingsWithCode(*Eager(50, 10, 5, 6).Load(), "TTA016").empty());
 }
 
+TEST_CASE("causal: without CPU activity the idle time before the first call is the CPU's",
+          "[rules][causal][TTA008]") {
+  // activities=[CUDA] only, no steps: the previous step's kernels end at 1 ms, then nothing is
+  // recorded for 3 s (the batch loading), then the main thread copies the batch and launches the
+  // forward, and autograd's thread (busier: it launches more) the backward.
+  TinyTrace t;
+  t.Device(0, "NVIDIA RTX A4000", 8, 6);
+  t.Raw(R"j({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
+           "tid": "PyTorch Profiler", "ts": 0, "dur": 3100000
+})j");
+  double g = 10;
+  for (int k = 0; k < 5; ++k, g += 200)
+    t.Raw(
+        R"j({"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": )j" +
+        std::to_string(g) + R"j(, "dur": 190, "args": {"stream": 7, "device": 0}})j");
+  double cpu = 3000000;
+  t.Launch("Memcpy HtoD (Pageable -> Device)", cpu, 5000, cpu + 10, 4900, "gpu_memcpy", 7,
+           "cudaMemcpyAsync", 150000000);
+  cpu += 5010;
+  double gts = cpu + 10;
+  for (int k = 0; k < 20; ++k, cpu += 10, gts += 501)
+    t.Kernel("ampere_sgemm_128x64_nn", cpu, 5, gts, 500);
+  for (int k = 0; k < 40; ++k, cpu += 10, gts += 501) {
+    t.Launch("ampere_sgemm_128x64_nn", cpu, 5, gts, 500, "kernel", 7, "cudaLaunchKernel", -1, 0, 2);
+  }
+  auto trace = t.Load();
+  auto idle = FindingsWithCode(*trace, "TTA008");
+  REQUIRE(idle.size() == 1);
+  INFO(idle[0].message);
+  CHECK(idle[0].severity == ttap::Severity::kError);
+  CHECK(idle[0].share_of_step > 0.9);  // the 3 s before the batch's copy
+  CHECK(idle[0].message.find("ProfilerActivity.CPU") != std::string::npos);
+}
+
 TEST_CASE("causal: under CUDA_LAUNCH_BLOCKING a launch waits for its kernel, it is no lazy load",
           "[rules][causal][TTA009]") {
   // CUDA_LAUNCH_BLOCKING=1: each launch call returns 5 us after its kernel ends. Per step, 30
