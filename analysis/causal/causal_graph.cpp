@@ -401,6 +401,8 @@ class GraphBuilder {
     std::vector<int64_t> launch_durs;
     for (size_t i = 0; i < n_rows; ++i) {
       const EventKind k = ev.kind[i];
+      ops_recorded = ops_recorded || k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+                     k == EventKind::kPythonFunction;
       const bool gpu_track = trace.tracks[ev.track[i]].gpu;
       if (IsGpuKind(k) ? (k != EventKind::kGpuSync) : (IsCpuKind(k) && !gpu_track)) {
         rows_of[ev.track[i]].push_back(static_cast<uint32_t>(i));
@@ -480,19 +482,15 @@ class GraphBuilder {
       // Autograd's backward thread often records more than the main thread, but the user's code
       // (and the wait in loss.backward()) runs on the main one.
       std::vector<uint8_t> autograd(trace.tracks.size(), 0);
-      bool any_op = false;
       for (size_t i = 0; i < n_rows; ++i) {
-        const EventKind k = ev.kind[i];
-        any_op = any_op || k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
-                 k == EventKind::kPythonFunction;
-        if (k == EventKind::kCpuOp &&
+        if (ev.kind[i] == EventKind::kCpuOp &&
             StartsWith(trace.Name(i), "autograd::engine::evaluate_function")) {
           autograd[ev.track[i]] = 1;
         }
       }
       // Without CPU activity (runtime calls only) autograd's thread cannot be told by its ops:
       // the main thread is the one that calls first (the batch's copy before the forward).
-      if (!any_op) {
+      if (!ops_recorded) {
         int64_t first = INT64_MAX;
         for (size_t t = 0; t < rows_of.size(); ++t) {
           if (!trace.tracks[t].gpu && !rows_of[t].empty() && ev.ts[rows_of[t].front()] < first) {
@@ -553,16 +551,13 @@ class GraphBuilder {
     };
     std::vector<Open> stack;
     int64_t cur = ev.ts[rows.front()];
-    // A trace recorded without CPU activity (runtime calls only, no op) and without steps: the
+    // A trace recorded without CPU activity (runtime calls only) and without steps: the
     // main thread's untraced work runs from the profiled span's start, not from its first
     // recorded call (a batch loaded for seconds before it shows as the GPU idle from the start).
-    const bool leading_untraced =
-        is_main && g.spans.size() == 1 && g.spans.front().number < 0 &&
-        g.spans.front().start_ns < cur && std::none_of(rows.begin(), rows.end(), [&](uint32_t r) {
-          return ev.kind[r] == EventKind::kCpuOp || ev.kind[r] == EventKind::kUserAnnotation ||
-                 ev.kind[r] == EventKind::kPythonFunction;
-        });
-    if (leading_untraced) cur = g.spans.front().start_ns;
+    if (is_main && !ops_recorded && g.spans.size() == 1 && g.spans.front().number < 0 &&
+        g.spans.front().start_ns < cur) {
+      cur = g.spans.front().start_ns;
+    }
     bool cut = true;        // the next slice starts a node (a kept boundary lies between)
     int32_t prev_top = -1;  // the step-level op of |prev| when it is CPU work
     auto emit = [&](int64_t a, int64_t b, bool force) {
@@ -1208,6 +1203,7 @@ class GraphBuilder {
   std::vector<uint8_t> name_class;             // NameClass bits per name id
   std::vector<uint8_t> keep_row;               // rows whose boundaries stay node boundaries
   int64_t cold_launch_ns = 0;
+  bool ops_recorded = false;  // any op, annotation or Python frame: the CPU activity was profiled
   // The run launched with CUDA_LAUNCH_BLOCKING=1: each launch call returns when its kernel ends.
   bool launches_block = false;
   std::vector<uint32_t> first_call_rows;  // the one-time first calls' rows, sorted
