@@ -371,17 +371,6 @@ enum NameClass : uint8_t {
   kNameCopy = 64
 };
 
-// Graph capture calls (GraphBuilder::capture_call).
-enum CaptureCall : uint8_t { kNotCapture = 0, kCaptureBegin, kCaptureEnd, kGraphInstantiate };
-
-CaptureCall CaptureCallOf(std::string_view n) {
-  if (!StartsWith(n, "cu") && !StartsWith(n, "hip")) return kNotCapture;
-  if (Contains(n, "StreamBeginCapture")) return kCaptureBegin;
-  if (Contains(n, "StreamEndCapture")) return kCaptureEnd;
-  if (Contains(n, "GraphInstantiate")) return kGraphInstantiate;
-  return kNotCapture;
-}
-
 // BuildCausalGraph's passes, run in order over shared state: each reads what the earlier ones
 // left here and in the graph (docs/causal_model.md describes them).
 class GraphBuilder {
@@ -412,9 +401,11 @@ class GraphBuilder {
       }
     }
     name_class.assign(trace.strings.size(), 0);
+    call_flags.assign(trace.strings.size(), 0);
     for (size_t id = 0; id < name_class.size(); ++id) {
       const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
       const uint32_t call = RuntimeCallFlags(n);
+      call_flags[id] = call;
       name_class[id] =
           (call & (kRuntimeSync | kRuntimeSyncCopy | kRuntimeImplicitSync) ? kNameSync : 0) |
           (call & kRuntimeAllocator ? kNameAllocator : 0) |
@@ -441,18 +432,11 @@ class GraphBuilder {
     launches_block =
         blocked >= kBlockingLaunchMin && blocked >= kBlockingLaunchShare * long_kernels;
 
-    capture_call.assign(trace.strings.size(), kNotCapture);
-    std::vector<uint8_t> graph_launch(trace.strings.size(), 0);
-    for (size_t id = 0; id < capture_call.size(); ++id) {
-      const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
-      capture_call[id] = CaptureCallOf(n);
-      graph_launch[id] = (RuntimeCallFlags(n) & kRuntimeGraphLaunch) != 0;
-    }
     int64_t captures = 0, graph_launches = 0;
     for (size_t i = 0; i < n_rows; ++i) {
       if (!IsLaunchKind(ev.kind[i])) continue;
-      captures += capture_call[ev.name[i]] == kCaptureBegin;
-      graph_launches += graph_launch[ev.name[i]];
+      captures += (call_flags[ev.name[i]] & kRuntimeCaptureBegin) != 0;
+      graph_launches += (call_flags[ev.name[i]] & kRuntimeGraphLaunch) != 0;
     }
     one_time_capture = captures > 0 && graph_launches > captures;
 
@@ -683,11 +667,12 @@ class GraphBuilder {
                       !(name_class[ev.name[r]] & kNameProfilerStep);
       const int32_t outer = stack.empty() ? -1 : stack.back().top;
       // A one-time graph capture: from its begin call to its end call, and the instantiation.
-      const uint8_t capture_kind =
-          one_time_capture ? capture_call[ev.name[r]] : static_cast<uint8_t>(kNotCapture);
-      if (capture_kind == kCaptureBegin) capturing = true;
-      const bool capture = capturing || capture_kind != kNotCapture;
-      if (capture_kind == kCaptureEnd) capturing = false;
+      constexpr uint32_t kCaptureCalls =
+          kRuntimeCaptureBegin | kRuntimeCaptureEnd | kRuntimeGraphInstantiate;
+      const uint32_t capture_call = one_time_capture ? call_flags[ev.name[r]] & kCaptureCalls : 0;
+      if (capture_call & kRuntimeCaptureBegin) capturing = true;
+      const bool capture = capturing || capture_call != 0;
+      if (capture_call & kRuntimeCaptureEnd) capturing = false;
       const bool cold = (!stack.empty() && stack.back().cold) || capture ||
                         std::binary_search(first_call_rows.begin(), first_call_rows.end(), r);
       stack.push_back(
@@ -1207,8 +1192,7 @@ class GraphBuilder {
   // The run launched with CUDA_LAUNCH_BLOCKING=1: each launch call returns when its kernel ends.
   bool launches_block = false;
   std::vector<uint32_t> first_call_rows;  // the one-time first calls' rows, sorted
-  // Per name id: a CUDA/HIP graph capture's begin (kCaptureBegin), end or instantiation.
-  std::vector<uint8_t> capture_call;
+  std::vector<uint32_t> call_flags;       // RuntimeCallFlags per name id
   // Graphs are captured once and replayed (more graph launches than captures): the captures,
   // their instantiation and the CPU work during them are one-time.
   bool one_time_capture = false;

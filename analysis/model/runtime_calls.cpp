@@ -101,6 +101,9 @@ uint32_t RuntimeCallFlags(std::string_view name) {
   if (StartsWith(n, "cu") || StartsWith(n, "hip")) {
     const auto& table = Table();
     if (auto it = table.find(n); it != table.end()) flags = it->second;
+    if (Contains(n, "StreamBeginCapture")) flags |= kRuntimeCaptureBegin;
+    if (Contains(n, "StreamEndCapture")) flags |= kRuntimeCaptureEnd;
+    if (Contains(n, "GraphInstantiate")) flags |= kRuntimeGraphInstantiate;
   }
   if (Contains(n, "LaunchKernel") || Contains(n, "LaunchCooperativeKernel")) {
     flags |= kRuntimeKernelLaunch;

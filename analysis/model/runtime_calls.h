@@ -12,20 +12,23 @@
 namespace ttap {
 
 enum RuntimeCallFlag : uint32_t {
-  kRuntimeSync = 1u << 0,            // waits for device work: stream, event, device, context
-  kRuntimeDeviceWideSync = 1u << 1,  // ... for all of the device's work
-  kRuntimeCopy = 1u << 2,            // queues or makes a copy between host and device memory
-  kRuntimeSyncCopy = 1u << 3,        // ... and returns only once it is done (cudaMemcpy)
-  kRuntimeAnyHostCopy = 1u << 4,     // ROCm's hipMemcpyWithStream: blocks for pinned and
-                                     // pageable host buffers alike
-  kRuntimeMemset = 1u << 5,          // fills device memory
-  kRuntimeKernelLaunch = 1u << 6,    // launches one kernel
-  kRuntimeGraphLaunch = 1u << 7,     // replays a captured CUDA/HIP graph
-  kRuntimeAllocator = 1u << 8,       // allocates or frees device or pinned host memory
-  kRuntimeDeviceMalloc = 1u << 9,    // ... device memory synchronously, what PyTorch's caching
-                                     // allocator exists to avoid (not the stream-ordered pool)
-  kRuntimeImplicitSync = 1u << 10,   // waits for the device before it returns (cudaFree)
-  kRuntimeColdStart = 1u << 11,      // loads modules or libraries, looks up functions: once
+  kRuntimeSync = 1u << 0,               // waits for device work: stream, event, device, context
+  kRuntimeDeviceWideSync = 1u << 1,     // ... for all of the device's work
+  kRuntimeCopy = 1u << 2,               // queues or makes a copy between host and device memory
+  kRuntimeSyncCopy = 1u << 3,           // ... and returns only once it is done (cudaMemcpy)
+  kRuntimeAnyHostCopy = 1u << 4,        // ROCm's hipMemcpyWithStream: blocks for pinned and
+                                        // pageable host buffers alike
+  kRuntimeMemset = 1u << 5,             // fills device memory
+  kRuntimeKernelLaunch = 1u << 6,       // launches one kernel
+  kRuntimeGraphLaunch = 1u << 7,        // replays a captured CUDA/HIP graph
+  kRuntimeAllocator = 1u << 8,          // allocates or frees device or pinned host memory
+  kRuntimeDeviceMalloc = 1u << 9,       // ... device memory synchronously, what PyTorch's caching
+                                        // allocator exists to avoid (not the stream-ordered pool)
+  kRuntimeImplicitSync = 1u << 10,      // waits for the device before it returns (cudaFree)
+  kRuntimeColdStart = 1u << 11,         // loads modules or libraries, looks up functions: once
+  kRuntimeCaptureBegin = 1u << 12,      // begins capturing a stream's work into a graph
+  kRuntimeCaptureEnd = 1u << 13,        // ends the capture
+  kRuntimeGraphInstantiate = 1u << 14,  // makes a captured graph launchable
 };
 
 // The call's flags; 0 for a name the table does not know (an operator, a Python frame).

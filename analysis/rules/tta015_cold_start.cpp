@@ -22,7 +22,7 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
   int captures = 0;  // one-time CUDA/HIP graph captures (their begin calls)
   std::string longest;
   for (auto& [step, f] : by_step) {
-    for (int32_t r : f.rows) captures += Contains(ctx.Name(r), "StreamBeginCapture");
+    for (int32_t r : f.rows) captures += (ctx.RuntimeFlags(r) & kRuntimeCaptureBegin) != 0;
     calls += f.evidence["calls"].number;
     call_us += f.evidence["call_us"].number;
     if (f.top_events.front().total_us > longest_us) {

@@ -43,6 +43,14 @@ TEST_CASE("runtime calls: syncs, blocking copies, launches, allocators, start-up
   }
   CHECK(HasRuntimeFlag("cudaGraphLaunch", kRuntimeGraphLaunch));
   CHECK(HasRuntimeFlag("hipGraphLaunch", kRuntimeGraphLaunch));
+  // A graph's capture and instantiation (one-time when the graph is replayed more often).
+  CHECK(HasRuntimeFlag("cudaStreamBeginCapture", kRuntimeCaptureBegin));
+  CHECK(HasRuntimeFlag("hipStreamBeginCapture", kRuntimeCaptureBegin));
+  CHECK(HasRuntimeFlag("cudaStreamEndCapture", kRuntimeCaptureEnd));
+  CHECK(HasRuntimeFlag("cudaGraphInstantiateWithFlags", kRuntimeGraphInstantiate));
+  CHECK(HasRuntimeFlag("hipGraphInstantiate", kRuntimeGraphInstantiate));
+  CHECK_FALSE(HasRuntimeFlag("cudaStreamIsCapturing", kRuntimeCaptureBegin | kRuntimeCaptureEnd));
+  CHECK_FALSE(HasRuntimeFlag("torch/cuda/graphs.py(74): capture_begin", kRuntimeCaptureBegin));
   // Allocators: the synchronous device ones are what the caching allocator saves; cudaFree
   // waits for the device; the stream-ordered pool and pinned host memory are allocators only.
   for (const char* n :
