@@ -387,19 +387,6 @@ class GraphBuilder {
       for (size_t i = 0; i < n_rows; ++i) ++rows_per_track[ev.track[i]];
       for (size_t t = 0; t < rows_of.size(); ++t) rows_of[t].reserve(rows_per_track[t]);
     }
-    std::vector<int64_t> launch_durs;
-    for (size_t i = 0; i < n_rows; ++i) {
-      const EventKind k = ev.kind[i];
-      ops_recorded = ops_recorded || k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
-                     k == EventKind::kPythonFunction;
-      const bool gpu_track = trace.tracks[ev.track[i]].gpu;
-      if (IsGpuKind(k) ? (k != EventKind::kGpuSync) : (IsCpuKind(k) && !gpu_track)) {
-        rows_of[ev.track[i]].push_back(static_cast<uint32_t>(i));
-      }
-      if (IsLaunchKind(k) && ev.link[i] >= 0 && launch_durs.size() < 200000) {
-        launch_durs.push_back(ev.dur[i]);
-      }
-    }
     name_class.assign(trace.strings.size(), 0);
     call_flags.assign(trace.strings.size(), 0);
     for (size_t id = 0; id < name_class.size(); ++id) {
@@ -413,6 +400,29 @@ class GraphBuilder {
           (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0) |
           (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0);
     }
+    // One pass over the rows: per track, the launch durations, whether the CPU's ops were
+    // profiled, graph captures against replays, launches that block on their kernel.
+    std::vector<int64_t> launch_durs;
+    int64_t captures = 0, graph_launches = 0, long_kernels = 0, blocked = 0;
+    for (size_t i = 0; i < n_rows; ++i) {
+      const EventKind k = ev.kind[i];
+      ops_recorded = ops_recorded || k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+                     k == EventKind::kPythonFunction;
+      const bool gpu_track = trace.tracks[ev.track[i]].gpu;
+      if (IsGpuKind(k) ? (k != EventKind::kGpuSync) : (IsCpuKind(k) && !gpu_track)) {
+        rows_of[ev.track[i]].push_back(static_cast<uint32_t>(i));
+      }
+      if (!IsLaunchKind(k)) continue;
+      captures += (call_flags[ev.name[i]] & kRuntimeCaptureBegin) != 0;
+      graph_launches += (call_flags[ev.name[i]] & kRuntimeGraphLaunch) != 0;
+      const int32_t launched = ev.link[i];
+      if (launched < 0) continue;
+      if (launch_durs.size() < 200000) launch_durs.push_back(ev.dur[i]);
+      if (ev.kind[launched] == EventKind::kKernel && ev.dur[launched] >= kBlockingKernelMinNs) {
+        ++long_kernels;
+        blocked += BlocksOnKernel(static_cast<uint32_t>(i));
+      }
+    }
     // Rows whose start and end stay node boundaries (merged slices never cross them).
     keep_row.assign(n_rows, 0);
     for (int32_t r : keep_rows) {
@@ -421,23 +431,8 @@ class GraphBuilder {
     // A launch call this much slower than the median loads its module lazily (cold start).
     cold_launch_ns =
         std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
-    int64_t long_kernels = 0, blocked = 0;
-    for (size_t i = 0; i < n_rows; ++i) {
-      if (!IsLaunchKind(ev.kind[i]) || ev.link[i] < 0) continue;
-      const int32_t k = ev.link[i];
-      if (ev.kind[k] != EventKind::kKernel || ev.dur[k] < kBlockingKernelMinNs) continue;
-      ++long_kernels;
-      blocked += BlocksOnKernel(static_cast<uint32_t>(i));
-    }
     launches_block =
         blocked >= kBlockingLaunchMin && blocked >= kBlockingLaunchShare * long_kernels;
-
-    int64_t captures = 0, graph_launches = 0;
-    for (size_t i = 0; i < n_rows; ++i) {
-      if (!IsLaunchKind(ev.kind[i])) continue;
-      captures += (call_flags[ev.name[i]] & kRuntimeCaptureBegin) != 0;
-      graph_launches += (call_flags[ev.name[i]] & kRuntimeGraphLaunch) != 0;
-    }
     one_time_capture = captures > 0 && graph_launches > captures;
 
     g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
