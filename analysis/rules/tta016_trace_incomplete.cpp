@@ -21,6 +21,16 @@ bool UsesGpu(std::string_view name) {
          (StartsWith(name, "torch/cuda/__init__.py(") && EndsWith(name, "): synchronize"));
 }
 
+// The trace-incomplete finding, anchored at |first| (its first evidence): over the analysed
+// steps, or the evidence itself in a trace without steps.
+Finding IncompleteTraceFinding(const RuleContext& ctx, int32_t first) {
+  const EventTable& ev = ctx.ev();
+  const auto& steps = ctx.steps();
+  return MakeRawFinding(
+      ctx, "TTA016", steps.empty() ? -1 : 0, steps.empty() ? ev.ts[first] : steps.front().start_ns,
+      steps.empty() ? ev.end(first) : steps.back().end_ns, 0, first, "trace-incomplete");
+}
+
 // No GPU activity and no launch call recorded, yet the CPU's ops say the run used a GPU: the
 // profile holds the CPU's side only (activities=[ProfilerActivity.CPU], a PyTorch built without
 // Kineto, CUPTI missing under WSL). Nothing on the GPU side can be judged.
@@ -43,10 +53,7 @@ void DetectUnrecordedGpu(const RuleContext& ctx, const RuleOptions& o, std::vect
     if (first < 0) first = static_cast<int32_t>(i);
   }
   if (evidence < o.Get("trace_incomplete_min_gpu_ops", 3)) return;
-  const auto& steps = ctx.steps();
-  Finding f = MakeRawFinding(
-      ctx, "TTA016", steps.empty() ? -1 : 0, steps.empty() ? ev.ts[first] : steps.front().start_ns,
-      steps.empty() ? ev.end(first) : steps.back().end_ns, 0, first, "trace-incomplete");
+  Finding f = IncompleteTraceFinding(ctx, first);
   AddNumber(&f, "launches", 0);
   AddNumber(&f, "gpu_activities", 0);
   AddNumber(&f, "ops_that_use_a_gpu", static_cast<double>(evidence));
@@ -80,7 +87,6 @@ void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const Tim
   }
   const double min_launches = o.Get("trace_incomplete_min_launches", 10);
   const double min_share = o.Get("trace_incomplete_share", 0.5);
-  const auto& steps = ctx.steps();
   if (gpu == 0 && launches == 0) {
     DetectUnrecordedGpu(ctx, o, out);
     return;
@@ -89,9 +95,7 @@ void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const Tim
     DetectBlindWaits(ctx, o, out);
     return;
   }
-  Finding f = MakeRawFinding(
-      ctx, "TTA016", steps.empty() ? -1 : 0, steps.empty() ? ev.ts[first] : steps.front().start_ns,
-      steps.empty() ? ev.end(first) : steps.back().end_ns, 0, first, "trace-incomplete");
+  Finding f = IncompleteTraceFinding(ctx, first);
   AddNumber(&f, "launches", static_cast<double>(launches));
   AddNumber(&f, "launches_without_gpu_activity", static_cast<double>(unmatched));
   AddNumber(&f, "gpu_activities", static_cast<double>(gpu));
