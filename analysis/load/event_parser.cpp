@@ -30,7 +30,6 @@ EventKind KindFromCategory(std::string_view c) {
 
 namespace {
 
-// The ops whose recorded inputs can say that they convert a tensor's memory layout.
 // The size of one element of a profiler "dtype" arg (c10's scalar type names); 1 when unknown.
 int64_t DtypeBytes(std::string_view d) {
   if (d == "Double" || d == "Long" || d == "ComplexFloat") return 8;
@@ -39,6 +38,7 @@ int64_t DtypeBytes(std::string_view d) {
   return 1;  // Byte, Char, Bool, the float8 types
 }
 
+// The ops whose recorded inputs can say that they convert a tensor's memory layout.
 bool IsLayoutCopyCandidate(std::string_view name) {
   return name == "aten::contiguous" || name == "aten::clone";
 }

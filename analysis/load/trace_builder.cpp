@@ -390,13 +390,13 @@ void AssignDevices(Trace* trace) {
   }
 }
 
-// 7. Steps: CPU-side ProfilerStep#N, extended to the end of the GPU work they launched. The
-// first event of each number counts (a set, not a scan of the steps so far: 100k steps).
-// FindSteps: markers are ignored when they cover under 1/kMarkedShareDivisor of the CPU ops' span,
-// if that span is at least kUnmarkedWorkMinNs.
+// FindSteps ignores the markers when they cover under 1/kMarkedShareDivisor of the CPU ops'
+// span, if that span is at least kUnmarkedWorkMinNs.
 constexpr int64_t kMarkedShareDivisor = 20;
 constexpr int64_t kUnmarkedWorkMinNs = 1000000;
 
+// 7. Steps: CPU-side ProfilerStep#N, extended to the end of the GPU work they launched. The
+// first event of each number counts (a set, not a scan of the steps so far: 100k steps).
 void FindSteps(Trace* trace) {
   EventTable& ev = trace->events;
   const size_t total = ev.size();
