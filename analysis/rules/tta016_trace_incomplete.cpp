@@ -1,6 +1,8 @@
 // TTA016 trace-incomplete: GPU activity missing from the trace, which cannot be judged. Its
 // detector; registered in rule_registry.cpp, documented in
 // docs/antipatterns.md#tta016-trace-incomplete.
+#include <cstdio>
+
 #include "analysis/rules/causal_detectors.h"
 
 namespace ttap {
@@ -31,6 +33,62 @@ Finding IncompleteTraceFinding(const RuleContext& ctx, int32_t first) {
       steps.empty() ? ev.end(first) : steps.back().end_ns, 0, first, "trace-incomplete");
 }
 
+// No GPU activity and no launch call recorded, yet .item() reads that wait: a scalar read of a
+// CPU tensor (aten::_local_scalar_dense) takes microseconds, one that takes milliseconds with no
+// op under it waits for a device whose work the trace does not hold (Apple MPS, whose activity
+// the profiler does not record; an accelerator profiled with activities=[CPU]).
+constexpr int64_t kDeviceWaitMinNs = 1000000;
+void DetectUnrecordedDeviceWaits(const RuleContext& ctx, const RuleOptions& o,
+                                 std::vector<Finding>* out) {
+  const EventTable& ev = ctx.ev();
+  const StringId scalar_read = ctx.trace().strings.Find("aten::_local_scalar_dense");
+  if (scalar_read == kEmptyString) return;
+  std::vector<int32_t> reads;  // candidate rows, in row order
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.name[i] == scalar_read && ev.kind[i] == EventKind::kCpuOp &&
+        ev.dur[i] >= kDeviceWaitMinNs) {
+      reads.push_back(static_cast<int32_t>(i));
+    }
+  }
+  if (reads.empty()) return;
+  // Time of the ops under each read: a read that runs ops of its own is no wait.
+  std::vector<int64_t> under(reads.size(), 0);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const int32_t p = ev.parent[i];
+    if (p < 0 || ev.name[p] != scalar_read) continue;
+    auto it = std::lower_bound(reads.begin(), reads.end(), p);
+    if (it != reads.end() && *it == p) under[it - reads.begin()] += ev.dur[i];
+  }
+  int64_t waits = 0, wait_ns = 0, longest = 0;
+  int32_t first = -1;
+  for (size_t k = 0; k < reads.size(); ++k) {
+    const int64_t d = ev.dur[reads[k]];
+    if (2 * under[k] >= d) continue;
+    ++waits;
+    wait_ns += d;
+    longest = std::max(longest, d);
+    if (first < 0) first = reads[k];
+  }
+  if (waits < o.Get("trace_incomplete_min_device_waits", 3)) return;
+  Finding f = IncompleteTraceFinding(ctx, first);
+  AddNumber(&f, "launches", 0);
+  AddNumber(&f, "gpu_activities", 0);
+  AddNumber(&f, "device_waits", static_cast<double>(waits));
+  AddNumber(&f, "device_wait_ms", wait_ns / 1e6);
+  char ms[64];
+  std::snprintf(ms, sizeof ms, "%.1f ms in all, the longest %.1f ms", wait_ns / 1e6, longest / 1e6);
+  AddText(&f, "detail",
+          "the CPU waited for a device: " + std::to_string(waits) +
+              " .item() reads (aten::_local_scalar_dense) took a millisecond or more with no op "
+              "under them (" +
+              ms +
+              "), as reads of a GPU tensor do, but the trace records no launch call and no device "
+              "activity, so what the device did cannot be judged (Apple MPS: the profiler does not "
+              "record its work; CUDA: record with activities=[ProfilerActivity.CPU, "
+              "ProfilerActivity.CUDA])");
+  out->push_back(std::move(f));
+}
+
 // No GPU activity and no launch call recorded, yet the CPU's ops say the run used a GPU: the
 // profile holds the CPU's side only (activities=[ProfilerActivity.CPU], a PyTorch built without
 // Kineto, CUPTI missing under WSL). Nothing on the GPU side can be judged.
@@ -52,7 +110,10 @@ void DetectUnrecordedGpu(const RuleContext& ctx, const RuleOptions& o, std::vect
     ++evidence;
     if (first < 0) first = static_cast<int32_t>(i);
   }
-  if (evidence < o.Get("trace_incomplete_min_gpu_ops", 3)) return;
+  if (evidence < o.Get("trace_incomplete_min_gpu_ops", 3)) {
+    DetectUnrecordedDeviceWaits(ctx, o, out);
+    return;
+  }
   Finding f = IncompleteTraceFinding(ctx, first);
   AddNumber(&f, "launches", 0);
   AddNumber(&f, "gpu_activities", 0);

@@ -505,6 +505,34 @@ TEST_CASE("causal: a GPU run profiled on the CPU side only is incomplete",
             .empty());
 }
 
+TEST_CASE("causal: .item() reads that wait for an unrecorded device make the trace incomplete",
+          "[rules][causal][TTA016]") {
+  // Apple MPS (its work is not recorded): a training loop without steps whose loss.item() and
+  // grad-norm reads wait milliseconds with no op under them; no launch, no device activity.
+  auto loop = [](double read_us, bool op_under_read) {
+    TinyTrace t;
+    double cpu = 1000;
+    for (int k = 0; k < 4; ++k) {
+      t.Cpu("aten::linear", cpu, 400);
+      cpu += 410;
+      t.Cpu("aten::item", cpu, read_us + 4);
+      t.Cpu("aten::_local_scalar_dense", cpu + 1, read_us + 2);
+      if (op_under_read) t.Cpu("aten::sum", cpu + 2, read_us);
+      cpu += read_us + 10;
+    }
+    return t;
+  };
+  auto trace = loop(5000, false).Load();
+  auto inc = FindingsWithCode(*trace, "TTA016");
+  REQUIRE(inc.size() == 1);
+  CHECK(inc[0].severity == ttap::Severity::kWarning);
+  CHECK(inc[0].evidence.at("device_waits").number == 4);
+  CHECK(inc[0].message.find("the CPU waited for a device") != std::string::npos);
+  // Reads of CPU tensors take microseconds; a read that runs an op of its own is no wait.
+  CHECK(FindingsWithCode(*loop(20, false).Load(), "TTA016").empty());
+  CHECK(FindingsWithCode(*loop(5000, true).Load(), "TTA016").empty());
+}
+
 TEST_CASE("causal: an allocator-bound trace without ProfilerStep reports TTA013 first",
           "[rules][causal][TTA013]") {
   // No step annotations: a loop whose every op allocates and frees (the caching allocator off),
