@@ -1171,6 +1171,21 @@ class GraphBuilder {
         if (lts < it->cpu_end_ns)
           g.steps[it - spans.begin()].gpu.push_back(static_cast<int32_t>(n));
       }
+    } else if (spans.size() == 1) {
+      // One span without steps: CPU threads that no other lane follows or waits for do not
+      // bound it.
+      std::vector<uint8_t> depended_on(g.lanes.size(), 0);
+      auto mark = [&](size_t from, int32_t to) {
+        if (to >= 0 && g.lane[to] != g.lane[from]) depended_on[g.lane[to]] = 1;
+      };
+      for (size_t n = 0; n < n_nodes; ++n) {
+        mark(n, g.cross[n]);
+        for (uint32_t w = g.wait_begin[n]; w < g.wait_begin[n + 1]; ++w) mark(n, g.waits[w]);
+      }
+      for (size_t l = 0; l < g.lanes.size(); ++l) {
+        CausalGraph::Lane& lane = g.lanes[l];
+        lane.bounds_run = lane.main || lane.gpu || depended_on[l];
+      }
     }
   }
 
@@ -1363,9 +1378,13 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     if (sn.start_node < 0 || sn.end_node < 0) {
       // The whole span of a trace without steps.
       int64_t lo = std::numeric_limits<int64_t>::max(), hi = kNoTime;
-      for (size_t v = 0; v < n; ++v) {
-        lo = std::min(lo, r.start[v]);
-        hi = std::max(hi, r.end[v]);
+      for (bool all_lanes : {false, true}) {
+        for (size_t v = 0; v < n; ++v) {
+          if (!all_lanes && !g.lanes[g.lane[v]].bounds_run) continue;
+          lo = std::min(lo, r.start[v]);
+          hi = std::max(hi, r.end[v]);
+        }
+        if (hi != kNoTime) break;
       }
       r.step_start[k] = n ? lo : 0;
       r.step_end[k] = n ? hi : 0;
@@ -1427,8 +1446,12 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       // The whole span of a trace without steps (a step the main thread does not bound, in a
       // malformed trace, stays untraced).
       if (g.steps.size() == 1) {
-        for (size_t v = 0; v < g.size(); ++v) {
-          if (n < 0 || r.end[v] > r.end[n]) n = static_cast<int32_t>(v);
+        for (bool all_lanes : {false, true}) {
+          for (size_t v = 0; v < g.size(); ++v) {
+            if (!all_lanes && !g.lanes[g.lane[v]].bounds_run) continue;
+            if (n < 0 || r.end[v] > r.end[n]) n = static_cast<int32_t>(v);
+          }
+          if (n >= 0) break;
         }
       }
     } else {

@@ -131,7 +131,12 @@ struct CausalGraph {
   struct Lane {
     uint32_t track = 0;
     bool gpu = false;
-    bool main = false;                     // the thread that runs the steps
+    bool main = false;  // the thread that runs the steps
+    // In a trace without steps, whether the lane's work bounds the run: the main thread, the
+    // GPU streams and threads whose work another lane follows or waits for (a launching
+    // thread, autograd's). A thread nothing depends on (a runtime's housekeeping thread that
+    // wakes every 100 ms) may run past the work and must not hold the run's end.
+    bool bounds_run = true;
     int32_t first_node = 0, end_node = 0;  // the lane's nodes: [first_node, end_node), by start
   };
   std::vector<Lane> lanes;

@@ -323,6 +323,36 @@ TEST_CASE("a secondary thread resuming after the main thread is done follows its
   CHECK(base.total_step_ns() - RunReplay(g, &w).total_step_ns() == 500000);
 }
 
+TEST_CASE("a thread nothing depends on does not hold a stepless run's end", "[causal]") {
+  // No steps. The main thread runs 1 ms of ops and launches a kernel; a runtime's housekeeping
+  // thread (3) wakes every 100 ms for a call that starts no GPU work, the last one 40 ms after
+  // the work is done (vLLM on ROCm: hipThreadExchangeStreamCaptureMode).
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Runtime("cudaThreadExchangeStreamCaptureMode", 950, 3, 3);
+  double cpu = 1000;
+  for (int k = 0; k < 10; ++k, cpu += 100) t.Cpu("aten::mul", cpu, 100);
+  t.Kernel("vectorized_elementwise_kernel", cpu, 5, cpu + 10, 50);
+  t.Runtime("cudaThreadExchangeStreamCaptureMode", cpu + 40000, 3, 3);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  Replay base = RunReplay(g);
+  // The run ends with the kernel (at cpu + 60 us), not with the housekeeping call.
+  CHECK(base.total_step_ns() == (cpu + 60 - 1000) * 1000);
+  WhatIf w;
+  for (size_t v = 0; v < g.size(); ++v) {
+    if (g.lanes[g.lane[v]].main && g.role[v] == NodeRole::kCpuWork && g.dur[v] == 100000 &&
+        w.dur.size() < 5) {
+      w.dur.emplace_back(static_cast<int32_t>(v), 0);
+    }
+  }
+  REQUIRE(w.dur.size() == 5);
+  CHECK(base.total_step_ns() - RunReplay(g, &w).total_step_ns() == 500000);
+  std::vector<StepAttribution> at = AttributeSteps(*trace, g, base);
+  REQUIRE(at.size() == 1);
+  CHECK(at[0].total() == base.total_step_ns());
+}
+
 TEST_CASE("a thread blocked in a wait or a sleep is not work the main thread waits for",
           "[causal]") {
   // The main thread idles in its loop body from 1100 to 3000 while another thread's frame ends
