@@ -2,6 +2,7 @@
 #include "analysis/causal/causal_graph.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -121,29 +122,35 @@ const char* CauseDescription(Cause c) {
 }
 
 void CausalGraph::Reserve(size_t n) {
-  for (auto* v : {&obs_start, &obs_end, &dur, &lane_gap, &cross_gap, &sync_tail}) v->reserve(n);
-  for (auto* v : {&row, &lane_prev, &cross}) v->reserve(n);
-  lane.reserve(n);
+  for (auto* v : {&obs_start, &obs_end, &dur, &lane_gap, &cross_gap}) v->reserve(n);
+  for (auto* v : {&row, &cross}) v->reserve(n);
   role.reserve(n);
   cause.reserve(n);
+  has_lane_prev.reserve(n);
   cross_from_end.reserve(n);
 }
 
-int32_t CausalGraph::AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c) {
+int32_t CausalGraph::AddNode(int64_t s, int64_t e, int32_t r, NodeRole ro, Cause c) {
   obs_start.push_back(s);
   obs_end.push_back(e);
   dur.push_back(e - s);
   row.push_back(r);
-  lane.push_back(l);
   role.push_back(ro);
   cause.push_back(c);
-  lane_prev.push_back(-1);
+  has_lane_prev.push_back(false);
   lane_gap.push_back(0);
   cross.push_back(-1);
   cross_gap.push_back(0);
   cross_from_end.push_back(0);
-  sync_tail.push_back(0);
   return static_cast<int32_t>(obs_start.size() - 1);
+}
+
+uint32_t CausalGraph::LaneOf(int32_t v) const {
+  assert(v >= 0 && static_cast<size_t>(v) < size() && !lanes.empty());
+  // The last lane starting at or before v (an empty lane shares the next one's first node).
+  auto it = std::upper_bound(lanes.begin(), lanes.end(), v,
+                             [](int32_t x, const Lane& l) { return x < l.first_node; });
+  return static_cast<uint32_t>(it - lanes.begin() - 1);
 }
 
 namespace {
@@ -510,7 +517,6 @@ class GraphBuilder {
     const auto& rows = rows_of[track];
     if (rows.empty()) return;
     const bool is_main = static_cast<int64_t>(track) == main_track;
-    const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
     g.lanes.push_back({track, false, is_main});
     g.lanes.back().first_node = static_cast<int32_t>(g.size());
     int32_t prev = -1;
@@ -583,10 +589,11 @@ class GraphBuilder {
           cause = cpu_cause(stack.back());
         }
       }
-      int32_t node = g.AddNode(a, std::max(a, b), r, lane, role, cause);
+      int32_t node = g.AddNode(a, std::max(a, b), r, role, cause);
       if (r >= 0 && IsLaunchKind(ev.kind[r])) g.node_of_row[r] = node;
       if (role == NodeRole::kSync) pending_syncs.push_back(node);
-      g.lane_prev[node] = prev;
+      assert(prev < 0 || prev == node - 1);
+      g.has_lane_prev[node] = prev >= 0;
       g.lane_gap[node] = prev >= 0 ? a - g.obs_end[prev] : 0;
       if (after_gap && !is_main && !main_nodes.empty()) {
         // A secondary thread resuming after a gap waited for the main thread (autograd's
@@ -730,7 +737,6 @@ class GraphBuilder {
     std::vector<uint8_t> gpu_cause_of_name(trace.strings.size(), kUnclassified);
     for (size_t t = 0; t < rows_of.size(); ++t) {
       if (!trace.tracks[t].gpu || rows_of[t].empty()) continue;
-      const uint32_t lane = static_cast<uint32_t>(g.lanes.size());
       g.lanes.push_back({static_cast<uint32_t>(t), true, false});
       g.lanes.back().first_node = static_cast<int32_t>(g.size());
       int32_t prev = -1;
@@ -744,8 +750,9 @@ class GraphBuilder {
                             : ev.kind[r] == EventKind::kMemset ? Cause::kMemset
                                                                : static_cast<Cause>(cached);
         int32_t node =
-            g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), lane, NodeRole::kGpu, cause);
-        g.lane_prev[node] = prev;
+            g.AddNode(ev.ts[r], ev.end(r), static_cast<int32_t>(r), NodeRole::kGpu, cause);
+        assert(prev < 0 || prev == node - 1);
+        g.has_lane_prev[node] = prev >= 0;
         g.node_of_row[r] = node;
         const int64_t gap = prev >= 0 ? ev.ts[r] - g.obs_end[prev] : kNoTime;
         const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
@@ -782,11 +789,13 @@ class GraphBuilder {
     // 3. What each synchronising call waits for: the last activity of every stream launched
     // before the call started (and ended before the call did), or its own blocking copy.
     launched.assign(g.lanes.size(), {});
-    for (size_t n = 0; n < g.size(); ++n) {
-      if (g.role[n] != NodeRole::kGpu) continue;
-      const int32_t c = g.cross[n];
-      const int64_t lts = c >= 0 ? g.obs_start[c] : g.obs_start[n];
-      launched[g.lane[n]].by_launch.emplace_back(lts, static_cast<int32_t>(n));
+    for (size_t l = 0; l < g.lanes.size(); ++l) {
+      for (int32_t n = g.lanes[l].first_node; n < g.lanes[l].end_node; ++n) {
+        if (g.role[n] != NodeRole::kGpu) continue;
+        const int32_t c = g.cross[n];
+        const int64_t lts = c >= 0 ? g.obs_start[c] : g.obs_start[n];
+        launched[l].by_launch.emplace_back(lts, n);
+      }
     }
     for (auto& l : launched) std::sort(l.by_launch.begin(), l.by_launch.end());
   }
@@ -922,11 +931,11 @@ class GraphBuilder {
       }
       for (int32_t d : deps) wait_pairs.emplace_back(s, d);
       if (wait_end != kNoTime && wait_end > a) {
-        g.sync_tail[s] = b - wait_end;
+        sync_tail[s] = b - wait_end;
         g.dur[s] = std::min(b - a, kSyncCostNs);
       } else {
         g.dur[s] = b - a;
-        g.sync_tail[s] = 0;
+        sync_tail[s] = 0;
       }
     }
   }
@@ -950,8 +959,7 @@ class GraphBuilder {
       // a silent wait (`.item()`, `print(loss)`) is inferred.
       bool main_syncs_recorded = false;
       for (int32_t s : pending_syncs) {
-        if (g.lane[s] < g.lanes.size() && g.lanes[g.lane[s]].main &&
-            IsSyncCall(trace.Name(g.row[s]))) {
+        if (g.lanes[g.LaneOf(s)].main && IsSyncCall(trace.Name(g.row[s]))) {
           main_syncs_recorded = true;
           break;
         }
@@ -983,7 +991,7 @@ class GraphBuilder {
           // long run of collectives or kernels is the thread's own time).
           if (l.gpu && v + 1 < l.end_node && g.obs_start[v + 1] < b) continue;
           int64_t covered = l.gpu ? ClippedLength(gpu_busy, a, b) : 0;
-          for (int32_t u = v; !l.gpu && u >= 0 && g.obs_end[u] > a; u = g.lane_prev[u]) {
+          for (int32_t u = v; !l.gpu && u >= 0 && g.obs_end[u] > a; u = g.LanePrev(u)) {
             // A thread blocked in a wait or a sleep was not working for the main thread.
             const bool idle = g.row[u] >= 0 && (name_class[ev.name[g.row[u]]] & kNameIdleWait);
             if (g.cause[u] != Cause::kUntraced && !idle) {
@@ -995,7 +1003,7 @@ class GraphBuilder {
         if (d < 0) continue;
         g.role[m] = NodeRole::kJoin;
         g.dur[m] = 0;
-        g.sync_tail[m] = b - g.obs_end[d];
+        sync_tail[m] = b - g.obs_end[d];
         wait_pairs.emplace_back(m, d);
       }
     }
@@ -1008,15 +1016,15 @@ class GraphBuilder {
     // the launch become lower bounds, as for an activity queued behind another).
     for (const auto& [dst, src] : stream_waits) {
       if (g.obs_end[src] > g.obs_start[dst]) continue;  // inconsistent clocks: no edge
-      const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
+      const int32_t prev = g.LanePrev(dst), launch = g.cross[dst];
       const bool binding = (prev < 0 || g.obs_end[src] >= g.obs_end[prev]) &&
                            (launch < 0 || g.obs_end[src] >= g.obs_start[launch]);
       if (binding) {
-        g.sync_tail[dst] = g.obs_start[dst] - g.obs_end[src];
+        sync_tail[dst] = g.obs_start[dst] - g.obs_end[src];
         if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
         if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
       } else {
-        g.sync_tail[dst] = 0;
+        sync_tail[dst] = 0;
       }
       wait_pairs.emplace_back(dst, src);
       ++g.stats.stream_waits;
@@ -1035,7 +1043,7 @@ class GraphBuilder {
         if (!lane.gpu) continue;
         for (int32_t dst = lane.first_node; dst < lane.end_node; ++dst) {
           const int64_t start = g.obs_start[dst];
-          const int32_t prev = g.lane_prev[dst], launch = g.cross[dst];
+          const int32_t prev = g.LanePrev(dst), launch = g.cross[dst];
           if (has_wait[dst] || (prev < 0 && launch < 0)) continue;
           if (prev >= 0 && start - g.obs_end[prev] < kInferredWaitMinNs) continue;
           // A blocking copy's call returns only once its copy is done: its start is the launch.
@@ -1053,7 +1061,7 @@ class GraphBuilder {
             if (src < 0 || g.obs_end[v] > g.obs_end[src]) src = v;
           }
           if (src < 0) continue;
-          g.sync_tail[dst] = start - g.obs_end[src];
+          sync_tail[dst] = start - g.obs_end[src];
           if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
           if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
           wait_pairs.emplace_back(dst, src);
@@ -1072,14 +1080,14 @@ class GraphBuilder {
           g.cross[c] >= 0) {
         continue;
       }
-      if (g.lane_prev[c] < 0) {
+      if (g.LanePrev(c) < 0) {
         g.cross[v] = -1;
-        if (g.lane_prev[v] < 0) continue;  // anchored at its recorded start
-        g.lane_gap[v] = g.obs_start[v] - g.obs_end[g.lane_prev[v]];
+        if (g.LanePrev(v) < 0) continue;  // anchored at its recorded start
+        g.lane_gap[v] = g.obs_start[v] - g.obs_end[g.LanePrev(v)];
         continue;
       }
       g.cross_gap[v] += g.lane_gap[c];
-      g.cross[v] = g.lane_prev[c];
+      g.cross[v] = g.LanePrev(c);
       g.cross_from_end[v] = 1;
     }
   }
@@ -1091,7 +1099,12 @@ class GraphBuilder {
     for (auto& [s, d] : wait_pairs) g.wait_begin[s + 1]++;
     for (size_t i = 0; i < g.size(); ++i) g.wait_begin[i + 1] += g.wait_begin[i];
     g.waits.resize(wait_pairs.size());
-    for (size_t i = 0; i < wait_pairs.size(); ++i) g.waits[i] = wait_pairs[i].second;
+    g.wait_tail.resize(wait_pairs.size());
+    for (size_t i = 0; i < wait_pairs.size(); ++i) {
+      g.waits[i] = wait_pairs[i].second;
+      g.wait_tail[i] = sync_tail[wait_pairs[i].first];
+    }
+    std::vector<int64_t>().swap(sync_tail);  // the graph keeps one value per wait
   }
 
   void TopologicalOrder() {
@@ -1104,7 +1117,7 @@ class GraphBuilder {
     auto pred = [&](int32_t n, uint32_t k, int32_t* out) -> bool {
       // Predecessor number k of n: 0 lane, 1 cross, 2.. waits.
       if (k == 0) {
-        *out = g.lane_prev[n];
+        *out = g.LanePrev(n);
         return true;
       }
       if (k == 1) {
@@ -1134,7 +1147,7 @@ class GraphBuilder {
         if (state[p] == 1) {
           ++g.stats.cycles_broken;
           if (which == 0) {
-            g.lane_prev[n] = -1;
+            g.has_lane_prev[n] = false;
           } else if (which == 1) {
             g.cross[n] = -1;
           } else {
@@ -1175,12 +1188,16 @@ class GraphBuilder {
       // One span without steps: CPU threads that no other lane follows or waits for do not
       // bound it.
       std::vector<uint8_t> depended_on(g.lanes.size(), 0);
-      auto mark = [&](size_t from, int32_t to) {
-        if (to >= 0 && g.lane[to] != g.lane[from]) depended_on[g.lane[to]] = 1;
-      };
-      for (size_t n = 0; n < n_nodes; ++n) {
-        mark(n, g.cross[n]);
-        for (uint32_t w = g.wait_begin[n]; w < g.wait_begin[n + 1]; ++w) mark(n, g.waits[w]);
+      for (size_t l = 0; l < g.lanes.size(); ++l) {
+        auto mark = [&](int32_t to) {
+          if (to >= 0 && (to < g.lanes[l].first_node || to >= g.lanes[l].end_node)) {
+            depended_on[g.LaneOf(to)] = 1;
+          }
+        };
+        for (int32_t n = g.lanes[l].first_node; n < g.lanes[l].end_node; ++n) {
+          mark(g.cross[n]);
+          for (uint32_t w = g.wait_begin[n]; w < g.wait_begin[n + 1]; ++w) mark(g.waits[w]);
+        }
       }
       for (size_t l = 0; l < g.lanes.size(); ++l) {
         CausalGraph::Lane& lane = g.lanes[l];
@@ -1222,6 +1239,9 @@ class GraphBuilder {
   std::vector<std::pair<int32_t, int32_t>> stream_waits;  // (GPU node, GPU node it waits for)
   // Every pass that finds a wait: (waiting node, awaited node).
   std::vector<std::pair<int32_t, int32_t>> wait_pairs;
+  // Per node, until StoreWaits: sync and join nodes' end minus the awaited work's end; GPU
+  // nodes with a stream wait: their start minus it (CausalGraph::wait_tail).
+  std::vector<int64_t> sync_tail;
 };
 
 }  // namespace
@@ -1239,6 +1259,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
   b.ChooseThreads();
   for (uint32_t track : b.cpu_tracks) b.AddCpuLane(track);
   b.AddGpuLanes();
+  b.sync_tail.assign(g.size(), 0);
   b.IndexLaunches();
   b.RecordedEventWaits();
   b.BlockingCopies();
@@ -1346,13 +1367,13 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
       wait = wait && !c.no_wait;
     }
     int64_t s = kNoTime;
-    if (g.lane_prev[v] >= 0) s = r.end[g.lane_prev[v]] + lane_gap;
+    if (g.LanePrev(v) >= 0) s = r.end[g.LanePrev(v)] + lane_gap;
     if (g.cross[v] >= 0) {
       s = std::max(s, (g.cross_from_end[v] ? r.end[g.cross[v]] : r.start[g.cross[v]]) + cross_gap);
     }
     if (g.role[v] == NodeRole::kGpu) {  // recorded stream waits hold the start
       for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
-        if (g.waits[w] != v) s = std::max(s, r.end[g.waits[w]] + g.sync_tail[v]);
+        if (g.waits[w] != v) s = std::max(s, r.end[g.waits[w]] + g.wait_tail[w]);
       }
     }
     if (s == kNoTime) s = g.obs_start[v];
@@ -1360,7 +1381,7 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     if (wait) {
       for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
         const int32_t d = g.waits[w];
-        if (d != v) e = std::max(e, r.end[d] + g.sync_tail[v]);
+        if (d != v) e = std::max(e, r.end[d] + g.wait_tail[w]);
       }
     }
     r.start[v] = s;
@@ -1379,10 +1400,12 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
       // The whole span of a trace without steps.
       int64_t lo = std::numeric_limits<int64_t>::max(), hi = kNoTime;
       for (bool all_lanes : {false, true}) {
-        for (size_t v = 0; v < n; ++v) {
-          if (!all_lanes && !g.lanes[g.lane[v]].bounds_run) continue;
-          lo = std::min(lo, r.start[v]);
-          hi = std::max(hi, r.end[v]);
+        for (const CausalGraph::Lane& lane : g.lanes) {
+          if (!all_lanes && !lane.bounds_run) continue;
+          for (int32_t v = lane.first_node; v < lane.end_node; ++v) {
+            lo = std::min(lo, r.start[v]);
+            hi = std::max(hi, r.end[v]);
+          }
         }
         if (hi != kNoTime) break;
       }
@@ -1447,9 +1470,11 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       // malformed trace, stays untraced).
       if (g.steps.size() == 1) {
         for (bool all_lanes : {false, true}) {
-          for (size_t v = 0; v < g.size(); ++v) {
-            if (!all_lanes && !g.lanes[g.lane[v]].bounds_run) continue;
-            if (n < 0 || r.end[v] > r.end[n]) n = static_cast<int32_t>(v);
+          for (const CausalGraph::Lane& lane : g.lanes) {
+            if (!all_lanes && !lane.bounds_run) continue;
+            for (int32_t v = lane.first_node; v < lane.end_node; ++v) {
+              if (n < 0 || r.end[v] > r.end[n]) n = v;
+            }
           }
           if (n >= 0) break;
         }
@@ -1502,7 +1527,7 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       add(g.cause[n], a, t, n);
       t = a;
       if (t <= S) break;
-      const int32_t lp = g.lane_prev[n], cp = g.cross[n];
+      const int32_t lp = g.LanePrev(n), cp = g.cross[n];
       const int64_t lane_term = lp >= 0 ? r.end[lp] + g.lane_gap[n] : kNoTime;
       const int64_t cross_base =
           cp >= 0 ? (g.cross_from_end[n] ? r.end[cp] : r.start[cp]) : kNoTime;
@@ -1513,8 +1538,8 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       int64_t wait_term = kNoTime;
       for (uint32_t w = gpu ? g.wait_begin[n] : 0; gpu && w < g.wait_begin[n + 1]; ++w) {
         const int32_t d = g.waits[w];
-        if (d != n && r.end[d] + g.sync_tail[n] > wait_term) {
-          wait_term = r.end[d] + g.sync_tail[n];
+        if (d != n && r.end[d] + g.wait_tail[w] > wait_term) {
+          wait_term = r.end[d] + g.wait_tail[w];
           awaited = d;
         }
       }

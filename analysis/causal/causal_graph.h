@@ -103,28 +103,30 @@ int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& cal
 // main thread's segment running when a secondary thread resumed; measured from its end when
 // |cross_from_end|, e.g. a blocking copy's copy follows the call's lane predecessor, since the
 // call itself waits for the copy); a GPU node also no earlier than each awaited node's end plus
-// |sync_tail| (a recorded cudaStreamWaitEvent). A node with none of these starts at its observed
+// |wait_tail| (a recorded cudaStreamWaitEvent). A node with none of these starts at its observed
 // time. A sync node ends at the later of start + |dur| and its awaited GPU nodes' latest end
-// plus |sync_tail|; every other node ends at start + |dur|.
+// plus |wait_tail|; every other node ends at start + |dur|.
 struct CausalGraph {
   // Nodes.
   std::vector<int64_t> obs_start;  // ns, as recorded
   std::vector<int64_t> obs_end;
-  std::vector<int64_t> dur;    // own duration (sync: the call's cost when nothing is awaited)
-  std::vector<int32_t> row;    // the trace row (innermost event of a CPU slice), -1 for none
-  std::vector<uint32_t> lane;  // index into lanes
+  std::vector<int64_t> dur;  // own duration (sync: the call's cost when nothing is awaited)
+  std::vector<int32_t> row;  // the trace row (innermost event of a CPU slice), -1 for none
   std::vector<NodeRole> role;
-  std::vector<Cause> cause;        // what the node's own time is
-  std::vector<int32_t> lane_prev;  // -1
+  std::vector<Cause> cause;  // what the node's own time is
+  // A lane's nodes are consecutive: a node's lane predecessor is the node before it, unless it
+  // starts its lane or a cycle was broken there (LanePrev). One bit a node.
+  std::vector<bool> has_lane_prev;
   std::vector<int64_t> lane_gap;
   std::vector<int32_t> cross;  // -1
   std::vector<int64_t> cross_gap;
   std::vector<uint8_t> cross_from_end;  // 1: the cross term is the predecessor's end + cross_gap
-  std::vector<int64_t> sync_tail;       // sync nodes: end minus the awaited work's end; GPU
-                                        // nodes with a recorded stream wait: start minus it
   std::vector<uint32_t> wait_begin;     // sync, join and GPU nodes: awaited nodes in
                                         // waits[wait_begin, +1)
   std::vector<int32_t> waits;
+  // Per entry of waits: sync and join nodes: their end minus the awaited work's end; GPU nodes
+  // with a recorded stream wait: their start minus it (one value per waiting node).
+  std::vector<int64_t> wait_tail;
   std::vector<int32_t> order;   // a topological order of all nodes
   int64_t typical_latency = 0;  // median launch-to-start latency on an idle stream, ns
 
@@ -170,7 +172,12 @@ struct CausalGraph {
 
   size_t size() const { return obs_start.size(); }
   void Reserve(size_t nodes);
-  int32_t AddNode(int64_t s, int64_t e, int32_t r, uint32_t l, NodeRole ro, Cause c);
+  // A node at the end of the current (last) lane.
+  int32_t AddNode(int64_t s, int64_t e, int32_t r, NodeRole ro, Cause c);
+  // The node before |v| on its lane, -1 for none.
+  int32_t LanePrev(int32_t v) const { return has_lane_prev[v] ? v - 1 : -1; }
+  // Index into lanes of the lane holding |v| (lanes hold consecutive node ranges, in order).
+  uint32_t LaneOf(int32_t v) const;
 };
 
 // Consecutive slices of CPU work on one thread with the same cause under the same step-level op

@@ -329,7 +329,7 @@ void RemoveOrBatchCopies(Builder& b, const std::vector<int32_t>& rows, const Fin
       const int32_t out_gpu = b.NodeOfRow(rows[k]), back_gpu = b.NodeOfRow(rows[k + 1]);
       const int32_t out_call = out_gpu >= 0 ? b.LaunchOf(out_gpu) : -1;
       const int32_t back_call = back_gpu >= 0 ? b.LaunchOf(back_gpu) : -1;
-      if (out_call < 0 || back_call <= out_call || g.lane[out_call] != g.lane[back_call]) {
+      if (out_call < 0 || back_call <= out_call || g.LaneOf(out_call) != g.LaneOf(back_call)) {
         continue;
       }
       bool other_launch = false;
@@ -394,7 +394,7 @@ void GraphBursts(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
   std::sort(launches.begin(), launches.end());               // one lane's nodes are in time order
   std::vector<std::tuple<int32_t, int64_t, int64_t>> spans;  // (lane, start, end)
   for (int32_t l : launches) {
-    const int32_t lane = static_cast<int32_t>(g.lane[l]);
+    const int32_t lane = static_cast<int32_t>(g.LaneOf(l));
     if (!spans.empty() && std::get<0>(spans.back()) == lane &&
         g.obs_start[l] - std::get<2>(spans.back()) <= kBurstGapNs) {
       std::get<2>(spans.back()) = std::max(std::get<2>(spans.back()), g.obs_end[l]);
@@ -427,7 +427,7 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
     if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
     const int32_t l = b.LaunchOf(gn);
     if (l < 0) continue;
-    const auto key = std::make_pair(b.StepIndexOf(g.obs_start[l]), g.lane[l]);
+    const auto key = std::make_pair(b.StepIndexOf(g.obs_start[l]), g.LaneOf(l));
     if (key != last_key || !last_span) {  // rows come mostly in order: look up on change only
       auto it = spans.emplace(key, std::make_pair(g.obs_start[l], g.obs_end[l])).first;
       last_key = key;

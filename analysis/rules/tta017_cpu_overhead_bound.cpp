@@ -74,7 +74,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
       if (ev.kind[p] == EventKind::kUserAnnotation || (c & kOptimizer)) annotation = ev.name[p];
     }
     if (annotation != kEager) return annotation;
-    return launch_node >= 0 && !g.lanes[g.lane[launch_node]].main ? kBackward : kEager;
+    return launch_node >= 0 && !g.lanes[g.LaneOf(launch_node)].main ? kBackward : kEager;
   };
   auto region_name = [&](int64_t key) -> std::string {
     if (key == kBackward) return "backward";

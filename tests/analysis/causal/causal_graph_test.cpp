@@ -314,8 +314,8 @@ TEST_CASE("a secondary thread resuming after the main thread is done follows its
   // Half the main thread's work: the sync, and the run's end, come 500 us earlier.
   WhatIf w;
   for (size_t v = 0; v < g.size(); ++v) {
-    if (g.lanes[g.lane[v]].main && g.role[v] == NodeRole::kCpuWork && g.dur[v] == 100000 &&
-        w.dur.size() < 5) {
+    if (g.lanes[g.LaneOf(static_cast<int32_t>(v))].main && g.role[v] == NodeRole::kCpuWork &&
+        g.dur[v] == 100000 && w.dur.size() < 5) {
       w.dur.emplace_back(static_cast<int32_t>(v), 0);
     }
   }
@@ -341,8 +341,8 @@ TEST_CASE("a thread nothing depends on does not hold a stepless run's end", "[ca
   CHECK(base.total_step_ns() == (cpu + 60 - 1000) * 1000);
   WhatIf w;
   for (size_t v = 0; v < g.size(); ++v) {
-    if (g.lanes[g.lane[v]].main && g.role[v] == NodeRole::kCpuWork && g.dur[v] == 100000 &&
-        w.dur.size() < 5) {
+    if (g.lanes[g.LaneOf(static_cast<int32_t>(v))].main && g.role[v] == NodeRole::kCpuWork &&
+        g.dur[v] == 100000 && w.dur.size() < 5) {
       w.dur.emplace_back(static_cast<int32_t>(v), 0);
     }
   }
