@@ -197,9 +197,9 @@ int RunStats(const std::vector<std::string>& args, Config config) {
       std::fprintf(stderr, "%s\n", line.c_str());
     }
     if (config.rank >= 0 && (*t)->rank != config.rank) continue;
-    // Stats places no finding on a source line: what only that reads goes before the causal
-    // breakdown builds its graph (the peak).
-    if (!timing) (*t)->events.ReleaseSourceColumns();
+    // Stats places no finding on a source line and runs no rule: what only those read goes
+    // before the causal breakdown builds its graph (the peak).
+    if (!timing) (*t)->events.ReleaseColumnsStatsSkips();
     traces.push_back(std::move(t.value()));
   }
   std::stable_sort(traces.begin(), traces.end(),

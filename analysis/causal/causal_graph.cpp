@@ -1594,6 +1594,9 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
 
 TimeBreakdown WhereTimeWent(const Trace& trace) {
   CausalGraph g = BuildCausalGraph(trace);
+  // Per trace row, for the what-ifs only: the replay and the attribution do without them.
+  std::vector<int32_t>().swap(g.node_of_row);
+  std::vector<uint8_t>().swap(g.launches_gpu);
   Replay r = RunReplay(g);
   return WhereTimeWent(trace, g, r);
 }

@@ -55,7 +55,9 @@ void EventTable::Reserve(size_t n) {
   device.reserve(n);
 }
 
-void EventTable::ReleaseSourceColumns() {
+void EventTable::ReleaseColumnsStatsSkips() {
+  std::vector<StringId>().swap(cat);
+  std::vector<uint16_t>().swap(depth);
   std::vector<int64_t>().swap(external_id);
   std::vector<int32_t>().swap(python_parent);
   std::vector<StringId>().swap(call_stack);
