@@ -1094,6 +1094,7 @@ class GraphBuilder {
 
   // The wait edges, as the graph's compressed lists.
   void StoreWaits() {
+    assert(sync_tail.size() == g.size());  // no node added after BuildCausalGraph sized it
     std::sort(wait_pairs.begin(), wait_pairs.end());
     g.wait_begin.assign(g.size() + 1, 0);
     for (auto& [s, d] : wait_pairs) g.wait_begin[s + 1]++;
@@ -1185,16 +1186,22 @@ class GraphBuilder {
           g.steps[it - spans.begin()].gpu.push_back(static_cast<int32_t>(n));
       }
     } else if (spans.size() == 1) {
-      // One span without steps: CPU threads that no other lane follows or waits for do not
-      // bound it.
+      // One span without steps in a GPU run: a CPU thread that no other lane follows or waits
+      // for (a runtime's housekeeping thread, a Python frame wrapping the whole run on a thread
+      // of its own) does not bound it. In a CPU-only run every thread does: the busiest one, the
+      // main thread, need not be the user's loop.
+      const bool any_gpu = std::any_of(g.lanes.begin(), g.lanes.end(),
+                                       [](const CausalGraph::Lane& l) { return l.gpu; });
+      if (!any_gpu) return;
       std::vector<uint8_t> depended_on(g.lanes.size(), 0);
       for (size_t l = 0; l < g.lanes.size(); ++l) {
+        const CausalGraph::Lane& lane = g.lanes[l];
         auto mark = [&](int32_t to) {
-          if (to >= 0 && (to < g.lanes[l].first_node || to >= g.lanes[l].end_node)) {
+          if (to >= 0 && (to < lane.first_node || to >= lane.end_node)) {
             depended_on[g.LaneOf(to)] = 1;
           }
         };
-        for (int32_t n = g.lanes[l].first_node; n < g.lanes[l].end_node; ++n) {
+        for (int32_t n = lane.first_node; n < lane.end_node; ++n) {
           mark(g.cross[n]);
           for (uint32_t w = g.wait_begin[n]; w < g.wait_begin[n + 1]; ++w) mark(g.waits[w]);
         }

@@ -34,19 +34,23 @@ Finding IncompleteTraceFinding(const RuleContext& ctx, int32_t first) {
 }
 
 // No GPU activity and no launch call recorded, yet .item() reads that wait: a scalar read of a
-// CPU tensor (aten::_local_scalar_dense) takes microseconds, one that takes milliseconds with no
-// op under it waits for a device whose work the trace does not hold (Apple MPS, whose activity
-// the profiler does not record; an accelerator profiled with activities=[CPU]).
-constexpr int64_t kDeviceWaitMinNs = 1000000;
+// CPU tensor (aten::_local_scalar_dense) takes microseconds, one that takes milliseconds
+// (trace_incomplete_min_wait_us) with no op under it waits for a device whose work the trace
+// does not hold (Apple MPS, whose activity the profiler does not record; an accelerator
+// profiled with activities=[CPU]). At least trace_incomplete_min_device_waits such reads, and
+// trace_incomplete_device_wait_share of the run together: a few reads of a preempted CPU are not.
 void DetectUnrecordedDeviceWaits(const RuleContext& ctx, const RuleOptions& o,
                                  std::vector<Finding>* out) {
   const EventTable& ev = ctx.ev();
   const StringId scalar_read = ctx.trace().strings.Find("aten::_local_scalar_dense");
   if (scalar_read == kEmptyString) return;
+  const int64_t min_wait = static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", 1000) * 1000);
   std::vector<int32_t> reads;  // candidate rows, in row order
   for (size_t i = 0; i < ev.size(); ++i) {
-    if (ev.name[i] == scalar_read && ev.kind[i] == EventKind::kCpuOp &&
-        ev.dur[i] >= kDeviceWaitMinNs) {
+    // (kOther: the legacy profiler's export names no category.)
+    if (ev.name[i] == scalar_read &&
+        (ev.kind[i] == EventKind::kCpuOp || ev.kind[i] == EventKind::kOther) &&
+        ev.dur[i] >= min_wait) {
       reads.push_back(static_cast<int32_t>(i));
     }
   }
@@ -69,7 +73,13 @@ void DetectUnrecordedDeviceWaits(const RuleContext& ctx, const RuleOptions& o,
     longest = std::max(longest, d);
     if (first < 0) first = reads[k];
   }
-  if (waits < o.Get("trace_incomplete_min_device_waits", 3)) return;
+  int64_t run = 0;
+  for (const AnalysedStep& s : ctx.steps()) run += s.duration();
+  if (waits < o.Get("trace_incomplete_min_device_waits", 3) ||
+      static_cast<double>(wait_ns) <
+          o.Get("trace_incomplete_device_wait_share", 0.05) * static_cast<double>(run)) {
+    return;
+  }
   Finding f = IncompleteTraceFinding(ctx, first);
   AddNumber(&f, "launches", 0);
   AddNumber(&f, "gpu_activities", 0);
@@ -82,10 +92,10 @@ void DetectUnrecordedDeviceWaits(const RuleContext& ctx, const RuleOptions& o,
               " .item() reads (aten::_local_scalar_dense) took a millisecond or more with no op "
               "under them (" +
               ms +
-              "), as reads of a GPU tensor do, but the trace records no launch call and no device "
-              "activity, so what the device did cannot be judged (Apple MPS: the profiler does not "
-              "record its work; CUDA: record with activities=[ProfilerActivity.CPU, "
-              "ProfilerActivity.CUDA])");
+              "), as reads of a device tensor do, but the trace records no launch call and no "
+              "device activity, so what the device did cannot be judged (an accelerator whose work "
+              "the profiler does not record, such as Apple MPS; on CUDA, record with "
+              "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])");
   out->push_back(std::move(f));
 }
 

@@ -348,9 +348,57 @@ TEST_CASE("a thread nothing depends on does not hold a stepless run's end", "[ca
   }
   REQUIRE(w.dur.size() == 5);
   CHECK(base.total_step_ns() - RunReplay(g, &w).total_step_ns() == 500000);
+  // A shorter kernel ends the run earlier (the housekeeping call, which follows the main
+  // thread, used to hold the end: every fix saved nothing).
+  WhatIf shorter_kernel;
+  for (size_t v = 0; v < g.size(); ++v) {
+    if (g.role[v] == NodeRole::kGpu) shorter_kernel.dur.emplace_back(static_cast<int32_t>(v), 0);
+  }
+  REQUIRE(shorter_kernel.dur.size() == 1);
+  CHECK(base.total_step_ns() - RunReplay(g, &shorter_kernel).total_step_ns() == 50000);
   std::vector<StepAttribution> at = AttributeSteps(*trace, g, base);
   REQUIRE(at.size() == 1);
   CHECK(at[0].total() == base.total_step_ns());
+  // A thread that launches GPU work bounds the run, and so does every thread of a CPU-only run.
+  TinyTrace launcher = t;
+  launcher.Launch("vectorized_elementwise_kernel", cpu + 40000, 5, cpu + 40010, 50, "kernel", 7,
+                  "cudaLaunchKernel", -1, 0, 3);
+  auto launched = launcher.Load();
+  CausalGraph lg = BuildCausalGraph(*launched);
+  CHECK(RunReplay(lg).total_step_ns() == (cpu + 40060 - 950) * 1000);
+  TinyTrace cpu_only;
+  for (int k = 0; k < 10; ++k) cpu_only.Cpu("aten::mul", 1000 + 100 * k, 100);
+  cpu_only.Cpu("aten::add", 5000, 100, "cpu_op", 3);
+  auto cpu_trace = cpu_only.Load();
+  CausalGraph cg = BuildCausalGraph(*cpu_trace);
+  CHECK(RunReplay(cg).total_step_ns() == (5100 - 1000) * 1000);
+}
+
+TEST_CASE("a lane's nodes are consecutive: LanePrev and LaneOf agree with the lanes' ranges",
+          "[causal]") {
+  // Threads with work, one with a zero-length op only, two streams.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Cpu("aten::empty", 900, 0, "cpu_op", 4);
+  double cpu = 1000;
+  for (int k = 0; k < 6; ++k, cpu += 100) {
+    t.Cpu("aten::mul", cpu, 90);
+    t.Kernel("vectorized_elementwise_kernel", cpu + 10, 5, cpu + 20, 60, 7 + k % 2);
+  }
+  t.Cpu("aten::add", 1200, 300, "cpu_op", 2);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  REQUIRE(g.stats.cycles_broken == 0);
+  size_t covered = 0;
+  for (size_t l = 0; l < g.lanes.size(); ++l) {
+    const CausalGraph::Lane& lane = g.lanes[l];
+    if (l > 0) CHECK(g.lanes[l - 1].end_node == lane.first_node);
+    for (int32_t n = lane.first_node; n < lane.end_node; ++n, ++covered) {
+      CHECK(g.LaneOf(n) == l);
+      CHECK(g.LanePrev(n) == (n == lane.first_node ? -1 : n - 1));
+    }
+  }
+  CHECK(covered == g.size());
 }
 
 TEST_CASE("a thread blocked in a wait or a sleep is not work the main thread waits for",

@@ -509,10 +509,11 @@ TEST_CASE("causal: .item() reads that wait for an unrecorded device make the tra
           "[rules][causal][TTA016]") {
   // Apple MPS (its work is not recorded): a training loop without steps whose loss.item() and
   // grad-norm reads wait milliseconds with no op under them; no launch, no device activity.
-  auto loop = [](double read_us, bool op_under_read) {
+  auto loop = [](double read_us, bool op_under_read, int reads = 4, bool launches = false) {
     TinyTrace t;
     double cpu = 1000;
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < reads; ++k) {
+      if (launches) t.Runtime("cudaLaunchKernel", cpu + 100, 5);
       t.Cpu("aten::linear", cpu, 400);
       cpu += 410;
       t.Cpu("aten::item", cpu, read_us + 4);
@@ -531,6 +532,16 @@ TEST_CASE("causal: .item() reads that wait for an unrecorded device make the tra
   // Reads of CPU tensors take microseconds; a read that runs an op of its own is no wait.
   CHECK(FindingsWithCode(*loop(20, false).Load(), "TTA016").empty());
   CHECK(FindingsWithCode(*loop(5000, true).Load(), "TTA016").empty());
+  // Two such reads are not enough; a trace with launches is judged by the other forms.
+  CHECK(FindingsWithCode(*loop(5000, false, 2).Load(), "TTA016").empty());
+  auto with_launches = loop(5000, false, 4, true).Load();
+  for (const auto& f : FindingsWithCode(*with_launches, "TTA016")) {
+    CHECK(f.evidence.count("device_waits") == 0);
+  }
+  // Three 1 ms reads in a long CPU run (a preempted CPU) are under 5% of it.
+  TinyTrace long_run = loop(1000, false, 3);
+  long_run.Cpu("aten::linear", 20000, 100000);
+  CHECK(FindingsWithCode(*long_run.Load(), "TTA016").empty());
 }
 
 TEST_CASE("causal: an allocator-bound trace without ProfilerStep reports TTA013 first",
