@@ -183,8 +183,6 @@ std::string RunSummaryText(const ScanResult& r) {
   const RuleResult& rr = r.rules;
   if (rr.run_ns <= 0 || rr.time.steps.empty()) return "";
   const double steps = static_cast<double>(rr.time.steps.size());
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "%.2fx", rr.speedup);
   const bool whole = rr.time.step_numbers.size() == 1 && rr.time.step_numbers[0] < 0;
   const std::string per = whole ? "" : "/step";
   std::string profiler;
@@ -197,8 +195,8 @@ std::string RunSummaryText(const ScanResult& r) {
   return r.trace_path + (whole ? ": where the run's " : ": where each step's ") +
          FormatMs(rr.traced_run_ns / 1000.0 / steps) +
          " went: " + FormatCauses(rr.time.overall, 4) + profiler + "; the findings together save " +
-         FormatMs(rr.joint_saving_ns / 1000.0 / steps) + std::string(whole ? "" : "/step") +
-         ": this run could be " + buf + " faster\n";
+         FormatMs(rr.joint_saving_ns / 1000.0 / steps) + std::string(whole ? "" : "/step") + ": " +
+         rr.SavingsVerdict() + "\n";
 }
 
 std::string ScanResultToText(const ScanResult& r) {

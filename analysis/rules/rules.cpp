@@ -173,6 +173,15 @@ std::string FindingMessage(const Finding& f) {
   return text + (detail.empty() ? "" : ": " + detail) + saving;
 }
 
+std::string RuleResult::SavingsVerdict() const {
+  if (trace_incomplete && joint_saving_ns <= 0) {
+    return "what fixes would save cannot be judged: the trace lacks the GPU's activity (TTA016)";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "this run could be %.2fx faster", speedup);
+  return buf;
+}
+
 RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   RuleResult result;
   auto phase_start = std::chrono::steady_clock::now();
@@ -357,6 +366,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
               }
               return a.code < b.code;
             });
+  result.trace_incomplete = std::any_of(result.findings.begin(), result.findings.end(), incomplete);
   end_phase("what-ifs");
   // Window scores from each window's avoidable time: every finding's replayed saving is spread
   // over the windows its occurrences touch, in proportion to the overlap; a window scores 0.2

@@ -59,7 +59,13 @@ struct RuleResult {
   int64_t safe_saving_ns = 0;   // what all the fixes save together, replayed
   int64_t joint_saving_ns = 0;  // ... and the idle time no fix explains (TTA008) after them
   double speedup = 1.0;         // run_ns / (run_ns - safe_saving_ns)
-  TimeBreakdown time;           // where each step's time went (critical path)
+  // A finding says GPU activity is missing (TTA016): savings replayed on what the trace holds
+  // say nothing of the GPU side.
+  bool trace_incomplete = false;
+  // What the run's last line says of the fixes together: "this run could be 1.32x faster", or,
+  // when the trace lacks its GPU activity and no fix saves anything, that this cannot be judged.
+  std::string SavingsVerdict() const;
+  TimeBreakdown time;  // where each step's time went (critical path)
   // Wall milliseconds per phase, in order ("rule detectors", "causal graph", "replay",
   // "attribution", "causal detectors", "what-ifs", "window scores"): `ttap stats --timing`.
   std::vector<std::pair<std::string, double>> phases;

@@ -44,8 +44,6 @@ std::string SummaryHead(const ScanResult& scan, const JobAnalysis& job, int rank
     md += "Where the steps' time went (critical path): " + FormatCauses(all, 5) + "\n\n";
   if (rr.run_ns > 0 && !rr.time.steps.empty()) {
     const double steps = static_cast<double>(rr.time.steps.size());
-    char speedup[32];
-    std::snprintf(speedup, sizeof(speedup), "%.2fx", rr.speedup);
     if (rr.ProfilerCostMatters()) {
       md += "The profiler itself added " + FormatMs(rr.profiler_overhead_ns / 1000.0 / steps) +
             " to each recorded step of " + FormatMs(rr.traced_run_ns / 1000.0 / steps) + " (" +
@@ -54,7 +52,7 @@ std::string SummaryHead(const ScanResult& scan, const JobAnalysis& job, int rank
             FormatMs(rr.run_ns / 1000.0 / steps) + ", and every saving below is of that run. ";
     }
     md += "The fixes together save " + FormatMs(rr.joint_saving_ns / 1000.0 / steps) +
-          " a step: this run could be " + speedup + " faster.\n\n";
+          " a step: " + rr.SavingsVerdict() + ".\n\n";
   }
   if (job.ok) {
     md += "This is rank " + std::to_string(rank) + " of a job of " + std::to_string(job.ranks) +
@@ -138,14 +136,13 @@ std::string FindingMarkdown(const ScanResult& scan, const RunFacts& facts, const
         "The saving is the job's: each collective would start when the last of the other ranks "
         "arrives (`ttap scan` on the traces' directory lists every rank's lateness and wait).\n\n";
   } else if (rr.run_ns > 0) {
-    std::snprintf(buf, sizeof(buf), "%.2fx", rr.speedup);
     md += "The saving is replayed on this run's dependency graph, without the profiler's own cost";
     if (rr.ProfilerCostMatters() && !rr.time.steps.empty()) {
       const double steps = static_cast<double>(rr.time.steps.size());
       md += " (it added " + FormatMs(rr.profiler_overhead_ns / 1000.0 / steps) +
             " to each recorded step of " + FormatMs(rr.traced_run_ns / 1000.0 / steps) + ")";
     }
-    md += "; all fixes together: this run could be " + std::string(buf) + " faster.\n\n";
+    md += "; all fixes together: " + rr.SavingsVerdict() + ".\n\n";
   }
   // The call chain above the line, as text: the recording machine's files (its site-packages)
   // need not exist here, so they are no links (related information links only local files).

@@ -529,6 +529,13 @@ TEST_CASE("causal: .item() reads that wait for an unrecorded device make the tra
   CHECK(inc[0].severity == ttap::Severity::kWarning);
   CHECK(inc[0].evidence.at("device_waits").number == 4);
   CHECK(inc[0].message.find("the CPU waited for a device") != std::string::npos);
+  // The run's last line does not promise a speed-up it cannot judge.
+  const ttap::RuleResult all = ttap::RunRules(*trace, {});
+  CHECK(all.trace_incomplete);
+  CHECK(all.SavingsVerdict().find("cannot be judged") != std::string::npos);
+  const ttap::RuleResult cpu_reads = ttap::RunRules(*loop(20, false).Load(), {});
+  CHECK_FALSE(cpu_reads.trace_incomplete);
+  CHECK(cpu_reads.SavingsVerdict().rfind("this run could be ", 0) == 0);
   // Reads of CPU tensors take microseconds; a read that runs an op of its own is no wait.
   CHECK(FindingsWithCode(*loop(20, false).Load(), "TTA016").empty());
   CHECK(FindingsWithCode(*loop(5000, true).Load(), "TTA016").empty());
