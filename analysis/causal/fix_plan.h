@@ -49,10 +49,12 @@ struct FixPlan {
   FixModel model = FixModel::kNone;
   CostRole role = CostRole::kCause;
   // Its finding is another fix's symptom when most of its waits are ones that fix removes
-  // (TTA002, a host sync, of TTA003's pinned copies or TTA021's anomaly checks).
+  // (TTA002, a host sync, of TTA003's pinned copies, TTA014's copies out or TTA021's anomaly
+  // checks).
   bool symptom_of_removed_waits = false;
   // Its fix removes waits a host sync reports: blocking pageable copies made non-blocking
-  // (TTA003), anomaly mode's gradient checks gone (TTA021).
+  // (TTA003), data kept on the device instead of copied out (TTA014), anomaly mode's gradient
+  // checks gone (TTA021).
   bool removes_waits = false;
 };
 

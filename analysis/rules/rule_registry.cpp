@@ -81,6 +81,7 @@ std::vector<RuleSpec> Build() {
   r.push_back(Spec({"TTA014", "device-ping-pong",
                     "the same data copied to the host and back every step", "keep-on-device"},
                    DetectDevicePingPong, nullptr, FM::kKeepOnDevice, SS::kTransferCall));
+  r.back().plan.removes_waits = true;  // the copy out, and its wait, go
   for (RuleSpec& s : r) s.learned_category = true;
   // Causes decided from the causal model (tta013, tta015-tta017_*.cpp).
   r.push_back(
