@@ -122,7 +122,9 @@ const char* CauseDescription(Cause c) {
 }
 
 void CausalGraph::Reserve(size_t n) {
-  for (auto* v : {&obs_start, &obs_end, &dur, &lane_gap, &cross_gap}) v->reserve(n);
+  for (auto* v : {&obs_start, &obs_end, &dur}) v->reserve(n);
+  lane_gap.reserve(n);
+  cross_gap.reserve(n);
   for (auto* v : {&row, &cross}) v->reserve(n);
   role.reserve(n);
   cause.reserve(n);
@@ -594,7 +596,7 @@ class GraphBuilder {
       if (role == NodeRole::kSync) pending_syncs.push_back(node);
       assert(prev < 0 || prev == node - 1);
       g.has_lane_prev[node] = prev >= 0;
-      g.lane_gap[node] = prev >= 0 ? a - g.obs_end[prev] : 0;
+      g.lane_gap.Set(node, prev >= 0 ? a - g.obs_end[prev] : 0);
       if (after_gap && !is_main && !main_nodes.empty()) {
         // A secondary thread resuming after a gap waited for the main thread (autograd's
         // backward thread, a helper thread): it follows the main thread's progress.
@@ -607,15 +609,15 @@ class GraphBuilder {
         }
         if (m >= 0 && a < g.obs_end[main_nodes.back()]) {
           g.cross[node] = m;
-          g.cross_gap[node] = a - g.obs_start[m];
-          g.lane_gap[node] = std::min<int64_t>(0, g.lane_gap[node]);
+          g.cross_gap.Set(node, a - g.obs_start[m]);
+          g.lane_gap.Set(node, std::min<int64_t>(0, g.lane_gap[node]));
         } else if (m >= 0) {
           // Resuming once the main thread is done (a final synchronisation on another thread):
           // it follows the main thread's end.
           g.cross[node] = m;
-          g.cross_gap[node] = a - g.obs_end[m];
+          g.cross_gap.Set(node, a - g.obs_end[m]);
           g.cross_from_end[node] = 1;
-          g.lane_gap[node] = std::min<int64_t>(0, g.lane_gap[node]);
+          g.lane_gap.Set(node, std::min<int64_t>(0, g.lane_gap[node]));
         }
       }
       after_gap = false;
@@ -758,22 +760,22 @@ class GraphBuilder {
         const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
         if (launch < 0) {
           ++g.stats.gpu_without_launch;
-          g.lane_gap[node] = prev >= 0 ? gap : 0;
+          g.lane_gap.Set(node, prev >= 0 ? gap : 0);
         } else {
           const int64_t lat = ev.ts[r] - g.obs_start[launch];
           g.cross[node] = launch;
           if (lat < 0) {
             ++g.stats.negative_latency;
-            g.cross_gap[node] = lat;
-            g.lane_gap[node] = prev >= 0 ? gap : 0;
+            g.cross_gap.Set(node, lat);
+            g.lane_gap.Set(node, prev >= 0 ? gap : 0);
           } else if (waited_for_launch(launch, prev >= 0 ? g.obs_end[prev] : kNoTime, ev.ts[r])) {
             // The stream was idle: the activity waited for its launch.
-            g.cross_gap[node] = lat;
-            g.lane_gap[node] = prev >= 0 ? std::min(gap, natural_gap) : 0;
+            g.cross_gap.Set(node, lat);
+            g.lane_gap.Set(node, prev >= 0 ? std::min(gap, natural_gap) : 0);
           } else {
             // Queued behind the previous activity.
-            g.cross_gap[node] = std::min(lat, typical_latency);
-            g.lane_gap[node] = gap;
+            g.cross_gap.Set(node, std::min(lat, typical_latency));
+            g.lane_gap.Set(node, gap);
           }
         }
         prev = node;
@@ -1021,8 +1023,8 @@ class GraphBuilder {
                            (launch < 0 || g.obs_end[src] >= g.obs_start[launch]);
       if (binding) {
         sync_tail[dst] = g.obs_start[dst] - g.obs_end[src];
-        if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
-        if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
+        if (prev >= 0) g.lane_gap.Set(dst, std::min(g.lane_gap[dst], natural_gap));
+        if (launch >= 0) g.cross_gap.Set(dst, std::min(g.cross_gap[dst], typical_latency));
       } else {
         sync_tail[dst] = 0;
       }
@@ -1062,8 +1064,8 @@ class GraphBuilder {
           }
           if (src < 0) continue;
           sync_tail[dst] = start - g.obs_end[src];
-          if (prev >= 0) g.lane_gap[dst] = std::min(g.lane_gap[dst], natural_gap);
-          if (launch >= 0) g.cross_gap[dst] = std::min(g.cross_gap[dst], typical_latency);
+          if (prev >= 0) g.lane_gap.Set(dst, std::min(g.lane_gap[dst], natural_gap));
+          if (launch >= 0) g.cross_gap.Set(dst, std::min(g.cross_gap[dst], typical_latency));
           wait_pairs.emplace_back(dst, src);
           ++g.stats.inferred_stream_waits;
         }
@@ -1083,10 +1085,10 @@ class GraphBuilder {
       if (g.LanePrev(c) < 0) {
         g.cross[v] = -1;
         if (g.LanePrev(v) < 0) continue;  // anchored at its recorded start
-        g.lane_gap[v] = g.obs_start[v] - g.obs_end[g.LanePrev(v)];
+        g.lane_gap.Set(v, g.obs_start[v] - g.obs_end[g.LanePrev(v)]);
         continue;
       }
-      g.cross_gap[v] += g.lane_gap[c];
+      g.cross_gap.Set(v, g.cross_gap[v] + g.lane_gap[c]);
       g.cross[v] = g.LanePrev(c);
       g.cross_from_end[v] = 1;
     }

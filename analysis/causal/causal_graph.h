@@ -10,8 +10,10 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -98,6 +100,35 @@ const FirstCall* FirstCallAt(const std::vector<FirstCall>& calls, int32_t row);
 // The outermost first call enclosing |row| (or |row| itself), -1 when none: walks the parents.
 int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& calls, int32_t row);
 
+// A column of time gaps (ns): 4 bytes a node, the rare gap beyond +-2.1 s kept aside, exactly.
+class GapColumn {
+ public:
+  int64_t operator[](size_t i) const {
+    const int32_t v = small_[i];
+    return v != kAside ? v : aside_.at(static_cast<int32_t>(i));
+  }
+  void Set(size_t i, int64_t v) {
+    if (v > kAside && v <= std::numeric_limits<int32_t>::max()) {
+      if (small_[i] == kAside) aside_.erase(static_cast<int32_t>(i));
+      small_[i] = static_cast<int32_t>(v);
+    } else {
+      small_[i] = kAside;
+      aside_[static_cast<int32_t>(i)] = v;
+    }
+  }
+  void push_back(int64_t v) {
+    small_.push_back(0);
+    Set(small_.size() - 1, v);
+  }
+  void reserve(size_t n) { small_.reserve(n); }
+  size_t size() const { return small_.size(); }
+
+ private:
+  static constexpr int32_t kAside = std::numeric_limits<int32_t>::min();
+  std::vector<int32_t> small_;
+  std::unordered_map<int32_t, int64_t> aside_;
+};
+
 // The graph, columnar. A node's replayed start is the latest of: its lane predecessor's end plus
 // |lane_gap|, and its |cross| predecessor's start plus |cross_gap| (GPU: the launch call; CPU: the
 // main thread's segment running when a secondary thread resumed; measured from its end when
@@ -117,9 +148,9 @@ struct CausalGraph {
   // A lane's nodes are consecutive: a node's lane predecessor is the node before it, unless it
   // starts its lane or a cycle was broken there (LanePrev). One bit a node.
   std::vector<bool> has_lane_prev;
-  std::vector<int64_t> lane_gap;
+  GapColumn lane_gap;
   std::vector<int32_t> cross;  // -1
-  std::vector<int64_t> cross_gap;
+  GapColumn cross_gap;
   std::vector<uint8_t> cross_from_end;  // 1: the cross term is the predecessor's end + cross_gap
   std::vector<uint32_t> wait_begin;     // sync, join and GPU nodes: awaited nodes in
                                         // waits[wait_begin, +1)

@@ -650,3 +650,23 @@ TEST_CASE("a silent wait for the GPU is inferred only where the trace records no
   CHECK(joins(false) == 1);
   CHECK(joins(true) == 0);
 }
+
+TEST_CASE("gap columns keep every gap exactly, beyond 32 bits too", "[causal]") {
+  ttap::GapColumn gaps;
+  const int64_t big = int64_t{3600} * 1000000000;  // an hour, as kLatencyCapNs
+  for (int64_t v : {int64_t{0}, int64_t{-5}, big, -big, int64_t{2147483647}, int64_t{-2147483647},
+                    int64_t{-2147483648}}) {
+    gaps.push_back(v);
+  }
+  REQUIRE(gaps.size() == 7);
+  CHECK(gaps[1] == -5);
+  CHECK(gaps[2] == big);
+  CHECK(gaps[3] == -big);
+  CHECK(gaps[4] == 2147483647);
+  CHECK(gaps[5] == -2147483647);
+  CHECK(gaps[6] == -2147483648LL);  // the escape value itself is kept aside
+  gaps.Set(2, 7);                   // a big gap replaced by a small one, and back
+  CHECK(gaps[2] == 7);
+  gaps.Set(2, -big);
+  CHECK(gaps[2] == -big);
+}
