@@ -246,6 +246,10 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   Status built = BuildTrace(&parts, top, options.window_count, threads, trace.get());
   if (!built.ok()) return Status::Error(name + ": " + built.message());
   if (!options.keep_flows) std::vector<FlowEvent>().swap(trace->flows);  // they served the links
+  if (!options.keep_rewrite_columns) {
+    std::vector<StringId>().swap(trace->events.cat);
+    std::vector<int64_t>().swap(trace->events.external_id);
+  }
   trace->stats.json_bytes = json_bytes;
   if (trace->rank_source.empty()) {
     int r = RankFromFileName(name);

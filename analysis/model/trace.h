@@ -59,14 +59,15 @@ struct EventTable {
   std::vector<int64_t> ts;   // ns in the trace's own clock (µs * 1000, exact)
   std::vector<int64_t> dur;  // ns, >= 0
   std::vector<StringId> name;
-  std::vector<StringId> cat;
+  std::vector<StringId> cat;  // empty unless LoadOptions::keep_rewrite_columns
   std::vector<EventKind> kind;
   std::vector<uint8_t> flags;
   std::vector<uint32_t> track;         // index into Trace::tracks
   std::vector<int32_t> stream;         // args.stream, -1 when absent or not a number; values
                                        // beyond int32 (e.g. 4294967295) clamp to INT32_MAX
   std::vector<int64_t> correlation;    // args.correlation, -1
-  std::vector<int64_t> external_id;    // args["External id"] / args["external id"], -1
+  std::vector<int64_t> external_id;    // args["External id"] / args["external id"], -1 (empty
+                                       // unless LoadOptions::keep_rewrite_columns)
   std::vector<StringId> call_stack;    // args["Call stack"] (2021 format), kEmptyString if none
   std::vector<int32_t> python_id;      // args["Python id"], -1; cuda_sync: args.wait_on_stream
   std::vector<int32_t> python_parent;  // args["Python parent id"], -1

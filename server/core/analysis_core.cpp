@@ -90,6 +90,7 @@ StatusOr<ScanResult> AnalysisCore::LoadAndScan(const std::string& trace, const S
   if (request.load_threads > 0) lo.threads = request.load_threads;
   lo.window_count = request.windows > 0 ? request.windows : config.windows;
   lo.cancel = request.cancel;
+  lo.keep_rewrite_columns = false;  // nothing here rewrites the trace
   const auto load_start = std::chrono::steady_clock::now();
   TTAP_ASSIGN_OR_RETURN(std::unique_ptr<Trace> loaded, LoadTrace(trace, lo));
   if (load_ms) {
