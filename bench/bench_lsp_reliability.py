@@ -14,7 +14,9 @@ Each part reports its figure next to a baseline measured in the same run:
           peak while a second, equal trace is analysed (the old snapshot is still shown).
 
 Usage: bench/bench_lsp_reliability.py [--ttap build/ttap] [--parts keys,hover,idle,rss]
-The 1 GB trace is made once in bench/out/ (bench/make_big_trace.py on the LSP test fixture).
+                                      [--big-trace FILE]
+The 1 GB trace is made once in bench/out/ (bench/make_big_trace.py on the LSP test fixture);
+--big-trace takes another in its place (bench/make_compact_trace.py's 10M events: issue 33).
 """
 import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, threading, time
 
@@ -62,7 +64,9 @@ def fixture_workspace(pad_bytes=0):
     return ws, text
 
 
-def big_trace(ttap):
+def big_trace(ttap, given=None):
+    if given:
+        return os.path.abspath(given)
     out = os.path.join(ROOT, "bench", "out", "steps1g.json")
     if not os.path.exists(out):
         os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -109,8 +113,8 @@ def part_keys(ttap, rows):
                  f"transport hover p99 {pct(base, 0.99):.2f} ms"))
 
 
-def part_hover_rss(ttap, rows, parts):
-    big = big_trace(ttap)
+def part_hover_rss(ttap, rows, parts, given=None):
+    big = big_trace(ttap, given)
     size_mb = os.path.getsize(big) / 1e6
     ws, text = fixture_workspace()
     c = Client([ttap, "lsp", "--poll-ms=200"])
@@ -165,7 +169,7 @@ def part_hover_rss(ttap, rows, parts):
     c.stop()
     shutil.rmtree(ws, ignore_errors=True)
     if "hover" in parts:
-        rows.append((f"hover p50 / p99 while a {size_mb:.0f} MB, 106k-step trace is analysed ({len(busy)} hovers, {analysed_s:.1f} s)",
+        rows.append((f"hover p50 / p99 while a {size_mb:.0f} MB trace is analysed ({len(busy)} hovers, {analysed_s:.1f} s)",
                      f"{statistics.median(busy):.2f} / {pct(busy, 0.99):.2f} ms",
                      f"idle hover p99 {pct(idle, 0.99):.2f} ms"))
         rows.append((f"hover p50 / p99 on its findings after analysis",
@@ -227,6 +231,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ttap", default=os.path.join(ROOT, "build", "ttap"))
     ap.add_argument("--parts", default="keys,hover,idle,rss")
+    ap.add_argument("--big-trace", default=None, help="the big trace (default: make the 1 GB one)")
     args = ap.parse_args()
     ttap = os.path.abspath(args.ttap)
     parts = set(args.parts.split(","))
@@ -234,7 +239,7 @@ def main():
     if "keys" in parts:
         part_keys(ttap, rows)
     if "hover" in parts or "rss" in parts:
-        part_hover_rss(ttap, rows, parts)
+        part_hover_rss(ttap, rows, parts, args.big_trace)
     if "idle" in parts:
         part_idle(ttap, rows)
     print("| measure | value | baseline in the same run |")
