@@ -51,6 +51,13 @@ inline Finding& CauseFinding(std::map<std::string, Finding>* by_cause, const Rul
   return f;
 }
 
+// " in the step", or " in the run" for a trace without steps (its one analysed span): the
+// detectors' own words for where they counted.
+inline const char* InTheStep(const RuleContext& ctx) {
+  const auto& steps = ctx.steps();
+  return steps.size() == 1 && steps[0].number < 0 ? " in the run" : " in the step";
+}
+
 // Identifies a cause by the user-level op and the innermost python frame around |row|, so the
 // same call site merges across steps while different call sites stay apart.
 inline std::string CauseKey(const RuleContext& ctx, int32_t row) {

@@ -142,16 +142,19 @@ std::string FindingMessage(const Finding& f) {
   const RuleSpec* spec = FindRuleSpec(f.code);
   const RuleInfo* info = spec ? &spec->info : nullptr;
   const bool idle_time = spec && spec->plan.role == CostRole::kIdleTime;
-  const std::string per_step = Ms(f.time_lost_us_per_step) + "/step";
+  // A trace without steps is one span: its numbers are the run's, not a step's.
+  const bool whole_run = f.per_step.size() == 1 && f.per_step[0].first < 0;
+  const std::string per = whole_run ? "" : "/step";
+  const std::string per_step = Ms(f.time_lost_us_per_step) + per;
   const std::string share = Pct(f.share_of_step);
-  const std::string detected = Ms(Num(f, "detected_us_per_step")) + "/step";
+  const std::string detected = Ms(Num(f, "detected_us_per_step")) + per;
   // Once the fixes that save more are in, this one may add much less (they recover the same
   // time): say so.
   const double after = Num(f, "saving_after_larger_fixes_us_per_step");
   const std::string after_text =
       !idle_time && f.evidence.count("saving_after_larger_fixes_us_per_step") &&
               after < 0.5 * f.time_lost_us_per_step && f.time_lost_us_per_step >= 1
-          ? ", " + Ms(after) + "/step after the larger fixes"
+          ? ", " + Ms(after) + per + " after the larger fixes"
           : "";
   // What the fix saves on this run (what_if.h), or why it saves little.
   std::string note = Text(f, "saving_note");
@@ -164,8 +167,11 @@ std::string FindingMessage(const Finding& f) {
   }
   const std::string saving =
       !spec || spec->plan.model == FixModel::kNone ? ""
-      : note.empty() ? std::string(idle_time ? "; moving that work out of the step" : "; a fix") +
-                           " saves " + per_step + " (" + share + " of the step" + after_text + ")"
+      : note.empty() ? std::string(idle_time ? whole_run ? "; moving that work out of the run"
+                                                         : "; moving that work out of the step"
+                                             : "; a fix") +
+                           " saves " + per_step + " (" + share +
+                           (whole_run ? " of the run" : " of the step") + after_text + ")"
                      : "; a fix saves " + per_step + " (" + note + ")";
   if (spec && spec->message) return spec->message(f, detected, saving);
   std::string text = info ? info->summary : f.name;

@@ -84,9 +84,9 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       const double n = Num(f, "copies");
       std::string op = f.evidence.count("op") ? f.evidence["op"].text : "";
       AddText(&f, "detail",
-              Count(n) + " pageable/synchronous cop" + (n == 1 ? "y" : "ies") + " in the step (" +
-                  Bytes(Num(f, "bytes")) + ", " + Dur(Num(f, "copy_us")) + " on the GPU)" +
-                  (op.empty() ? "" : " from " + op) +
+              Count(n) + " pageable/synchronous cop" + (n == 1 ? "y" : "ies") + InTheStep(ctx) +
+                  std::string(" (") + Bytes(Num(f, "bytes")) + ", " + Dur(Num(f, "copy_us")) +
+                  " on the GPU)" + (op.empty() ? "" : " from " + op) +
                   "; pin the host buffer and copy with non_blocking=True");
       out->push_back(std::move(f));
     }

@@ -80,7 +80,7 @@ void DetectSmallH2DCopies(const RuleContext& ctx, const RuleOptions& o, std::vec
     if (anchor >= 0) AddText(&f, "op", std::string(ctx.Name(anchor)));
     AddText(&f, "detail",
             Count(static_cast<double>(rows.size())) + " host-to-device copies under " +
-                Bytes(static_cast<double>(max_bytes)) + " in the step (" +
+                Bytes(static_cast<double>(max_bytes)) + InTheStep(ctx) + std::string(" (") +
                 Bytes(static_cast<double>(bytes)) + " in all; " + Dur(Us(launch_ns)) +
                 " of launch calls, " + Dur(Us(copy_ns)) + " of copies)" +
                 (anchor >= 0 ? ", mostly from " + std::string(ctx.Name(anchor)) : ""));

@@ -99,17 +99,17 @@ void DetectZeroGradPerParam(const RuleContext& ctx, const RuleOptions& o,
       AddText(&f, "region", "aten::zero_ loop");
       AddKernelEvents(&f, l.names);
       AddText(&f, "detail",
-              std::to_string(l.ops) + " aten::zero_ calls from Python in the step, " +
-                  std::to_string(l.kernels) + " kernels (" + Dur(Us(l.kernel_ns)) +
-                  " on the GPU); set the gradients to None instead");
+              std::to_string(l.ops) + " aten::zero_ calls from Python" +
+                  std::string(InTheStep(ctx)) + ", " + std::to_string(l.kernels) + " kernels (" +
+                  Dur(Us(l.kernel_ns)) + " on the GPU); set the gradients to None instead");
       out->push_back(std::move(f));
     }
     for (auto& [key, f] : by_cause) {
       AddText(&f, "detail",
               f.evidence["region"].text + " launches " +
-                  FormatNumber("%.0f", f.evidence["kernels"].number) + " kernels in the step (" +
-                  Dur(f.evidence["kernel_us"].number) + " on the GPU, " +
-                  Dur(f.evidence["region_us"].number) +
+                  FormatNumber("%.0f", f.evidence["kernels"].number) + " kernels" +
+                  std::string(InTheStep(ctx)) + " (" + Dur(f.evidence["kernel_us"].number) +
+                  " on the GPU, " + Dur(f.evidence["region_us"].number) +
                   " on the CPU); zero_grad(set_to_none=True) launches none");
       out->push_back(std::move(f));
     }

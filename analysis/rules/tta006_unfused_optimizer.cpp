@@ -129,8 +129,8 @@ void DetectUnfusedOptimizer(const RuleContext& ctx, const RuleOptions& o,
     for (auto& [key, f] : by_cause) {
       AddText(&f, "detail",
               f.evidence["region"].text + " launches " +
-                  FormatNumber("%.0f", f.evidence["kernels"].number) +
-                  " kernels in the step from " +
+                  FormatNumber("%.0f", f.evidence["kernels"].number) + " kernels" +
+                  std::string(InTheStep(ctx)) + " from " +
                   FormatNumber("%.0f", f.evidence["update_ops"].number) +
                   " per-parameter update ops, none of them foreach/fused (" +
                   Dur(f.evidence["region_us"].number) + " on the CPU for " +

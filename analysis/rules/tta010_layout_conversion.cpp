@@ -60,8 +60,8 @@ void DetectLayoutConversion(const RuleContext& ctx, const RuleOptions& o,
       AddText(&f, "detail",
               std::to_string(static_cast<int>(f.evidence["conversions"].number)) +
                   " layout conversion kernel(s) (" + f.top_events.front().name + ")" +
-                  (op.empty() ? "" : " around " + op) +
-                  " in the step: the tensors are NCHW while the kernels want NHWC");
+                  (op.empty() ? "" : " around " + op) + InTheStep(ctx) +
+                  std::string(": the tensors are NCHW while the kernels want NHWC"));
     }
     sf.Flush(step, min_share, out);
   }

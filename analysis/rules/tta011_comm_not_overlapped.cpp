@@ -69,8 +69,8 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
                   FormatNumber("%.0f%%", 100.0 * ratio) + " of their time (below " +
                   FormatNumber("%.0f%%", 100.0 * min_overlap) + "); " +
                   FormatNumber("%.3f", exposed / 1e6) + " ms of " +
-                  FormatNumber("%.3f", sc.comm_ns / 1e6) +
-                  " ms of communication in the step is exposed");
+                  FormatNumber("%.3f", sc.comm_ns / 1e6) + " ms of communication" +
+                  std::string(InTheStep(ctx)) + " is exposed");
       out->push_back(std::move(f));
     }
   }

@@ -74,7 +74,7 @@ void DetectCommPerParameter(const RuleContext& ctx, const RuleOptions& o,
       std::string why;
       if (many) {
         why = std::to_string(g.idx.size()) + " collectives" +
-              (op.empty() ? std::string() : " from " + op) + " in the step (" +
+              (op.empty() ? std::string() : " from " + op) + InTheStep(ctx) + std::string(" (") +
               (g.launches == 0 && g.graph_launched > 0
                    ? std::string("graph-launched: no launch call of their own")
                    : "mean " + FormatNumber("%.1f", mean_launch_us) + " us to launch each") +

@@ -87,9 +87,9 @@ void DetectDevicePingPong(const RuleContext& ctx, const RuleOptions& o, std::vec
     if (anchor >= 0) AddText(&f, "op", std::string(ctx.Name(anchor)));
     AddText(&f, "detail",
             Count(static_cast<double>(pairs.size())) + " tensor" + (pairs.size() == 1 ? "" : "s") +
-                " (" + Bytes(bytes) + ") copied to the host and back in the step (" +
-                Dur(Us(d2h_ns)) + " out, " + Dur(Us(h2d_ns)) + " back)" +
-                (anchor >= 0 ? ", out via " + std::string(ctx.Name(anchor)) : ""));
+                " (" + Bytes(bytes) + ") copied to the host and back" +
+                std::string(InTheStep(ctx)) + " (" + Dur(Us(d2h_ns)) + " out, " + Dur(Us(h2d_ns)) +
+                " back)" + (anchor >= 0 ? ", out via " + std::string(ctx.Name(anchor)) : ""));
     out->push_back(std::move(f));
   }
 }

@@ -90,8 +90,8 @@ void DetectConvAlgorithmSearch(const RuleContext& ctx, const CausalGraph& g,
       continue;
     }
     AddText(&f, "detail",
-            FormatNumber("%.0f", f.evidence["searching_convolutions"].number) +
-                " convolution(s) in the step search for their algorithm (" +
+            FormatNumber("%.0f", f.evidence["searching_convolutions"].number) + " convolution(s)" +
+                std::string(InTheStep(ctx)) + " search for their algorithm (" +
                 FormatNumber("%.0f", f.evidence["device_syncs"].number) +
                 " device syncs timing candidates), in " + std::to_string(steps.size()) +
                 " steps: torch.backends.cudnn.benchmark=True searches again for every new input "

@@ -86,14 +86,14 @@ void DetectAnomalyDetection(const RuleContext& ctx, const CausalGraph& g, const 
     AddNumber(&f, "stack_capture_us", Us(capture_ns));
     AddNumber(&f, "gradient_checks", static_cast<double>(checking.size()));
     AddNumber(&f, "gradient_check_us", Us(check_ns));
-    AddText(
-        &f, "detail",
-        std::to_string(captures.size()) + " op(s) in the step captured their Python traceback (" +
-            FormatNumber("%.1f ms", capture_ns / 1e6) + ") and " + std::to_string(checking.size()) +
-            " backward function(s) check their gradients for NaN with a device sync each (" +
-            FormatNumber("%.1f ms", check_ns / 1e6) +
-            "); torch.autograd.set_detect_anomaly(True) / detect_anomaly() is a debugging "
-            "aid: turn it off for training and profiling runs");
+    AddText(&f, "detail",
+            std::to_string(captures.size()) + " op(s)" + std::string(InTheStep(ctx)) +
+                " captured their Python traceback (" + FormatNumber("%.1f ms", capture_ns / 1e6) +
+                ") and " + std::to_string(checking.size()) +
+                " backward function(s) check their gradients for NaN with a device sync each (" +
+                FormatNumber("%.1f ms", check_ns / 1e6) +
+                "); torch.autograd.set_detect_anomaly(True) / detect_anomaly() is a debugging "
+                "aid: turn it off for training and profiling runs");
     out->push_back(std::move(f));
   }
 }

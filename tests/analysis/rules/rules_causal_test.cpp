@@ -551,6 +551,29 @@ TEST_CASE("causal: .item() reads that wait for an unrecorded device make the tra
   CHECK(FindingsWithCode(*long_run.Load(), "TTA016").empty());
 }
 
+TEST_CASE("causal: a trace without steps states its numbers for the run, not per step",
+          "[rules][causal][TTA008]") {
+  // No ProfilerStep and no repeated marker: one span. The GPU idles while the CPU makes the
+  // input (torch.randn on the host), three times.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1000;
+  for (int k = 0; k < 3; ++k) {
+    t.Cpu("aten::randn", cpu, 5000);
+    cpu += 5010;
+    t.Cpu("aten::mul", cpu, 20);
+    t.Kernel("vectorized_elementwise_kernel", cpu + 5, 5, cpu + 15, 100);
+    cpu += 130;
+  }
+  auto trace = t.Load();
+  REQUIRE(trace->steps.empty());
+  auto idle = FindingsWithCode(*trace, "TTA008");
+  REQUIRE(!idle.empty());
+  INFO(idle[0].message);
+  CHECK(idle[0].message.find("of the run") != std::string::npos);
+  CHECK(idle[0].message.find("/step") == std::string::npos);
+}
+
 TEST_CASE("causal: an allocator-bound trace without ProfilerStep reports TTA013 first",
           "[rules][causal][TTA013]") {
   // No step annotations: a loop whose every op allocates and frees (the caching allocator off),
