@@ -51,10 +51,11 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
 std::string DataLoaderStallMessage(const Finding& f, const std::string& detected,
                                    const std::string& saving) {
   const double step_us = Num(f, "step_us");
-  std::string runs = step_us > 0
-                         ? "the input pipeline runs " +
-                               FormatPercent(Num(f, "dataloader_us") / step_us) + " of each step"
-                         : "the input pipeline keeps the GPU idle";
+  const bool whole_run = f.per_step.size() == 1 && f.per_step[0].first < 0;  // no steps
+  std::string runs = step_us > 0 ? "the input pipeline runs " +
+                                       FormatPercent(Num(f, "dataloader_us") / step_us) +
+                                       (whole_run ? " of the run" : " of each step")
+                                 : "the input pipeline keeps the GPU idle";
   // A trace without GPU activity (a CPU-only run, or one profiled without the CUDA activity): the
   // loop itself waits.
   const bool cpu_only = Num(f, "no_gpu_activity") > 0;
