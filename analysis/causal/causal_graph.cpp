@@ -1289,6 +1289,23 @@ int64_t Replay::total_step_ns() const {
   return t;
 }
 
+namespace {
+
+// Calls |fn| on each node of the lanes that bound a run without steps (Lane::bounds_run), or of
+// every lane when those hold no node. The replay's span and the attribution's last node.
+template <typename Fn>
+void ForEachNodeBoundingRun(const CausalGraph& g, Fn&& fn) {
+  const bool any = std::any_of(g.lanes.begin(), g.lanes.end(), [](const CausalGraph::Lane& l) {
+    return l.bounds_run && l.first_node < l.end_node;
+  });
+  for (const CausalGraph::Lane& lane : g.lanes) {
+    if (any && !lane.bounds_run) continue;
+    for (int32_t v = lane.first_node; v < lane.end_node; ++v) fn(v);
+  }
+}
+
+}  // namespace
+
 Replay RunReplay(const CausalGraph& g, const WhatIf* what_if) {
   Replay r;
   RunReplay(g, what_if, &r);
@@ -1408,16 +1425,10 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     if (sn.start_node < 0 || sn.end_node < 0) {
       // The whole span of a trace without steps.
       int64_t lo = std::numeric_limits<int64_t>::max(), hi = kNoTime;
-      for (bool all_lanes : {false, true}) {
-        for (const CausalGraph::Lane& lane : g.lanes) {
-          if (!all_lanes && !lane.bounds_run) continue;
-          for (int32_t v = lane.first_node; v < lane.end_node; ++v) {
-            lo = std::min(lo, r.start[v]);
-            hi = std::max(hi, r.end[v]);
-          }
-        }
-        if (hi != kNoTime) break;
-      }
+      ForEachNodeBoundingRun(g, [&](int32_t v) {
+        lo = std::min(lo, r.start[v]);
+        hi = std::max(hi, r.end[v]);
+      });
       r.step_start[k] = n ? lo : 0;
       r.step_end[k] = n ? hi : 0;
       cpu_end[k] = gpu_end[k] = r.step_end[k];
@@ -1478,15 +1489,9 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       // The whole span of a trace without steps (a step the main thread does not bound, in a
       // malformed trace, stays untraced).
       if (g.steps.size() == 1) {
-        for (bool all_lanes : {false, true}) {
-          for (const CausalGraph::Lane& lane : g.lanes) {
-            if (!all_lanes && !lane.bounds_run) continue;
-            for (int32_t v = lane.first_node; v < lane.end_node; ++v) {
-              if (n < 0 || r.end[v] > r.end[n]) n = v;
-            }
-          }
-          if (n >= 0) break;
-        }
+        ForEachNodeBoundingRun(g, [&](int32_t v) {
+          if (n < 0 || r.end[v] > r.end[n]) n = v;
+        });
       }
     } else {
       n = sn.end_node;

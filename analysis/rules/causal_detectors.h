@@ -27,8 +27,7 @@ inline void DetectBlindWaits(const RuleContext& ctx, const RuleOptions& o,
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
   const int64_t min_wait = static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", 1000) * 1000);
-  int64_t run = 0;
-  for (const AnalysedStep& s : ctx.steps()) run += s.duration();
+  const int64_t run = StepsNs(ctx);
   if (run <= 0) return;
   int64_t blind = 0, calls = 0;
   int32_t first = -1;
@@ -87,7 +86,10 @@ inline std::map<int, Finding> CallsByStep(const RuleContext& ctx, const CausalGr
       // CPU work of a one-time first call: the call stands for all of it. Otherwise (work
       // during a one-time graph capture) the step-level op that runs it does.
       int32_t region = EnclosingFirstCall(ctx.trace(), g.first_calls, row);
-      if (region < 0) region = ctx.TopOp(row) >= 0 ? ctx.TopOp(row) : row;
+      if (region < 0) {
+        const int32_t top = ctx.TopOp(row);
+        region = top >= 0 ? top : row;
+      }
       if (!seen.insert(region).second) continue;
       row = region;
     }

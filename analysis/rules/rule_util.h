@@ -51,6 +51,17 @@ inline Finding& CauseFinding(std::map<std::string, Finding>* by_cause, const Rul
   return f;
 }
 
+// The analysed steps' wall time together, ns.
+inline int64_t StepsNs(const RuleContext& ctx) {
+  int64_t ns = 0;
+  for (const AnalysedStep& s : ctx.steps()) ns += s.duration();
+  return ns;
+}
+// Whether a finding is of a trace without steps: its one analysed span is the whole run, so its
+// numbers are the run's, not a step's (the messages say "of the run", not "/step").
+inline bool OfWholeRun(const Finding& f) {
+  return f.per_step.size() == 1 && f.per_step[0].first < 0;
+}
 // " in the step", or " in the run" for a trace without steps (its one analysed span): the
 // detectors' own words for where they counted.
 inline const char* InTheStep(const RuleContext& ctx) {
@@ -93,7 +104,6 @@ inline bool IsOperator(const RuleContext& ctx, int32_t row) {
 inline void AddNumber(Finding* f, const std::string& key, double v) {
   f->evidence[key] = EvidenceValue{true, v, ""};
 }
-// A numeric evidence entry, 0 when absent.
 // A byte count as people read it: "36.8 MiB", "8.0 KiB", "112 B".
 inline std::string Bytes(double b) {
   if (b >= 1024.0 * 1024.0) return FormatNumber("%.1f MiB", b / (1024.0 * 1024.0));
@@ -101,6 +111,7 @@ inline std::string Bytes(double b) {
   return FormatNumber("%.0f B", b);
 }
 
+// A numeric evidence entry, 0 when absent.
 inline double Num(const Finding& f, const std::string& key) {
   auto it = f.evidence.find(key);
   return it == f.evidence.end() ? 0.0 : it->second.number;

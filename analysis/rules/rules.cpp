@@ -64,16 +64,6 @@ Severity SeverityFor(double share, const RuleOptions& o) {
 std::string Pct(double share) { return FormatPercent(share); }
 std::string Ms(double us) { return FormatMs(us); }
 
-double Num(const Finding& f, const char* key) {
-  auto it = f.evidence.find(key);
-  return it == f.evidence.end() ? 0.0 : it->second.number;
-}
-
-std::string Text(const Finding& f, const char* key) {
-  auto it = f.evidence.find(key);
-  return it == f.evidence.end() ? std::string() : it->second.text;
-}
-
 // Merges raw per-step findings of one cause.
 Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
   Finding out = group.front();
@@ -127,8 +117,7 @@ Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
             [](const EvidenceEvent& a, const EvidenceEvent& b) { return a.total_us > b.total_us; });
   if (out.top_events.size() > 5) out.top_events.resize(5);
   // Per step over all analysed steps: what a fix would save on an average step.
-  int64_t step_ns = 0;
-  for (const auto& s : ctx.steps()) step_ns += s.duration();
+  const int64_t step_ns = StepsNs(ctx);
   const double n_steps = std::max<size_t>(1, ctx.steps().size());
   out.time_lost_us_per_step = total_lost_us / n_steps;
   out.share_of_step = step_ns > 0 ? std::min(1.0, total_lost_us * 1000.0 / step_ns) : 0.0;
@@ -142,8 +131,7 @@ std::string FindingMessage(const Finding& f) {
   const RuleSpec* spec = FindRuleSpec(f.code);
   const RuleInfo* info = spec ? &spec->info : nullptr;
   const bool idle_time = spec && spec->plan.role == CostRole::kIdleTime;
-  // A trace without steps is one span: its numbers are the run's, not a step's.
-  const bool whole_run = f.per_step.size() == 1 && f.per_step[0].first < 0;
+  const bool whole_run = OfWholeRun(f);
   const std::string per = whole_run ? "" : "/step";
   const std::string per_step = Ms(f.time_lost_us_per_step) + per;
   const std::string share = Pct(f.share_of_step);
@@ -157,9 +145,9 @@ std::string FindingMessage(const Finding& f) {
           ? ", " + Ms(after) + per + " after the larger fixes"
           : "";
   // What the fix saves on this run (what_if.h), or why it saves little.
-  std::string note = Text(f, "saving_note");
+  std::string note = TextOf(f, "saving_note");
   // A symptom of another finding's cause claims only what it adds once that cause is fixed.
-  const std::string symptom_of = Text(f, "symptom_of");
+  const std::string symptom_of = TextOf(f, "symptom_of");
   if (!symptom_of.empty()) {
     note = "after " + symptom_of + "'s fix, which removes most of these " +
            (spec && spec->plan.symptom_of_removed_waits ? "waits" : "launches") +
@@ -175,7 +163,7 @@ std::string FindingMessage(const Finding& f) {
                      : "; a fix saves " + per_step + " (" + note + ")";
   if (spec && spec->message) return spec->message(f, detected, saving);
   std::string text = info ? info->summary : f.name;
-  std::string detail = Text(f, "detail");  // a detector's own words, with its numbers
+  std::string detail = TextOf(f, "detail");  // a detector's own words, with its numbers
   return text + (detail.empty() ? "" : ": " + detail) + saving;
 }
 

@@ -51,7 +51,7 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
 std::string DataLoaderStallMessage(const Finding& f, const std::string& detected,
                                    const std::string& saving) {
   const double step_us = Num(f, "step_us");
-  const bool whole_run = f.per_step.size() == 1 && f.per_step[0].first < 0;  // no steps
+  const bool whole_run = OfWholeRun(f);
   std::string runs = step_us > 0 ? "the input pipeline runs " +
                                        FormatPercent(Num(f, "dataloader_us") / step_us) +
                                        (whole_run ? " of the run" : " of each step")

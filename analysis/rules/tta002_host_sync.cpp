@@ -85,7 +85,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
 std::string HostSyncMessage(const Finding& f, const std::string& detected,
                             const std::string& saving) {
   const double steps = std::max(1.0, Num(f, "steps_affected"));
-  const bool whole_run = f.per_step.size() == 1 && f.per_step[0].first < 0;  // no steps
+  const bool whole_run = OfWholeRun(f);
   std::string op = TextOf(f, "op");
   return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
          TextOf(f, "sync_call") + ", " + std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +

@@ -73,8 +73,7 @@ void DetectUnrecordedDeviceWaits(const RuleContext& ctx, const RuleOptions& o,
     longest = std::max(longest, d);
     if (first < 0) first = reads[k];
   }
-  int64_t run = 0;
-  for (const AnalysedStep& s : ctx.steps()) run += s.duration();
+  const int64_t run = StepsNs(ctx);
   if (waits < o.Get("trace_incomplete_min_device_waits", 3) ||
       static_cast<double>(wait_ns) <
           o.Get("trace_incomplete_device_wait_share", 0.05) * static_cast<double>(run)) {

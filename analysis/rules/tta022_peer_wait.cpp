@@ -39,8 +39,6 @@ void DetectPeerWait(const RuleContext& ctx, const CausalGraph&, const TimeBreakd
                                 op >= 0 ? op : static_cast<int32_t>(i),
                                 op >= 0 ? CauseKey(ctx, op) : "(launch not traced)");
       f.rows.push_back(static_cast<int32_t>(i));
-      f.start_ns = std::min(f.start_ns, ev.ts[i]);
-      f.end_ns = std::max(f.end_ns, ev.end(i));
       f.per_step[0].second += wait / 1000.0;
       AccumulateNumber(&f, "waiting_collectives", 1);
       AccumulateNumber(&f, "wait_us", wait / 1000.0);
