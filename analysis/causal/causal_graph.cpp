@@ -1324,16 +1324,26 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
   r.start.resize(n);
   r.end.resize(n);
   // The what-if's changes, merged per node (several entries for one node: the smallest wins).
-  // Durations: a few are kept in the change list; when the what-ifs change many (CUDA graphs of
-  // a whole region), a copy of the duration column takes them instead, so the list never holds
-  // most of the graph (32 bytes a node, faulted in by every replay memory that first meets it).
+  // Durations: a few are kept in the change list; when the lists change many (a chain of fixes),
+  // a copy of the duration column takes them instead, so the list never holds most of the graph
+  // (32 bytes a node, faulted in by every replay memory that first meets it). A what-if's dense
+  // columns (a fix that changes most of the graph) are read as they are.
   constexpr int64_t kKeep = std::numeric_limits<int64_t>::max();  // no change of that value
   std::vector<Replay::Change>& changes = r.scratch_changes;
   std::vector<int32_t>& change_of = r.scratch_change_of;
   changes.clear();
   size_t dur_entries = 0;
+  bool any_listed = false;  // a change in one of the lists
+  std::vector<const ChangeColumn*> dense_durs, dense_cross_gaps;
   for (const WhatIf* what_if : what_ifs) {
-    if (what_if) dur_entries += what_if->dur.size();
+    if (!what_if) continue;
+    dur_entries += what_if->dur.size();
+    any_listed = any_listed || !what_if->dur.empty() || !what_if->no_wait.empty() ||
+                 !what_if->cross_gap.empty() || !what_if->lane_gap.empty();
+    if (what_if->dense_dur.count() > 0) dense_durs.push_back(&what_if->dense_dur);
+    if (what_if->dense_cross_gap.count() > 0) {
+      dense_cross_gaps.push_back(&what_if->dense_cross_gap);
+    }
   }
   const bool dense_dur = dur_entries > n / 16;
   const int64_t* dur_of = g.dur.data();
@@ -1341,21 +1351,22 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     r.scratch_dur.assign(g.dur.begin(), g.dur.end());
     for (const WhatIf* what_if : what_ifs) {  // a changed node's value is its smallest change
       if (!what_if) continue;
-      for (const auto& [node, d] : what_if->dur) {
+      what_if->ForEachDur([&](int32_t node, int64_t) {
         if (node >= 0 && static_cast<size_t>(node) < n) r.scratch_dur[node] = kKeep;
-      }
+      });
     }
     for (const WhatIf* what_if : what_ifs) {
       if (!what_if) continue;
-      for (const auto& [node, d] : what_if->dur) {
-        if (node < 0 || static_cast<size_t>(node) >= n) continue;
+      what_if->ForEachDur([&](int32_t node, int64_t d) {
+        if (node < 0 || static_cast<size_t>(node) >= n) return;
         r.scratch_dur[node] = std::min(r.scratch_dur[node], std::max<int64_t>(0, d));
-      }
+      });
     }
     dur_of = r.scratch_dur.data();
+    dense_durs.clear();  // in the copy already
   }
   for (const WhatIf* what_if : what_ifs) {
-    if (!what_if || what_if->empty()) continue;
+    if (!what_if || !any_listed) continue;
     if (change_of.size() != n) change_of.assign(n, -1);
     auto slot = [&](int32_t node) -> Replay::Change* {
       if (node < 0 || static_cast<size_t>(node) >= n) return nullptr;
@@ -1382,16 +1393,27 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     }
   }
   const bool any_change = !changes.empty();
+  const bool any_dense = !dense_durs.empty() || !dense_cross_gaps.empty();
   for (int32_t v : g.order) {
     int64_t dur = dur_of[v], lane_gap = g.lane_gap[v], cross_gap = g.cross_gap[v];
     bool wait = g.role[v] == NodeRole::kSync || g.role[v] == NodeRole::kJoin;
+    int64_t new_dur = kKeep;
+    if (any_dense) {
+      for (const ChangeColumn* c : dense_durs) {
+        if (c->Has(v)) new_dur = std::min(new_dur, c->Get(v));
+      }
+      for (const ChangeColumn* c : dense_cross_gaps) {
+        if (c->Has(v)) cross_gap = std::min(cross_gap, c->Get(v));
+      }
+    }
     if (any_change && change_of[v] >= 0) {
       const Replay::Change& c = changes[change_of[v]];
-      if (c.dur != kKeep) dur = std::max<int64_t>(0, c.dur);
+      new_dur = std::min(new_dur, c.dur);
       lane_gap = std::min(lane_gap, c.lane_gap);
       cross_gap = std::min(cross_gap, c.cross_gap);
       wait = wait && !c.no_wait;
     }
+    if (new_dur != kKeep) dur = std::max<int64_t>(0, new_dur);
     int64_t s = kNoTime;
     if (g.LanePrev(v) >= 0) s = r.end[g.LanePrev(v)] + lane_gap;
     if (g.cross[v] >= 0) {

@@ -222,16 +222,68 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
                              const std::vector<FirstCall>* first_calls = nullptr);
 constexpr int64_t kMergedSliceMaxNs = 20000;
 
+// A what-if's new values of one graph column for the nodes it changes, one slot a node (4 bytes;
+// a value beyond int32 kept aside, exactly): what a fix that changes most of the graph (CUDA
+// graphs over a whole region) holds instead of a list of 16-byte pairs. Empty until Init.
+class ChangeColumn {
+ public:
+  bool empty() const { return slots_.empty(); }
+  void Init(size_t nodes) { slots_.assign(nodes, kNone); }
+  size_t count() const { return count_; }  // nodes with a value
+  bool Has(size_t i) const { return slots_[i] != kNone; }
+  int64_t Get(size_t i) const {  // requires Has(i)
+    const int32_t v = slots_[i];
+    return v != kAside ? v : aside_.at(static_cast<int32_t>(i));
+  }
+  // Where a node already has a value, the smaller one holds.
+  void SetMin(size_t i, int64_t v) {
+    if (Has(i)) {
+      if (Get(i) <= v) return;
+      if (slots_[i] == kAside) aside_.erase(static_cast<int32_t>(i));
+    } else {
+      ++count_;
+    }
+    if (v > kAside && v <= std::numeric_limits<int32_t>::max()) {
+      slots_[i] = static_cast<int32_t>(v);
+    } else {
+      slots_[i] = kAside;
+      aside_[static_cast<int32_t>(i)] = v;
+    }
+  }
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {  // fn(node, value) in node order
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (Has(i)) fn(static_cast<int32_t>(i), Get(i));
+    }
+  }
+
+ private:
+  static constexpr int32_t kNone = std::numeric_limits<int32_t>::min();
+  static constexpr int32_t kAside = kNone + 1;
+  std::vector<int32_t> slots_;
+  std::unordered_map<int32_t, int64_t> aside_;
+  size_t count_ = 0;
+};
+
 // Changes to replay: new own durations, sync nodes that no longer wait, new launch latencies.
 // Where two changes name one node, the smaller value holds. A duration may also grow: work a fix
-// moves onto one node (copies batched into one).
+// moves onto one node (copies batched into one). A fix that changes many durations or launch
+// latencies keeps them in dense_dur / dense_cross_gap instead of the lists (FixWhatIf decides).
 struct WhatIf {
   std::vector<std::pair<int32_t, int64_t>> dur;
   std::vector<int32_t> no_wait;
   std::vector<std::pair<int32_t, int64_t>> cross_gap;
   std::vector<std::pair<int32_t, int64_t>> lane_gap;
+  ChangeColumn dense_dur, dense_cross_gap;
   bool empty() const {
-    return dur.empty() && no_wait.empty() && cross_gap.empty() && lane_gap.empty();
+    return dur.empty() && no_wait.empty() && cross_gap.empty() && lane_gap.empty() &&
+           dense_dur.count() == 0 && dense_cross_gap.count() == 0;
+  }
+  size_t DurCount() const { return dur.size() + dense_dur.count(); }
+  template <typename Fn>
+  void ForEachDur(Fn&& fn) const {  // fn(node, new duration) for every changed duration
+    for (const auto& [n, d] : dur) fn(n, d);
+    dense_dur.ForEach(fn);
   }
 };
 

@@ -58,8 +58,32 @@ struct Builder {
     if (touched.empty()) touched.assign(g.size(), false);
     if (touched[n]) return;
     touched[n] = true;
-    w.dur.emplace_back(n, std::max<int64_t>(0, d));
+    d = std::max<int64_t>(0, d);
+    if (!w.dense_dur.empty()) return w.dense_dur.SetMin(n, d);
+    w.dur.emplace_back(n, d);
+    if (Dense(w.dur.size())) {  // a 4-byte column from here on, not 16-byte pairs
+      w.dense_dur.Init(g.size());
+      for (const auto& [node, value] : w.dur) w.dense_dur.SetMin(node, value);
+      std::vector<std::pair<int32_t, int64_t>>().swap(w.dur);
+    }
   }
+  // A new launch latency (the smaller of two holds).
+  void SetCrossGap(int32_t n, int64_t gap) {
+    if (!w.dense_cross_gap.empty()) return w.dense_cross_gap.SetMin(n, gap);
+    w.cross_gap.emplace_back(n, gap);
+    if (Dense(w.cross_gap.size())) {
+      w.dense_cross_gap.Init(g.size());
+      for (const auto& [node, value] : w.cross_gap) w.dense_cross_gap.SetMin(node, value);
+      std::vector<std::pair<int32_t, int64_t>>().swap(w.cross_gap);
+    }
+  }
+  // Whether |changes| listed changes of one column take more memory than a column of the graph's
+  // size (and enough of them to matter): 16 bytes each here and 36 in each replay's change list
+  // (Replay::Change and its index), against 4 bytes a node.
+  bool Dense(size_t changes) const {
+    return changes >= kDenseMinChanges && 12 * changes > g.size();
+  }
+  static constexpr size_t kDenseMinChanges = 1 << 16;
   void NoWait(int32_t n) {
     if (n >= 0 && (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin)) {
       w.no_wait.push_back(n);
@@ -389,7 +413,7 @@ void GraphBursts(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
     if (l < 0) continue;
     launches.push_back(l);
     // The graph's kernels follow each other on the stream instead of their launches.
-    b.w.cross_gap.emplace_back(gn, std::min<int64_t>(g.cross_gap[gn], 0));
+    b.SetCrossGap(gn, std::min<int64_t>(g.cross_gap[gn], 0));
   }
   std::sort(launches.begin(), launches.end());               // one lane's nodes are in time order
   std::vector<std::tuple<int32_t, int64_t, int64_t>> spans;  // (lane, start, end)
@@ -435,7 +459,7 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
     }
     last_span->first = std::min(last_span->first, g.obs_start[l]);
     last_span->second = std::max(last_span->second, g.obs_end[l]);
-    if (g.cross_gap[gn] > 0) b.w.cross_gap.emplace_back(gn, 0);
+    if (g.cross_gap[gn] > 0) b.SetCrossGap(gn, 0);
     if (g.lane_gap[gn] > 0) b.SetLaneGap(gn, 0);
   }
   // Dispatch is the CPU work of ops (and Python frames) that launch GPU work: a graph replays
@@ -471,7 +495,7 @@ void WarmStart(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
     // Its kernel starts a usual latency after the call, not after the lazy load.
     const int32_t gn = b.NodeOfRow(ev.link[r]);
     if (gn >= 0 && g.role[gn] == NodeRole::kGpu && g.cross[gn] == n) {
-      b.w.cross_gap.emplace_back(gn, std::min(g.cross_gap[gn], kWarmCallNs + g.typical_latency));
+      b.SetCrossGap(gn, std::min(g.cross_gap[gn], kWarmCallNs + g.typical_latency));
     }
   }
 }
@@ -613,7 +637,7 @@ void BucketCollectives(Builder& b, const std::vector<int32_t>& rows, const Findi
     if (top >= 0) b.ScaleUnder(top, 0.0);
     b.SetDur(l, 0);
     // Part of the first bucket: it follows the previous collective, not its own launch.
-    b.w.cross_gap.emplace_back(nodes[i], std::min<int64_t>(g.cross_gap[nodes[i]], 0));
+    b.SetCrossGap(nodes[i], std::min<int64_t>(g.cross_gap[nodes[i]], 0));
   }
 }
 
@@ -779,14 +803,14 @@ ProfilerCostTaken TakeOutProfilerCost(const Trace& trace, CausalGraph* graph,
 
 namespace {
 
-// Of |count| nodes (node(k) the k-th), how many |owner| gives to an entry, and the entry that
+// Of the nodes |for_each_node| visits, how many |owner| gives to an entry, and the entry that
 // owns the most of them (the first such entry; -1 for none).
-template <typename NodeFn>
-std::pair<int32_t, size_t> Owned(const std::vector<int32_t>& owner, size_t count, NodeFn node) {
+template <typename ForEachNode>
+std::pair<int32_t, size_t> OwnedOf(const std::vector<int32_t>& owner, ForEachNode&& for_each_node) {
   std::map<int32_t, size_t> shared;
-  for (size_t k = 0; k < count; ++k) {
-    if (owner[node(k)] >= 0) ++shared[owner[node(k)]];
-  }
+  for_each_node([&](int32_t n) {
+    if (owner[n] >= 0) ++shared[owner[n]];
+  });
   size_t total = 0, most = 0;
   int32_t cause = -1;
   for (const auto& [i, n] : shared) {
@@ -857,22 +881,23 @@ struct FixCoster {
     // (zero_grad's or the optimizer's per-parameter kernels) is that cause's symptom: it claims
     // only what it adds once that cause is fixed, instead of the same time twice.
     const bool any_launch_bound = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
-      return LaunchBound(e) && !e.what_if.dur.empty();
+      return LaunchBound(e) && e.what_if.DurCount() > 0;
     });
     if (any_launch_bound) {
       std::vector<int32_t> owner(g.size(), -1);  // the entry whose fix changes the node
       for (size_t i = 0; i < entries.size(); ++i) {
         if (entries[i].symptom || LaunchBound(entries[i])) continue;
-        for (const auto& [n, d] : entries[i].what_if.dur) {
+        entries[i].what_if.ForEachDur([&](int32_t n, int64_t) {
           if (owner[n] < 0) owner[n] = static_cast<int32_t>(i);
-        }
+        });
       }
       for (Entry& e : entries) {
         Finding& f = (*findings)[e.finding];
-        if (!LaunchBound(e) || e.what_if.dur.empty()) continue;
-        const auto [cause, total] =
-            Owned(owner, e.what_if.dur.size(), [&](size_t k) { return e.what_if.dur[k].first; });
-        if (2 * total < e.what_if.dur.size()) continue;
+        if (!LaunchBound(e) || e.what_if.DurCount() == 0) continue;
+        const auto [cause, total] = OwnedOf(owner, [&](auto&& visit) {
+          e.what_if.ForEachDur([&](int32_t n, int64_t) { visit(n); });
+        });
+        if (2 * total < e.what_if.DurCount()) continue;
         e.symptom = true;
         f.evidence["symptom_of"] = {false, 0, (*findings)[entries[cause].finding].code};
       }
@@ -897,8 +922,9 @@ struct FixCoster {
       for (Entry& e : entries) {
         Finding& f = (*findings)[e.finding];
         if (!PlanOf(e).symptom_of_removed_waits || e.symptom || e.what_if.no_wait.empty()) continue;
-        const auto [pinning, total] = Owned(pinned_by, e.what_if.no_wait.size(),
-                                            [&](size_t k) { return e.what_if.no_wait[k]; });
+        const auto [pinning, total] = OwnedOf(pinned_by, [&](auto&& visit) {
+          for (int32_t n : e.what_if.no_wait) visit(n);
+        });
         if (2 * total < e.what_if.no_wait.size()) continue;
         e.symptom = true;
         f.evidence["symptom_of"] = {false, 0, (*findings)[entries[pinning].finding].code};
@@ -959,15 +985,16 @@ struct FixCoster {
     // what is left after them.
     std::vector<uint8_t> fixed_node;
     for (const Entry& e : entries) {
-      if (IdleTime(e) || e.what_if.dur.empty()) continue;
+      if (IdleTime(e) || e.what_if.DurCount() == 0) continue;
       if (fixed_node.empty()) fixed_node.assign(g.size(), 0);
-      for (const auto& [n, d] : e.what_if.dur) fixed_node[n] = 1;
+      e.what_if.ForEachDur([&](int32_t n, int64_t) { fixed_node[n] = 1; });
     }
     auto independent_idle = [&](const Entry& e) {
-      if (!IdleTime(e) || e.what_if.dur.empty()) return false;
+      if (!IdleTime(e) || e.what_if.DurCount() == 0) return false;
       size_t shared = 0;
-      for (const auto& [n, d] : e.what_if.dur) shared += !fixed_node.empty() && fixed_node[n];
-      return 2 * shared < e.what_if.dur.size();
+      e.what_if.ForEachDur(
+          [&](int32_t n, int64_t) { shared += !fixed_node.empty() && fixed_node[n]; });
+      return 2 * shared < e.what_if.DurCount();
     };
     int64_t claimed = 0;
     for (Entry& e : entries) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "analysis/causal/what_if.h"
@@ -187,7 +188,10 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   };
   result.windows.resize(trace.windows.size());
   if (trace.events.size() == 0) return result;
-  RuleContext ctx(trace);
+  // The context's per-kernel intervals are the size of the trace: it goes before the costing,
+  // whose replays are the run's peak.
+  auto ctx_holder = std::make_unique<RuleContext>(trace);
+  RuleContext& ctx = *ctx_holder;
   std::vector<Finding> raw;
   // A detector's findings go when the options disable their code (disable_TTA0xx = 1).
   auto run = [&](auto&& detect) {
@@ -291,6 +295,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
     result.findings.push_back(std::move(f));
   }
   end_phase("causal detectors");
+  ctx_holder.reset();
   // What each fix saves on this run: the causal graph replayed with and without it.
   ProfilerCost profiler_cost;
   profiler_cost.per_op_ns =

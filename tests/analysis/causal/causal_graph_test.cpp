@@ -130,6 +130,52 @@ TEST_CASE("what-ifs that change few or most durations replay alike: the smallest
   }
 }
 
+TEST_CASE("a what-if's dense columns replay as its lists do, alone and beside listed changes",
+          "[causal]") {
+  // A fix that changes most of a large graph holds its durations and launch latencies as
+  // columns (ChangeColumn): the replay must not tell them from the same changes listed, also
+  // where both forms name one node (the smallest wins) and where a value needs 64 bits.
+  auto trace = ttap_test::Eager(40, 6, 10, 4).Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  WhatIf listed, dense, other;
+  dense.dense_dur.Init(g.size());
+  dense.dense_cross_gap.Init(g.size());
+  for (size_t v = 0; v < g.size(); ++v) {
+    const auto n = static_cast<int32_t>(v);
+    if (g.role[v] == NodeRole::kCpuWork) {
+      const int64_t d = v % 5 == 0 ? int64_t{3} << 33 : g.dur[v] / 3;  // 8.6 s: kept aside
+      listed.dur.emplace_back(n, d);
+      dense.dense_dur.SetMin(v, d);
+    } else if (g.role[v] == NodeRole::kGpu && g.cross[v] >= 0) {
+      listed.cross_gap.emplace_back(n, -1000);
+      dense.dense_cross_gap.SetMin(v, -1000);
+      dense.dense_cross_gap.SetMin(v, 5000);  // the smaller holds
+    }
+    if (v % 7 == 0 && g.role[v] == NodeRole::kCpuWork) other.dur.emplace_back(n, 0);
+  }
+  REQUIRE(dense.dense_dur.count() == listed.dur.size());
+  REQUIRE(dense.dense_cross_gap.count() == listed.cross_gap.size());
+  REQUIRE(dense.DurCount() == listed.DurCount());
+  size_t visited = 0;
+  dense.ForEachDur([&](int32_t, int64_t) { ++visited; });
+  CHECK(visited == listed.dur.size());
+  for (bool with_other : {false, true}) {
+    INFO("beside another what-if's listed changes: " << with_other);
+    Replay want, got;
+    std::vector<const WhatIf*> a{&listed}, b{&dense};
+    if (with_other) {
+      a.push_back(&other);
+      b.push_back(&other);
+    }
+    RunReplay(g, a, &want);
+    RunReplay(g, b, &got);
+    CHECK(got.start == want.start);
+    CHECK(got.end == want.end);
+    CHECK(got.step_end == want.step_end);
+    CHECK(got.total_step_ns() != RunReplay(g).total_step_ns());
+  }
+}
+
 TEST_CASE("a recorded stream wait: the waiting kernel follows the awaited one, in replay and path",
           "[causal]") {
   TinyTrace t;
