@@ -88,9 +88,8 @@ int32_t NodeAt(const CausalGraph& g, const std::vector<int32_t>& nodes, int64_t 
 
 // The last node of |lane| that ends at or before |t| (a lane's nodes end in order), -1.
 int32_t LastEndingBy(const CausalGraph& g, const CausalGraph::Lane& lane, int64_t t) {
-  auto first = g.obs_end.begin() + lane.first_node, last = g.obs_end.begin() + lane.end_node;
-  auto it = std::upper_bound(first, last, t);
-  return it == first ? -1 : static_cast<int32_t>((it - 1) - g.obs_end.begin());
+  const int32_t it = g.FirstEndingAfter(lane.first_node, lane.end_node, t);
+  return it == lane.first_node ? -1 : it - 1;
 }
 
 }  // namespace
@@ -122,7 +121,9 @@ const char* CauseDescription(Cause c) {
 }
 
 void CausalGraph::Reserve(size_t n) {
-  for (auto* v : {&obs_start, &obs_end, &dur}) v->reserve(n);
+  obs_start.reserve(n);
+  obs_len.reserve(n);
+  dur.reserve(n);
   lane_gap.reserve(n);
   cross_gap.reserve(n);
   for (auto* v : {&row, &cross}) v->reserve(n);
@@ -134,7 +135,7 @@ void CausalGraph::Reserve(size_t n) {
 
 int32_t CausalGraph::AddNode(int64_t s, int64_t e, int32_t r, NodeRole ro, Cause c) {
   obs_start.push_back(s);
-  obs_end.push_back(e);
+  obs_len.push_back(e - s);
   dur.push_back(e - s);
   row.push_back(r);
   role.push_back(ro);
@@ -552,11 +553,11 @@ class GraphBuilder {
       int32_t r = stack.empty() ? -1 : static_cast<int32_t>(stack.back().row);
       const int32_t top = stack.empty() ? -1 : stack.back().top;
       if (!cut && !after_gap && r >= 0 && prev >= 0 && !IsLaunchKind(ev.kind[r]) &&
-          g.role[prev] == NodeRole::kCpuWork && g.obs_end[prev] == a && top == prev_top &&
+          g.role[prev] == NodeRole::kCpuWork && g.ObsEnd(prev) == a && top == prev_top &&
           g.cause[prev] == cpu_cause(stack.back()) && b - g.obs_start[prev] < kMergedSliceMaxNs) {
         // The same work continues: the previous node grows.
-        g.obs_end[prev] = b;
-        g.dur[prev] = b - g.obs_start[prev];
+        g.SetObsEnd(prev, b);
+        g.dur.Set(prev, b - g.obs_start[prev]);
         return;
       }
       cut = false;
@@ -596,18 +597,18 @@ class GraphBuilder {
       if (role == NodeRole::kSync) pending_syncs.push_back(node);
       assert(prev < 0 || prev == node - 1);
       g.has_lane_prev[node] = prev >= 0;
-      g.lane_gap.Set(node, prev >= 0 ? a - g.obs_end[prev] : 0);
+      g.lane_gap.Set(node, prev >= 0 ? a - g.ObsEnd(prev) : 0);
       if (after_gap && !is_main && !main_nodes.empty()) {
         // A secondary thread resuming after a gap waited for the main thread (autograd's
         // backward thread, a helper thread): it follows the main thread's progress.
         int32_t m = NodeAt(g, main_nodes, a);
         // A main-thread slice that was already running before this thread paused did not let
         // it resume (the main thread waiting in loss.backward() for this very thread).
-        if (m >= 0 && prev >= 0 && g.obs_start[m] < g.obs_end[prev] &&
-            a < g.obs_end[main_nodes.back()]) {
+        if (m >= 0 && prev >= 0 && g.obs_start[m] < g.ObsEnd(prev) &&
+            a < g.ObsEnd(main_nodes.back())) {
           m = -1;
         }
-        if (m >= 0 && a < g.obs_end[main_nodes.back()]) {
+        if (m >= 0 && a < g.ObsEnd(main_nodes.back())) {
           g.cross[node] = m;
           g.cross_gap.Set(node, a - g.obs_start[m]);
           g.lane_gap.Set(node, std::min<int64_t>(0, g.lane_gap[node]));
@@ -615,7 +616,7 @@ class GraphBuilder {
           // Resuming once the main thread is done (a final synchronisation on another thread):
           // it follows the main thread's end.
           g.cross[node] = m;
-          g.cross_gap.Set(node, a - g.obs_end[m]);
+          g.cross_gap.Set(node, a - g.ObsEnd(m));
           g.cross_from_end[node] = 1;
           g.lane_gap.Set(node, std::min<int64_t>(0, g.lane_gap[node]));
         }
@@ -709,7 +710,7 @@ class GraphBuilder {
     // activity still ran).
     auto waited_for_launch = [&](int32_t launch, int64_t prev_end, int64_t ts) {
       if (prev_end == kNoTime || g.obs_start[launch] >= prev_end) return true;
-      const int64_t call_end = g.obs_end[launch];
+      const int64_t call_end = g.ObsEnd(launch);
       return call_end - g.obs_start[launch] >= 1000000 && ts - prev_end > 2000 && ts >= call_end &&
              ts - call_end <= 50000;
     };
@@ -756,7 +757,7 @@ class GraphBuilder {
         assert(prev < 0 || prev == node - 1);
         g.has_lane_prev[node] = prev >= 0;
         g.node_of_row[r] = node;
-        const int64_t gap = prev >= 0 ? ev.ts[r] - g.obs_end[prev] : kNoTime;
+        const int64_t gap = prev >= 0 ? ev.ts[r] - g.ObsEnd(prev) : kNoTime;
         const int32_t launch = ev.link[r] >= 0 ? g.node_of_row[ev.link[r]] : -1;
         if (launch < 0) {
           ++g.stats.gpu_without_launch;
@@ -768,7 +769,7 @@ class GraphBuilder {
             ++g.stats.negative_latency;
             g.cross_gap.Set(node, lat);
             g.lane_gap.Set(node, prev >= 0 ? gap : 0);
-          } else if (waited_for_launch(launch, prev >= 0 ? g.obs_end[prev] : kNoTime, ev.ts[r])) {
+          } else if (waited_for_launch(launch, prev >= 0 ? g.ObsEnd(prev) : kNoTime, ev.ts[r])) {
             // The stream was idle: the activity waited for its launch.
             g.cross_gap.Set(node, lat);
             g.lane_gap.Set(node, prev >= 0 ? std::min(gap, natural_gap) : 0);
@@ -875,7 +876,7 @@ class GraphBuilder {
       std::string_view cname = trace.Name(g.row[n]);
       const bool pageable = Contains(cname, "Pageable");
       const bool dtoh = Contains(cname, "DtoH") || Contains(cname, "D2H");
-      if (pageable || (dtoh && g.obs_end[n] <= g.obs_end[call])) {
+      if (pageable || (dtoh && g.ObsEnd(n) <= g.ObsEnd(call))) {
         g.role[call] = NodeRole::kSync;
         pending_syncs.push_back(call);
       }
@@ -889,7 +890,7 @@ class GraphBuilder {
                         pending_syncs.end());
     for (int32_t s : pending_syncs) {
       ++g.stats.syncs;
-      const int64_t a = g.obs_start[s], b = g.obs_end[s];
+      const int64_t a = g.obs_start[s], b = g.ObsEnd(s);
       std::vector<int32_t> deps;
       const std::string_view name = trace.Name(g.row[s]);
       const int32_t own = ev.link[g.row[s]];
@@ -899,11 +900,11 @@ class GraphBuilder {
         if (g.node_of_row[own] >= 0) deps.push_back(g.node_of_row[own]);
       } else if (auto precise = event_sync_source.find(s); precise != event_sync_source.end()) {
         // An event sync whose event the trace records: that activity alone.
-        if (g.obs_end[precise->second] <= b + 2000) deps.push_back(precise->second);
+        if (g.ObsEnd(precise->second) <= b + 2000) deps.push_back(precise->second);
       } else {
         // A synchronous copy (cudaMemcpy, hipMemcpyWithStream) also waits for its own copy.
         if (own >= 0 && g.node_of_row[own] >= 0 && g.role[g.node_of_row[own]] == NodeRole::kGpu &&
-            g.obs_end[g.node_of_row[own]] <= b + 2000) {
+            g.ObsEnd(g.node_of_row[own]) <= b + 2000) {
           deps.push_back(g.node_of_row[own]);
         }
         for (const auto& l : launched) {
@@ -911,11 +912,11 @@ class GraphBuilder {
                                      std::make_pair(a, std::numeric_limits<int32_t>::min()));
           if (it == l.by_launch.begin()) continue;
           const int32_t node = (it - 1)->second;
-          if (g.obs_end[node] <= b + 2000) deps.push_back(node);
+          if (g.ObsEnd(node) <= b + 2000) deps.push_back(node);
         }
       }
       int64_t wait_end = kNoTime;
-      for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
+      for (int32_t d : deps) wait_end = std::max(wait_end, g.ObsEnd(d));
       // A call that returns long after what it waits for, right as another stream's activity
       // ends, waited for that too (the legacy default stream's device-wide order, a driver that
       // serialises the staging copy behind the device's work): the latest such end, per stream.
@@ -924,19 +925,19 @@ class GraphBuilder {
           if (!lane.gpu) continue;
           const int32_t v = LastEndingBy(g, lane, b);
           if (v < 0) continue;
-          if (g.obs_end[v] <= std::max(a, wait_end) || b - g.obs_end[v] > kSyncReturnTailNs) {
+          if (g.ObsEnd(v) <= std::max(a, wait_end) || b - g.ObsEnd(v) > kSyncReturnTailNs) {
             continue;
           }
           deps.push_back(v);
         }
-        for (int32_t d : deps) wait_end = std::max(wait_end, g.obs_end[d]);
+        for (int32_t d : deps) wait_end = std::max(wait_end, g.ObsEnd(d));
       }
       for (int32_t d : deps) wait_pairs.emplace_back(s, d);
       if (wait_end != kNoTime && wait_end > a) {
         sync_tail[s] = b - wait_end;
-        g.dur[s] = std::min(b - a, kSyncCostNs);
+        g.dur.Set(s, std::min(b - a, kSyncCostNs));
       } else {
-        g.dur[s] = b - a;
+        g.dur.Set(s, b - a);
         sync_tail[s] = 0;
       }
     }
@@ -951,7 +952,7 @@ class GraphBuilder {
       // GPU busy time over all streams (merged), for the coverage of a wait on the GPU.
       std::vector<Interval> gpu_busy;
       for (size_t v = 0; v < g.size(); ++v) {
-        if (g.role[v] == NodeRole::kGpu) gpu_busy.emplace_back(g.obs_start[v], g.obs_end[v]);
+        if (g.role[v] == NodeRole::kGpu) gpu_busy.emplace_back(g.obs_start[v], g.ObsEnd(v));
       }
       MergeIntervals(&gpu_busy);
       // Where the trace records the main thread's synchronize calls, it records every wait of
@@ -968,7 +969,7 @@ class GraphBuilder {
       }
       for (int32_t m : main_nodes) {
         if (g.role[m] != NodeRole::kCpuWork) continue;
-        const int64_t a = g.obs_start[m], b = g.obs_end[m];
+        const int64_t a = g.obs_start[m], b = g.ObsEnd(m);
         if (b - a < 20000) continue;
         // Waiting for the GPU without a recorded sync: only outside any operator (Python code or
         // the step annotation itself), where the thread had nothing else to do.
@@ -984,28 +985,28 @@ class GraphBuilder {
           if (v < 0) continue;
           // The thread resumes within 50 us of the work's end, or 2% of a long wait (the Python
           // that returns from loss.backward() after a cold autograd pass).
-          if (g.obs_end[v] <= a || b - g.obs_end[v] > std::max<int64_t>(50000, (b - a) / 50)) {
+          if (g.ObsEnd(v) <= a || b - g.ObsEnd(v) > std::max<int64_t>(50000, (b - a) / 50)) {
             continue;
           }
-          if (d >= 0 && g.obs_end[v] <= g.obs_end[d]) continue;
+          if (d >= 0 && g.ObsEnd(v) <= g.ObsEnd(d)) continue;
           // A wait for a stream ends when the stream runs dry: one still running work that started
           // before the slice ended was not what the thread waited for (a gap in the middle of a
           // long run of collectives or kernels is the thread's own time).
           if (l.gpu && v + 1 < l.end_node && g.obs_start[v + 1] < b) continue;
           int64_t covered = l.gpu ? ClippedLength(gpu_busy, a, b) : 0;
-          for (int32_t u = v; !l.gpu && u >= 0 && g.obs_end[u] > a; u = g.LanePrev(u)) {
+          for (int32_t u = v; !l.gpu && u >= 0 && g.ObsEnd(u) > a; u = g.LanePrev(u)) {
             // A thread blocked in a wait or a sleep was not working for the main thread.
             const bool idle = g.row[u] >= 0 && (name_class[ev.name[g.row[u]]] & kNameIdleWait);
             if (g.cause[u] != Cause::kUntraced && !idle) {
-              covered += std::min(b, g.obs_end[u]) - std::max(a, g.obs_start[u]);
+              covered += std::min(b, g.ObsEnd(u)) - std::max(a, g.obs_start[u]);
             }
           }
           if (static_cast<double>(covered) >= 0.8 * static_cast<double>(b - a)) d = v;
         }
         if (d < 0) continue;
         g.role[m] = NodeRole::kJoin;
-        g.dur[m] = 0;
-        sync_tail[m] = b - g.obs_end[d];
+        g.dur.Set(m, 0);
+        sync_tail[m] = b - g.ObsEnd(d);
         wait_pairs.emplace_back(m, d);
       }
     }
@@ -1017,12 +1018,12 @@ class GraphBuilder {
     // stream's previous activity and after the launch call started; then the stream order and
     // the launch become lower bounds, as for an activity queued behind another).
     for (const auto& [dst, src] : stream_waits) {
-      if (g.obs_end[src] > g.obs_start[dst]) continue;  // inconsistent clocks: no edge
+      if (g.ObsEnd(src) > g.obs_start[dst]) continue;  // inconsistent clocks: no edge
       const int32_t prev = g.LanePrev(dst), launch = g.cross[dst];
-      const bool binding = (prev < 0 || g.obs_end[src] >= g.obs_end[prev]) &&
-                           (launch < 0 || g.obs_end[src] >= g.obs_start[launch]);
+      const bool binding = (prev < 0 || g.ObsEnd(src) >= g.ObsEnd(prev)) &&
+                           (launch < 0 || g.ObsEnd(src) >= g.obs_start[launch]);
       if (binding) {
-        sync_tail[dst] = g.obs_start[dst] - g.obs_end[src];
+        sync_tail[dst] = g.obs_start[dst] - g.ObsEnd(src);
         if (prev >= 0) g.lane_gap.Set(dst, std::min(g.lane_gap[dst], natural_gap));
         if (launch >= 0) g.cross_gap.Set(dst, std::min(g.cross_gap[dst], typical_latency));
       } else {
@@ -1047,11 +1048,11 @@ class GraphBuilder {
           const int64_t start = g.obs_start[dst];
           const int32_t prev = g.LanePrev(dst), launch = g.cross[dst];
           if (has_wait[dst] || (prev < 0 && launch < 0)) continue;
-          if (prev >= 0 && start - g.obs_end[prev] < kInferredWaitMinNs) continue;
+          if (prev >= 0 && start - g.ObsEnd(prev) < kInferredWaitMinNs) continue;
           // A blocking copy's call returns only once its copy is done: its start is the launch.
-          if (launch >= 0 && start - (g.role[launch] == NodeRole::kSync ? g.obs_start[launch]
-                                                                        : g.obs_end[launch]) <
-                                 kInferredWaitMinNs) {
+          if (launch >= 0 &&
+              start - (g.role[launch] == NodeRole::kSync ? g.obs_start[launch] : g.ObsEnd(launch)) <
+                  kInferredWaitMinNs) {
             continue;
           }
           int32_t src = -1;
@@ -1059,11 +1060,11 @@ class GraphBuilder {
             if (!other.gpu || &other == &lane) continue;
             const int32_t v = LastEndingBy(g, other, start);
             if (v < 0) continue;
-            if (start - g.obs_end[v] > kInferredWaitTailNs) continue;
-            if (src < 0 || g.obs_end[v] > g.obs_end[src]) src = v;
+            if (start - g.ObsEnd(v) > kInferredWaitTailNs) continue;
+            if (src < 0 || g.ObsEnd(v) > g.ObsEnd(src)) src = v;
           }
           if (src < 0) continue;
-          sync_tail[dst] = start - g.obs_end[src];
+          sync_tail[dst] = start - g.ObsEnd(src);
           if (prev >= 0) g.lane_gap.Set(dst, std::min(g.lane_gap[dst], natural_gap));
           if (launch >= 0) g.cross_gap.Set(dst, std::min(g.cross_gap[dst], typical_latency));
           wait_pairs.emplace_back(dst, src);
@@ -1085,7 +1086,7 @@ class GraphBuilder {
       if (g.LanePrev(c) < 0) {
         g.cross[v] = -1;
         if (g.LanePrev(v) < 0) continue;  // anchored at its recorded start
-        g.lane_gap.Set(v, g.obs_start[v] - g.obs_end[g.LanePrev(v)]);
+        g.lane_gap.Set(v, g.obs_start[v] - g.ObsEnd(g.LanePrev(v)));
         continue;
       }
       g.cross_gap.Set(v, g.cross_gap[v] + g.lane_gap[c]);
@@ -1175,7 +1176,7 @@ class GraphBuilder {
         sn.start_node = NodeAt(g, main_nodes, spans[k].start_ns);
         if (sn.start_node >= 0) sn.start_offset = spans[k].start_ns - g.obs_start[sn.start_node];
         sn.end_node = NodeAt(g, main_nodes, spans[k].cpu_end_ns - 1);
-        if (sn.end_node >= 0) sn.end_offset = spans[k].cpu_end_ns - g.obs_end[sn.end_node];
+        if (sn.end_node >= 0) sn.end_offset = spans[k].cpu_end_ns - g.ObsEnd(sn.end_node);
       }
       for (size_t n = 0; n < n_nodes; ++n) {
         if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0) continue;
@@ -1346,9 +1347,10 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     }
   }
   const bool dense_dur = dur_entries > n / 16;
-  const int64_t* dur_of = g.dur.data();
+  const int64_t* scratch_dur = nullptr;
   if (dense_dur) {
-    r.scratch_dur.assign(g.dur.begin(), g.dur.end());
+    r.scratch_dur.resize(n);
+    for (size_t v = 0; v < n; ++v) r.scratch_dur[v] = g.dur[v];
     for (const WhatIf* what_if : what_ifs) {  // a changed node's value is its smallest change
       if (!what_if) continue;
       what_if->ForEachDur([&](int32_t node, int64_t) {
@@ -1362,7 +1364,7 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
         r.scratch_dur[node] = std::min(r.scratch_dur[node], std::max<int64_t>(0, d));
       });
     }
-    dur_of = r.scratch_dur.data();
+    scratch_dur = r.scratch_dur.data();
     dense_durs.clear();  // in the copy already
   }
   for (const WhatIf* what_if : what_ifs) {
@@ -1395,7 +1397,8 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
   const bool any_change = !changes.empty();
   const bool any_dense = !dense_durs.empty() || !dense_cross_gaps.empty();
   for (int32_t v : g.order) {
-    int64_t dur = dur_of[v], lane_gap = g.lane_gap[v], cross_gap = g.cross_gap[v];
+    int64_t dur = scratch_dur ? scratch_dur[v] : g.dur[v], lane_gap = g.lane_gap[v],
+            cross_gap = g.cross_gap[v];
     bool wait = g.role[v] == NodeRole::kSync || g.role[v] == NodeRole::kJoin;
     int64_t new_dur = kKeep;
     if (any_dense) {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/base/narrow_column.h"
 #include "analysis/model/trace.h"
 
 namespace ttap {
@@ -101,33 +102,7 @@ const FirstCall* FirstCallAt(const std::vector<FirstCall>& calls, int32_t row);
 int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& calls, int32_t row);
 
 // A column of time gaps (ns): 4 bytes a node, the rare gap beyond +-2.1 s kept aside, exactly.
-class GapColumn {
- public:
-  int64_t operator[](size_t i) const {
-    const int32_t v = small_[i];
-    return v != kAside ? v : aside_.at(static_cast<int32_t>(i));
-  }
-  void Set(size_t i, int64_t v) {
-    if (v > kAside && v <= std::numeric_limits<int32_t>::max()) {
-      if (small_[i] == kAside) aside_.erase(static_cast<int32_t>(i));
-      small_[i] = static_cast<int32_t>(v);
-    } else {
-      small_[i] = kAside;
-      aside_[static_cast<int32_t>(i)] = v;
-    }
-  }
-  void push_back(int64_t v) {
-    small_.push_back(0);
-    Set(small_.size() - 1, v);
-  }
-  void reserve(size_t n) { small_.reserve(n); }
-  size_t size() const { return small_.size(); }
-
- private:
-  static constexpr int32_t kAside = std::numeric_limits<int32_t>::min();
-  std::vector<int32_t> small_;
-  std::unordered_map<int32_t, int64_t> aside_;
-};
+using GapColumn = NarrowInt64Column;
 
 // The graph, columnar. A node's replayed start is the latest of: its lane predecessor's end plus
 // |lane_gap|, and its |cross| predecessor's start plus |cross_gap| (GPU: the launch call; CPU: the
@@ -140,9 +115,9 @@ class GapColumn {
 struct CausalGraph {
   // Nodes.
   std::vector<int64_t> obs_start;  // ns, as recorded
-  std::vector<int64_t> obs_end;
-  std::vector<int64_t> dur;  // own duration (sync: the call's cost when nothing is awaited)
-  std::vector<int32_t> row;  // the trace row (innermost event of a CPU slice), -1 for none
+  NarrowInt64Column obs_len;       // the recorded end minus the start (ObsEnd)
+  NarrowInt64Column dur;           // own duration (sync: the call's cost when nothing is awaited)
+  std::vector<int32_t> row;        // the trace row (innermost event of a CPU slice), -1 for none
   std::vector<NodeRole> role;
   std::vector<Cause> cause;  // what the node's own time is
   // A lane's nodes are consecutive: a node's lane predecessor is the node before it, unless it
@@ -202,6 +177,21 @@ struct CausalGraph {
   } stats;
 
   size_t size() const { return obs_start.size(); }
+  int64_t ObsEnd(int32_t v) const { return obs_start[v] + obs_len[v]; }  // ns, as recorded
+  void SetObsEnd(int32_t v, int64_t end) { obs_len.Set(v, end - obs_start[v]); }
+  // The first node in [first, last) whose recorded end is after |t|, |last| for none; the
+  // nodes' ends must be in order (one lane's are).
+  int32_t FirstEndingAfter(int32_t first, int32_t last, int64_t t) const {
+    while (first < last) {
+      const int32_t mid = first + (last - first) / 2;
+      if (ObsEnd(mid) <= t) {
+        first = mid + 1;
+      } else {
+        last = mid;
+      }
+    }
+    return first;
+  }
   void Reserve(size_t nodes);
   // A node at the end of the current (last) lane.
   int32_t AddNode(int64_t s, int64_t e, int32_t r, NodeRole ro, Cause c);

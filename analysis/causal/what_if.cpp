@@ -421,9 +421,9 @@ void GraphBursts(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
     const int32_t lane = static_cast<int32_t>(g.LaneOf(l));
     if (!spans.empty() && std::get<0>(spans.back()) == lane &&
         g.obs_start[l] - std::get<2>(spans.back()) <= kBurstGapNs) {
-      std::get<2>(spans.back()) = std::max(std::get<2>(spans.back()), g.obs_end[l]);
+      std::get<2>(spans.back()) = std::max(std::get<2>(spans.back()), g.ObsEnd(l));
     } else {
-      spans.emplace_back(lane, g.obs_start[l], g.obs_end[l]);
+      spans.emplace_back(lane, g.obs_start[l], g.ObsEnd(l));
     }
   }
   for (const auto& [lane, start, end] : spans) {
@@ -453,12 +453,12 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
     if (l < 0) continue;
     const auto key = std::make_pair(b.StepIndexOf(g.obs_start[l]), g.LaneOf(l));
     if (key != last_key || !last_span) {  // rows come mostly in order: look up on change only
-      auto it = spans.emplace(key, std::make_pair(g.obs_start[l], g.obs_end[l])).first;
+      auto it = spans.emplace(key, std::make_pair(g.obs_start[l], g.ObsEnd(l))).first;
       last_key = key;
       last_span = &it->second;
     }
     last_span->first = std::min(last_span->first, g.obs_start[l]);
-    last_span->second = std::max(last_span->second, g.obs_end[l]);
+    last_span->second = std::max(last_span->second, g.ObsEnd(l));
     if (g.cross_gap[gn] > 0) b.SetCrossGap(gn, 0);
     if (g.lane_gap[gn] > 0) b.SetLaneGap(gn, 0);
   }
@@ -507,13 +507,11 @@ void MoveIdleWorkOut(Builder& b, const std::vector<int32_t>& rows, const Finding
   for (const auto& [lo, hi] : f.occurrences) {
     for (const auto& l : g.lanes) {
       if (!l.main) continue;
-      auto first = g.obs_end.begin() + l.first_node, last = g.obs_end.begin() + l.end_node;
       // Nodes of a lane are ordered by start and do not overlap, so also by end.
-      for (auto it = std::upper_bound(first, last, lo); it != last; ++it) {
-        const int32_t n = static_cast<int32_t>(it - g.obs_end.begin());
+      for (int32_t n = g.FirstEndingAfter(l.first_node, l.end_node, lo); n < l.end_node; ++n) {
         if (g.obs_start[n] >= hi) break;
         if (g.role[n] != NodeRole::kCpuWork) continue;
-        const int64_t overlap = std::min(hi, g.obs_end[n]) - std::max(lo, g.obs_start[n]);
+        const int64_t overlap = std::min(hi, g.ObsEnd(n)) - std::max(lo, g.obs_start[n]);
         b.SetDur(n, g.dur[n] - std::max<int64_t>(0, overlap));
       }
     }
@@ -608,7 +606,7 @@ void OverlapCommunication(Builder& b, const std::vector<int32_t>& rows, const Fi
       covered_to = hide_from[s];
     }
     budget += std::max<int64_t>(0, start - covered_to);
-    covered_to = std::max(covered_to, g.obs_end[n]);
+    covered_to = std::max(covered_to, g.ObsEnd(n));
     const int64_t hidden = std::min(g.dur[n], budget);
     budget -= hidden;
     b.SetDur(n, g.dur[n] - hidden);
@@ -774,7 +772,7 @@ ProfilerCostTaken TakeOutProfilerCost(const Trace& trace, CausalGraph* graph,
     const auto& l = g.lanes[lane];
     int32_t& n = cursor[lane];
     while (n + 1 < l.end_node && g.obs_start[n + 1] <= ev.ts[i]) ++n;
-    if (n >= l.end_node || g.obs_start[n] > ev.ts[i] || ev.ts[i] >= g.obs_end[n]) continue;
+    if (n >= l.end_node || g.obs_start[n] > ev.ts[i] || ev.ts[i] >= g.ObsEnd(n)) continue;
     if (g.role[n] != NodeRole::kCpuWork) continue;
     if (count.empty()) count.assign(g.size(), 0);
     count[n] +=
@@ -793,7 +791,7 @@ ProfilerCostTaken TakeOutProfilerCost(const Trace& trace, CausalGraph* graph,
       const int64_t cut =
           std::min(carry, static_cast<int64_t>(g.dur[n] * (1.0 - kProfiledMinShare)));
       if (cut <= 0) continue;
-      graph->dur[n] -= cut;
+      graph->dur.Set(n, graph->dur[n] - cut);
       out.cut_ns += cut;
       carry = std::min(carry - cut, kProfiledCarryMaxNs);
     }

@@ -249,6 +249,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   if (!options.keep_rewrite_columns) {
     std::vector<StringId>().swap(trace->events.cat);
     std::vector<int64_t>().swap(trace->events.external_id);
+    std::vector<int32_t>().swap(trace->events.python_parent);  // the frames are built
   }
   trace->stats.json_bytes = json_bytes;
   if (trace->rank_source.empty()) {

@@ -26,9 +26,10 @@ struct LoadOptions {
   // default they are released: nothing reads them after, and a launch-heavy trace holds two per
   // launch, 32 bytes each.
   bool keep_flows = false;
-  // Keep the columns only rewriting a trace reads (categories as written, External ids:
-  // bench/harness's trace editor, the loader's tests). `ttap scan` and the language server,
-  // which analyse without rewriting, release them: 12 bytes an event.
+  // Keep the columns only rewriting a trace reads (categories as written, External ids, Python
+  // parent ids once the frames are built: bench/harness's trace editor, the loader's tests).
+  // `ttap scan` and the language server, which analyse without rewriting, release them: 16
+  // bytes an event.
   bool keep_rewrite_columns = true;
 };
 

@@ -70,7 +70,8 @@ struct EventTable {
                                        // unless LoadOptions::keep_rewrite_columns)
   std::vector<StringId> call_stack;    // args["Call stack"] (2021 format), kEmptyString if none
   std::vector<int32_t> python_id;      // args["Python id"], -1; cuda_sync: args.wait_on_stream
-  std::vector<int32_t> python_parent;  // args["Python parent id"], -1
+  std::vector<int32_t> python_parent;  // args["Python parent id"], -1 (empty unless
+                                       // LoadOptions::keep_rewrite_columns)
   std::vector<int64_t> bytes;          // args.bytes for memcpy/memset; a collective kernel's
                                        // message ("In/Out msg nelems" x "dtype"), -1; cuda_sync:
                                        // args.wait_on_cuda_event_record_corr_id (the

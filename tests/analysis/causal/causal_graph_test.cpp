@@ -35,7 +35,7 @@ void RequireReplayMatches(const Trace& t, const CausalGraph& g, const Replay& r)
   for (size_t v = 0; v < g.size(); ++v) {
     INFO("node " << v << " row " << g.row[v]);
     CHECK(r.start[v] == g.obs_start[v]);
-    CHECK(r.end[v] == g.obs_end[v]);
+    CHECK(r.end[v] == g.ObsEnd(v));
   }
 }
 
@@ -102,7 +102,7 @@ TEST_CASE("what-ifs that change few or most durations replay alike: the smallest
   // The expected replay: the graph itself with each changed duration written in.
   auto replay_written = [&](const std::vector<std::pair<int32_t, int64_t>>& dur) {
     CausalGraph copy = g;
-    for (const auto& [v, d] : dur) copy.dur[v] = std::max<int64_t>(0, d);
+    for (const auto& [v, d] : dur) copy.dur.Set(v, std::max<int64_t>(0, d));
     return RunReplay(copy);
   };
   // Few nodes (kept in the change list) and every CPU node (a copy of the duration column),
@@ -509,8 +509,8 @@ TEST_CASE("nested CPU work under one op is one node; kept rows and runtime calls
     if (kept.role[v] != NodeRole::kCpuWork) continue;
     const bool starts_inside = kept.obs_start[v] >= 1020000 && kept.obs_start[v] < 1025000;
     if (starts_inside) {
-      CHECK(kept.obs_end[v] <= 1025000);
-      inside += kept.obs_end[v] - kept.obs_start[v];
+      CHECK(kept.ObsEnd(v) <= 1025000);
+      inside += kept.ObsEnd(v) - kept.obs_start[v];
     }
   }
   CHECK(inside == 5000);

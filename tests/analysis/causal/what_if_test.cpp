@@ -146,7 +146,7 @@ TEST_CASE("a fix that changes most of a large graph holds its changes as columns
   CHECK(w.dense_dur.count() > 65536);
   CHECK(w.dense_cross_gap.count() >= 75000);
   ttap::CausalGraph written = g;
-  w.ForEachDur([&](int32_t n, int64_t d) { written.dur[n] = std::max<int64_t>(0, d); });
+  w.ForEachDur([&](int32_t n, int64_t d) { written.dur.Set(n, std::max<int64_t>(0, d)); });
   for (size_t v = 0; v < g.size(); ++v) {
     if (w.dense_cross_gap.Has(v)) {
       written.cross_gap.Set(v, std::min(g.cross_gap[v], w.dense_cross_gap.Get(v)));
