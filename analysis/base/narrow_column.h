@@ -64,6 +64,11 @@ class NarrowInt64Column {
     std::vector<int64_t>().swap(wide_);
   }
   bool wide() const { return !wide_.empty(); }
+  void swap(NarrowInt64Column& o) {
+    narrow_.swap(o.narrow_);
+    aside_.swap(o.aside_);
+    wide_.swap(o.wide_);
+  }
   bool operator==(const NarrowInt64Column& o) const {
     if (size() != o.size()) return false;
     for (size_t i = 0; i < size(); ++i) {

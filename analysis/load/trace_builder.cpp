@@ -26,10 +26,25 @@ void Permute(std::vector<T>* column, const std::vector<uint32_t>& order) {
   column->swap(out);
 }
 
+void Permute(NarrowInt64Column* column, const std::vector<uint32_t>& order) {
+  if (column->empty()) return;
+  NarrowInt64Column out;
+  out.resize(order.size());
+  for (size_t i = 0; i < order.size(); ++i) out.Set(i, (*column)[order[i]]);
+  column->swap(out);
+}
+
 template <typename T>
 void Release(std::vector<T>* v) {
   std::vector<T>().swap(*v);
 }
+void Release(NarrowInt64Column* v) { v->Release(); }
+
+template <typename T, typename V>
+void SetAt(std::vector<T>* column, size_t i, V v) {
+  (*column)[i] = v;
+}
+void SetAt(NarrowInt64Column* column, size_t i, int64_t v) { column->Set(i, v); }
 
 void ReadTopLevel(const TopLevelValues& top, Trace* trace) {
   simdjson::dom::parser parser;
@@ -228,7 +243,7 @@ void GatherColumns(std::vector<PartialTable>& parts, std::vector<uint64_t>* orde
     for (size_t i = 0; i < total; ++i) {
       uint32_t p = static_cast<uint32_t>(order[i] >> 32);
       uint32_t r = static_cast<uint32_t>(order[i]);
-      dst[i] = map(p, (parts[p].events.*member)[r]);
+      SetAt(&dst, i, map(p, (parts[p].events.*member)[r]));
     }
     for (auto& part : parts) Release(&(part.events.*member));
   };

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/base/narrow_column.h"
 #include "analysis/base/string_pool.h"
 
 namespace ttap {
@@ -56,8 +57,8 @@ constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
 constexpr int64_t kMinTimestampNs = -(int64_t{1} << 61);
 
 struct EventTable {
-  std::vector<int64_t> ts;   // ns in the trace's own clock (µs * 1000, exact)
-  std::vector<int64_t> dur;  // ns, >= 0
+  std::vector<int64_t> ts;  // ns in the trace's own clock (µs * 1000, exact)
+  NarrowInt64Column dur;    // ns, >= 0
   std::vector<StringId> name;
   std::vector<StringId> cat;  // empty unless LoadOptions::keep_rewrite_columns
   std::vector<EventKind> kind;
@@ -65,14 +66,14 @@ struct EventTable {
   std::vector<uint32_t> track;         // index into Trace::tracks
   std::vector<int32_t> stream;         // args.stream, -1 when absent or not a number; values
                                        // beyond int32 (e.g. 4294967295) clamp to INT32_MAX
-  std::vector<int64_t> correlation;    // args.correlation, -1
+  NarrowInt64Column correlation;       // args.correlation, -1
   std::vector<int64_t> external_id;    // args["External id"] / args["external id"], -1 (empty
                                        // unless LoadOptions::keep_rewrite_columns)
   std::vector<StringId> call_stack;    // args["Call stack"] (2021 format), kEmptyString if none
   std::vector<int32_t> python_id;      // args["Python id"], -1; cuda_sync: args.wait_on_stream
   std::vector<int32_t> python_parent;  // args["Python parent id"], -1 (empty unless
                                        // LoadOptions::keep_rewrite_columns)
-  std::vector<int64_t> bytes;          // args.bytes for memcpy/memset; a collective kernel's
+  NarrowInt64Column bytes;             // args.bytes for memcpy/memset; a collective kernel's
                                        // message ("In/Out msg nelems" x "dtype"), -1; cuda_sync:
                                        // args.wait_on_cuda_event_record_corr_id (the
                                        // cudaEventRecord call waited on), -1
