@@ -1099,9 +1099,9 @@ class GraphBuilder {
   void StoreWaits() {
     assert(sync_tail.size() == g.size());  // no node added after BuildCausalGraph sized it
     std::sort(wait_pairs.begin(), wait_pairs.end());
-    g.wait_begin.assign(g.size() + 1, 0);
-    for (auto& [s, d] : wait_pairs) g.wait_begin[s + 1]++;
-    for (size_t i = 0; i < g.size(); ++i) g.wait_begin[i + 1] += g.wait_begin[i];
+    std::vector<int32_t> waiting(wait_pairs.size());
+    for (size_t i = 0; i < wait_pairs.size(); ++i) waiting[i] = wait_pairs[i].first;
+    g.wait_ranges.Build(g.size(), waiting);
     g.waits.resize(wait_pairs.size());
     g.wait_tail.resize(wait_pairs.size());
     for (size_t i = 0; i < wait_pairs.size(); ++i) {
@@ -1128,8 +1128,9 @@ class GraphBuilder {
         *out = g.cross[n];
         return true;
       }
-      const uint32_t w = g.wait_begin[n] + (k - 2);
-      if (w >= g.wait_begin[n + 1]) return false;
+      const auto [first, last] = g.WaitsOf(n);
+      const uint32_t w = first + (k - 2);
+      if (w >= last) return false;
       *out = g.waits[w];
       return true;
     };
@@ -1155,7 +1156,7 @@ class GraphBuilder {
           } else if (which == 1) {
             g.cross[n] = -1;
           } else {
-            g.waits[g.wait_begin[n] + which - 2] = n;  // a self-wait is ignored by the replay
+            g.waits[g.WaitsOf(n).first + which - 2] = n;  // a self-wait is ignored by the replay
           }
           continue;
         }
@@ -1206,7 +1207,8 @@ class GraphBuilder {
         };
         for (int32_t n = lane.first_node; n < lane.end_node; ++n) {
           mark(g.cross[n]);
-          for (uint32_t w = g.wait_begin[n]; w < g.wait_begin[n + 1]; ++w) mark(g.waits[w]);
+          const auto [first, last] = g.WaitsOf(n);
+          for (uint32_t w = first; w < last; ++w) mark(g.waits[w]);
         }
       }
       for (size_t l = 0; l < g.lanes.size(); ++l) {
@@ -1323,7 +1325,7 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
   const size_t n = g.size();
   Replay& r = *out;
   r.start.resize(n);
-  r.end.resize(n);
+  r.len.resize(n);
   // The what-if's changes, merged per node (several entries for one node: the smallest wins).
   // Durations: a few are kept in the change list; when the lists change many (a chain of fixes),
   // a copy of the duration column takes them instead, so the list never holds most of the graph
@@ -1418,25 +1420,28 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     }
     if (new_dur != kKeep) dur = std::max<int64_t>(0, new_dur);
     int64_t s = kNoTime;
-    if (g.LanePrev(v) >= 0) s = r.end[g.LanePrev(v)] + lane_gap;
+    if (g.LanePrev(v) >= 0) s = r.End(g.LanePrev(v)) + lane_gap;
     if (g.cross[v] >= 0) {
-      s = std::max(s, (g.cross_from_end[v] ? r.end[g.cross[v]] : r.start[g.cross[v]]) + cross_gap);
+      s = std::max(s, (g.cross_from_end[v] ? r.End(g.cross[v]) : r.start[g.cross[v]]) + cross_gap);
     }
-    if (g.role[v] == NodeRole::kGpu) {  // recorded stream waits hold the start
-      for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
-        if (g.waits[w] != v) s = std::max(s, r.end[g.waits[w]] + g.wait_tail[w]);
+    const bool gpu = g.role[v] == NodeRole::kGpu;
+    const auto [first_wait, last_wait] =
+        gpu || wait ? g.WaitsOf(v) : std::pair<uint32_t, uint32_t>{0, 0};
+    if (gpu) {  // recorded stream waits hold the start
+      for (uint32_t w = first_wait; w < last_wait; ++w) {
+        if (g.waits[w] != v) s = std::max(s, r.End(g.waits[w]) + g.wait_tail[w]);
       }
     }
     if (s == kNoTime) s = g.obs_start[v];
     int64_t e = s + dur;
     if (wait) {
-      for (uint32_t w = g.wait_begin[v]; w < g.wait_begin[v + 1]; ++w) {
+      for (uint32_t w = first_wait; w < last_wait; ++w) {
         const int32_t d = g.waits[w];
-        if (d != v) e = std::max(e, r.end[d] + g.wait_tail[w]);
+        if (d != v) e = std::max(e, r.End(d) + g.wait_tail[w]);
       }
     }
     r.start[v] = s;
-    r.end[v] = e;
+    r.len.Set(v, e - s);
   }
   for (const Replay::Change& c : changes) change_of[c.node] = -1;
   // Steps, as the trace builder defines them: from the step's CPU start to the later of its CPU
@@ -1452,17 +1457,17 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
       int64_t lo = std::numeric_limits<int64_t>::max(), hi = kNoTime;
       ForEachNodeBoundingRun(g, [&](int32_t v) {
         lo = std::min(lo, r.start[v]);
-        hi = std::max(hi, r.end[v]);
+        hi = std::max(hi, r.End(v));
       });
       r.step_start[k] = n ? lo : 0;
       r.step_end[k] = n ? hi : 0;
       cpu_end[k] = gpu_end[k] = r.step_end[k];
       continue;
     }
-    r.step_start[k] = std::min(r.start[sn.start_node] + sn.start_offset, r.end[sn.start_node]);
-    cpu_end[k] = std::max(r.start[sn.end_node], r.end[sn.end_node] + sn.end_offset);
+    r.step_start[k] = std::min(r.start[sn.start_node] + sn.start_offset, r.End(sn.start_node));
+    cpu_end[k] = std::max(r.start[sn.end_node], r.End(sn.end_node) + sn.end_offset);
     gpu_end[k] = cpu_end[k];
-    for (int32_t v : sn.gpu) gpu_end[k] = std::max(gpu_end[k], r.end[v]);
+    for (int32_t v : sn.gpu) gpu_end[k] = std::max(gpu_end[k], r.End(v));
   }
   // The run is not over before the GPU work it launched is: the last step ends no earlier than
   // any analysed step's GPU work (a what-if that lets the CPU run ahead, e.g. a deferred sync,
@@ -1515,17 +1520,17 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       // malformed trace, stays untraced).
       if (g.steps.size() == 1) {
         ForEachNodeBoundingRun(g, [&](int32_t v) {
-          if (n < 0 || r.end[v] > r.end[n]) n = v;
+          if (n < 0 || r.End(v) > r.End(n)) n = v;
         });
       }
     } else {
       n = sn.end_node;
       for (int32_t v : sn.gpu) {
-        if (r.end[v] > r.end[n] && r.start[v] < t) n = v;
+        if (r.End(v) > r.End(n) && r.start[v] < t) n = v;
       }
       // The step ends at the next step's start while its GPU work continues: the main thread
       // is what runs at that moment when no GPU node does.
-      if (r.end[n] < t && n == sn.end_node && k + 1 < g.steps.size()) {
+      if (r.End(n) < t && n == sn.end_node && k + 1 < g.steps.size()) {
         n = g.steps[k + 1].start_node;
       }
     }
@@ -1541,21 +1546,22 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
     };
     size_t guard = 4 * g.size() + 16;
     while (n >= 0 && t > S && guard-- > 0) {
-      if (t > r.end[n]) {
-        add(Cause::kUntraced, r.end[n], t, -1);
-        t = std::max(S, r.end[n]);
+      if (t > r.End(n)) {
+        add(Cause::kUntraced, r.End(n), t, -1);
+        t = std::max(S, r.End(n));
         if (t <= S) break;
       }
       // A synchronisation that ended because the awaited work did.
       const bool waits = g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin;
-      if (waits && r.end[n] > r.start[n] + g.dur[n]) {
+      if (waits && r.End(n) > r.start[n] + g.dur[n]) {
         int32_t dep = -1;
-        for (uint32_t w = g.wait_begin[n]; w < g.wait_begin[n + 1]; ++w) {
+        const auto [first, last] = g.WaitsOf(n);
+        for (uint32_t w = first; w < last; ++w) {
           const int32_t d = g.waits[w];
-          if (d != n && (dep < 0 || r.end[d] > r.end[dep])) dep = d;
+          if (d != n && (dep < 0 || r.End(d) > r.End(dep))) dep = d;
         }
         if (dep >= 0) {
-          const int64_t a = std::max(S, std::min(t, r.end[dep]));
+          const int64_t a = std::max(S, std::min(t, r.End(dep)));
           add(g.role[n] == NodeRole::kSync ? Cause::kHostSync : g.cause[n], a, t, n);
           t = a;
           n = dep;
@@ -1567,23 +1573,24 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       t = a;
       if (t <= S) break;
       const int32_t lp = g.LanePrev(n), cp = g.cross[n];
-      const int64_t lane_term = lp >= 0 ? r.end[lp] + g.lane_gap[n] : kNoTime;
+      const int64_t lane_term = lp >= 0 ? r.End(lp) + g.lane_gap[n] : kNoTime;
       const int64_t cross_base =
-          cp >= 0 ? (g.cross_from_end[n] ? r.end[cp] : r.start[cp]) : kNoTime;
+          cp >= 0 ? (g.cross_from_end[n] ? r.End(cp) : r.start[cp]) : kNoTime;
       const int64_t cross_term = cp >= 0 ? cross_base + g.cross_gap[n] : kNoTime;
       const bool gpu = g.role[n] == NodeRole::kGpu;
       // A recorded stream wait that held the start: the awaited activity is on the path.
       int32_t awaited = -1;
       int64_t wait_term = kNoTime;
-      for (uint32_t w = gpu ? g.wait_begin[n] : 0; gpu && w < g.wait_begin[n + 1]; ++w) {
+      const auto [first_wait, last_wait] = gpu ? g.WaitsOf(n) : std::pair<uint32_t, uint32_t>{0, 0};
+      for (uint32_t w = first_wait; w < last_wait; ++w) {
         const int32_t d = g.waits[w];
-        if (d != n && r.end[d] + g.wait_tail[w] > wait_term) {
-          wait_term = r.end[d] + g.wait_tail[w];
+        if (d != n && r.End(d) + g.wait_tail[w] > wait_term) {
+          wait_term = r.End(d) + g.wait_tail[w];
           awaited = d;
         }
       }
       if (awaited >= 0 && wait_term >= lane_term && wait_term >= cross_term) {
-        const int64_t b = std::max(S, std::min(t, r.end[awaited]));
+        const int64_t b = std::max(S, std::min(t, r.End(awaited)));
         add(Cause::kGpuGap, b, t, -1);
         t = b;
         n = awaited;
@@ -1596,7 +1603,7 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
           const int64_t b = std::max(S, std::min(t, cross_base));
           // The launch call itself (or its lazy loading); a latency far beyond the call and the
           // usual launch latency is the stream waiting for work the trace does not show.
-          const int64_t call_end = g.cross_from_end[n] ? b : std::min(t, std::max(b, r.end[cp]));
+          const int64_t call_end = g.cross_from_end[n] ? b : std::min(t, std::max(b, r.End(cp)));
           // (Latencies are capped so hostile timestamps cannot overflow the sum.)
           const int64_t usual =
               call_end + std::max<int64_t>(100000, 10 * std::min(g.typical_latency, kLatencyCapNs));
@@ -1609,7 +1616,7 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
         }
         n = cp;  // a secondary thread: the main thread was running |cp| at time t
       } else if (lp >= 0) {
-        const int64_t b = std::max(S, std::min(t, r.end[lp]));
+        const int64_t b = std::max(S, std::min(t, r.End(lp)));
         // A long idle gap between queued activities is a wait the trace does not explain (a
         // dependency it does not record, or GPU timestamps offset from the CPU's).
         add(!gpu                        ? Cause::kUntraced

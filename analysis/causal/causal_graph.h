@@ -104,6 +104,43 @@ int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& cal
 // A column of time gaps (ns): 4 bytes a node, the rare gap beyond +-2.1 s kept aside, exactly.
 using GapColumn = NarrowInt64Column;
 
+// Per node, a range of entries of another array (the waits of the few nodes that wait), held for
+// the nodes that have any: a bit a node and a rank every 64, not an offset a node.
+class NodeRanges {
+ public:
+  // |owners|: for each entry of the other array in order, its node (ascending).
+  void Build(size_t nodes, const std::vector<int32_t>& owners) {
+    bits_.assign((nodes + 63) / 64, 0);
+    first_.clear();
+    for (size_t i = 0; i < owners.size(); ++i) {
+      const auto v = static_cast<uint32_t>(owners[i]);
+      if (i > 0 && owners[i - 1] == owners[i]) continue;
+      bits_[v / 64] |= uint64_t{1} << (v % 64);
+      first_.push_back(static_cast<uint32_t>(i));
+    }
+    first_.push_back(static_cast<uint32_t>(owners.size()));
+    rank_.assign(bits_.size(), 0);
+    uint32_t rank = 0;
+    for (size_t w = 0; w < bits_.size(); ++w) {
+      rank_[w] = rank;
+      rank += static_cast<uint32_t>(__builtin_popcountll(bits_[w]));
+    }
+  }
+  std::pair<uint32_t, uint32_t> Of(int32_t v) const {
+    const auto u = static_cast<uint32_t>(v);
+    const uint64_t word = bits_[u / 64], bit = uint64_t{1} << (u % 64);
+    if (!(word & bit)) return {0, 0};
+    const uint32_t slot =
+        rank_[u / 64] + static_cast<uint32_t>(__builtin_popcountll(word & (bit - 1)));
+    return {first_[slot], first_[slot + 1]};
+  }
+
+ private:
+  std::vector<uint64_t> bits_;   // per node: whether it has entries
+  std::vector<uint32_t> rank_;   // per 64 nodes: nodes with entries before them
+  std::vector<uint32_t> first_;  // per node with entries, its first entry; then the end
+};
+
 // The graph, columnar. A node's replayed start is the latest of: its lane predecessor's end plus
 // |lane_gap|, and its |cross| predecessor's start plus |cross_gap| (GPU: the launch call; CPU: the
 // main thread's segment running when a secondary thread resumed; measured from its end when
@@ -127,8 +164,7 @@ struct CausalGraph {
   std::vector<int32_t> cross;  // -1
   GapColumn cross_gap;
   std::vector<uint8_t> cross_from_end;  // 1: the cross term is the predecessor's end + cross_gap
-  std::vector<uint32_t> wait_begin;     // sync, join and GPU nodes: awaited nodes in
-                                        // waits[wait_begin, +1)
+  NodeRanges wait_ranges;  // sync, join and GPU nodes: their awaited nodes' entries (WaitsOf)
   std::vector<int32_t> waits;
   // Per entry of waits: sync and join nodes: their end minus the awaited work's end; GPU nodes
   // with a recorded stream wait: their start minus it (one value per waiting node).
@@ -177,6 +213,8 @@ struct CausalGraph {
   } stats;
 
   size_t size() const { return obs_start.size(); }
+  // The entries of waits (and wait_tail) of node |v|: [first, last).
+  std::pair<uint32_t, uint32_t> WaitsOf(int32_t v) const { return wait_ranges.Of(v); }
   int64_t ObsEnd(int32_t v) const { return obs_start[v] + obs_len[v]; }  // ns, as recorded
   void SetObsEnd(int32_t v, int64_t end) { obs_len.Set(v, end - obs_start[v]); }
   // The first node in [first, last) whose recorded end is after |t|, |last| for none; the
@@ -278,9 +316,11 @@ struct WhatIf {
 };
 
 struct Replay {
-  std::vector<int64_t> start, end;            // per node, ns
+  std::vector<int64_t> start;                 // per node, ns
+  NarrowInt64Column len;                      // per node, its end minus its start (End)
   std::vector<int64_t> step_start, step_end;  // per step
   int64_t total_step_ns() const;              // sum of the steps' durations
+  int64_t End(int32_t v) const { return start[v] + len[v]; }
   // A what-if's changes merged per node, and per node the index of its change (-1: none, reset
   // after each replay); a what-if that changes many durations gets a copy of the duration column
   // instead. Replaying into the same object again allocates (and faults in) no new memory.
