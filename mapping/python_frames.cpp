@@ -95,8 +95,7 @@ std::vector<PythonFrame> FramesOf(const Trace& trace, size_t row) {
   }
   if (!frames.empty()) return frames;
   for (int32_t r = static_cast<int32_t>(row), guard = 0; r >= 0 && guard < 4096; ++guard) {
-    if (ev.call_stack[r] != kEmptyString)
-      return ParseCallStack(trace.strings.Get(ev.call_stack[r]));
+    if (ev.CallStack(r) != kEmptyString) return ParseCallStack(trace.strings.Get(ev.CallStack(r)));
     r = ev.parent[r];
   }
   // A GPU activity: the frames of its launch.

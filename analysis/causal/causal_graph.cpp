@@ -813,7 +813,7 @@ class GraphBuilder {
       std::map<int64_t, int32_t> record_of_corr;  // cudaEventRecord correlation -> row
       std::vector<uint32_t> sync_rows;
       for (size_t i = 0; i < n_rows; ++i) {
-        if (ev.kind[i] == EventKind::kGpuSync && ev.bytes[i] >= 0 && ev.python_id[i] >= 0) {
+        if (ev.kind[i] == EventKind::kGpuSync && ev.bytes[i] >= 0 && ev.PythonId(i) >= 0) {
           sync_rows.push_back(static_cast<uint32_t>(i));
           record_of_corr[ev.bytes[i]] = -1;
         }
@@ -840,7 +840,7 @@ class GraphBuilder {
         };
         for (uint32_t r : sync_rows) {
           const int32_t record = record_of_corr[ev.bytes[r]];
-          auto src_lane = lane_of_stream.find({ev.device[r], ev.python_id[r]});
+          auto src_lane = lane_of_stream.find({ev.device[r], ev.PythonId(r)});
           if (record < 0 || src_lane == lane_of_stream.end()) continue;
           const int32_t src = last_launched_before(src_lane->second, ev.ts[record]);
           if (src < 0) continue;
@@ -934,11 +934,11 @@ class GraphBuilder {
       }
       for (int32_t d : deps) wait_pairs.emplace_back(s, d);
       if (wait_end != kNoTime && wait_end > a) {
-        sync_tail[s] = b - wait_end;
+        sync_tail.Set(s, b - wait_end);
         g.dur.Set(s, std::min(b - a, kSyncCostNs));
       } else {
         g.dur.Set(s, b - a);
-        sync_tail[s] = 0;
+        sync_tail.Set(s, 0);
       }
     }
   }
@@ -1006,7 +1006,7 @@ class GraphBuilder {
         if (d < 0) continue;
         g.role[m] = NodeRole::kJoin;
         g.dur.Set(m, 0);
-        sync_tail[m] = b - g.ObsEnd(d);
+        sync_tail.Set(m, b - g.ObsEnd(d));
         wait_pairs.emplace_back(m, d);
       }
     }
@@ -1023,11 +1023,11 @@ class GraphBuilder {
       const bool binding = (prev < 0 || g.ObsEnd(src) >= g.ObsEnd(prev)) &&
                            (launch < 0 || g.ObsEnd(src) >= g.obs_start[launch]);
       if (binding) {
-        sync_tail[dst] = g.obs_start[dst] - g.ObsEnd(src);
+        sync_tail.Set(dst, g.obs_start[dst] - g.ObsEnd(src));
         if (prev >= 0) g.lane_gap.Set(dst, std::min(g.lane_gap[dst], natural_gap));
         if (launch >= 0) g.cross_gap.Set(dst, std::min(g.cross_gap[dst], typical_latency));
       } else {
-        sync_tail[dst] = 0;
+        sync_tail.Set(dst, 0);
       }
       wait_pairs.emplace_back(dst, src);
       ++g.stats.stream_waits;
@@ -1064,7 +1064,7 @@ class GraphBuilder {
             if (src < 0 || g.ObsEnd(v) > g.ObsEnd(src)) src = v;
           }
           if (src < 0) continue;
-          sync_tail[dst] = start - g.ObsEnd(src);
+          sync_tail.Set(dst, start - g.ObsEnd(src));
           if (prev >= 0) g.lane_gap.Set(dst, std::min(g.lane_gap[dst], natural_gap));
           if (launch >= 0) g.cross_gap.Set(dst, std::min(g.cross_gap[dst], typical_latency));
           wait_pairs.emplace_back(dst, src);
@@ -1108,7 +1108,7 @@ class GraphBuilder {
       g.waits[i] = wait_pairs[i].second;
       g.wait_tail[i] = sync_tail[wait_pairs[i].first];
     }
-    std::vector<int64_t>().swap(sync_tail);  // the graph keeps one value per wait
+    sync_tail.Release();  // the graph keeps one value per wait
   }
 
   void TopologicalOrder() {
@@ -1253,7 +1253,7 @@ class GraphBuilder {
   std::vector<std::pair<int32_t, int32_t>> wait_pairs;
   // Per node, until StoreWaits: sync and join nodes' end minus the awaited work's end; GPU
   // nodes with a stream wait: their start minus it (CausalGraph::wait_tail).
-  std::vector<int64_t> sync_tail;
+  NarrowInt64Column sync_tail;
 };
 
 }  // namespace

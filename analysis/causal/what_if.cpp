@@ -881,7 +881,10 @@ struct FixCoster {
     const bool any_launch_bound = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
       return LaunchBound(e) && e.what_if.DurCount() > 0;
     });
-    if (any_launch_bound) {
+    const bool any_owner = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
+      return !e.symptom && !LaunchBound(e) && e.what_if.DurCount() > 0;
+    });
+    if (any_launch_bound && any_owner) {  // (a node-sized index only when it can name a cause)
       std::vector<int32_t> owner(g.size(), -1);  // the entry whose fix changes the node
       for (size_t i = 0; i < entries.size(); ++i) {
         if (entries[i].symptom || LaunchBound(entries[i])) continue;

@@ -246,6 +246,7 @@ StatusOr<std::unique_ptr<Trace>> LoadFromSource(ByteSource* src, const std::stri
   Status built = BuildTrace(&parts, top, options.window_count, threads, trace.get());
   if (!built.ok()) return Status::Error(name + ": " + built.message());
   if (!options.keep_flows) std::vector<FlowEvent>().swap(trace->flows);  // they served the links
+  trace->events.ReleaseDefaultColumns();
   if (!options.keep_rewrite_columns) {
     std::vector<StringId>().swap(trace->events.cat);
     std::vector<int64_t>().swap(trace->events.external_id);

@@ -55,6 +55,16 @@ void EventTable::Reserve(size_t n) {
   device.reserve(n);
 }
 
+void EventTable::ReleaseDefaultColumns() {
+  if (std::all_of(call_stack.begin(), call_stack.end(),
+                  [](StringId v) { return v == kEmptyString; })) {
+    std::vector<StringId>().swap(call_stack);
+  }
+  if (std::all_of(python_id.begin(), python_id.end(), [](int32_t v) { return v == -1; })) {
+    std::vector<int32_t>().swap(python_id);
+  }
+}
+
 void EventTable::ReleaseColumnsStatsSkips() {
   std::vector<StringId>().swap(cat);
   std::vector<uint16_t>().swap(depth);

@@ -63,12 +63,15 @@ struct EventTable {
   std::vector<StringId> cat;  // empty unless LoadOptions::keep_rewrite_columns
   std::vector<EventKind> kind;
   std::vector<uint8_t> flags;
-  std::vector<uint32_t> track;         // index into Trace::tracks
-  std::vector<int32_t> stream;         // args.stream, -1 when absent or not a number; values
-                                       // beyond int32 (e.g. 4294967295) clamp to INT32_MAX
-  NarrowInt64Column correlation;       // args.correlation, -1
-  std::vector<int64_t> external_id;    // args["External id"] / args["external id"], -1 (empty
-                                       // unless LoadOptions::keep_rewrite_columns)
+  std::vector<uint32_t> track;       // index into Trace::tracks
+  std::vector<int32_t> stream;       // args.stream, -1 when absent or not a number; values
+                                     // beyond int32 (e.g. 4294967295) clamp to INT32_MAX
+  NarrowInt64Column correlation;     // args.correlation, -1
+  std::vector<int64_t> external_id;  // args["External id"] / args["external id"], -1 (empty
+                                     // unless LoadOptions::keep_rewrite_columns)
+  // Read these two through CallStack() / PythonId(): a loaded trace holds them empty where no
+  // event has one (most traces have no 2021-format stacks; traces without Python frames or
+  // stream waits have no ids).
   std::vector<StringId> call_stack;    // args["Call stack"] (2021 format), kEmptyString if none
   std::vector<int32_t> python_id;      // args["Python id"], -1; cuda_sync: args.wait_on_stream
   std::vector<int32_t> python_parent;  // args["Python parent id"], -1 (empty unless
@@ -86,6 +89,10 @@ struct EventTable {
 
   size_t size() const { return ts.size(); }
   int64_t end(size_t i) const { return ts[i] + dur[i]; }
+  StringId CallStack(size_t i) const { return call_stack.empty() ? kEmptyString : call_stack[i]; }
+  int32_t PythonId(size_t i) const { return python_id.empty() ? -1 : python_id[i]; }
+  // Empties call_stack and python_id where every value is the default (4 bytes an event each).
+  void ReleaseDefaultColumns();
   void Resize(size_t n);
   void Reserve(size_t n);
   // Frees the columns `ttap stats` does not read, before its causal breakdown: those only the

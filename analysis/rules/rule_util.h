@@ -76,8 +76,8 @@ inline std::string CauseKey(const RuleContext& ctx, int32_t row) {
   std::string key(ctx.Name(row));
   int32_t frame = ctx.ev().frame[row];
   if (frame >= 0) key += "|" + std::string(ctx.Name(frame));
-  int32_t cs = static_cast<int32_t>(ctx.ev().call_stack[row]);
-  if (cs != 0) key += "|" + std::string(ctx.trace().strings.Get(ctx.ev().call_stack[row]));
+  int32_t cs = static_cast<int32_t>(ctx.ev().CallStack(row));
+  if (cs != 0) key += "|" + std::string(ctx.trace().strings.Get(ctx.ev().CallStack(row)));
   return key;
 }
 

@@ -327,11 +327,11 @@ EditableTrace ToEditable(const Trace& trace) {
     e.stream = ev.stream[i];
     e.correlation = ev.correlation[i];
     e.external_id = ev.external_id[i];
-    e.python_id = ev.python_id[i];
+    e.python_id = ev.PythonId(i);
     e.python_parent = ev.python_parent[i];
     e.bytes = ev.bytes[i];
     e.device = ev.device[i];
-    e.call_stack = std::string(trace.strings.Get(ev.call_stack[i]));
+    e.call_stack = std::string(trace.strings.Get(ev.CallStack(i)));
     e.instant = ev.kind[i] == EventKind::kInstant;
     e.orig_ts = e.ts;
     e.orig_dur = e.dur;

@@ -97,8 +97,8 @@ TEST_CASE("the Kineto writer's document loads and round-trips events, args and f
     CHECK(ev.ts[op] == 1712195495519689047);
     CHECK(ev.dur[op] == 12345);
     CHECK(ev.external_id[op] == 7);
-    CHECK(ev.python_id[op] == 11);
-    CHECK(t->strings.Get(ev.call_stack[op]) == "a.py(1): f\nb");
+    CHECK(ev.PythonId(op) == 11);
+    CHECK(t->strings.Get(ev.CallStack(op)) == "a.py(1): f\nb");
     CHECK(ev.kind[op] == ttap::EventKind::kCpuOp);
 
     const int launch = Row(*t, "cudaLaunchKernel");

@@ -192,7 +192,7 @@ TEST_CASE("New-format trace: kinds, tracks, metadata and counters", "[loader]") 
     CHECK(t->strings.Get(t->events.cat[k]) == "kernel");
     CHECK(t->events.bytes[Row(*t, "Memcpy HtoD (Pageable -> Device)")] == 4096);
     size_t py = Row(*t, "model.py(42): forward");
-    CHECK(t->events.python_id[py] == 2);
+    CHECK(t->events.PythonId(py) == 2);
     CHECK(t->events.python_parent[py] == 1);
     CHECK(t->events.stream[Row(*t, "aten::addmm")] == -1);
     CHECK(t->events.correlation[Row(*t, "aten::addmm")] == -1);
@@ -226,6 +226,37 @@ TEST_CASE("New-format trace: kinds, tracks, metadata and counters", "[loader]") 
     CHECK(t->flows[1].phase == 'f');
     CHECK(t->tracks[t->flows[1].track].tid == "7");
   }
+}
+
+TEST_CASE("Columns no event fills are held empty and read as their defaults", "[loader]") {
+  // No 2021-format call stack and no Python id: both columns are released after the load (4
+  // bytes an event each), and their readers still see kEmptyString and -1. The other columns
+  // are read as written, a value beyond int32 included.
+  constexpr std::string_view kPlain = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5000000,
+     "args": {"correlation": 8589934592}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 20, "dur": 3}
+  ]})";
+  auto plain = Load(kPlain, 1);
+  CHECK(plain->events.call_stack.empty());
+  CHECK(plain->events.python_id.empty());
+  const size_t mm = Row(*plain, "aten::mm");
+  CHECK(plain->events.CallStack(mm) == kEmptyString);
+  CHECK(plain->events.PythonId(mm) == -1);
+  CHECK(plain->events.dur[mm] == int64_t{5000000} * 1000);  // 5 s in ns: beyond int32
+  CHECK(plain->events.correlation[mm] == int64_t{8589934592});
+  // One event with each keeps the columns.
+  constexpr std::string_view kFilled = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+     "args": {"Call stack": "a.py(1): f"}},
+    {"ph": "X", "cat": "python_function", "name": "a.py(1): f", "pid": 1, "tid": 1, "ts": 9,
+     "dur": 7, "args": {"Python id": 3}}
+  ]})";
+  auto filled = Load(kFilled, 1);
+  CHECK(filled->events.call_stack.size() == filled->events.size());
+  CHECK(filled->events.python_id.size() == filled->events.size());
+  CHECK(filled->strings.Get(filled->events.CallStack(Row(*filled, "aten::mm"))) == "a.py(1): f");
+  CHECK(filled->events.PythonId(Row(*filled, "a.py(1): f")) == 3);
 }
 
 TEST_CASE("New-format trace: rank, devices and steps", "[loader]") {
@@ -572,9 +603,9 @@ TEST_CASE("Old-format (2021) bare-array trace", "[loader]") {
     CHECK(t->events.correlation[kernel] == 11);
     CHECK(t->events.stream[kernel] == 7);
     CHECK(t->events.bytes[memcpy] == 602112);
-    CHECK(t->strings.Get(t->events.call_stack[conv]) ==
+    CHECK(t->strings.Get(t->events.CallStack(conv)) ==
           "torchvision/models/resnet.py(230): _forward_impl;train.py(57): main");
-    CHECK(t->events.call_stack[convolution] == kEmptyString);
+    CHECK(t->events.CallStack(convolution) == kEmptyString);
 
     // String tids.
     const Track& cpu = t->tracks[t->events.track[conv]];
