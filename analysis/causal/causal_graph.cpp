@@ -1324,8 +1324,9 @@ void RunReplay(const CausalGraph& g, const WhatIf* what_if, Replay* out) {
 void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs, Replay* out) {
   const size_t n = g.size();
   Replay& r = *out;
-  r.start.resize(n);
+  r.end.resize(n);
   r.len.resize(n);
+  r.len.BeginPass();  // each node's length is written once below
   // The what-if's changes, merged per node (several entries for one node: the smallest wins).
   // Durations: a few are kept in the change list; when the lists change many (a chain of fixes),
   // a copy of the duration column takes them instead, so the list never holds most of the graph
@@ -1348,23 +1349,28 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
       dense_cross_gaps.push_back(&what_if->dense_cross_gap);
     }
   }
-  const bool dense_dur = dur_entries > n / 16;
+  // (Several what-ifs' own columns, as in a chain of fixes, are folded into the copy too: one
+  // read a node instead of one a column.)
+  const bool dense_dur = dur_entries > n / 16 || dense_durs.size() >= 2;
   const int64_t* scratch_dur = nullptr;
   if (dense_dur) {
-    r.scratch_dur.resize(n);
-    for (size_t v = 0; v < n; ++v) r.scratch_dur[v] = g.dur[v];
-    for (const WhatIf* what_if : what_ifs) {  // a changed node's value is its smallest change
-      if (!what_if) continue;
-      what_if->ForEachDur([&](int32_t node, int64_t) {
-        if (node >= 0 && static_cast<size_t>(node) < n) r.scratch_dur[node] = kKeep;
-      });
-    }
+    // Each changed node's smallest change (kKeep: none yet), then the graph's own duration
+    // where nothing changed it.
+    r.scratch_dur.assign(n, kKeep);
+    int64_t* merged = r.scratch_dur.data();
     for (const WhatIf* what_if : what_ifs) {
       if (!what_if) continue;
-      what_if->ForEachDur([&](int32_t node, int64_t d) {
-        if (node < 0 || static_cast<size_t>(node) >= n) return;
-        r.scratch_dur[node] = std::min(r.scratch_dur[node], std::max<int64_t>(0, d));
+      for (const auto& [node, d] : what_if->dur) {
+        if (node < 0 || static_cast<size_t>(node) >= n) continue;
+        merged[node] = std::min(merged[node], std::max<int64_t>(0, d));
+      }
+      what_if->dense_dur.ForEach([&](int32_t node, int64_t d) {
+        merged[node] = std::min(merged[node], std::max<int64_t>(0, d));
       });
+    }
+    const NarrowInt64Column::View own = g.dur.view();
+    for (size_t v = 0; v < n; ++v) {
+      if (merged[v] == kKeep) merged[v] = own[v];
     }
     scratch_dur = r.scratch_dur.data();
     dense_durs.clear();  // in the copy already
@@ -1398,9 +1404,15 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
   }
   const bool any_change = !changes.empty();
   const bool any_dense = !dense_durs.empty() || !dense_cross_gaps.empty();
+  // The columns' views and the replay's own arrays, held in registers through the loop.
+  const NarrowInt64Column::View graph_dur = g.dur.view(), graph_lane_gap = g.lane_gap.view(),
+                                graph_cross_gap = g.cross_gap.view(), len = r.len.view();
+  int64_t* end = r.end.data();
+  auto end_of = [&](int32_t u) { return end[u]; };
+  auto start_of = [&](int32_t u) { return end[u] - len[u]; };
   for (int32_t v : g.order) {
-    int64_t dur = scratch_dur ? scratch_dur[v] : g.dur[v], lane_gap = g.lane_gap[v],
-            cross_gap = g.cross_gap[v];
+    int64_t dur = scratch_dur ? scratch_dur[v] : graph_dur[v], lane_gap = graph_lane_gap[v],
+            cross_gap = graph_cross_gap[v];
     bool wait = g.role[v] == NodeRole::kSync || g.role[v] == NodeRole::kJoin;
     int64_t new_dur = kKeep;
     if (any_dense) {
@@ -1420,16 +1432,17 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     }
     if (new_dur != kKeep) dur = std::max<int64_t>(0, new_dur);
     int64_t s = kNoTime;
-    if (g.LanePrev(v) >= 0) s = r.End(g.LanePrev(v)) + lane_gap;
+    if (g.LanePrev(v) >= 0) s = end_of(g.LanePrev(v)) + lane_gap;
     if (g.cross[v] >= 0) {
-      s = std::max(s, (g.cross_from_end[v] ? r.End(g.cross[v]) : r.start[g.cross[v]]) + cross_gap);
+      s = std::max(s,
+                   (g.cross_from_end[v] ? end_of(g.cross[v]) : start_of(g.cross[v])) + cross_gap);
     }
     const bool gpu = g.role[v] == NodeRole::kGpu;
     const auto [first_wait, last_wait] =
         gpu || wait ? g.WaitsOf(v) : std::pair<uint32_t, uint32_t>{0, 0};
     if (gpu) {  // recorded stream waits hold the start
       for (uint32_t w = first_wait; w < last_wait; ++w) {
-        if (g.waits[w] != v) s = std::max(s, r.End(g.waits[w]) + g.wait_tail[w]);
+        if (g.waits[w] != v) s = std::max(s, end_of(g.waits[w]) + g.wait_tail[w]);
       }
     }
     if (s == kNoTime) s = g.obs_start[v];
@@ -1437,12 +1450,13 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
     if (wait) {
       for (uint32_t w = first_wait; w < last_wait; ++w) {
         const int32_t d = g.waits[w];
-        if (d != v) e = std::max(e, r.End(d) + g.wait_tail[w]);
+        if (d != v) e = std::max(e, end_of(d) + g.wait_tail[w]);
       }
     }
-    r.start[v] = s;
-    r.len.Set(v, e - s);
+    end[v] = e;
+    r.len.SetOnce(v, e - s);
   }
+  r.len.EndPass();
   for (const Replay::Change& c : changes) change_of[c.node] = -1;
   // Steps, as the trace builder defines them: from the step's CPU start to the later of its CPU
   // end and the end of the GPU work it launched (clipped at the next step's start).
@@ -1456,18 +1470,18 @@ void RunReplay(const CausalGraph& g, const std::vector<const WhatIf*>& what_ifs,
       // The whole span of a trace without steps.
       int64_t lo = std::numeric_limits<int64_t>::max(), hi = kNoTime;
       ForEachNodeBoundingRun(g, [&](int32_t v) {
-        lo = std::min(lo, r.start[v]);
-        hi = std::max(hi, r.End(v));
+        lo = std::min(lo, r.Start(v));
+        hi = std::max(hi, r.end[v]);
       });
       r.step_start[k] = n ? lo : 0;
       r.step_end[k] = n ? hi : 0;
       cpu_end[k] = gpu_end[k] = r.step_end[k];
       continue;
     }
-    r.step_start[k] = std::min(r.start[sn.start_node] + sn.start_offset, r.End(sn.start_node));
-    cpu_end[k] = std::max(r.start[sn.end_node], r.End(sn.end_node) + sn.end_offset);
+    r.step_start[k] = std::min(r.Start(sn.start_node) + sn.start_offset, r.end[sn.start_node]);
+    cpu_end[k] = std::max(r.Start(sn.end_node), r.end[sn.end_node] + sn.end_offset);
     gpu_end[k] = cpu_end[k];
-    for (int32_t v : sn.gpu) gpu_end[k] = std::max(gpu_end[k], r.End(v));
+    for (int32_t v : sn.gpu) gpu_end[k] = std::max(gpu_end[k], r.end[v]);
   }
   // The run is not over before the GPU work it launched is: the last step ends no earlier than
   // any analysed step's GPU work (a what-if that lets the CPU run ahead, e.g. a deferred sync,
@@ -1520,17 +1534,17 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       // malformed trace, stays untraced).
       if (g.steps.size() == 1) {
         ForEachNodeBoundingRun(g, [&](int32_t v) {
-          if (n < 0 || r.End(v) > r.End(n)) n = v;
+          if (n < 0 || r.end[v] > r.end[n]) n = v;
         });
       }
     } else {
       n = sn.end_node;
       for (int32_t v : sn.gpu) {
-        if (r.End(v) > r.End(n) && r.start[v] < t) n = v;
+        if (r.end[v] > r.end[n] && r.Start(v) < t) n = v;
       }
       // The step ends at the next step's start while its GPU work continues: the main thread
       // is what runs at that moment when no GPU node does.
-      if (r.End(n) < t && n == sn.end_node && k + 1 < g.steps.size()) {
+      if (r.end[n] < t && n == sn.end_node && k + 1 < g.steps.size()) {
         n = g.steps[k + 1].start_node;
       }
     }
@@ -1546,36 +1560,36 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
     };
     size_t guard = 4 * g.size() + 16;
     while (n >= 0 && t > S && guard-- > 0) {
-      if (t > r.End(n)) {
-        add(Cause::kUntraced, r.End(n), t, -1);
-        t = std::max(S, r.End(n));
+      if (t > r.end[n]) {
+        add(Cause::kUntraced, r.end[n], t, -1);
+        t = std::max(S, r.end[n]);
         if (t <= S) break;
       }
       // A synchronisation that ended because the awaited work did.
       const bool waits = g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin;
-      if (waits && r.End(n) > r.start[n] + g.dur[n]) {
+      if (waits && r.end[n] > r.Start(n) + g.dur[n]) {
         int32_t dep = -1;
         const auto [first, last] = g.WaitsOf(n);
         for (uint32_t w = first; w < last; ++w) {
           const int32_t d = g.waits[w];
-          if (d != n && (dep < 0 || r.End(d) > r.End(dep))) dep = d;
+          if (d != n && (dep < 0 || r.end[d] > r.end[dep])) dep = d;
         }
         if (dep >= 0) {
-          const int64_t a = std::max(S, std::min(t, r.End(dep)));
+          const int64_t a = std::max(S, std::min(t, r.end[dep]));
           add(g.role[n] == NodeRole::kSync ? Cause::kHostSync : g.cause[n], a, t, n);
           t = a;
           n = dep;
           continue;
         }
       }
-      const int64_t a = std::max(S, std::min(t, r.start[n]));
+      const int64_t a = std::max(S, std::min(t, r.Start(n)));
       add(g.cause[n], a, t, n);
       t = a;
       if (t <= S) break;
       const int32_t lp = g.LanePrev(n), cp = g.cross[n];
-      const int64_t lane_term = lp >= 0 ? r.End(lp) + g.lane_gap[n] : kNoTime;
+      const int64_t lane_term = lp >= 0 ? r.end[lp] + g.lane_gap[n] : kNoTime;
       const int64_t cross_base =
-          cp >= 0 ? (g.cross_from_end[n] ? r.End(cp) : r.start[cp]) : kNoTime;
+          cp >= 0 ? (g.cross_from_end[n] ? r.end[cp] : r.Start(cp)) : kNoTime;
       const int64_t cross_term = cp >= 0 ? cross_base + g.cross_gap[n] : kNoTime;
       const bool gpu = g.role[n] == NodeRole::kGpu;
       // A recorded stream wait that held the start: the awaited activity is on the path.
@@ -1584,13 +1598,13 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       const auto [first_wait, last_wait] = gpu ? g.WaitsOf(n) : std::pair<uint32_t, uint32_t>{0, 0};
       for (uint32_t w = first_wait; w < last_wait; ++w) {
         const int32_t d = g.waits[w];
-        if (d != n && r.End(d) + g.wait_tail[w] > wait_term) {
-          wait_term = r.End(d) + g.wait_tail[w];
+        if (d != n && r.end[d] + g.wait_tail[w] > wait_term) {
+          wait_term = r.end[d] + g.wait_tail[w];
           awaited = d;
         }
       }
       if (awaited >= 0 && wait_term >= lane_term && wait_term >= cross_term) {
-        const int64_t b = std::max(S, std::min(t, r.End(awaited)));
+        const int64_t b = std::max(S, std::min(t, r.end[awaited]));
         add(Cause::kGpuGap, b, t, -1);
         t = b;
         n = awaited;
@@ -1603,7 +1617,7 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
           const int64_t b = std::max(S, std::min(t, cross_base));
           // The launch call itself (or its lazy loading); a latency far beyond the call and the
           // usual launch latency is the stream waiting for work the trace does not show.
-          const int64_t call_end = g.cross_from_end[n] ? b : std::min(t, std::max(b, r.End(cp)));
+          const int64_t call_end = g.cross_from_end[n] ? b : std::min(t, std::max(b, r.end[cp]));
           // (Latencies are capped so hostile timestamps cannot overflow the sum.)
           const int64_t usual =
               call_end + std::max<int64_t>(100000, 10 * std::min(g.typical_latency, kLatencyCapNs));
@@ -1616,7 +1630,7 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
         }
         n = cp;  // a secondary thread: the main thread was running |cp| at time t
       } else if (lp >= 0) {
-        const int64_t b = std::max(S, std::min(t, r.End(lp)));
+        const int64_t b = std::max(S, std::min(t, r.end[lp]));
         // A long idle gap between queued activities is a wait the trace does not explain (a
         // dependency it does not record, or GPU timestamps offset from the CPU's).
         add(!gpu                        ? Cause::kUntraced

@@ -316,11 +316,11 @@ struct WhatIf {
 };
 
 struct Replay {
-  std::vector<int64_t> start;                 // per node, ns
-  NarrowInt64Column len;                      // per node, its end minus its start (End)
+  std::vector<int64_t> end;                   // per node, ns
+  NarrowInt64Column len;                      // per node, its end minus its start (Start)
   std::vector<int64_t> step_start, step_end;  // per step
   int64_t total_step_ns() const;              // sum of the steps' durations
-  int64_t End(int32_t v) const { return start[v] + len[v]; }
+  int64_t Start(int32_t v) const { return end[v] - len[v]; }
   // A what-if's changes merged per node, and per node the index of its change (-1: none, reset
   // after each replay); a what-if that changes many durations gets a copy of the duration column
   // instead. Replaying into the same object again allocates (and faults in) no new memory.

@@ -61,7 +61,7 @@ struct Builder {
     d = std::max<int64_t>(0, d);
     if (!w.dense_dur.empty()) return w.dense_dur.SetMin(n, d);
     w.dur.emplace_back(n, d);
-    if (Dense(w.dur.size())) {  // a 4-byte column from here on, not 16-byte pairs
+    if (Dense(w.dur.size(), 12)) {  // a 4-byte column from here on, not 16-byte pairs
       w.dense_dur.Init(g.size());
       for (const auto& [node, value] : w.dur) w.dense_dur.SetMin(node, value);
       std::vector<std::pair<int32_t, int64_t>>().swap(w.dur);
@@ -71,17 +71,18 @@ struct Builder {
   void SetCrossGap(int32_t n, int64_t gap) {
     if (!w.dense_cross_gap.empty()) return w.dense_cross_gap.SetMin(n, gap);
     w.cross_gap.emplace_back(n, gap);
-    if (Dense(w.cross_gap.size())) {
+    if (Dense(w.cross_gap.size(), 12)) {
       w.dense_cross_gap.Init(g.size());
       for (const auto& [node, value] : w.cross_gap) w.dense_cross_gap.SetMin(node, value);
       std::vector<std::pair<int32_t, int64_t>>().swap(w.cross_gap);
     }
   }
   // Whether |changes| listed changes of one column take more memory than a column of the graph's
-  // size (and enough of them to matter): 16 bytes each here and 36 in each replay's change list
-  // (Replay::Change and its index), against 4 bytes a node.
-  bool Dense(size_t changes) const {
-    return changes >= kDenseMinChanges && 12 * changes > g.size();
+  // size, 4 bytes a node (and are enough to matter): a listed change costs |ratio| x 4 bytes, 16
+  // bytes here (ratio 4), and for a launch latency 36 more in each replay's change list
+  // (Replay::Change and its index: ratio 12). Listed durations replay a little faster.
+  bool Dense(size_t changes, size_t ratio) const {
+    return changes >= kDenseMinChanges && ratio * changes > g.size();
   }
   static constexpr size_t kDenseMinChanges = 1 << 16;
   void NoWait(int32_t n) {

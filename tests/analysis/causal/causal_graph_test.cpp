@@ -34,8 +34,8 @@ void RequireReplayMatches(const Trace& t, const CausalGraph& g, const Replay& r)
   }
   for (size_t v = 0; v < g.size(); ++v) {
     INFO("node " << v << " row " << g.row[v]);
-    CHECK(r.start[v] == g.obs_start[v]);
-    CHECK(r.End(v) == g.ObsEnd(v));
+    CHECK(r.end[v] == g.ObsEnd(v));
+    CHECK(r.Start(v) == g.obs_start[v]);
   }
 }
 
@@ -122,7 +122,7 @@ TEST_CASE("what-ifs that change few or most durations replay alike: the smallest
     Replay want = replay_written(expected);
     Replay got;
     RunReplay(g, {&large, &small}, &got);
-    CHECK(got.start == want.start);
+    CHECK(got.end == want.end);
     CHECK(got.len == want.len);
     CHECK(got.step_end == want.step_end);
     RunReplay(g, nullptr, &got);  // the same memory replays the unchanged graph unchanged
@@ -169,7 +169,7 @@ TEST_CASE("a what-if's dense columns replay as its lists do, alone and beside li
     }
     RunReplay(g, a, &want);
     RunReplay(g, b, &got);
-    CHECK(got.start == want.start);
+    CHECK(got.end == want.end);
     CHECK(got.len == want.len);
     CHECK(got.step_end == want.step_end);
     CHECK(got.total_step_ns() != RunReplay(g).total_step_ns());
