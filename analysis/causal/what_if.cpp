@@ -50,6 +50,7 @@ constexpr int64_t kProfiledCarryMaxNs = 100000;
 struct Builder {
   const Trace& trace;
   const CausalGraph& g;
+  size_t dense_min_changes;  // FixWhatIf's
   WhatIf w;
   std::vector<bool> touched;  // nodes whose duration was set (first change wins)
 
@@ -80,11 +81,10 @@ struct Builder {
   // Whether |changes| listed changes of one column take more memory than a column of the graph's
   // size, 4 bytes a node (and are enough to matter): a listed change costs |ratio| x 4 bytes, 16
   // bytes here (ratio 4), and for a launch latency 36 more in each replay's change list
-  // (Replay::Change and its index: ratio 12). Listed durations replay a little faster.
+  // (Replay::Change and its index: ratio 12).
   bool Dense(size_t changes, size_t ratio) const {
-    return changes >= kDenseMinChanges && ratio * changes > g.size();
+    return changes >= dense_min_changes && ratio * changes > g.size();
   }
-  static constexpr size_t kDenseMinChanges = 1 << 16;
   void NoWait(int32_t n) {
     if (n >= 0 && (g.role[n] == NodeRole::kSync || g.role[n] == NodeRole::kJoin)) {
       w.no_wait.push_back(n);
@@ -689,8 +689,9 @@ void PeersOnTime(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
 
 }  // namespace
 
-WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f, FixModel model) {
-  Builder b{trace, g, {}, {}};
+WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& f, FixModel model,
+                 size_t dense_min_changes) {
+  Builder b{trace, g, dense_min_changes, {}, {}};
   const EventTable& ev = trace.events;
   std::vector<int32_t> rows;
   for (int32_t r : f.rows) {

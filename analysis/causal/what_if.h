@@ -19,8 +19,13 @@
 
 namespace ttap {
 
-// The graph change that expresses |finding|'s fix under |model| (empty for kNone).
-WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& finding, FixModel model);
+// The graph change that expresses |finding|'s fix under |model| (empty for kNone). A change of
+// durations or launch latencies that names at least |dense_min_changes| nodes, and more than one
+// node in 12, is held as a column (WhatIf::dense_dur / dense_cross_gap): on a 10M-event trace
+// that is hundreds of MB less; below a million changes the lists cost little and replay faster.
+constexpr size_t kDenseWhatIfMinChanges = size_t{1} << 20;
+WhatIf FixWhatIf(const Trace& trace, const CausalGraph& g, const Finding& finding, FixModel model,
+                 size_t dense_min_changes = kDenseWhatIfMinChanges);
 
 // The profiler's own CPU cost on the thread that runs a recorded event: per op (a cpu_op event)
 // and per Python frame (a python_function event, recorded with with_stack=True). Nine CPU-bound
