@@ -64,7 +64,7 @@ std::string CalleeOfFrame(const Trace& trace, size_t row, int frame_index) {
   if (frame_index < 0) return "";
   const EventTable& ev = trace.events;
   int32_t f =
-      ev.kind[row] == EventKind::kPythonFunction ? static_cast<int32_t>(row) : ev.frame[row];
+      ev.kind[row] == EventKind::kPythonFunction ? static_cast<int32_t>(row) : ev.Frame(row);
   int parsed = 0;
   std::string_view inner;  // the last python event passed, built-ins included
   for (int guard = 0; f >= 0 && guard < 4096; ++guard) {
@@ -75,7 +75,7 @@ std::string CalleeOfFrame(const Trace& trace, size_t row, int frame_index) {
       ++parsed;
     }
     inner = name;
-    f = ev.frame[f];
+    f = ev.Frame(f);
   }
   if (parsed > 0) return "";
   const std::vector<PythonFrame> frames = FramesOf(trace, row);
@@ -87,11 +87,11 @@ std::vector<PythonFrame> FramesOf(const Trace& trace, size_t row) {
   const EventTable& ev = trace.events;
   std::vector<PythonFrame> frames;
   int32_t f =
-      ev.kind[row] == EventKind::kPythonFunction ? static_cast<int32_t>(row) : ev.frame[row];
+      ev.kind[row] == EventKind::kPythonFunction ? static_cast<int32_t>(row) : ev.Frame(row);
   for (int guard = 0; f >= 0 && guard < 4096; ++guard) {
     PythonFrame pf;
     if (ParsePythonFrame(trace.Name(f), &pf)) frames.push_back(std::move(pf));
-    f = ev.frame[f];
+    f = ev.Frame(f);
   }
   if (!frames.empty()) return frames;
   for (int32_t r = static_cast<int32_t>(row), guard = 0; r >= 0 && guard < 4096; ++guard) {

@@ -63,6 +63,9 @@ void EventTable::ReleaseDefaultColumns() {
   if (std::all_of(python_id.begin(), python_id.end(), [](int32_t v) { return v == -1; })) {
     std::vector<int32_t>().swap(python_id);
   }
+  if (std::all_of(frame.begin(), frame.end(), [](int32_t v) { return v == -1; })) {
+    std::vector<int32_t>().swap(frame);
+  }
 }
 
 void EventTable::ReleaseColumnsStatsSkips() {

@@ -86,12 +86,15 @@ struct EventTable {
   std::vector<int32_t> parent;  // enclosing event on the same thread, -1
   std::vector<int32_t> link;    // GPU event -> launching runtime call; launch -> first GPU event
   std::vector<int32_t> frame;   // innermost enclosing python_function event on the thread, -1
+                                // (read through Frame(): empty when no event has one)
 
   size_t size() const { return ts.size(); }
   int64_t end(size_t i) const { return ts[i] + dur[i]; }
   StringId CallStack(size_t i) const { return call_stack.empty() ? kEmptyString : call_stack[i]; }
   int32_t PythonId(size_t i) const { return python_id.empty() ? -1 : python_id[i]; }
-  // Empties call_stack and python_id where every value is the default (4 bytes an event each).
+  int32_t Frame(size_t i) const { return frame.empty() ? -1 : frame[i]; }
+  // Empties call_stack, python_id and frame where every value is the default (4 bytes an event
+  // each; a trace without Python frames has no enclosing frame either).
   void ReleaseDefaultColumns();
   void Resize(size_t n);
   void Reserve(size_t n);

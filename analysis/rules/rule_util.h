@@ -74,7 +74,7 @@ inline const char* InTheStep(const RuleContext& ctx) {
 inline std::string CauseKey(const RuleContext& ctx, int32_t row) {
   if (row < 0) return "";
   std::string key(ctx.Name(row));
-  int32_t frame = ctx.ev().frame[row];
+  int32_t frame = ctx.ev().Frame(row);
   if (frame >= 0) key += "|" + std::string(ctx.Name(frame));
   int32_t cs = static_cast<int32_t>(ctx.ev().CallStack(row));
   if (cs != 0) key += "|" + std::string(ctx.trace().strings.Get(ctx.ev().CallStack(row)));

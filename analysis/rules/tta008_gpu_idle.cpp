@@ -129,7 +129,7 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       AccumulateNumber(&f, "gaps", 1);
       AddNumber(&f, "longest_gap_us", std::max(Num(f, "longest_gap_us"), (gb - ga) / 1000.0));
       if (python >= 0) {
-        const int32_t caller = ev.frame[python];
+        const int32_t caller = ev.Frame(python);
         const std::string from = caller >= 0 ? PythonCallName(ctx.Name(caller)) : "";
         const auto [typical, runs] = usual_of(ev.name[python]);
         // Only for calls that are always tiny (an attribute lookup, a small built-in): those

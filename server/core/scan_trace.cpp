@@ -166,7 +166,7 @@ void DescribeUnusualWindows(const Trace& trace, const WindowModel& model, const 
       for (int w : f.window_indices) {
         const Window& win = trace.windows[w];
         for (uint32_t i = win.begin; i < win.end; ++i) {
-          if ((!cpu_ops_only || ev.kind[i] == EventKind::kCpuOp) && ev.frame[i] >= 0 &&
+          if ((!cpu_ops_only || ev.kind[i] == EventKind::kCpuOp) && ev.Frame(i) >= 0 &&
               ev.dur[i] > longest) {
             longest = ev.dur[i];
             f.anchor_row = static_cast<int32_t>(i);

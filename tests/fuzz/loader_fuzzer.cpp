@@ -26,14 +26,15 @@ void CheckInvariants(const ttap::Trace& t) {
   const ttap::EventTable& ev = t.events;
   const size_t n = ev.size();
   Check(ev.dur.size() == n && ev.depth.size() == n && ev.parent.size() == n &&
-            ev.link.size() == n && ev.frame.size() == n && ev.track.size() == n,
+            ev.link.size() == n && (ev.frame.empty() || ev.frame.size() == n) &&
+            ev.track.size() == n,
         "columns of equal length");
   for (size_t i = 0; i < n; ++i) {
     Check(ev.dur[i] >= 0, "dur >= 0");
     if (i > 0) Check(ev.ts[i - 1] <= ev.ts[i], "rows sorted by ts");
     Check(ev.track[i] < t.tracks.size(), "track in range");
     Check(ev.parent[i] < static_cast<int32_t>(i), "parent precedes its child");
-    Check(ev.frame[i] < static_cast<int32_t>(i), "frame precedes the row");
+    Check(ev.Frame(i) < static_cast<int32_t>(i), "frame precedes the row");
     Check(ev.link[i] >= -1 && ev.link[i] < static_cast<int32_t>(n), "link in range");
     Check(ev.name[i] < t.strings.size(), "name interned");
   }

@@ -229,9 +229,9 @@ TEST_CASE("New-format trace: kinds, tracks, metadata and counters", "[loader]") 
 }
 
 TEST_CASE("Columns no event fills are held empty and read as their defaults", "[loader]") {
-  // No 2021-format call stack and no Python id: both columns are released after the load (4
-  // bytes an event each), and their readers still see kEmptyString and -1. The other columns
-  // are read as written, a value beyond int32 included.
+  // No 2021-format call stack, no Python id, no enclosing Python frame: the columns are released
+  // after the load (4 bytes an event each), and their readers still see kEmptyString and -1. The
+  // other columns are read as written, a value beyond int32 included.
   constexpr std::string_view kPlain = R"({"traceEvents": [
     {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5000000,
      "args": {"correlation": 8589934592}},
@@ -240,7 +240,9 @@ TEST_CASE("Columns no event fills are held empty and read as their defaults", "[
   auto plain = Load(kPlain, 1);
   CHECK(plain->events.call_stack.empty());
   CHECK(plain->events.python_id.empty());
+  CHECK(plain->events.frame.empty());  // no Python frame encloses anything
   const size_t mm = Row(*plain, "aten::mm");
+  CHECK(plain->events.Frame(mm) == -1);
   CHECK(plain->events.CallStack(mm) == kEmptyString);
   CHECK(plain->events.PythonId(mm) == -1);
   CHECK(plain->events.dur[mm] == int64_t{5000000} * 1000);  // 5 s in ns: beyond int32
@@ -255,6 +257,8 @@ TEST_CASE("Columns no event fills are held empty and read as their defaults", "[
   auto filled = Load(kFilled, 1);
   CHECK(filled->events.call_stack.size() == filled->events.size());
   CHECK(filled->events.python_id.size() == filled->events.size());
+  CHECK(filled->events.Frame(Row(*filled, "aten::mm")) ==
+        static_cast<int32_t>(Row(*filled, "a.py(1): f")));
   CHECK(filled->strings.Get(filled->events.CallStack(Row(*filled, "aten::mm"))) == "a.py(1): f");
   CHECK(filled->events.PythonId(Row(*filled, "a.py(1): f")) == 3);
 }
@@ -363,12 +367,12 @@ TEST_CASE("New-format trace: hierarchy and python frames", "[loader]") {
   CHECK(ev.parent[Row(*t, "custom2")] == -1);
 
   // Enclosing python frame.
-  CHECK(ev.frame[step] == -1);
-  CHECK(ev.frame[main] == -1);
-  CHECK(ev.frame[fwd] == i32(main));
-  CHECK(ev.frame[addmm] == i32(fwd));
-  CHECK(ev.frame[launch] == i32(fwd));
-  CHECK(ev.frame[marker] == i32(main));
+  CHECK(ev.Frame(step) == -1);
+  CHECK(ev.Frame(main) == -1);
+  CHECK(ev.Frame(fwd) == i32(main));
+  CHECK(ev.Frame(addmm) == i32(fwd));
+  CHECK(ev.Frame(launch) == i32(fwd));
+  CHECK(ev.Frame(marker) == i32(main));
 
   auto frames = FramesOf(*t, addmm);
   REQUIRE(frames.size() == 2);

@@ -88,8 +88,8 @@ TEST_CASE("TTA005: zero_grad launching one fill kernel per parameter", "[rules][
   REQUIRE(f[0].anchor_row >= 0);
   CHECK(trace->Name(f[0].anchor_row) == "Optimizer.zero_grad#SGD.zero_grad");
   // Its python frame is the optimizer.zero_grad() line.
-  REQUIRE(trace->events.frame[f[0].anchor_row] >= 0);
-  CHECK(trace->Name(trace->events.frame[f[0].anchor_row]) == "train.py(25): <module>");
+  REQUIRE(trace->events.Frame(f[0].anchor_row) >= 0);
+  CHECK(trace->Name(trace->events.Frame(f[0].anchor_row)) == "train.py(25): <module>");
   CHECK(f[0].evidence.at("kernels").number == 120);  // 40 per step
   // The GPU idles through the 810 us region but for the 40 x 2 us fills, which count as well:
   // the region's CPU duration.
