@@ -36,7 +36,7 @@ class NarrowInt64Column {
     if (aside_.size() > narrow_.size() / kWideShare + kAsideAlways) Widen();
   }
   // Reads without the column's own indirections (a hot loop keeps the pointers in registers).
-  // Valid until the column is resized, widened or released.
+  // Valid until the column is resized, widened, swapped or released.
   class View {
    public:
     int64_t operator[](size_t i) const {

@@ -256,7 +256,11 @@ constexpr int64_t kMergedSliceMaxNs = 20000;
 class ChangeColumn {
  public:
   bool empty() const { return slots_.empty(); }
-  void Init(size_t nodes) { slots_.assign(nodes, kNone); }
+  void Init(size_t nodes) {  // every node without a value
+    slots_.assign(nodes, kNone);
+    aside_.clear();
+    count_ = 0;
+  }
   size_t count() const { return count_; }  // nodes with a value
   bool Has(size_t i) const { return slots_[i] != kNone; }
   int64_t Get(size_t i) const {  // requires Has(i)

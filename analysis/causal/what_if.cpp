@@ -78,10 +78,11 @@ struct Builder {
       std::vector<std::pair<int32_t, int64_t>>().swap(w.cross_gap);
     }
   }
-  // Whether |changes| listed changes of one column take more memory than a column of the graph's
-  // size, 4 bytes a node (and are enough to matter): a listed change costs |ratio| x 4 bytes, 16
-  // bytes here (ratio 4), and for a launch latency 36 more in each replay's change list
-  // (Replay::Change and its index: ratio 12).
+  // Whether |changes| listed changes of one column should be a column of the graph's size, 4
+  // bytes a node (and are enough to matter): a listed change costs 16 bytes here, and a launch
+  // latency 36 more in each replay's change list (Replay::Change and its index); both columns
+  // turn dense from one node in 12 (|ratio|), where the lists and their replay copies outweigh
+  // them.
   bool Dense(size_t changes, size_t ratio) const {
     return changes >= dense_min_changes && ratio * changes > g.size();
   }
