@@ -60,16 +60,34 @@ RankTimeline ExtractRankTimeline(const Trace& trace) {
     t.steps.push_back({s.number, s.cpu_start, std::max(s.cpu_end, s.gpu_end), 0});
   }
   const EventTable& ev = trace.events;
+  // The steps whose CPU part holds |ts|, in order. Steps in time order that do not overlap (a
+  // ProfilerStep loop) hold it at most once: a binary search; others are each looked at (a
+  // 106k-step trace made this quadratic: minutes).
+  const std::vector<Step>& steps = trace.steps;
+  bool ordered = true;
+  for (size_t k = 1; k < steps.size() && ordered; ++k) {
+    ordered =
+        steps[k - 1].cpu_start <= steps[k].cpu_start && steps[k - 1].cpu_end <= steps[k].cpu_start;
+  }
+  auto for_each_step_holding = [&](int64_t ts, auto&& fn) {
+    if (!ordered) {
+      for (size_t k = 0; k < steps.size(); ++k) {
+        if (ts >= steps[k].cpu_start && ts < steps[k].cpu_end) fn(k);
+      }
+      return;
+    }
+    auto it = std::upper_bound(steps.begin(), steps.end(), ts,
+                               [](int64_t x, const Step& s) { return x < s.cpu_start; });
+    if (it == steps.begin()) return;
+    const size_t k = static_cast<size_t>(it - steps.begin()) - 1;
+    if (ts >= steps[k].cpu_start && ts < steps[k].cpu_end) fn(k);
+  };
   for (size_t i = 0; i < ev.size(); ++i) {
     if (ev.kind[i] != EventKind::kKernel) continue;
     const std::string_view name = trace.Name(i);
     if (!IsCollectiveKernel(name)) {  // compute: counted in the step that launched it
       const int64_t launched = ev.link[i] >= 0 ? ev.ts[ev.link[i]] : ev.ts[i];
-      for (size_t k = 0; k < trace.steps.size(); ++k) {
-        if (launched >= trace.steps[k].cpu_start && launched < trace.steps[k].cpu_end) {
-          t.steps[k].compute_ns += ev.dur[i];
-        }
-      }
+      for_each_step_holding(launched, [&](size_t k) { t.steps[k].compute_ns += ev.dur[i]; });
       continue;
     }
     RankCollective c;
@@ -78,9 +96,7 @@ RankTimeline ExtractRankTimeline(const Trace& trace) {
     c.end_ns = ev.end(i);
     // The step whose CPU part launched it (its launch call's start), else the kernel's start.
     const int64_t launched = ev.link[i] >= 0 ? ev.ts[ev.link[i]] : ev.ts[i];
-    for (const Step& s : trace.steps) {
-      if (launched >= s.cpu_start && launched < s.cpu_end) c.step = s.number;
-    }
+    for_each_step_holding(launched, [&](size_t k) { c.step = steps[k].number; });
     t.collectives.push_back(std::move(c));
   }
   std::sort(

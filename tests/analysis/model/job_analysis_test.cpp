@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "analysis/load/trace_loader.h"
+#include "analysis/tiny_trace.h"
 #include "test_support.h"
 
 using namespace ttap;
@@ -170,4 +171,29 @@ TEST_CASE("job: a rank whose kernels take longer every step is load imbalance", 
   // Even work: none.
   for (auto& r : ranks) r.steps[0].compute_ns = 4000000;
   CHECK(AnalyseJob(ranks).imbalanced.empty());
+}
+
+TEST_CASE("job: each kernel counts in the step that launched it, also among thousands of steps",
+          "[job]") {
+  // 5,000 steps of one compute kernel and one all-reduce each: every step gets its own kernel's
+  // time and every collective its own step (a search per kernel; it was a scan of every step,
+  // minutes on a 106k-step trace).
+  ttap_test::TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  for (int s = 0; s < 5000; ++s) {
+    const double start = 1000 + 100.0 * s;
+    t.Step(s, start, 90);
+    t.Kernel("sgemm", start + 10, 5, start + 20, 7 + s % 3);
+    t.Kernel("ncclKernel_AllReduce_RING_LL", start + 40, 5, start + 50, 10);
+  }
+  auto trace = t.Load();
+  const RankTimeline tl = ExtractRankTimeline(*trace);
+  REQUIRE(tl.steps.size() == 5000);
+  REQUIRE(tl.collectives.size() == 5000);
+  int wrong = 0;
+  for (int s = 0; s < 5000; ++s) {
+    wrong += tl.steps[s].compute_ns != (7 + s % 3) * 1000;
+    wrong += tl.collectives[s].step != tl.steps[s].number;
+  }
+  CHECK(wrong == 0);
 }
