@@ -19,22 +19,6 @@ namespace ttap {
 namespace {
 
 template <typename T>
-void Permute(std::vector<T>* column, const std::vector<uint32_t>& order) {
-  if (column->empty()) return;
-  std::vector<T> out(order.size());
-  for (size_t i = 0; i < order.size(); ++i) out[i] = (*column)[order[i]];
-  column->swap(out);
-}
-
-void Permute(NarrowInt64Column* column, const std::vector<uint32_t>& order) {
-  if (column->empty()) return;
-  NarrowInt64Column out;
-  out.resize(order.size());
-  for (size_t i = 0; i < order.size(); ++i) out.Set(i, (*column)[order[i]]);
-  column->swap(out);
-}
-
-template <typename T>
 void Release(std::vector<T>* v) {
   std::vector<T>().swap(*v);
 }
@@ -45,6 +29,16 @@ void SetAt(std::vector<T>* column, size_t i, V v) {
   (*column)[i] = v;
 }
 void SetAt(NarrowInt64Column* column, size_t i, int64_t v) { column->Set(i, v); }
+
+// A column (std::vector or NarrowInt64Column) in |order|.
+template <typename Column>
+void Permute(Column* column, const std::vector<uint32_t>& order) {
+  if (column->empty()) return;
+  Column out;
+  out.resize(order.size());
+  for (size_t i = 0; i < order.size(); ++i) SetAt(&out, i, (*column)[order[i]]);
+  column->swap(out);
+}
 
 void ReadTopLevel(const TopLevelValues& top, Trace* trace) {
   simdjson::dom::parser parser;
