@@ -4,7 +4,8 @@
 Each part reports its figure next to a baseline measured in the same run:
 
   keys    keystroke latency on a 1 MB buffer that holds a finding: didChange -> the
-          publishDiagnostics for that version, p50/p99 over 300 edits; and hover p99 on that
+          publishDiagnostics for that version (published once the buffer has been quiet for
+          150 ms), p50/p99 over 300 edits; and hover p99 on that
           buffer between edits. Baseline: a hover on a file without findings (the transport).
   hover   hover p99 while a 1 GB, 106k-step trace is analysed, and while its trace summary is
           computed (ttap.showTraceSummary in flight). Baseline: idle hover p99.
@@ -105,8 +106,11 @@ def part_keys(ttap, rows):
     assert m and m.get("result"), "no hover on the finding after the edits"
     c.stop()
     shutil.rmtree(ws, ignore_errors=True)
-    rows.append(("keystroke on a 1 MB buffer -> its diagnostics, p50 / p99 (300 edits)",
-                 f"{statistics.median(keys):.2f} / {pct(keys, 0.99):.2f} ms",
+    quiet = 150  # Session::kPublishAfterEditMs: a buffer is published once typing pauses
+    rows.append((f"keystroke on a 1 MB buffer -> its diagnostics, p50 / p99 (300 edits; "
+                 f"includes the {quiet} ms quiet period)",
+                 f"{statistics.median(keys):.2f} / {pct(keys, 0.99):.2f} ms "
+                 f"({statistics.median(keys) - quiet:.2f} / {pct(keys, 0.99) - quiet:.2f} beyond it)",
                  f"transport hover p99 {pct(base, 0.99):.2f} ms"))
     rows.append(("hover on the 1 MB buffer between edits, p50 / p99",
                  f"{statistics.median(hovers):.2f} / {pct(hovers, 0.99):.2f} ms",

@@ -20,9 +20,12 @@ void Session::RequestLoop() {
     std::string due_uri;
     {
       std::unique_lock<std::mutex> lock(queue_mu_);
-      // Until a task arrives, or the earliest publish waiting for a quiet buffer is due.
+      // Until a task arrives, the earliest publish waiting for a quiet buffer is due, or a second
+      // has passed (then the loop checks that the client is still there). The wake-up time is
+      // recomputed on every wake: an edit may have queued a publish due sooner.
+      const auto poll_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
       auto next_due = [&] {
-        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        auto until = poll_until;
         for (const auto& [u, when] : publish_due_) until = std::min(until, when);
         return until;
       };
@@ -33,8 +36,10 @@ void Session::RequestLoop() {
         }
         return false;
       };
-      queue_cv_.wait_until(lock, next_due(),
-                           [&] { return queue_stop_ || !queue_.empty() || is_due(); });
+      while (!queue_stop_ && queue_.empty() && !is_due() &&
+             std::chrono::steady_clock::now() < poll_until) {
+        queue_cv_.wait_until(lock, next_due());
+      }
       if (queue_stop_) return;
       const auto now = std::chrono::steady_clock::now();
       for (auto it = publish_due_.begin(); it != publish_due_.end(); ++it) {
