@@ -501,11 +501,39 @@ class GraphBuilder {
     // With one step (or none), a handful of allocator calls is the caching allocator filling up
     // (one-time); churn repeats (kFewAllocatorCalls or more).
     constexpr int64_t kFewAllocatorCalls = 8;
+    // The first step's allocator share of its time over the later steps' for it to be warm-up.
+    constexpr int64_t kWarmingAllocatorRatio = 10;
     int64_t allocator_calls = 0;
     for (size_t i = 0; i < n_rows && allocator_calls < kFewAllocatorCalls; ++i) {
       if (IsLaunchKind(ev.kind[i]) && (name_class[ev.name[i]] & kNameAllocator)) ++allocator_calls;
     }
     warming_allocator = spans.size() <= 1 && allocator_calls < kFewAllocatorCalls;
+    // With several steps, the first one's allocator calls fill the caching allocator (a
+    // library's workspace, the context's first cudaFree) when the later steps, together at
+    // least half as long, hardly call it (a tenth of its time per step's time, or less):
+    // one-time, not churn (TTA013 needs calls that repeat across steps).
+    if (spans.size() >= 2) {
+      std::vector<int64_t> alloc_ns(spans.size(), 0);
+      for (size_t i = 0; i < n_rows; ++i) {
+        if (!IsLaunchKind(ev.kind[i]) || !(name_class[ev.name[i]] & kNameAllocator)) continue;
+        auto it = std::upper_bound(spans.begin(), spans.end(), ev.ts[i],
+                                   [](int64_t t, const StepSpan& sp) { return t < sp.start_ns; });
+        if (it == spans.begin() || ev.ts[i] >= std::prev(it)->end_ns) continue;
+        alloc_ns[static_cast<size_t>(std::prev(it) - spans.begin())] += ev.dur[i];
+      }
+      const double first_ns = std::max<int64_t>(1, spans[0].end_ns - spans[0].start_ns);
+      const double first_density = static_cast<double>(alloc_ns[0]) / first_ns;
+      double later_ns = 0, later_density = 0;
+      for (size_t k = 1; k < spans.size(); ++k) {
+        const double d = std::max<int64_t>(1, spans[k].end_ns - spans[k].start_ns);
+        later_ns += d;
+        later_density = std::max(later_density, static_cast<double>(alloc_ns[k]) / d);
+      }
+      if (alloc_ns[0] > 0 && 2 * later_ns >= first_ns &&
+          later_density * kWarmingAllocatorRatio < first_density) {
+        warming_first_step = {spans[0].start_ns, spans[0].end_ns};
+      }
+    }
     if (main_track >= 0) cpu_tracks.push_back(static_cast<uint32_t>(main_track));
     for (size_t t = 0; t < rows_of.size(); ++t) {
       if (!trace.tracks[t].gpu && static_cast<int64_t>(t) != main_track && !rows_of[t].empty()) {
@@ -572,7 +600,9 @@ class GraphBuilder {
           if (cls & kNameAllocator) cause = Cause::kAllocator;
           // Context creation and a library's first workspace are start-up, not churn.
           const bool one_time_alloc =
-              (cls & kNameAllocator) && (stack.back().cold || warming_allocator);
+              (cls & kNameAllocator) &&
+              (stack.back().cold || warming_allocator ||
+               (ev.ts[r] >= warming_first_step.first && ev.ts[r] < warming_first_step.second));
           // Under CUDA_LAUNCH_BLOCKING a launch waits for its kernel, as a sync would (the
           // wait is the kernel's time, not a lazy load).
           const bool blocks = launches_block && BlocksOnKernel(static_cast<uint32_t>(r));
@@ -708,6 +738,17 @@ class GraphBuilder {
     // Also when the stream sat idle and the activity started right after a long launch call
     // returned (a call of a millisecond or more, e.g. lazy loading, that began while the previous
     // activity still ran).
+    // Whether the trace records the launches of most GPU activity (a sampled or filtered trace
+    // that lacks them says too little of the host to tie the rest to it).
+    size_t gpu_rows = 0, launched_rows = 0;
+    for (size_t t = 0; t < rows_of.size(); ++t) {
+      if (!trace.tracks[t].gpu) continue;
+      for (uint32_t r : rows_of[t]) {
+        ++gpu_rows;
+        launched_rows += ev.link[r] >= 0 && g.node_of_row[ev.link[r]] >= 0;
+      }
+    }
+    const bool launches_recorded = 2 * launched_rows >= gpu_rows;
     auto waited_for_launch = [&](int32_t launch, int64_t prev_end, int64_t ts) {
       if (prev_end == kNoTime || g.obs_start[launch] >= prev_end) return true;
       const int64_t call_end = g.ObsEnd(launch);
@@ -762,6 +803,19 @@ class GraphBuilder {
         if (launch < 0) {
           ++g.stats.gpu_without_launch;
           g.lane_gap.Set(node, prev >= 0 ? gap : 0);
+          // After an idle stream, activity whose launch the trace lacks was issued by the host
+          // at about that time: it follows the main thread (as a secondary thread resuming
+          // does), instead of holding its recorded distance from the stream's previous activity
+          // (which pinned it when a one-time call before it is taken out).
+          const int32_t m = launches_recorded && prev >= 0 && gap > natural_gap &&
+                                    !main_nodes.empty() && ev.ts[r] < g.ObsEnd(main_nodes.back())
+                                ? NodeAt(g, main_nodes, ev.ts[r])
+                                : -1;
+          if (m >= 0) {
+            g.cross[node] = m;
+            g.cross_gap.Set(node, ev.ts[r] - g.obs_start[m]);
+            g.lane_gap.Set(node, natural_gap);
+          }
         } else {
           const int64_t lat = ev.ts[r] - g.obs_start[launch];
           g.cross[node] = launch;
@@ -1238,6 +1292,9 @@ class GraphBuilder {
   // ChooseThreads
   int64_t main_track = -1;
   bool warming_allocator = false;
+  // The first step's span when its allocator calls are warm-up the later steps do not repeat
+  // (empty when they do, or with one step).
+  std::pair<int64_t, int64_t> warming_first_step{0, 0};
   std::vector<uint32_t> cpu_tracks;  // the main thread's first
   // AddCpuLane
   std::vector<int32_t> main_nodes;
@@ -1576,6 +1633,14 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
         }
         if (dep >= 0) {
           const int64_t a = std::max(S, std::min(t, r.end[dep]));
+          // An allocator call's time after what it waited for is its own work (the free, the
+          // context a first cudaFree creates), beyond a synchronize's usual return.
+          if (g.role[n] == NodeRole::kSync &&
+              (g.cause[n] == Cause::kColdStart || g.cause[n] == Cause::kAllocator) &&
+              t > a + kSyncReturnTailNs) {
+            add(g.cause[n], a + kSyncReturnTailNs, t, n);
+            t = a + kSyncReturnTailNs;
+          }
           add(g.role[n] == NodeRole::kSync ? Cause::kHostSync : g.cause[n], a, t, n);
           t = a;
           n = dep;

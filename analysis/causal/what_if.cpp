@@ -494,6 +494,7 @@ void WarmStart(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
     }
     const int32_t n = b.NodeOfRow(r);
     if (n >= 0) b.SetDur(n, std::min<int64_t>(g.dur[n], kWarmCallNs));
+    b.NoWait(n);  // a one-time call that synchronises (a first cudaFree): its wait goes too
     // Its kernel starts a usual latency after the call, not after the lazy load.
     const int32_t gn = b.NodeOfRow(ev.link[r]);
     if (gn >= 0 && g.role[gn] == NodeRole::kGpu && g.cross[gn] == n) {

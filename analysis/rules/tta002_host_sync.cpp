@@ -40,7 +40,11 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       const std::string_view name = ctx.Name(i);
       if (IssuedByProfiler(ctx, i) || ProfilerStopSync(ctx, i, last_launch)) continue;
       const int64_t sync_end = ev.end(i);
-      const int64_t resume = ctx.NextGpuStart(sync_end, step.end_ns);
+      // A sync at the step's end drains into the next step: the GPU waits there for the CPU's
+      // first launches, which it would otherwise have queued while the GPU finished.
+      const int64_t resume_limit =
+          s + 1 < ctx.steps().size() ? ctx.steps()[s + 1].end_ns : step.end_ns;
+      const int64_t resume = ctx.NextGpuStart(sync_end, resume_limit);
       // The drain: GPU idle from the moment the CPU started waiting until new work arrives.
       const int64_t drain = ctx.GpuIdle(ev.ts[i], resume);
       // The host work of the statement that reads the value (logging, a metric): the fix (read

@@ -24,11 +24,15 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("allocator_churn_share", 0.005);
+  int32_t emptied_last_step = -1;  // the previous step's last empty_cache(), -1
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     std::map<std::string, Finding> by_cause;
-    int32_t emptied_by = -1;  // the empty_cache() that ran earlier in the step, -1
+    // The empty_cache() that ran earlier in the step, else in the step before (called once a
+    // step, after the step's allocations: the next step's allocations refill what it emptied).
+    int32_t emptied_by = emptied_last_step;
+    emptied_last_step = -1;
     for (uint32_t i = lo; i < hi; ++i) {
       const std::string_view name = ctx.Name(i);
       const EventKind k = ev.kind[i];
@@ -49,7 +53,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
         if (IsEmptyCache(ctx.Name(p))) region = p;
       }
       if (region >= 0) continue;
-      if (empty_cache) emptied_by = static_cast<int32_t>(i);
+      if (empty_cache) emptied_by = emptied_last_step = static_cast<int32_t>(i);
       const int64_t a = ev.ts[i], b = std::min(ev.end(i), step.end_ns);
       const int64_t busy_during = (b - a) - ctx.GpuIdle(a, b);
       const int64_t resume = ctx.NextGpuStart(b, step.end_ns);

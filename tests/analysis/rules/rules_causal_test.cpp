@@ -12,6 +12,7 @@
 #include "analysis/tiny_trace.h"
 
 using ttap_test::Eager;
+using ttap_test::ExactWhatIfs;
 using ttap_test::FindingsWithCode;
 using ttap_test::StreamClock;
 using ttap_test::TinyTrace;
@@ -172,6 +173,56 @@ TEST_CASE("causal: a one-time cudaFree in the first call is cold-start, not allo
   for (const auto& f : all.findings) {
     if (f.code == "TTA008") CHECK(f.severity == ttap::Severity::kHint);
   }
+  CheckOneStory(all);
+}
+
+TEST_CASE("causal: a one-time cudaFree outside any op, once the GPU drains, is cold-start",
+          "[rules][causal][TTA015][TTA013][TTA002]") {
+  // Four steps of aten::mm; in the first, after its kernels are queued, a bare 200 ms cudaFree
+  // (context start-up from Python, not inside an op): it first waits for the queued kernels,
+  // then works on its own. No later step calls the allocator. Right after it a kernel runs whose
+  // launch the trace lacks. Before, the cudaFree's own 200 ms were read as a wait for the GPU
+  // (host-sync, that no finding reported), the first step's allocator calls were neither
+  // one-time nor churn, and the launch-less kernel kept its distance from the stream's previous
+  // kernel, so no fix could move what followed it.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int s = 0; s < 4; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 20; ++k) {
+      t.Cpu("aten::mm", cpu, 12);
+      gpu.Kernel(t, "sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16", cpu + 4, 5, 3,
+                 300);
+      cpu += 14;
+    }
+    if (s == 0) {
+      const double own = 200000, waits = gpu.free - cpu;
+      t.Runtime("cudaFree", cpu, waits + own);
+      cpu += waits + own + 2;
+      // A kernel whose launch the trace did not record, 20 us after the call.
+      t.Raw(
+          "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"fill_kernel\", \"pid\": 0, \"tid\": "
+          "7, \"ts\": " +
+          std::to_string(cpu + 20) + ", \"dur\": 5, \"args\": {\"stream\": 7, \"device\": 0}}");
+      gpu.free = cpu + 25;
+      cpu += 30;
+    }
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, ExactWhatIfs());
+  CHECK(FindingsWithCode(*trace, "TTA013", ExactWhatIfs()).empty());
+  CHECK(FindingsWithCode(*trace, "TTA002", ExactWhatIfs()).empty());
+  auto cold = FindingsWithCode(*trace, "TTA015", ExactWhatIfs());
+  REQUIRE(cold.size() == 1);
+  INFO(cold[0].message);
+  CHECK(cold[0].evidence.at("occurs").text == "one-time");
+  // The 200 ms over four steps, all of it: what follows the call moves with it.
+  CHECK(cold[0].time_lost_us_per_step == Approx(50000).margin(1000));
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA015");
   CheckOneStory(all);
 }
 

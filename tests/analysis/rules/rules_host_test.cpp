@@ -188,6 +188,39 @@ TEST_CASE("TTA002: the profiler's own synchronisation in step() is not the user'
   CHECK(FindingsWithCode(*loop("train.py", "utils/timing.py"), "TTA002").size() == 1);
 }
 
+TEST_CASE("TTA002: a synchronize that ends each step drains the GPU into the next step",
+          "[rules][TTA002]") {
+  // Each step: 1.5 ms of host work (the batch built on the CPU), 30 kernels of 100 us launched
+  // 10 us apart (the GPU trails the CPU by 2.7 ms), then `torch.cuda.synchronize()` as the
+  // step's last call. The GPU is busy until the sync returns, so inside the step it never
+  // idles; it idles in the next one, while the CPU builds the batch it would have built while
+  // the GPU finished. (Before, the drain stopped at the step's end: no finding at all.)
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 4; ++s) {
+    t.Cpu("aten::stack", base + 2, 1500);
+    double cpu = base + 1510, gpu = cpu + 10;
+    for (int k = 0; k < 30; ++k) {
+      t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 100);
+      cpu += 10;
+      gpu += 100;
+    }
+    t.Python("train.py", 61, "<module>", cpu, gpu - cpu + 8);
+    t.Runtime("cudaDeviceSynchronize", cpu + 1, gpu - cpu + 5);
+    const double end = gpu + 20;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA002");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("sync_call").text == "cudaDeviceSynchronize");
+  // Without it, the batch of the next step is built while the GPU runs this step's tail.
+  CHECK(f[0].time_lost_us_per_step > 1000);
+  CHECK(f[0].time_lost_us_per_step < 1600);
+}
+
 TEST_CASE("TTA002: no synchronisation, no finding", "[rules][TTA002]") {
   auto trace = TrainingLoop(0).Load();
   CHECK(FindingsWithCode(*trace, "TTA002").empty());
