@@ -42,6 +42,9 @@ constexpr int64_t kWarmCallNs = 10000;
 constexpr double kFusedFixedShare = 0.8;
 // zero_grad(set_to_none=True): what is left of the region.
 constexpr int64_t kSetToNoneNs = 10000;
+// A collective's fixed (latency) cost at most: NCCL/RCCL's small-message latency is 10-50 us
+// within a node and tens of us more across nodes; a longer call moves data.
+constexpr int64_t kCollectiveLatencyCapNs = 100000;
 // Taking the profiler's cost out (ProfilerCost, what_if.h): a CPU slice keeps at least this share
 // of its time, and what slices cannot give up carries on at most this far.
 constexpr double kProfiledMinShare = 0.1;
@@ -629,9 +632,14 @@ void BucketCollectives(Builder& b, const std::vector<int32_t>& rows, const Findi
     nodes.push_back(gn);
     shortest = shortest < 0 ? g.dur[gn] : std::min(shortest, g.dur[gn]);
   }
+  // A collective's fixed cost is its latency, not its transfer: most of the shortest call when
+  // that is latency-bound, at most kCollectiveLatencyCapNs (four 6 ms all-reduces bucketed into
+  // one still move the same bytes).
+  const int64_t fixed_ns =
+      std::min(static_cast<int64_t>(0.8 * static_cast<double>(shortest)), kCollectiveLatencyCapNs);
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i == 0) continue;
-    b.SetDur(nodes[i], g.dur[nodes[i]] - static_cast<int64_t>(0.8 * static_cast<double>(shortest)));
+    b.SetDur(nodes[i], g.dur[nodes[i]] - fixed_ns);
     const int32_t l = b.LaunchOf(nodes[i]);
     // The call's CPU side (c10d::allreduce_ and what it encloses) is paid once per bucket.
     const int32_t top = l >= 0 && g.row[l] >= 0 ? TopOpOf(trace, g.row[l]) : -1;
