@@ -28,6 +28,8 @@ Categories (each the shape a PyTorch program leaves in the trace):
               never steady-state
   allocchurn  torch.cuda.empty_cache() each step: cudaMalloc of M us, then a cudaFree that
               waits for the device
+  dispatch    D us more CPU time (10/30/100) in every top-level op that launches GPU work:
+              Python hooks, autocast casts, a wrapper's checks (CPU-overhead-bound when costly)
   samesize    a pinned non-blocking device-to-host copy at the step's start and a pageable
               host-to-device copy of the same size (a different tensor) mid-step: pageable-copy,
               never ping-pong
@@ -88,6 +90,15 @@ class Base:
         old = {"op": "Operator", "rt": "Runtime", "kernel": "Kernel", "memcpy": "Memcpy", "flow": "async"}
         return (old if self.old_style else new)[kind]
 
+    def launches_inside(self, op):
+        """Whether a launch call of the main thread starts inside |op|."""
+        if not hasattr(self, "_launch_ts"):
+            self._launch_ts = sorted(e["ts"] for e in self.d["traceEvents"]
+                                     if e.get("cat") in RUNTIME_CATS and e.get("pid") == self.main_pid
+                                     and e.get("tid") == self.main_tid and "Launch" in e.get("name", ""))
+        i = bisect.bisect_left(self._launch_ts, op["ts"])
+        return i < len(self._launch_ts) and self._launch_ts[i] < op["ts"] + op.get("dur", 0)
+
     def top_level_boundaries(self, step):
         """Start times of the step's direct children on the main thread (op boundaries)."""
         a, b = step["ts"], step["ts"] + step["dur"]
@@ -146,6 +157,13 @@ def plan(base, kind, level):
         elif kind == "allocchurn":
             t = nearest_boundary(top, a + 0.5 * s["dur"], first, 0.5)
             injections.append(Injection(t, kind, malloc=[300.0, 1000.0, 3000.0][level]))
+        elif kind == "dispatch":
+            # Python / dispatcher overhead in every op that launches GPU work (hooks, autocast's
+            # casts, a wrapper's checks): each top-level op that encloses a launch takes D us more.
+            d = [10.0, 30.0, 100.0][level]
+            for k in top:
+                if base.launches_inside(k):
+                    injections.append(Injection(k["ts"] + 0.001, "grow", dur=d))
         elif kind == "samesize":
             dur = [0.05, 0.2, 0.5][level] * mean_step
             nbytes = int(dur * 1e-6 * PAGEABLE_BW)
@@ -338,6 +356,8 @@ def rewrite(base, injections):
                       {"External id": ext()})
             cpu_event("aten::stack", base.cat("op"), t_new + 0.6 * d, 0.3 * d, {"External id": ext()})
             grow = d
+        elif inj.kind == "grow":
+            grow = inj.p["dur"]  # the enclosing op's own CPU time grows; no event added
         elif inj.kind == "smallop":
             cpu_event("aten::detach", base.cat("op"), t_new, 4.0, {"External id": ext()})
             grow = 4.0

@@ -34,9 +34,10 @@ DEFAULT_BASES = [
 ]
 CODES = {"dataloader": {"TTA001"}, "hostsync": {"TTA002"}, "endsync": {"TTA002"},
          "pageable": {"TTA003"}, "comm": {"TTA011"}, "smallop": set(), "pinnedcopy": set(),
-         "onetime": {"TTA015"}, "allocchurn": {"TTA013"}, "samesize": {"TTA003"}}
+         "onetime": {"TTA015"}, "allocchurn": {"TTA013"}, "samesize": {"TTA003"},
+         "dispatch": {"TTA017", "TTA007"}}
 LEVELS = {"dataloader": 3, "hostsync": 3, "pageable": 3, "comm": 3, "endsync": 1, "smallop": 1,
-          "pinnedcopy": 1, "onetime": 2, "allocchurn": 3, "samesize": 2}
+          "pinnedcopy": 1, "onetime": 2, "allocchurn": 3, "samesize": 2, "dispatch": 3}
 # Codes that misname an injection when they appear at warning+ and not in the clean copy: a
 # one-time start-up called steady-state, different tensors of one size called ping-pong.
 FORBIDDEN = {"onetime": {"TTA013", "TTA008"}, "samesize": {"TTA014"}}
