@@ -1235,7 +1235,9 @@ class GraphBuilder {
       }
       for (size_t n = 0; n < n_nodes; ++n) {
         if (g.role[n] != NodeRole::kGpu || g.cross[n] < 0) continue;
-        const int64_t lts = ev.ts[ev.link[g.row[n]]];
+        // Its launch call's start; activity without one (following the main thread) its own.
+        const int32_t launch_row = ev.link[g.row[n]];
+        const int64_t lts = launch_row >= 0 ? ev.ts[launch_row] : g.obs_start[n];
         auto it = std::upper_bound(spans.begin(), spans.end(), lts,
                                    [](int64_t x, const StepSpan& s) { return x < s.start_ns; });
         if (it == spans.begin()) continue;
