@@ -926,7 +926,12 @@ class GraphBuilder {
         continue;
       }
       const int32_t call = g.cross[n];
-      if (g.role[call] != NodeRole::kLaunch) continue;
+      // Its own launch call (activity without one follows the main thread instead).
+      const int32_t launch_row = ev.link[g.row[n]];
+      if (g.role[call] != NodeRole::kLaunch || launch_row < 0 ||
+          g.node_of_row[launch_row] != call) {
+        continue;
+      }
       std::string_view cname = trace.Name(g.row[n]);
       const bool pageable = Contains(cname, "Pageable");
       const bool dtoh = Contains(cname, "DtoH") || Contains(cname, "D2H");
@@ -1100,7 +1105,9 @@ class GraphBuilder {
         if (!lane.gpu) continue;
         for (int32_t dst = lane.first_node; dst < lane.end_node; ++dst) {
           const int64_t start = g.obs_start[dst];
-          const int32_t prev = g.LanePrev(dst), launch = g.cross[dst];
+          // Activity without a launch call (following the main thread) has no launch to wait on.
+          const int32_t prev = g.LanePrev(dst),
+                        launch = ev.link[g.row[dst]] >= 0 ? g.cross[dst] : -1;
           if (has_wait[dst] || (prev < 0 && launch < 0)) continue;
           if (prev >= 0 && start - g.ObsEnd(prev) < kInferredWaitMinNs) continue;
           // A blocking copy's call returns only once its copy is done: its start is the launch.
@@ -1679,8 +1686,12 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
       }
       const bool use_cross =
           cp >= 0 && (cross_term > lane_term || (!gpu && cross_term == lane_term));
+      // GPU activity without a launch call follows the main thread's node |cp| (AddGpuLanes):
+      // what ran there is on the path, not a launch.
+      const bool follows_main =
+          gpu && cp >= 0 && g.role[cp] == NodeRole::kCpuWork && !g.cross_from_end[n];
       if (use_cross) {
-        if (gpu) {
+        if (gpu && !follows_main) {
           const int64_t b = std::max(S, std::min(t, cross_base));
           // The launch call itself (or its lazy loading); a latency far beyond the call and the
           // usual launch latency is the stream waiting for work the trace does not show.

@@ -45,8 +45,15 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       const int64_t resume_limit =
           s + 1 < ctx.steps().size() ? ctx.steps()[s + 1].end_ns : step.end_ns;
       const int64_t resume = ctx.NextGpuStart(sync_end, resume_limit);
-      // The drain: GPU idle from the moment the CPU started waiting until new work arrives.
-      const int64_t drain = ctx.GpuIdle(ev.ts[i], resume);
+      // The drain: GPU idle from the moment the CPU started waiting until new work arrives; in
+      // the next step, at most the GPU work the wait let finish first (without the sync, the
+      // next step's CPU work overlaps only that, not its own data loading).
+      const int64_t in_step_end = std::min(resume, step.end_ns);
+      const int64_t waited_busy = (sync_end - ev.ts[i]) - ctx.GpuIdle(ev.ts[i], sync_end);
+      const int64_t drain = ctx.GpuIdle(ev.ts[i], in_step_end) +
+                            (resume > in_step_end ? std::min(ctx.GpuIdle(in_step_end, resume),
+                                                             std::max<int64_t>(0, waited_busy))
+                                                  : 0);
       // The host work of the statement that reads the value (logging, a metric): the fix (read
       // it every N steps) takes it out of the step too, even where the GPU has nothing to drain.
       const int32_t statement = HostStatementOf(ctx.trace(), static_cast<int32_t>(i));
