@@ -37,6 +37,9 @@ constexpr int64_t kInferredWaitTailNs = 10000;
 constexpr int64_t kSyncReturnTailNs = 50000;
 // What a synchronisation call costs when the awaited work has already finished.
 constexpr int64_t kSyncCostNs = 5000;
+// GPU activity without a launch call follows the main thread after its stream sat idle this
+// long (a host-side wait: a one-time call, a stall); after a shorter gap it keeps its gap.
+constexpr int64_t kLaunchlessFollowGapNs = 1000000;
 // CUDA_LAUNCH_BLOCKING=1 (GraphBuilder::BlocksOnKernel): a launch call returns within this of
 // its kernel's end; kernels this long or longer tell; this share of such launches (and at least
 // kBlockingLaunchMin) says the whole run launched that way.
@@ -803,11 +806,12 @@ class GraphBuilder {
         if (launch < 0) {
           ++g.stats.gpu_without_launch;
           g.lane_gap.Set(node, prev >= 0 ? gap : 0);
-          // After an idle stream, activity whose launch the trace lacks was issued by the host
+          // After a long idle stream, activity whose launch the trace lacks was issued by the host
           // at about that time: it follows the main thread (as a secondary thread resuming
           // does), instead of holding its recorded distance from the stream's previous activity
           // (which pinned it when a one-time call before it is taken out).
-          const int32_t m = launches_recorded && prev >= 0 && gap > natural_gap &&
+          const int32_t m = launches_recorded && prev >= 0 &&
+                                    gap > std::max(natural_gap, kLaunchlessFollowGapNs) &&
                                     !main_nodes.empty() && ev.ts[r] < g.ObsEnd(main_nodes.back())
                                 ? NodeAt(g, main_nodes, ev.ts[r])
                                 : -1;

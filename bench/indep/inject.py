@@ -7,7 +7,8 @@ shapes shows here. It adds one anti-pattern to every ProfilerStep of a real Kine
 measures the truth with its own timeline: the main process's CPU events move by a shift that
 grows at each injected call and changes at each call that waits for the GPU; every GPU op starts
 at the later of its (moved) launch plus the latency it had and the end of the op before it on its
-stream plus the gap it had. The cost of an injection is the sum over steps of the step's new
+stream plus the gap it had; a launch call held by a full launch queue (100 us or more) waits for
+the op that ended just before it returned, which freed its slot. The cost of an injection is the sum over steps of the step's new
 length minus its old one. The clean copy of the pair goes through the same rewrite with nothing
 injected, so both copies differ only by the injection.
 
@@ -46,6 +47,8 @@ LATENCY_US = 5.0  # launch to start on an idle GPU, for ops this script adds
 GAP_US = 1.0  # between back-to-back ops on a stream
 PAGEABLE_BW = 8e9  # bytes/s
 PINNED_BW = 24e9
+QUEUE_WAIT_MIN_US = 100.0  # a launch call this long waited for a slot in a full launch queue
+QUEUE_RETURN_US = 20.0  # ... and returned this soon after the op that freed the slot ended
 
 
 def load(path):
@@ -246,6 +249,7 @@ def rewrite(base, injections):
     last_orig_end = 0.0
     new_ts = {}  # id(gpu op) -> new start
     placed = []  # (original launch time, original end, new end) of every base GPU op
+    ends_orig, ends_new = [], []  # the placed ops' original ends (sorted) and their new ends
     shift = Shift()
     delta = 0.0
     added = []  # new events
@@ -268,6 +272,9 @@ def rewrite(base, injections):
         start = max(launch_new + a, (new_end[s] + b) if s in new_end else -1e30)
         new_ts[id(g)] = start
         placed.append((launch_orig, s0 + d, start + d))
+        i = bisect.bisect_right(ends_orig, s0 + d)
+        ends_orig.insert(i, s0 + d)
+        ends_new.insert(i, start + d)
         prev_orig_end[s] = s0 + d
         new_end[s] = start + d
         last_new_end = max(last_new_end, start + d)
@@ -337,6 +344,12 @@ def rewrite(base, injections):
                 waits_for = (last_orig_end, last_new_end)
             elif blocking_copy and own_end0 is not None:
                 waits_for = (own_end0, own_end)
+            elif "Launch" in name and d0 >= QUEUE_WAIT_MIN_US:
+                # A launch held by a full launch queue returns when an earlier op finishes and
+                # frees a slot: it waits for that op (the one that ended just before it returned).
+                k = bisect.bisect_right(ends_orig, end0) - 1
+                if k >= 0 and ends_orig[k] >= end0 - QUEUE_RETURN_US and ends_orig[k] >= t0:
+                    waits_for = (ends_orig[k], ends_new[k])
             if waits_for is not None:
                 w0, wnew = waits_for
                 if w0 >= t0:  # it waited for that op: it still returns just after it
