@@ -81,6 +81,13 @@ bool IsCpuKind(EventKind k) {
          k == EventKind::kUserAnnotation || k == EventKind::kRuntime || k == EventKind::kDriver;
 }
 
+// Index of the last span of |spans| (in start order) starting at or before |t|, -1.
+int32_t SpanStartingBy(const std::vector<StepSpan>& spans, int64_t t) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), t,
+                             [](int64_t x, const StepSpan& s) { return x < s.start_ns; });
+  return static_cast<int32_t>(it - spans.begin()) - 1;
+}
+
 // Index of the last node in |nodes| (sorted by observed start) starting at or before |t|.
 int32_t NodeAt(const CausalGraph& g, const std::vector<int32_t>& nodes, int64_t t) {
   auto it = std::upper_bound(nodes.begin(), nodes.end(), t,
@@ -519,10 +526,9 @@ class GraphBuilder {
       std::vector<int64_t> alloc_ns(spans.size(), 0);
       for (size_t i = 0; i < n_rows; ++i) {
         if (!IsLaunchKind(ev.kind[i]) || !(name_class[ev.name[i]] & kNameAllocator)) continue;
-        auto it = std::upper_bound(spans.begin(), spans.end(), ev.ts[i],
-                                   [](int64_t t, const StepSpan& sp) { return t < sp.start_ns; });
-        if (it == spans.begin() || ev.ts[i] >= std::prev(it)->end_ns) continue;
-        alloc_ns[static_cast<size_t>(std::prev(it) - spans.begin())] += ev.dur[i];
+        const int32_t k = SpanStartingBy(spans, ev.ts[i]);
+        if (k < 0 || ev.ts[i] >= spans[k].end_ns) continue;
+        alloc_ns[k] += ev.dur[i];
       }
       const double first_ns = std::max<int64_t>(1, spans[0].end_ns - spans[0].start_ns);
       const double first_density = static_cast<double>(alloc_ns[0]) / first_ns;
@@ -1249,12 +1255,8 @@ class GraphBuilder {
         // Its launch call's start; activity without one (following the main thread) its own.
         const int32_t launch_row = ev.link[g.row[n]];
         const int64_t lts = launch_row >= 0 ? ev.ts[launch_row] : g.obs_start[n];
-        auto it = std::upper_bound(spans.begin(), spans.end(), lts,
-                                   [](int64_t x, const StepSpan& s) { return x < s.start_ns; });
-        if (it == spans.begin()) continue;
-        --it;
-        if (lts < it->cpu_end_ns)
-          g.steps[it - spans.begin()].gpu.push_back(static_cast<int32_t>(n));
+        const int32_t k = SpanStartingBy(spans, lts);
+        if (k >= 0 && lts < spans[k].cpu_end_ns) g.steps[k].gpu.push_back(static_cast<int32_t>(n));
       }
     } else if (spans.size() == 1) {
       // One span without steps in a GPU run: a CPU thread that no other lane follows or waits

@@ -45,6 +45,8 @@ class RuleContext {
   int64_t GpuIdle(int64_t lo, int64_t hi) const {
     return hi > lo ? (hi - lo) - ClippedLength(gpu_busy_, lo, hi) : 0;
   }
+  // GPU busy time within [lo, hi).
+  int64_t GpuBusy(int64_t lo, int64_t hi) const { return (hi - lo) - GpuIdle(lo, hi); }
   // Start of the first GPU activity at or after |t| (clamped to [t, limit]), or |limit|.
   int64_t NextGpuStart(int64_t t, int64_t limit) const;
   // Index into steps() of the step containing |ts| (by start), or -1.

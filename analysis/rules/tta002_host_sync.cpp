@@ -49,7 +49,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       // the next step, at most the GPU work the wait let finish first (without the sync, the
       // next step's CPU work overlaps only that, not its own data loading).
       const int64_t in_step_end = std::min(resume, step.end_ns);
-      const int64_t waited_busy = (sync_end - ev.ts[i]) - ctx.GpuIdle(ev.ts[i], sync_end);
+      const int64_t waited_busy = ctx.GpuBusy(ev.ts[i], sync_end);
       const int64_t drain = ctx.GpuIdle(ev.ts[i], in_step_end) +
                             (resume > in_step_end ? std::min(ctx.GpuIdle(in_step_end, resume),
                                                              std::max<int64_t>(0, waited_busy))

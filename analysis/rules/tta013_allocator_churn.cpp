@@ -55,7 +55,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       if (region >= 0) continue;
       if (empty_cache) emptied_by = emptied_last_step = static_cast<int32_t>(i);
       const int64_t a = ev.ts[i], b = std::min(ev.end(i), step.end_ns);
-      const int64_t busy_during = (b - a) - ctx.GpuIdle(a, b);
+      const int64_t busy_during = ctx.GpuBusy(a, b);
       const int64_t resume = ctx.NextGpuStart(b, step.end_ns);
       const int64_t drain = std::min(ctx.GpuIdle(b, resume), busy_during);
       const int64_t lost = (b - a) + std::max<int64_t>(0, drain);
