@@ -6,4 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TTAP=${1:-build/ttap}
 bench/realworld/fetch.sh || true
+mkdir -p bench/out
 python3 bench/realworld/score.py --ttap "$TTAP" --dir bench/realworld --json bench/out/realworld.json

@@ -460,6 +460,16 @@ class GraphBuilder {
       first_call_rows.push_back(static_cast<uint32_t>(c.row));
   }
 
+  // A copy call that returned only once its copy was done (a pageable or synchronous copy, every
+  // step): its length is the copy and what the copy queued behind, not a lazy load.
+  bool WaitsForItsCopy(uint32_t r) const {
+    const int32_t c = ev.link[r];
+    if (c < 0 || (ev.kind[c] != EventKind::kMemcpy && ev.kind[c] != EventKind::kMemset)) {
+      return false;
+    }
+    return ev.end(c) <= ev.end(r) + kBlockingReturnNs;
+  }
+
   // A launch call that ran its kernel to the end before returning (CUDA_LAUNCH_BLOCKING=1): the
   // kernel started inside the call and the call returned within kBlockingReturnNs of its end.
   bool BlocksOnKernel(uint32_t r) const {
@@ -616,7 +626,8 @@ class GraphBuilder {
           // wait is the kernel's time, not a lazy load).
           const bool blocks = launches_block && BlocksOnKernel(static_cast<uint32_t>(r));
           if ((cls & kNameCold) || one_time_alloc || stack.back().capture ||
-              (!blocks && ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns)) {
+              (!blocks && ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns &&
+               !WaitsForItsCopy(static_cast<uint32_t>(r)))) {
             cause = Cause::kColdStart;
             ++g.stats.cold_calls;
           }

@@ -13,6 +13,7 @@
 
 #include "analysis/base/parallel.h"
 #include "analysis/base/string_util.h"
+#include "analysis/model/host_copies.h"
 #include "analysis/model/tensor_cores.h"
 #include "analysis/model/trace_queries.h"
 
@@ -26,8 +27,6 @@ constexpr int64_t kWorkerFetchNs = 50000;
 constexpr double kWorkerFetchShare = 0.02;
 // An async launch call's cost once a copy no longer blocks.
 constexpr int64_t kAsyncCallNs = 10000;
-// Pinned host memory copies at about twice the bandwidth of pageable memory.
-constexpr double kPinnedCopyFactor = 0.5;
 // FP32 matrix kernels on tensor cores when a finding does not say (TensorCoreRatio, rules.h).
 constexpr double kTensorCoreRatio = 2.0;
 // Under CUDA graphs / torch.compile(mode="reduce-overhead") a region's launches and per-op CPU
@@ -283,10 +282,22 @@ void DeferHostSync(Builder& b, const std::vector<int32_t>& rows, const Finding& 
   }
 }
 
-// pinned memory, non_blocking=True
+// A number a detector put in a finding's evidence, 0 when absent. Numeric evidence adds up over
+// the steps a finding merges: a per-step quantity (a ratio, a bandwidth) is its mean.
+double MeanEvidence(const Finding& f, const std::string& key) {
+  auto it = f.evidence.find(key);
+  if (it == f.evidence.end()) return 0.0;
+  auto steps = f.evidence.find("steps_affected");
+  return steps != f.evidence.end() && steps->second.number >= 1
+             ? it->second.number / steps->second.number
+             : it->second.number;
+}
+
+// pinned memory, non_blocking=True: the copy at pinned bandwidth (host_copies.h), the call async
 void PinCopies(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
   const CausalGraph& g = b.g;
   const EventTable& ev = b.trace.events;
+  const double pinned_gbps = MeanEvidence(f, "pinned_gbps");
   for (int32_t r : rows) {
     int32_t gpu = -1, call = -1;
     if (IsGpuKind(ev.kind[r])) {
@@ -296,7 +307,11 @@ void PinCopies(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
       call = b.NodeOfRow(r);
       gpu = b.NodeOfRow(ev.link[r]);
     }
-    if (gpu >= 0) b.SetDur(gpu, static_cast<int64_t>(g.dur[gpu] * kPinnedCopyFactor));
+    // A synchronous copy from memory that is pinned already only stops blocking.
+    const int32_t gpu_row = gpu >= 0 ? g.row[gpu] : -1;
+    if (gpu_row >= 0 && !Contains(b.trace.Name(gpu_row), "Pinned")) {
+      b.SetDur(gpu, PinnedCopyNs(g.dur[gpu], ev.bytes[gpu_row], pinned_gbps));
+    }
     if (call >= 0) {
       b.SetDur(call, std::min(g.dur[call], kAsyncCallNs));
       b.NoWait(call);
@@ -527,13 +542,7 @@ void MoveIdleWorkOut(Builder& b, const std::vector<int32_t>& rows, const Finding
 // TF32 / AMP: each kernel at its time on tensor cores
 void UseTensorCores(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
   const CausalGraph& g = b.g;
-  // Numeric evidence adds up over the steps a finding merges: the ratio is its mean.
-  auto it = f.evidence.find("tensor_core_ratio");
-  auto steps = f.evidence.find("steps_affected");
-  const double ratio = it == f.evidence.end() ? 0.0
-                       : steps != f.evidence.end() && steps->second.number >= 1
-                           ? it->second.number / steps->second.number
-                           : it->second.number;
+  const double ratio = MeanEvidence(f, "tensor_core_ratio");
   for (int32_t r : rows) {
     const int32_t gn = b.NodeOfRow(r);
     if (gn >= 0) b.SetDur(gn, TensorCoreNs(g.dur[gn], ratio > 1.0 ? ratio : kTensorCoreRatio));
@@ -1009,10 +1018,22 @@ struct FixCoster {
           [&](int32_t n, int64_t) { shared += !fixed_node.empty() && fixed_node[n]; });
       return 2 * shared < e.what_if.DurCount();
     };
+    // A fix that changes mostly the nodes a larger fix already changes is another way to fix the
+    // same work (pinning a copy that keeping the tensor on the device removes): the user picks
+    // one, so its claim does not count towards the claims that must fit in the run.
+    std::vector<uint8_t> changed_by_larger;
     int64_t claimed = 0;
-    for (Entry& e : entries) {
+    for (Entry& e : entries) {  // chain order: rank, then what each saves alone
       e.claim_ns = e.symptom && !independent_idle(e) ? e.marginal_ns : e.alone_ns;
-      claimed += e.claim_ns;
+      bool alternative = false;
+      if (!IdleTime(e) && e.what_if.DurCount() > 0) {
+        if (changed_by_larger.empty()) changed_by_larger.assign(g.size(), 0);
+        size_t shared = 0;
+        e.what_if.ForEachDur([&](int32_t n, int64_t) { shared += changed_by_larger[n]; });
+        alternative = 2 * shared >= e.what_if.DurCount();
+        e.what_if.ForEachDur([&](int32_t n, int64_t) { changed_by_larger[n] = 1; });
+      }
+      if (!alternative) claimed += e.claim_ns;
     }
     scale = claimed > out.run_ns && claimed > 0
                 ? static_cast<double>(joint_ns) / static_cast<double>(claimed)

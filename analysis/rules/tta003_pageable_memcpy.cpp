@@ -1,11 +1,14 @@
 // TTA003 pageable-memcpy: copies between pageable host memory and the GPU. Its detector; registered
 // in rule_registry.cpp, documented in docs/antipatterns.md#tta003-pageable-memcpy.
+#include "analysis/model/host_copies.h"
 #include "analysis/rules/memory_detectors.h"
 
 namespace ttap {
 
 // The memory family's helpers it uses (memory_detectors.h).
 using memory_detail::Count;
+using memory_detail::HostMemory;
+using memory_detail::HostMemoryOf;
 using memory_detail::IsD2H;
 using memory_detail::IsH2D;
 using memory_detail::IsPageable;
@@ -25,10 +28,34 @@ using memory_detail::LaunchingOp;
 // during the call plus the copy's duration (the call's duration when no GPU copy is linked).
 // This is an upper bound on what pinning saves: overlap is not guaranteed when the consumer of
 // the copy is the very next kernel.
+namespace {
+
+// The bandwidth pinned copies reach on this machine (GB/s, 0 when unknown) and where it comes
+// from: the trace's own pinned copies of 1 MiB or more, else the GPU's host link.
+std::pair<double, const char*> PinnedBandwidth(const RuleContext& ctx) {
+  const EventTable& ev = ctx.ev();
+  double bytes = 0, ns = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kMemcpy || ev.bytes[i] < kBandwidthCopyMinBytes) continue;
+    const std::string_view name = ctx.Name(i);
+    if (!(IsH2D(name) || IsD2H(name)) || HostMemoryOf(name) != HostMemory::kPinned) continue;
+    bytes += static_cast<double>(ev.bytes[i]);
+    ns += static_cast<double>(ev.dur[i]);
+  }
+  if (ns > 0) return {bytes / ns, "measured in this trace"};
+  const int arch =
+      ctx.compute_major() >= 0 ? ctx.compute_major() * 10 + std::max(0, ctx.compute_minor()) : -1;
+  const double known = KnownPinnedCopyGBps(arch, ctx.device_name());
+  return {known, known > 0 ? "this GPU's host link" : ""};
+}
+
+}  // namespace
+
 void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
   const double min_us = o.Get("pageable_min_us", 0);
+  const auto [pinned_gbps, pinned_source] = PinnedBandwidth(ctx);
   std::vector<char> counted(ev.size(), 0);  // launch rows already charged through their copy
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
@@ -67,10 +94,17 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
     for (uint32_t i = lo; i < hi; ++i) {
       if (!IsLaunchKind(ev.kind[i]) || counted[i]) continue;
       const int32_t gpu = ev.link[i];
-      // ROCm copies every host buffer with hipMemcpyWithStream, pinned or not: it counts only
-      // when the call blocked well beyond its copy (waiting for the stream).
-      const bool blocked_rocm_copy = (ctx.RuntimeFlags(i) & kRuntimeAnyHostCopy) != 0 &&
-                                     ev.dur[i] > 2 * (gpu >= 0 ? ev.dur[gpu] : 0) + 50000;
+      // ROCm copies every host buffer with hipMemcpyWithStream, pinned or not, and names the
+      // host side "Host": it counts when the call blocked well beyond its copy (waiting for the
+      // stream), or when it waited for a copy of 1 MiB or more that ran at under half the
+      // pinned bandwidth of the GPU's host link (staged from pageable memory).
+      const bool any_host_copy = (ctx.RuntimeFlags(i) & kRuntimeAnyHostCopy) != 0;
+      const bool staged =
+          any_host_copy && gpu >= 0 && pinned_gbps > 0 && ev.bytes[gpu] >= kBandwidthCopyMinBytes &&
+          ev.dur[gpu] > 0 && ev.end(gpu) <= ev.end(i) &&
+          static_cast<double>(ev.bytes[gpu]) / static_cast<double>(ev.dur[gpu]) < 0.5 * pinned_gbps;
+      const bool blocked_rocm_copy =
+          any_host_copy && (ev.dur[i] > 2 * (gpu >= 0 ? ev.dur[gpu] : 0) + 50000 || staged);
       if (!IsSyncCopyCall(ctx.RuntimeFlags(i)) && !blocked_rocm_copy) continue;
       if (gpu >= 0 && !(IsH2D(ctx.Name(gpu)) || IsD2H(ctx.Name(gpu)))) continue;  // DtoD
       const int64_t copy_ns = gpu >= 0 ? ev.dur[gpu] : 0;
@@ -88,6 +122,12 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
                   std::string(" (") + Bytes(Num(f, "bytes")) + ", " + Dur(Num(f, "copy_us")) +
                   " on the GPU)" + (op.empty() ? "" : " from " + op) +
                   "; pin the host buffer and copy with non_blocking=True");
+      if (pinned_gbps > 0) {
+        // The what-if (PinCopies) copies at this bandwidth; evidence adds up over merged steps.
+        AddNumber(&f, "pinned_gbps", pinned_gbps);
+        AddText(&f, "pinned_bandwidth",
+                FormatNumber("%.0f", pinned_gbps) + " GB/s (" + pinned_source + ")");
+      }
       out->push_back(std::move(f));
     }
   }

@@ -37,6 +37,8 @@ Categories (each the shape a PyTorch program leaves in the trace):
 
 Usage: inject.py --base TRACE --kind KIND --level L --out OUT.json.gz   (L: 0..2, the magnitude)
        inject.py --base TRACE --clean --out OUT.json.gz
+       [--rocm]: written as PyTorch on ROCm writes it (hip* calls, "Host" copies, blocking copies
+       and .item() as one hipMemcpyWithStream, an MI300X), the timing unchanged
 Prints one JSON line: kind, level, truth_us_per_step, step_us, steps.
 """
 import argparse, bisect, gzip, json, sys
@@ -63,8 +65,9 @@ def is_gpu(e, gpu_pids):
 
 
 class Base:
-    def __init__(self, d):
+    def __init__(self, d, rocm=False):
         self.d = d
+        self.rocm = rocm
         ev = d["traceEvents"]
         self.old_style = any(e.get("cat") == "Kernel" for e in ev)
         self.gpu_pids = {e["pid"] for e in ev if e.get("cat") in GPU_CATS}
@@ -433,9 +436,12 @@ def rewrite(base, injections):
                                  base.cat("memcpy"), 1.5, {"bytes": 4}, e_id)
                 sync_ts = call_ts + 10.0
                 sync_end = max(sync_ts + 3.0, g["ts"] + g["dur"] + 4.0)
-                cpu_event("cudaStreamSynchronize", base.cat("rt"), sync_ts, sync_end - sync_ts,
-                          {"correlation": base.next_corr})
-                base.next_corr += 1
+                if base.rocm:  # ROCm's memcpy_and_sync: one hipMemcpyWithStream that blocks
+                    call["dur"] = sync_end - call_ts
+                else:
+                    cpu_event("cudaStreamSynchronize", base.cat("rt"), sync_ts, sync_end - sync_ts,
+                              {"correlation": base.next_corr})
+                    base.next_corr += 1
                 total = sync_end + 3.0 - t_new
                 cpu_event("aten::item", base.cat("op"), t_new, total, {"External id": ext()})
                 cpu_event("aten::_local_scalar_dense", base.cat("op"), t_new + 6.0, total - 8.0, {"External id": e_id})
@@ -514,6 +520,42 @@ def rewrite(base, injections):
     return d, span_new - span0
 
 
+HOST_SIDE = {"(Pageable -> Device)": "(Host -> Device)", "(Pinned -> Device)": "(Host -> Device)",
+             "(Device -> Pageable)": "(Device -> Host)", "(Device -> Pinned)": "(Device -> Host)"}
+
+
+def rocmify(d):
+    """The trace as PyTorch on ROCm writes it: hip* runtime calls, copies whose host side is
+    "Host" (ROCm does not say pageable or pinned), blocking copies as hipMemcpyWithStream (which
+    returns when its copy is done) and asynchronous ones as hipMemcpyAsync, an MI300X device.
+    Timing is unchanged: it is applied after the injection, to the clean copy and the injected
+    one alike."""
+    ev = d["traceEvents"]
+    copy_of = {}
+    for e in ev:
+        if e.get("cat") in ("gpu_memcpy", "Memcpy") and "correlation" in e.get("args", {}):
+            copy_of[e["args"]["correlation"]] = e.get("name", "")
+    for e in ev:
+        n = e.get("name", "")
+        if e.get("cat") in RUNTIME_CATS and e.get("ph") == "X":
+            if n in ("cudaMemcpyAsync", "cudaMemcpy"):
+                g = copy_of.get(e.get("args", {}).get("correlation"), "")
+                blocking = n == "cudaMemcpy" or "Pageable" in g
+                e["name"] = "hipMemcpyWithStream" if blocking else "hipMemcpyAsync"
+            elif n.startswith("cuda"):
+                e["name"] = "hip" + n[4:]
+            elif n.startswith("cu"):
+                e["name"] = "hip" + n[2:]
+        elif e.get("cat") in ("gpu_memcpy", "Memcpy"):
+            for cuda, hip in HOST_SIDE.items():
+                n = n.replace(cuda, hip)
+            e["name"] = n
+    props = d.get("deviceProperties") or [{"id": 0}]
+    d["deviceProperties"] = [dict(p, name="AMD Instinct MI300X", computeMajor=9, computeMinor=4)
+                             for p in props]
+    return d
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", required=True)
@@ -521,10 +563,13 @@ def main():
     ap.add_argument("--level", type=int, default=1)
     ap.add_argument("--clean", action="store_true")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--rocm", action="store_true", help="write the trace as PyTorch on ROCm would")
     a = ap.parse_args()
-    base = Base(load(a.base))
+    base = Base(load(a.base), rocm=a.rocm)
     injections = [] if a.clean else plan(base, a.kind, a.level)
     d, growth = rewrite(base, injections)
+    if a.rocm:
+        d = rocmify(d)
     with gzip.open(a.out, "wt") as f:
         json.dump(d, f)
     n = len(base.steps)

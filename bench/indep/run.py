@@ -16,6 +16,7 @@ ttap's savings are for the run without the profiler (its profiler-cost model), w
 measured in the profiled timeline; --as-recorded turns that model off to compare like with like.
 
 Usage: bench/indep/run.py [--ttap build/ttap] [--out /tmp/ttap-indep] [--bases F...] [--as-recorded]
+       [--rocm]
 Writes OUT/results.tsv (one row per injected copy) and prints the table.
 """
 import argparse, json, os, subprocess, sys
@@ -45,6 +46,7 @@ RANK = {"hint": 0, "info": 1, "warning": 2, "error": 3}
 
 
 CONFIG = []  # ["--config", FILE] with --as-recorded
+ROCM = []  # ["--rocm"]: every copy written as PyTorch on ROCm writes it
 
 
 def scan(ttap, path):
@@ -60,7 +62,7 @@ def job(args, base, kind, level):
     stem = os.path.basename(base).split(".")[0][:40]
     out = os.path.join(args.out, f"{stem}-{kind}{level}.json.gz")
     r = subprocess.run([sys.executable, os.path.join(HERE, "inject.py"), "--base", base, "--kind", kind,
-                        "--level", str(level), "--out", out], capture_output=True, text=True)
+                        "--level", str(level), "--out", out] + ROCM, capture_output=True, text=True)
     if r.returncode:
         return None
     meta = json.loads(r.stdout)
@@ -76,7 +78,11 @@ def main():
     ap.add_argument("--as-recorded", action="store_true",
                     help="ttap without its profiler-cost model (profiler_op_us = profiler_frame_us = 0): "
                          "savings in the profiled timeline, the regime this injector's truth is in")
+    ap.add_argument("--rocm", action="store_true",
+                    help="write every copy as PyTorch on ROCm would (inject.py --rocm)")
     args = ap.parse_args()
+    if args.rocm:
+        ROCM.append("--rocm")
     args.ttap = os.path.abspath(args.ttap)
     os.makedirs(args.out, exist_ok=True)
     if args.as_recorded:
@@ -89,8 +95,8 @@ def main():
     for b in bases:
         stem = os.path.basename(b).split(".")[0][:40]
         out = os.path.join(args.out, f"{stem}-clean.json.gz")
-        subprocess.run([sys.executable, os.path.join(HERE, "inject.py"), "--base", b, "--clean", "--out", out],
-                       check=True, capture_output=True)
+        subprocess.run([sys.executable, os.path.join(HERE, "inject.py"), "--base", b, "--clean", "--out", out]
+                       + ROCM, check=True, capture_output=True)
         clean[stem] = scan(args.ttap, out)
     work = [(b, k, lv) for b in bases for k in CODES for lv in range(LEVELS[k])]
     with ThreadPoolExecutor(args.jobs) as ex:

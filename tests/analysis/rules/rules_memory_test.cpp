@@ -181,6 +181,117 @@ TEST_CASE("TTA003: a blocking copy is reported by its fix and ranks above the sy
   }
 }
 
+namespace {
+
+// Three 4 ms steps of host work around x.to("cuda") of 16 MiB that blocks for its copy
+// (|copy_us| on an idle GPU: |runtime| returns 100 us after it is done), then 10 kernels of
+// 100 us.
+TinyTrace BlockingUpload(const std::string& copy_name, const std::string& runtime,
+                         const std::string& device, int major, int minor, double copy_us) {
+  TinyTrace t;
+  t.Device(0, device, major, minor);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    t.Step(s, base, 4000);
+    t.Cpu("aten::to", base + 100, copy_us + 120);
+    t.Launch(copy_name, base + 105, copy_us + 110, base + 115, copy_us, "gpu_memcpy", 7, runtime,
+             16 << 20);
+    double cpu = base + copy_us + 300, gpu = cpu + 10;
+    for (int k = 0; k < 10; ++k) {
+      t.Kernel("Cijk_Ailk_Bljk_SB_MT128x128x16_MI32x32x2x1", cpu, 5, gpu, 100);
+      cpu += 10;
+      gpu += 100;
+    }
+    base += 4000;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "TTA003: a blocking host copy that ran at pageable speed is pageable on ROCm too, and "
+    "never cold-start",
+    "[rules][TTA003][TTA015]") {
+  // ROCm names the host side "Host" and copies every host buffer with hipMemcpyWithStream. A
+  // 16 MiB copy in 2 ms (8.4 GB/s) on an MI300X, whose PCIe 5 link moves pinned memory at
+  // 50 GB/s, was staged from pageable memory: TTA003, the CPU blocked 2 ms of every step.
+  auto staged = BlockingUpload("Memcpy HtoD (Host -> Device)", "hipMemcpyWithStream",
+                               "AMD Instinct MI300X", 9, 4, 2000)
+                    .Load();
+  auto f = FindingsWithCode(*staged, "TTA003", ExactWhatIfs());
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
+  CHECK(f[0].time_lost_us_per_step > 1500);
+  // A long call that waits for its own copy every step is the copy, not a lazy load.
+  CHECK(FindingsWithCode(*staged, "TTA015").empty());
+  // The same copy at 42 GB/s (400 us) ran at pinned speed: nothing says it was pageable.
+  auto fast = BlockingUpload("Memcpy HtoD (Host -> Device)", "hipMemcpyWithStream",
+                             "AMD Instinct MI300X", 9, 4, 400)
+                  .Load();
+  CHECK(FindingsWithCode(*fast, "TTA003").empty());
+  // CUDA names it: a pageable cudaMemcpyAsync that blocks 2 ms a step is TTA003, not TTA015.
+  auto cuda = BlockingUpload(kPageableH2D, "cudaMemcpyAsync", "NVIDIA H200", 9, 0, 2000).Load();
+  CHECK(FindingsWithCode(*cuda, "TTA003").size() == 1);
+  CHECK(FindingsWithCode(*cuda, "TTA015").empty());
+}
+
+namespace {
+
+// Three 2 ms steps where the copy is on the GPU's path: a 1 ms kernel, then x.to("cuda") of
+// 4 MiB from pageable memory (450 us on the GPU, 9.3 GB/s; its call blocks until the kernel and
+// the copy are done), then a 300 us kernel. |pinned_us| > 0 adds a 2 MiB pinned copy of that
+// length to each step, for the trace to measure pinned bandwidth by.
+TinyTrace GpuBoundPageableCopy(const std::string& device, int major, int minor,
+                               double pinned_us = 0) {
+  TinyTrace t;
+  if (!device.empty()) t.Device(0, device, major, minor);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    t.Step(s, base, 2000);
+    t.Python("train.py", 30, "<module>", base + 1, 1998);
+    t.Kernel("ampere_sgemm_128x64_nn", base + 10, 5, base + 20, 1000);
+    t.Cpu("aten::to", base + 30, 1460);
+    t.Cpu("aten::_to_copy", base + 31, 1458);
+    t.Cpu("aten::copy_", base + 32, 1456);
+    t.Launch(kPageableH2D, base + 33, 1450, base + 1021, 450, "gpu_memcpy", 7, "cudaMemcpyAsync",
+             4 << 20);
+    t.Kernel("ampere_sgemm_128x64_nn", base + 1500, 5, base + 1510, 300);
+    if (pinned_us > 0) {  // on a side stream, beside the first kernel
+      t.Launch(kPinnedH2D, base + 16, 3, base + 25, pinned_us, "gpu_memcpy", 9, "cudaMemcpyAsync",
+               2 << 20);
+    }
+    base += 2000;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("TTA003: the pinned copy runs at the host link's bandwidth, measured or known",
+          "[rules][TTA003]") {
+  // Pinned, the 450 us copy takes: on an H200's PCIe 5 link (50 GB/s) 84 us; with no device
+  // named, half its time (225 us); where the trace's own pinned copies run at 10.5 GB/s (2 MiB in
+  // 200 us), still half (pinning at least doubles a pageable copy's bandwidth). The saving is the
+  // copy's time it no longer takes plus the launch the CPU no longer blocks on.
+  auto saving = [](const TinyTrace& t, std::string* message) {
+    auto trace = t.Load();
+    auto f = FindingsWithCode(*trace, "TTA003", ExactWhatIfs());
+    REQUIRE(f.size() == 1);
+    *message = f[0].message;
+    return f[0];
+  };
+  std::string m;
+  const auto h200 = saving(GpuBoundPageableCopy("NVIDIA H200", 9, 0), &m);
+  CHECK(h200.evidence.at("pinned_bandwidth").text == "50 GB/s (this GPU's host link)");
+  const auto unknown = saving(GpuBoundPageableCopy("", -1, -1), &m);
+  CHECK(unknown.evidence.count("pinned_gbps") == 0);
+  const auto measured = saving(GpuBoundPageableCopy("NVIDIA H200", 9, 0, 200), &m);
+  CHECK(measured.evidence.at("pinned_bandwidth").text == "10 GB/s (measured in this trace)");
+  CHECK(h200.time_lost_us_per_step - unknown.time_lost_us_per_step == Approx(225 - 84).margin(3));
+  CHECK(measured.time_lost_us_per_step == Approx(unknown.time_lost_us_per_step).margin(3));
+}
+
 // ---- TTA004 small-h2d-copies ----
 
 namespace {
@@ -397,6 +508,43 @@ TEST_CASE("TTA014: tensors copied to the host and back every step", "[rules][TTA
   const double step_start = trace->steps[0].cpu_start;
   CHECK(trace->events.ts[f[0].anchor_row] < step_start + 600 * 1000);
   CHECK(f[0].message.find("16.0 MiB") != std::string::npos);
+}
+
+TEST_CASE("TTA014: pinning the copies it removes is another fix for the same work, not more",
+          "[rules][TTA014][TTA003]") {
+  // Per 1.2 ms step: a tensor's blocking `.cpu()` (pageable, 500 us) and its `.cuda()` back
+  // (pageable, 400 us), then a 100 us kernel. Keeping it on the device (TTA014) and pinning both
+  // copies (TTA003) fix the same copies: together their claims exceed the step, yet neither
+  // scales the other down; TTA014 claims what it saves alone.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    t.Step(s, base, 1200);
+    t.Python("train.py", 30, "<module>", base + 1, 1198);
+    t.Cpu("aten::to", base + 10, 520);
+    t.Launch(kPageableD2H, base + 12, 510, base + 15, 500, "gpu_memcpy", 7, "cudaMemcpyAsync",
+             4 << 20);
+    t.Cpu("aten::to", base + 540, 420);
+    t.Launch(kPageableH2D, base + 542, 410, base + 545, 400, "gpu_memcpy", 7, "cudaMemcpyAsync",
+             4 << 20);
+    t.Kernel("ampere_sgemm_128x64_nn", base + 970, 5, base + 980, 100);
+    base += 1200;
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  const ttap::Finding* ping_pong = nullptr;
+  double pinned_claims = 0;
+  for (const auto& f : all.findings) {
+    if (f.code == "TTA014") ping_pong = &f;
+    if (f.code == "TTA003") pinned_claims += f.time_lost_us_per_step;
+  }
+  REQUIRE(ping_pong != nullptr);
+  INFO(ping_pong->message);
+  const double alone = ping_pong->evidence.at("saving_alone_us_per_step").number;
+  CHECK(alone + pinned_claims > trace->steps[0].end() / 1000.0 - trace->steps[0].start() / 1000.0);
+  CHECK(ping_pong->time_lost_us_per_step == Approx(alone).margin(1));
+  CHECK(alone >= 900);  // both copies and their blocking calls
 }
 
 TEST_CASE("TTA014: same-size copies of different tensors are not a round trip", "[rules][TTA014]") {

@@ -1,0 +1,25 @@
+// What a copy from pinned host memory would take: the bandwidth of pinned host<->GPU copies,
+// measured in the trace or known for its GPU's host link. TTA003's detector
+// (rules/tta003_pageable_memcpy.cpp) finds it and its what-if (causal/what_if.cpp, PinCopies) uses
+// it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ttap {
+
+// Pinned host<->device bandwidth of a GPU's host link in GB/s, 0 when unknown: PCIe 3 (V100,
+// T4) 12, PCIe 4 (A100, RTX 30/40, L4, MI250) 24, PCIe 5 (H100, H200, B200, MI300) 50, NVLink-C2C
+// (GH200, GB200) 200. |arch| is compute capability x10 (AMD reports gfx9xx as 9.x, so AMD parts
+// are told by name). Measured on an H200 (bench/record: pageable 6-10 GB/s, pinned 55 GB/s).
+double KnownPinnedCopyGBps(int arch, std::string_view device_name);
+
+// A pageable copy of |bytes| that took |pageable_ns|, from pinned memory: at the faster of twice
+// its own bandwidth and |pinned_gbps| (0: unknown), never slower than it was.
+int64_t PinnedCopyNs(int64_t pageable_ns, int64_t bytes, double pinned_gbps);
+
+// Copies this size or larger measure bandwidth (smaller ones measure their latency).
+constexpr int64_t kBandwidthCopyMinBytes = 1 << 20;
+
+}  // namespace ttap
