@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/model/host_copies.h"
 #include "analysis/rules/rule_util.h"
 
 namespace ttap::memory_detail {
@@ -24,6 +25,44 @@ enum class HostMemory { kUnknown, kPageable, kPinned };
 inline HostMemory HostMemoryOf(std::string_view n) {
   if (Contains(n, "Pageable")) return HostMemory::kPageable;
   if (Contains(n, "Pinned")) return HostMemory::kPinned;
+  return HostMemory::kUnknown;
+}
+
+// The bandwidth pinned copies reach on this machine (GB/s, 0 when unknown) and where it comes
+// from: the trace's own pinned copies of 1 MiB or more, else the GPU's host link.
+inline std::pair<double, const char*> PinnedBandwidth(const RuleContext& ctx) {
+  const EventTable& ev = ctx.ev();
+  double bytes = 0, ns = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kMemcpy || ev.bytes[i] < kBandwidthCopyMinBytes) continue;
+    const std::string_view name = ctx.Name(i);
+    if (!(IsH2D(name) || IsD2H(name)) || HostMemoryOf(name) != HostMemory::kPinned) continue;
+    bytes += static_cast<double>(ev.bytes[i]);
+    ns += static_cast<double>(ev.dur[i]);
+  }
+  if (ns > 0) return {bytes / ns, "measured in this trace"};
+  const int arch =
+      ctx.compute_major() >= 0 ? ctx.compute_major() * 10 + std::max(0, ctx.compute_minor()) : -1;
+  const double known = KnownPinnedCopyGBps(arch, ctx.device_name());
+  return {known, known > 0 ? "this GPU's host link" : ""};
+}
+
+// The host side of copy row |i|: as CUDA names it, else (ROCm writes "Host") as its timing says.
+// A call that returned before its copy was done was asynchronous, and only pinned memory lets it
+// be; a copy of 1 MiB or more at under half the link's pinned bandwidth |pinned_gbps| was staged
+// from pageable memory.
+inline HostMemory HostMemoryOfCopy(const RuleContext& ctx, uint32_t i, double pinned_gbps) {
+  const HostMemory named = HostMemoryOf(ctx.Name(i));
+  if (named != HostMemory::kUnknown) return named;
+  const EventTable& ev = ctx.ev();
+  const int32_t call = ev.link[i];
+  if (call >= 0 && IsLaunchKind(ev.kind[call]) && ev.end(call) + 20000 < ev.end(i)) {
+    return HostMemory::kPinned;
+  }
+  if (pinned_gbps > 0 && ev.bytes[i] >= kBandwidthCopyMinBytes && ev.dur[i] > 0 &&
+      static_cast<double>(ev.bytes[i]) / static_cast<double>(ev.dur[i]) < 0.5 * pinned_gbps) {
+    return HostMemory::kPageable;
+  }
   return HostMemory::kUnknown;
 }
 

@@ -15,10 +15,16 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("host_sync_share", 0.01);
   const int64_t min_drain_ns = static_cast<int64_t>(o.Get("host_sync_min_drain_us", 10) * 1000);
-  // Launch rows of pageable device-to-host copies block the CPU like a synchronize.
+  // Launch rows of device-to-host copies that block the CPU like a synchronize: into pageable
+  // memory, or by a call that returns only once its copy is done (cudaMemcpy; ROCm's
+  // hipMemcpyWithStream, which is how `.item()` reads a value there).
   std::vector<char> pageable_launch(ev.size(), 0);
   for (size_t i = 0; i < ev.size(); ++i) {
-    if (ev.kind[i] == EventKind::kMemcpy && ev.link[i] >= 0 && IsPageableD2H(ctx.Name(i))) {
+    if (ev.kind[i] != EventKind::kMemcpy || ev.link[i] < 0) continue;
+    const std::string_view name = ctx.Name(i);
+    const bool blocking_call =
+        (ctx.RuntimeFlags(ev.link[i]) & (kRuntimeSyncCopy | kRuntimeAnyHostCopy)) != 0;
+    if (IsPageableD2H(name) || (StartsWith(name, "Memcpy DtoH") && blocking_call)) {
       pageable_launch[ev.link[i]] = 1;
     }
   }

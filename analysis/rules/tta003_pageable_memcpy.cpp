@@ -1,6 +1,5 @@
 // TTA003 pageable-memcpy: copies between pageable host memory and the GPU. Its detector; registered
 // in rule_registry.cpp, documented in docs/antipatterns.md#tta003-pageable-memcpy.
-#include "analysis/model/host_copies.h"
 #include "analysis/rules/memory_detectors.h"
 
 namespace ttap {
@@ -8,12 +7,13 @@ namespace ttap {
 // The memory family's helpers it uses (memory_detectors.h).
 using memory_detail::Count;
 using memory_detail::HostMemory;
-using memory_detail::HostMemoryOf;
+using memory_detail::HostMemoryOfCopy;
 using memory_detail::IsD2H;
 using memory_detail::IsH2D;
 using memory_detail::IsPageable;
 using memory_detail::IsSyncCopyCall;
 using memory_detail::LaunchingOp;
+using memory_detail::PinnedBandwidth;
 
 // TTA003. A copy from or to pageable host memory cannot overlap with compute: the driver stages
 // it through a pinned bounce buffer, the CPU thread blocks while it does, and the copy runs at
@@ -28,29 +28,6 @@ using memory_detail::LaunchingOp;
 // during the call plus the copy's duration (the call's duration when no GPU copy is linked).
 // This is an upper bound on what pinning saves: overlap is not guaranteed when the consumer of
 // the copy is the very next kernel.
-namespace {
-
-// The bandwidth pinned copies reach on this machine (GB/s, 0 when unknown) and where it comes
-// from: the trace's own pinned copies of 1 MiB or more, else the GPU's host link.
-std::pair<double, const char*> PinnedBandwidth(const RuleContext& ctx) {
-  const EventTable& ev = ctx.ev();
-  double bytes = 0, ns = 0;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    if (ev.kind[i] != EventKind::kMemcpy || ev.bytes[i] < kBandwidthCopyMinBytes) continue;
-    const std::string_view name = ctx.Name(i);
-    if (!(IsH2D(name) || IsD2H(name)) || HostMemoryOf(name) != HostMemory::kPinned) continue;
-    bytes += static_cast<double>(ev.bytes[i]);
-    ns += static_cast<double>(ev.dur[i]);
-  }
-  if (ns > 0) return {bytes / ns, "measured in this trace"};
-  const int arch =
-      ctx.compute_major() >= 0 ? ctx.compute_major() * 10 + std::max(0, ctx.compute_minor()) : -1;
-  const double known = KnownPinnedCopyGBps(arch, ctx.device_name());
-  return {known, known > 0 ? "this GPU's host link" : ""};
-}
-
-}  // namespace
-
 void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
@@ -100,11 +77,15 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       // pinned bandwidth of the GPU's host link (staged from pageable memory).
       const bool any_host_copy = (ctx.RuntimeFlags(i) & kRuntimeAnyHostCopy) != 0;
       const bool staged =
-          any_host_copy && gpu >= 0 && pinned_gbps > 0 && ev.bytes[gpu] >= kBandwidthCopyMinBytes &&
-          ev.dur[gpu] > 0 && ev.end(gpu) <= ev.end(i) &&
-          static_cast<double>(ev.bytes[gpu]) / static_cast<double>(ev.dur[gpu]) < 0.5 * pinned_gbps;
+          any_host_copy && gpu >= 0 && ev.end(gpu) <= ev.end(i) &&
+          HostMemoryOfCopy(ctx, static_cast<uint32_t>(gpu), pinned_gbps) == HostMemory::kPageable;
+      // A small read-back that blocks (ROCm's `.item()` is one hipMemcpyWithStream) is a host
+      // sync, TTA002's: the host needs the value now, and pinning it saves nothing.
+      const bool small_read = gpu >= 0 && IsD2H(ctx.Name(gpu)) && ev.bytes[gpu] >= 0 &&
+                              ev.bytes[gpu] < kBandwidthCopyMinBytes;
       const bool blocked_rocm_copy =
-          any_host_copy && (ev.dur[i] > 2 * (gpu >= 0 ? ev.dur[gpu] : 0) + 50000 || staged);
+          any_host_copy && !small_read &&
+          (ev.dur[i] > 2 * (gpu >= 0 ? ev.dur[gpu] : 0) + 50000 || staged);
       if (!IsSyncCopyCall(ctx.RuntimeFlags(i)) && !blocked_rocm_copy) continue;
       if (gpu >= 0 && !(IsH2D(ctx.Name(gpu)) || IsD2H(ctx.Name(gpu)))) continue;  // DtoD
       const int64_t copy_ns = gpu >= 0 ? ev.dur[gpu] : 0;

@@ -7,25 +7,27 @@ namespace ttap {
 // The memory family's helpers it uses (memory_detectors.h).
 using memory_detail::Count;
 using memory_detail::HostMemory;
-using memory_detail::HostMemoryOf;
+using memory_detail::HostMemoryOfCopy;
 using memory_detail::IsD2H;
 using memory_detail::IsH2D;
 using memory_detail::LaunchingOp;
+using memory_detail::PinnedBandwidth;
 
 // TTA014. The same tensors moved to the host and back within a step (CPU offload, .cpu() then
 // .cuda(), numpy round trips): a device-to-host copy followed, later in the step, by a
 // host-to-device copy of exactly the same size and the same host memory (pinned or pageable,
-// where CUDA names it: a copy into pinned memory and one from pageable memory are different
-// tensors). Each host-to-device copy is paired with the earliest such unpaired device-to-host copy.
-// A copy belongs to the step that launched it (its GPU time may fall in a later step where the
-// stream runs far behind its launches). Flagged when the paired bytes reach ping_pong_min_bytes (1
-// MiB) in a step, so that a few scalars read back do not count. Time lost = the durations of both
-// copies of every pair (keeping the data on the device removes them; the synchronisation of the
-// device-to-host copy is TTA002's business).
+// where CUDA names it or, on ROCm, the timing tells: a copy into pinned memory and one from
+// pageable memory are different tensors). Each host-to-device copy is paired with the earliest such
+// unpaired device-to-host copy. A copy belongs to the step that launched it (its GPU time may fall
+// in a later step where the stream runs far behind its launches). Flagged when the paired bytes
+// reach ping_pong_min_bytes (1 MiB) in a step, so that a few scalars read back do not count. Time
+// lost = the durations of both copies of every pair (keeping the data on the device removes them;
+// the synchronisation of the device-to-host copy is TTA002's business).
 void DetectDevicePingPong(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
   const double min_bytes = o.Get("ping_pong_min_bytes", 1024.0 * 1024.0);
+  const double pinned_gbps = PinnedBandwidth(ctx).first;
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
@@ -48,10 +50,11 @@ void DetectDevicePingPong(const RuleContext& ctx, const RuleOptions& o, std::vec
         auto it = pending.find(ev.bytes[i]);
         if (it == pending.end() || it->second.empty()) continue;
         // A buffer that goes out and comes back is one host buffer: a copy into pinned memory
-        // and one from pageable memory are different tensors of the same size.
-        const HostMemory back = HostMemoryOf(name);
+        // and one from pageable memory are different tensors of the same size (named by CUDA,
+        // told by their timing on ROCm).
+        const HostMemory back = HostMemoryOfCopy(ctx, i, pinned_gbps);
         auto out_it = std::find_if(it->second.begin(), it->second.end(), [&](uint32_t d) {
-          const HostMemory out = HostMemoryOf(ctx.Name(d));
+          const HostMemory out = HostMemoryOfCopy(ctx, d, pinned_gbps);
           return out == HostMemory::kUnknown || back == HostMemory::kUnknown || out == back;
         });
         if (out_it == it->second.end()) continue;

@@ -39,6 +39,7 @@ Usage: inject.py --base TRACE --kind KIND --level L --out OUT.json.gz   (L: 0..2
        inject.py --base TRACE --clean --out OUT.json.gz
        [--rocm]: written as PyTorch on ROCm writes it (hip* calls, "Host" copies, blocking copies
        and .item() as one hipMemcpyWithStream, an MI300X), the timing unchanged
+       [--no-stack]: without Python frames, as recorded without with_stack=True
 Prints one JSON line: kind, level, truth_us_per_step, step_us, steps.
 """
 import argparse, bisect, gzip, json, sys
@@ -564,12 +565,16 @@ def main():
     ap.add_argument("--clean", action="store_true")
     ap.add_argument("--out", required=True)
     ap.add_argument("--rocm", action="store_true", help="write the trace as PyTorch on ROCm would")
+    ap.add_argument("--no-stack", action="store_true",
+                    help="drop the Python frames, as a profile recorded without with_stack=True")
     a = ap.parse_args()
     base = Base(load(a.base), rocm=a.rocm)
     injections = [] if a.clean else plan(base, a.kind, a.level)
     d, growth = rewrite(base, injections)
     if a.rocm:
         d = rocmify(d)
+    if a.no_stack:
+        d["traceEvents"] = [e for e in d["traceEvents"] if e.get("cat") != "python_function"]
     with gzip.open(a.out, "wt") as f:
         json.dump(d, f)
     n = len(base.steps)

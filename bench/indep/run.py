@@ -16,7 +16,7 @@ ttap's savings are for the run without the profiler (its profiler-cost model), w
 measured in the profiled timeline; --as-recorded turns that model off to compare like with like.
 
 Usage: bench/indep/run.py [--ttap build/ttap] [--out /tmp/ttap-indep] [--bases F...] [--as-recorded]
-       [--rocm]
+       [--rocm] [--no-stack]
 Writes OUT/results.tsv (one row per injected copy) and prints the table.
 """
 import argparse, json, os, subprocess, sys
@@ -46,7 +46,7 @@ RANK = {"hint": 0, "info": 1, "warning": 2, "error": 3}
 
 
 CONFIG = []  # ["--config", FILE] with --as-recorded
-ROCM = []  # ["--rocm"]: every copy written as PyTorch on ROCm writes it
+ROCM = []  # inject.py's --rocm / --no-stack: every copy written as ROCm / without stacks does
 
 
 def scan(ttap, path):
@@ -80,9 +80,13 @@ def main():
                          "savings in the profiled timeline, the regime this injector's truth is in")
     ap.add_argument("--rocm", action="store_true",
                     help="write every copy as PyTorch on ROCm would (inject.py --rocm)")
+    ap.add_argument("--no-stack", action="store_true",
+                    help="drop every copy's Python frames (inject.py --no-stack)")
     args = ap.parse_args()
     if args.rocm:
         ROCM.append("--rocm")
+    if args.no_stack:
+        ROCM.append("--no-stack")
     args.ttap = os.path.abspath(args.ttap)
     os.makedirs(args.out, exist_ok=True)
     if args.as_recorded:

@@ -125,7 +125,7 @@ namespace {
 // runs at the end of the call), then 400 us of host work and the next step's launches: the GPU
 // idles while the CPU is blocked and then busy.
 TinyTrace BlockingReadback(const std::string& copy_name, const std::string& runtime,
-                           const std::string& device, int major) {
+                           const std::string& device, int major, long long bytes = 64 << 20) {
   TinyTrace t;
   t.Device(0, device, major, 0);
   double cpu = 1000;
@@ -140,7 +140,7 @@ TinyTrace BlockingReadback(const std::string& copy_name, const std::string& runt
     }
     const double call_end = gpu + 60 + 5;
     t.Cpu("aten::to", cpu, call_end - cpu + 4);
-    t.Launch(copy_name, cpu + 2, call_end - cpu - 2, gpu, 60, "gpu_memcpy", 7, runtime, 64 << 20);
+    t.Launch(copy_name, cpu + 2, call_end - cpu - 2, gpu, 60, "gpu_memcpy", 7, runtime, bytes);
     cpu = call_end + 5;
     t.Cpu("aten::sum", cpu, 400);  // host work on the result
     cpu += 402;
@@ -290,6 +290,21 @@ TEST_CASE("TTA003: the pinned copy runs at the host link's bandwidth, measured o
   CHECK(measured.evidence.at("pinned_bandwidth").text == "10 GB/s (measured in this trace)");
   CHECK(h200.time_lost_us_per_step - unknown.time_lost_us_per_step == Approx(225 - 84).margin(3));
   CHECK(measured.time_lost_us_per_step == Approx(unknown.time_lost_us_per_step).margin(3));
+}
+
+TEST_CASE("TTA002: ROCm's .item(), one blocking hipMemcpyWithStream of 4 bytes, is host-sync",
+          "[rules][TTA003][TTA002]") {
+  // The same 1 ms wait behind the queued kernels for a 4-byte read: the host needs the value, so
+  // pinning it saves nothing; reading it less often does (TTA002), not pageable-copy.
+  auto item = BlockingReadback("Memcpy DtoH (Device -> Host)", "hipMemcpyWithStream",
+                               "AMD Instinct MI300X", 9, 4)
+                  .Load();
+  auto all = ttap::RunRules(*item, {});
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA002");
+  CHECK(all.findings.front().message.find("hipMemcpyWithStream") != std::string::npos);
+  CHECK(FindingsWithCode(*item, "TTA003").empty());
 }
 
 // ---- TTA004 small-h2d-copies ----
