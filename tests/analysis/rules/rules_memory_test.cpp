@@ -574,6 +574,34 @@ TEST_CASE("TTA014: same-size copies of different tensors are not a round trip", 
   CHECK(FindingsWithCode(*same, "TTA014").size() == 1);
 }
 
+TEST_CASE("TTA014: on ROCm, whose copies say only Host, the timing tells the host buffers apart",
+          "[rules][TTA014]") {
+  // Per 2 ms step on an MI300X: 4 MiB out, then 4 MiB in. |out_async|: the read-back returns
+  // before its copy is done (non_blocking into pinned memory); else it blocks at pageable speed.
+  // The copy in always blocks, 500 us for 4 MiB (8.4 GB/s: staged from pageable memory).
+  auto trace = [](bool out_async) {
+    TinyTrace t;
+    t.Device(0, "AMD Instinct MI300X", 9, 4);
+    double base = 1000;
+    for (int s = 0; s < 3; ++s) {
+      t.Step(s, base, 2000);
+      t.Cpu("aten::to", base + 50, out_async ? 12 : 520);
+      t.Launch("Memcpy DtoH (Device -> Host)", base + 52, out_async ? 8 : 510, base + 60, 500,
+               "gpu_memcpy", 7, out_async ? "hipMemcpyAsync" : "hipMemcpyWithStream", 4 << 20);
+      t.Cpu("aten::to", base + 700, 530);
+      t.Launch("Memcpy HtoD (Host -> Device)", base + 702, 520, base + 710, 500, "gpu_memcpy", 7,
+               "hipMemcpyWithStream", 4 << 20);
+      t.Kernel("Cijk_Ailk_Bljk_SB_MT128x128x16_MI32x32x2x1", base + 1300, 5, base + 1310, 300);
+      base += 2000;
+    }
+    return t.Load();
+  };
+  // Out into pinned memory, in from pageable memory: two tensors of one size.
+  CHECK(FindingsWithCode(*trace(true), "TTA014").empty());
+  // Both staged through pageable memory (`.cpu()` then `.cuda()` of one tensor): a round trip.
+  CHECK(FindingsWithCode(*trace(false), "TTA014").size() == 1);
+}
+
 TEST_CASE("TTA014: the host work between a copy out and its copy back leaves the step too",
           "[rules][TTA014]") {
   // Per step: 4 MiB to the host, 300 us of numpy on it, and back; nothing else launched between.
