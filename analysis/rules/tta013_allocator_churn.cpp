@@ -20,11 +20,46 @@ using memory_detail::LaunchingOp;
 // until new work arrives, at most the GPU work that was still running during the call (without the
 // synchronisation that work would have overlapped with the CPU's next launches).
 // An empty_cache region counts once, with the allocator calls inside it.
+// At most this many allocator calls in a step: the caching allocator is on and warm but for a
+// few refills (an empty_cache() each step makes two or three).
+constexpr int kFewAllocatorCalls = 16;
+
 void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("allocator_churn_share", 0.005);
   int32_t emptied_last_step = -1;  // the previous step's last empty_cache(), -1
+  // A device free outside any op (user annotations aside).
+  auto is_bare_free = [&](size_t i) {
+    const std::string_view name = ctx.Name(i);
+    if (!Contains(name, "Free") || Contains(name, "Host")) return false;
+    if (ctx.InFirstCall(static_cast<int32_t>(i))) return false;
+    for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 4096; p = ev.parent[p], ++g) {
+      if (ev.kind[p] == EventKind::kCpuOp) return false;
+    }
+    return true;
+  };
+  // Steps with a few allocator calls: with many (the caching allocator off, every tensor freed
+  // where Python drops it) a free outside any op says nothing of empty_cache().
+  std::vector<char> few_calls(ctx.steps().size(), 0);
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    auto [lo, hi] = ctx.RowsIn(ctx.steps()[s].start_ns, ctx.steps()[s].end_ns);
+    int calls = 0;
+    for (uint32_t i = lo; i < hi && calls <= kFewAllocatorCalls; ++i) {
+      calls += IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i));
+    }
+    few_calls[s] = calls <= kFewAllocatorCalls;
+  }
+  // The first step's bare frees are start-up (a cudaFree(0) that creates the context) unless
+  // later steps free outside any op too.
+  bool later_bare_frees = false;
+  for (size_t s = 1; s < ctx.steps().size() && !later_bare_frees; ++s) {
+    auto [lo, hi] = ctx.RowsIn(ctx.steps()[s].start_ns, ctx.steps()[s].end_ns);
+    for (uint32_t i = lo; i < hi && few_calls[s] && !later_bare_frees; ++i) {
+      later_bare_frees =
+          IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i)) && is_bare_free(i);
+    }
+  }
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
@@ -36,10 +71,17 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
     for (uint32_t i = lo; i < hi; ++i) {
       const std::string_view name = ctx.Name(i);
       const EventKind k = ev.kind[i];
-      const bool empty_cache = (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
-                                k == EventKind::kPythonFunction) &&
-                               IsEmptyCache(name);
       const bool alloc = IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i));
+      // Recorded without Python frames, torch.cuda.empty_cache() leaves only its cudaFree, outside
+      // any op. In a steady-state step the caching allocator frees device memory nowhere else
+      // (but when an allocation fails and it releases its cache to retry), so such a free stands
+      // for it, and the allocations that refill the cache are its cost too.
+      const bool bare_free =
+          alloc && few_calls[s] && is_bare_free(i) && (s > 0 || later_bare_frees);
+      const bool empty_cache = ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+                                 k == EventKind::kPythonFunction) &&
+                                IsEmptyCache(name)) ||
+                               bare_free;
       if (!empty_cache && !alloc) continue;
       // The first step's allocations warm the cache up, except those that refill it after an
       // explicit empty_cache(), which is never warm-up.
@@ -70,7 +112,10 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       f.per_step[0].second += Us(lost);
       // Allocator calls inside the empty_cache region.
       int64_t calls = alloc ? 1 : 0;
-      if (empty_cache) {
+      if (bare_free) {
+        AddEvent(&f, std::string(name), 1, Us(ev.dur[i]));
+        AccumulateNumber(&f, "bare_frees", 1);
+      } else if (empty_cache) {
         for (uint32_t j = i + 1; j < hi && ev.ts[j] < ev.end(i); ++j) {
           if (ev.track[j] == ev.track[i] && IsLaunchKind(ev.kind[j]) &&
               IsAllocatorCall(ctx.RuntimeFlags(j))) {
@@ -92,9 +137,14 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
         continue;
       }
       const double ec = Num(f, "empty_cache_calls");
+      const double bare = Num(f, "bare_frees");
       AddText(&f, "detail",
               Count(Num(f, "allocator_calls")) + " allocator calls" +
                   (ec > 0 ? " and " + Count(ec) + " empty_cache()" : std::string()) +
+                  (bare > 0 ? ", " + Count(bare) +
+                                  " of them a free outside any op (torch.cuda.empty_cache(), "
+                                  "or the allocator releasing its cache to retry an allocation)"
+                            : std::string()) +
                   (s == 0 ? " in the step (" : " in a steady-state step (") +
                   Dur(Num(f, "call_us")) + " blocked, " + Dur(Num(f, "drain_us")) +
                   " of GPU drain); keep the caching allocator warm");
