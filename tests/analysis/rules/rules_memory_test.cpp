@@ -418,24 +418,35 @@ TEST_CASE("TTA013: cudaMalloc/cudaFree and empty_cache in steady-state steps", "
   CHECK(f[0].message.find("empty_cache") != std::string::npos);
 }
 
-TEST_CASE("TTA013: empty_cache() at each step's end is charged the next step's allocations",
-          "[rules][TTA013]") {
-  // torch.cuda.empty_cache() after each step's work; each step's first allocation (aten::empty)
-  // then calls cudaMalloc again. One cause and one fix: one finding, with both calls.
+namespace {
+
+// Four 3 ms steps: the step's first allocation (aten::empty, cudaMalloc 300 us), 10 kernels, then
+// torch.cuda.empty_cache() after the step's work: its cudaFree (200 us) under the Python frame
+// (|with_stack|) or alone. |every_step| false: the malloc and free in the first step only.
+TinyTrace EmptyCacheLoop(bool with_stack, bool every_step = true) {
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
   double base = 1000;
   for (int s = 0; s < 4; ++s) {
     t.Step(s, base, 3000);
     t.Cpu("aten::empty", base + 10, 310);
-    t.Runtime("cudaMalloc", base + 15, 300);
+    if (every_step || s == 0) t.Runtime("cudaMalloc", base + 15, 300);
     for (int k = 0; k < 10; ++k)
       t.Kernel("ampere_sgemm_128x64_nn", base + 400 + k * 10, 5, base + 410 + k * 100, 100);
-    t.Python("torch/cuda/memory.py", 192, "empty_cache", base + 2500, 220);
-    t.Runtime("cudaFree", base + 2505, 200);
+    if (with_stack) t.Python("torch/cuda/memory.py", 192, "empty_cache", base + 2500, 220);
+    if (every_step || s == 0) t.Runtime("cudaFree", base + 2505, 200);
     base += 3000;
   }
-  auto trace = t.Load();
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("TTA013: empty_cache() at each step's end is charged the next step's allocations",
+          "[rules][TTA013]") {
+  // Each step's first allocation then calls cudaMalloc again. One cause and one fix: one
+  // finding, with both calls.
+  auto trace = EmptyCacheLoop(true).Load();
   auto f = FindingsWithCode(*trace, "TTA013");
   REQUIRE(f.size() == 1);
   CHECK(trace->Name(f[0].anchor_row).find("empty_cache") != std::string_view::npos);
@@ -450,29 +461,14 @@ TEST_CASE("TTA013: recorded without Python frames, a free outside any op stands 
           "[rules][TTA013]") {
   // The same loop without with_stack=True: empty_cache() leaves only its cudaFree, outside any
   // op. Still one cause: the free and the cudaMallocs that refill the cache after it.
-  auto loop = [](bool free_every_step) {
-    TinyTrace t;
-    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
-    double base = 1000;
-    for (int s = 0; s < 4; ++s) {
-      t.Step(s, base, 3000);
-      t.Cpu("aten::empty", base + 10, 310);
-      if (free_every_step || s == 0) t.Runtime("cudaMalloc", base + 15, 300);
-      for (int k = 0; k < 10; ++k)
-        t.Kernel("ampere_sgemm_128x64_nn", base + 400 + k * 10, 5, base + 410 + k * 100, 100);
-      if (free_every_step || s == 0) t.Runtime("cudaFree", base + 2505, 200);
-      base += 3000;
-    }
-    return t.Load();
-  };
-  auto trace = loop(true);
+  auto trace = EmptyCacheLoop(false).Load();
   auto f = FindingsWithCode(*trace, "TTA013");
   REQUIRE(f.size() == 1);
   CHECK(trace->Name(f[0].anchor_row) == "cudaFree");
   CHECK(f[0].evidence.at("allocator_calls").number == 7);
   CHECK(f[0].message.find("outside any op") != std::string::npos);
   // A free in the first step alone is start-up (a cudaFree(0) that creates the context).
-  CHECK(FindingsWithCode(*loop(false), "TTA013").empty());
+  CHECK(FindingsWithCode(*EmptyCacheLoop(false, false).Load(), "TTA013").empty());
 }
 
 TEST_CASE("TTA013: a cudaFree that drains the GPU is charged the drain", "[rules][TTA013]") {
