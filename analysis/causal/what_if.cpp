@@ -309,7 +309,7 @@ void PinCopies(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
     }
     // A synchronous copy from memory that is pinned already only stops blocking.
     const int32_t gpu_row = gpu >= 0 ? g.row[gpu] : -1;
-    if (gpu_row >= 0 && !Contains(b.trace.Name(gpu_row), "Pinned")) {
+    if (gpu_row >= 0 && HostMemoryOf(b.trace.Name(gpu_row)) != HostMemory::kPinned) {
       b.SetDur(gpu, PinnedCopyNs(g.dur[gpu], ev.bytes[gpu_row], pinned_gbps));
     }
     if (call >= 0) {

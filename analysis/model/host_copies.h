@@ -1,7 +1,7 @@
 // What a copy from pinned host memory would take: the bandwidth of pinned host<->GPU copies,
-// measured in the trace or known for its GPU's host link. TTA003's detector
-// (rules/tta003_pageable_memcpy.cpp) finds it and its what-if (causal/what_if.cpp, PinCopies) uses
-// it.
+// measured in the trace or known for its GPU's host link, and the host side of a copy as CUDA names
+// it. The memory detectors (rules/memory_detectors.h) find them and TTA003's what-if
+// (causal/what_if.cpp, PinCopies) uses them.
 #pragma once
 
 #include <cstdint>
@@ -21,5 +21,14 @@ int64_t PinnedCopyNs(int64_t pageable_ns, int64_t bytes, double pinned_gbps);
 
 // Copies this size or larger measure bandwidth (smaller ones measure their latency).
 constexpr int64_t kBandwidthCopyMinBytes = 1 << 20;
+
+// The host side of a copy as CUDA names it ("Memcpy HtoD (Pageable -> Device)"); ROCm's "Host"
+// says nothing.
+enum class HostMemory { kUnknown, kPageable, kPinned };
+inline HostMemory HostMemoryOf(std::string_view copy_name) {
+  if (copy_name.find("Pageable") != std::string_view::npos) return HostMemory::kPageable;
+  if (copy_name.find("Pinned") != std::string_view::npos) return HostMemory::kPinned;
+  return HostMemory::kUnknown;
+}
 
 }  // namespace ttap

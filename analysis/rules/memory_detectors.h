@@ -18,15 +18,11 @@ inline bool IsH2D(std::string_view n) { return StartsWith(n, "Memcpy HtoD"); }
 inline bool IsD2H(std::string_view n) { return StartsWith(n, "Memcpy DtoH"); }
 // Only CUDA names the host side ("Pageable", "Pinned"); ROCm writes "Host", which says nothing.
 inline bool IsPageable(std::string_view n) {
-  return (IsH2D(n) || IsD2H(n)) && Contains(n, "Pageable");
+  return (IsH2D(n) || IsD2H(n)) && HostMemoryOf(n) == HostMemory::kPageable;
 }
-// The host side of a copy as CUDA names it; ROCm's "Host" says nothing.
-enum class HostMemory { kUnknown, kPageable, kPinned };
-inline HostMemory HostMemoryOf(std::string_view n) {
-  if (Contains(n, "Pageable")) return HostMemory::kPageable;
-  if (Contains(n, "Pinned")) return HostMemory::kPinned;
-  return HostMemory::kUnknown;
-}
+
+// A call that returned this long or more before its copy ended did not wait for it (async).
+constexpr int64_t kAsyncCopyReturnNs = 20000;
 
 // The bandwidth pinned copies reach on this machine (GB/s, 0 when unknown) and where it comes
 // from: the trace's own pinned copies of 1 MiB or more, else the GPU's host link.
@@ -41,9 +37,7 @@ inline std::pair<double, const char*> PinnedBandwidth(const RuleContext& ctx) {
     ns += static_cast<double>(ev.dur[i]);
   }
   if (ns > 0) return {bytes / ns, "measured in this trace"};
-  const int arch =
-      ctx.compute_major() >= 0 ? ctx.compute_major() * 10 + std::max(0, ctx.compute_minor()) : -1;
-  const double known = KnownPinnedCopyGBps(arch, ctx.device_name());
+  const double known = KnownPinnedCopyGBps(ctx.compute_capability(), ctx.device_name());
   return {known, known > 0 ? "this GPU's host link" : ""};
 }
 
@@ -56,7 +50,7 @@ inline HostMemory HostMemoryOfCopy(const RuleContext& ctx, uint32_t i, double pi
   if (named != HostMemory::kUnknown) return named;
   const EventTable& ev = ctx.ev();
   const int32_t call = ev.link[i];
-  if (call >= 0 && IsLaunchKind(ev.kind[call]) && ev.end(call) + 20000 < ev.end(i)) {
+  if (call >= 0 && IsLaunchKind(ev.kind[call]) && ev.end(call) + kAsyncCopyReturnNs < ev.end(i)) {
     return HostMemory::kPinned;
   }
   if (pinned_gbps > 0 && ev.bytes[i] >= kBandwidthCopyMinBytes && ev.dur[i] > 0 &&

@@ -4,6 +4,7 @@
 // activity, the windows a time range touches). Built by RunRules; read-only afterwards.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,10 @@ class RuleContext {
   // Compute capability of the device that ran most kernels ({-1,-1} when unknown).
   int compute_major() const { return compute_major_; }
   int compute_minor() const { return compute_minor_; }
+  // Compute capability x10 (sm_90: 90), -1 when the trace does not say.
+  int compute_capability() const {
+    return compute_major_ >= 0 ? compute_major_ * 10 + std::max(0, compute_minor_) : -1;
+  }
   // deviceProperties name of that device ("NVIDIA H200", "Tesla T4"), empty when unknown.
   const std::string& device_name() const { return device_name_; }
 

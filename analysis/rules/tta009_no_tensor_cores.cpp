@@ -30,8 +30,7 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
     it->second = IsFp32MatrixName(n) ? 1 : 0;
     arch_from_names = std::max(arch_from_names, ArchFromName(n));
   }
-  int arch = ctx.compute_major() >= 0 ? ctx.compute_major() * 10 + std::max(0, ctx.compute_minor())
-                                      : arch_from_names;
+  const int arch = ctx.compute_capability() >= 0 ? ctx.compute_capability() : arch_from_names;
   if (arch < 70) return;  // unknown, or no tensor cores
   const double ratio = o.Get("tensor_core_speedup", 0.0) > 1.0
                            ? o.Get("tensor_core_speedup", 0.0)

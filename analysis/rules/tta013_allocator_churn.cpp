@@ -40,25 +40,22 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
     return true;
   };
   // Steps with a few allocator calls: with many (the caching allocator off, every tensor freed
-  // where Python drops it) a free outside any op says nothing of empty_cache().
+  // where Python drops it) a free outside any op says nothing of empty_cache(). The first step's
+  // bare frees are start-up (a cudaFree(0) that creates the context) unless later steps with few
+  // calls free outside any op too.
   std::vector<char> few_calls(ctx.steps().size(), 0);
+  bool later_bare_frees = false;
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     auto [lo, hi] = ctx.RowsIn(ctx.steps()[s].start_ns, ctx.steps()[s].end_ns);
     int calls = 0;
+    bool bare = false;
     for (uint32_t i = lo; i < hi && calls <= kFewAllocatorCalls; ++i) {
-      calls += IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i));
+      if (!IsLaunchKind(ev.kind[i]) || !IsAllocatorCall(ctx.RuntimeFlags(i))) continue;
+      ++calls;
+      bare = bare || (s > 0 && is_bare_free(i));
     }
     few_calls[s] = calls <= kFewAllocatorCalls;
-  }
-  // The first step's bare frees are start-up (a cudaFree(0) that creates the context) unless
-  // later steps free outside any op too.
-  bool later_bare_frees = false;
-  for (size_t s = 1; s < ctx.steps().size() && !later_bare_frees; ++s) {
-    auto [lo, hi] = ctx.RowsIn(ctx.steps()[s].start_ns, ctx.steps()[s].end_ns);
-    for (uint32_t i = lo; i < hi && few_calls[s] && !later_bare_frees; ++i) {
-      later_bare_frees =
-          IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i)) && is_bare_free(i);
-    }
+    later_bare_frees = later_bare_frees || (few_calls[s] && bare);
   }
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];

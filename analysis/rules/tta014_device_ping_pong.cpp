@@ -6,7 +6,6 @@ namespace ttap {
 
 // The memory family's helpers it uses (memory_detectors.h).
 using memory_detail::Count;
-using memory_detail::HostMemory;
 using memory_detail::HostMemoryOfCopy;
 using memory_detail::IsD2H;
 using memory_detail::IsH2D;
