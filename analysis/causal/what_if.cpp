@@ -282,22 +282,18 @@ void DeferHostSync(Builder& b, const std::vector<int32_t>& rows, const Finding& 
   }
 }
 
-// A number a detector put in a finding's evidence, 0 when absent. Numeric evidence adds up over
-// the steps a finding merges: a per-step quantity (a ratio, a bandwidth) is its mean.
-double MeanEvidence(const Finding& f, const std::string& key) {
+// A number a detector put in a finding's evidence, 0 when absent (a rate is already the mean of
+// the steps the finding merges: EvidenceMerge::kMean).
+double Evidence(const Finding& f, const std::string& key) {
   auto it = f.evidence.find(key);
-  if (it == f.evidence.end()) return 0.0;
-  auto steps = f.evidence.find("steps_affected");
-  return steps != f.evidence.end() && steps->second.number >= 1
-             ? it->second.number / steps->second.number
-             : it->second.number;
+  return it == f.evidence.end() ? 0.0 : it->second.number;
 }
 
 // pinned memory, non_blocking=True: the copy at pinned bandwidth (host_copies.h), the call async
 void PinCopies(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
   const CausalGraph& g = b.g;
   const EventTable& ev = b.trace.events;
-  const double pinned_gbps = MeanEvidence(f, "pinned_gbps");
+  const double pinned_gbps = Evidence(f, "pinned_gbps");
   for (int32_t r : rows) {
     int32_t gpu = -1, call = -1;
     if (IsGpuKind(ev.kind[r])) {
@@ -542,7 +538,7 @@ void MoveIdleWorkOut(Builder& b, const std::vector<int32_t>& rows, const Finding
 // TF32 / AMP: each kernel at its time on tensor cores
 void UseTensorCores(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
   const CausalGraph& g = b.g;
-  const double ratio = MeanEvidence(f, "tensor_core_ratio");
+  const double ratio = Evidence(f, "tensor_core_ratio");
   for (int32_t r : rows) {
     const int32_t gn = b.NodeOfRow(r);
     if (gn >= 0) b.SetDur(gn, TensorCoreNs(g.dur[gn], ratio > 1.0 ? ratio : kTensorCoreRatio));

@@ -24,11 +24,17 @@ struct FindingFrame {
   std::string function;
 };
 
+// How a number of a finding's evidence combines when RunRules merges the per-step findings of
+// one cause: a count or a duration adds up; a rate or a ratio (GB/s, a speedup) is the steps'
+// mean; an extreme (the longest gap) is their maximum.
+enum class EvidenceMerge { kSum, kMean, kMax };
+
 // One value of a finding's evidence: a number or a text.
 struct EvidenceValue {
   bool is_number = true;
   double number = 0;
   std::string text;
+  EvidenceMerge merge = EvidenceMerge::kSum;
 };
 
 struct EvidenceEvent {

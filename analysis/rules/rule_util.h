@@ -104,6 +104,14 @@ inline bool IsOperator(const RuleContext& ctx, int32_t row) {
 inline void AddNumber(Finding* f, const std::string& key, double v) {
   f->evidence[key] = EvidenceValue{true, v, ""};
 }
+// A per-step rate or ratio (GB/s, a speedup): a merged finding shows the steps' mean.
+inline void AddMean(Finding* f, const std::string& key, double v) {
+  f->evidence[key] = EvidenceValue{true, v, "", EvidenceMerge::kMean};
+}
+// A per-step extreme (the longest gap): a merged finding shows the steps' maximum.
+inline void AddMax(Finding* f, const std::string& key, double v) {
+  f->evidence[key] = EvidenceValue{true, v, "", EvidenceMerge::kMax};
+}
 // A byte count as people read it: "36.8 MiB", "8.0 KiB", "112 B".
 inline std::string Bytes(double b) {
   if (b >= 1024.0 * 1024.0) return FormatNumber("%.1f MiB", b / (1024.0 * 1024.0));

@@ -75,6 +75,7 @@ Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
   out.rows.clear();
   out.top_events.clear();
   std::map<std::string, EvidenceValue> evidence;
+  std::map<std::string, int> mean_counts;  // how many steps gave each kMean number
   std::map<std::string, EvidenceEvent> events;
   std::set<int> windows;
   std::map<int64_t, double> per_step;
@@ -87,10 +88,13 @@ Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
     for (auto& [step, lost] : f.per_step) per_step[step] += lost;
     for (auto& [k, v] : f.evidence) {
       auto it = evidence.find(k);
+      if (v.is_number && v.merge == EvidenceMerge::kMean) ++mean_counts[k];
       if (it == evidence.end() || !v.is_number) {
         evidence[k] = v;
+      } else if (v.merge == EvidenceMerge::kMax) {
+        it->second.number = std::max(it->second.number, v.number);
       } else {
-        it->second.number += v.number;  // numeric evidence sums across steps
+        it->second.number += v.number;  // a sum; a mean is divided below
       }
     }
     for (const auto& e : f.top_events) {
@@ -112,6 +116,10 @@ Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
     total_lost_us += lost;
   }
   out.window_indices.assign(windows.begin(), windows.end());
+  for (const auto& [k, n] : mean_counts) {
+    auto it = evidence.find(k);
+    if (it != evidence.end() && it->second.is_number && n > 0) it->second.number /= n;
+  }
   out.evidence = std::move(evidence);
   for (auto& [name, e] : events) out.top_events.push_back(e);
   std::sort(out.top_events.begin(), out.top_events.end(),

@@ -103,8 +103,8 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
                   " on the GPU)" + (op.empty() ? "" : " from " + op) +
                   "; pin the host buffer and copy with non_blocking=True");
       if (pinned_gbps > 0) {
-        // The what-if (PinCopies) copies at this bandwidth; evidence adds up over merged steps.
-        AddNumber(&f, "pinned_gbps", pinned_gbps);
+        // The what-if (PinCopies) copies at this bandwidth.
+        AddMean(&f, "pinned_gbps", pinned_gbps);
         AddText(&f, "pinned_bandwidth",
                 FormatNumber("%.0f", pinned_gbps) + " GB/s (" + pinned_source + ")");
       }

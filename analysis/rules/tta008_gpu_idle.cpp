@@ -127,7 +127,7 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       Finding& f = CauseFinding(&by_cause, ctx, "TTA008", static_cast<int>(s), ga, gb, best, key);
       f.per_step[0].second += (gb - ga) / 1000.0;
       AccumulateNumber(&f, "gaps", 1);
-      AddNumber(&f, "longest_gap_us", std::max(Num(f, "longest_gap_us"), (gb - ga) / 1000.0));
+      AddMax(&f, "longest_gap_us", std::max(Num(f, "longest_gap_us"), (gb - ga) / 1000.0));
       if (python >= 0) {
         const int32_t caller = ev.Frame(python);
         const std::string from = caller >= 0 ? PythonCallName(ctx.Name(caller)) : "";

@@ -74,8 +74,8 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
       const double fp32_us = Num(f, "fp32_kernel_us");
       const double speedup =
           fp32_us > f.per_step[0].second ? fp32_us / (fp32_us - f.per_step[0].second) : 1.0;
-      AddNumber(&f, "tensor_core_ratio", ratio);
-      AddNumber(&f, "speedup", speedup);
+      AddMean(&f, "tensor_core_ratio", ratio);
+      AddMean(&f, "speedup", speedup);
       AddText(&f, "detail",
               "fp32 SIMT kernels (" + kernels + ")" + (op.empty() ? "" : " in " + op) + " on " +
                   sm + (ctx.device_name().empty() ? "" : " (" + ctx.device_name() + ")") +

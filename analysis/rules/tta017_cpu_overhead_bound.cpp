@@ -153,7 +153,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
       AddNumber(&f, "kernel_us", t.kernel_ns / 1000.0);
       AddNumber(&f, "op_cpu_us", t.op_ns / 1000.0);
       AddText(&f, "region", name);
-      AddNumber(&f, "median_kernel_us", median / 1000.0);
+      AddMean(&f, "median_kernel_us", median / 1000.0);
       AddText(&f, "detail",
               "in " + name + ", " + FormatNumber("%.0f", static_cast<double>(t.kernels)) +
                   " kernels (" + FormatNumber("%.2f ms", t.kernel_ns / 1e6) +

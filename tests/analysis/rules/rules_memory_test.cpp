@@ -284,6 +284,9 @@ TEST_CASE("TTA003: the pinned copy runs at the host link's bandwidth, measured o
   std::string m;
   const auto h200 = saving(GpuBoundPageableCopy("NVIDIA H200", 9, 0), &m);
   CHECK(h200.evidence.at("pinned_bandwidth").text == "50 GB/s (this GPU's host link)");
+  // A rate merged over the three steps is their mean, not their sum.
+  CHECK(h200.evidence.at("pinned_gbps").number == Approx(50));
+  CHECK(h200.evidence.at("steps_affected").number == 3);
   const auto unknown = saving(GpuBoundPageableCopy("", -1, -1), &m);
   CHECK(unknown.evidence.count("pinned_gbps") == 0);
   const auto measured = saving(GpuBoundPageableCopy("NVIDIA H200", 9, 0, 200), &m);
