@@ -40,6 +40,10 @@ constexpr int64_t kSyncCostNs = 5000;
 // GPU activity without a launch call follows the main thread after its stream sat idle this
 // long (a host-side wait: a one-time call, a stall); after a shorter gap it keeps its gap.
 constexpr int64_t kLaunchlessFollowGapNs = 1000000;
+// A synchronize after the last recorded op of a run without steps costs about this much of its
+// own once the recorded GPU work is done (a final torch.cuda.synchronize(), the profiler's at
+// exit); a longer wait is for GPU work the trace lacks.
+constexpr int64_t kTrailingSyncOwnCostNs = 200000;
 // CUDA_LAUNCH_BLOCKING=1 (GraphBuilder::BlocksOnKernel): a launch call returns within this of
 // its kernel's end; kernels this long or longer tell; this share of such launches (and at least
 // kBlockingLaunchMin) says the whole run launched that way.
@@ -1248,6 +1252,16 @@ class GraphBuilder {
     }
   }
 
+  // Whether |row| is, or runs inside, a recorded op or annotation on its thread.
+  bool InsideRecordedOp(int32_t row) const {
+    for (int depth = 0; row >= 0 && depth < 1024; ++depth, row = ev.parent[row]) {
+      if (ev.kind[row] == EventKind::kCpuOp || ev.kind[row] == EventKind::kUserAnnotation) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   void StepBounds() {
     const std::vector<StepSpan>& spans = g.spans;
     const size_t n_nodes = g.size();
@@ -1291,9 +1305,38 @@ class GraphBuilder {
           for (uint32_t w = first; w < last; ++w) mark(g.waits[w]);
         }
       }
+      int64_t gpu_end = kNoTime;  // the recorded GPU activity's end
+      for (const CausalGraph::Lane& lane : g.lanes) {
+        if (!lane.gpu) continue;
+        for (int32_t n = lane.first_node; n < lane.end_node; ++n) {
+          gpu_end = std::max(gpu_end, g.ObsEnd(n));
+        }
+      }
       for (size_t l = 0; l < g.lanes.size(); ++l) {
         CausalGraph::Lane& lane = g.lanes[l];
         lane.bounds_run = lane.main || lane.gpu || depended_on[l];
+        if (lane.gpu || !lane.bounds_run) continue;
+        // The lane's last node that is recorded work: inside an op or annotation, or a launch
+        // of GPU work. Without any (runtime calls only), the whole lane bounds the run; so it
+        // does when a call after it waits beyond the recorded GPU activity (for work the trace
+        // lacks: TTA016).
+        int32_t last_work = -1;
+        bool unexplained_wait = false;
+        for (int32_t n = lane.end_node - 1; n >= lane.first_node; --n) {
+          const int32_t row = g.row[n];
+          const bool launches = g.role[n] == NodeRole::kLaunch && row >= 0 &&
+                                static_cast<size_t>(row) < g.launches_gpu.size() &&
+                                g.launches_gpu[row];
+          if (launches || (row >= 0 && InsideRecordedOp(row))) {
+            last_work = n;
+            break;
+          }
+          if (g.role[n] == NodeRole::kSync &&
+              g.ObsEnd(n) - std::max(g.obs_start[n], gpu_end) > kTrailingSyncOwnCostNs) {
+            unexplained_wait = true;
+          }
+        }
+        if (last_work >= 0 && !unexplained_wait) lane.bound_end_node = last_work + 1;
       }
     }
   }
@@ -1386,7 +1429,7 @@ void ForEachNodeBoundingRun(const CausalGraph& g, Fn&& fn) {
   });
   for (const CausalGraph::Lane& lane : g.lanes) {
     if (any && !lane.bounds_run) continue;
-    for (int32_t v = lane.first_node; v < lane.end_node; ++v) fn(v);
+    for (int32_t v = lane.first_node; v < (any ? lane.BoundEnd() : lane.end_node); ++v) fn(v);
   }
 }
 

@@ -182,6 +182,12 @@ struct CausalGraph {
     // wakes every 100 ms) may run past the work and must not hold the run's end.
     bool bounds_run = true;
     int32_t first_node = 0, end_node = 0;  // the lane's nodes: [first_node, end_node), by start
+    // In a trace without steps, the lane's nodes that bound the run end here (-1: end_node). A
+    // CPU thread's calls after its last recorded op that launch nothing (a final synchronize,
+    // the profiler's own at exit) and its untraced tail do not: they wait for the GPU work that
+    // bounds the run anyway, and removing a sync must not let them run beside it.
+    int32_t bound_end_node = -1;
+    int32_t BoundEnd() const { return bound_end_node < 0 ? end_node : bound_end_node; }
   };
   std::vector<Lane> lanes;
   std::vector<int32_t> lane_of_track;  // -1 for tracks without nodes

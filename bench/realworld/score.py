@@ -20,46 +20,61 @@ CODES = {
 RANK = {"error": 0, "warning": 1, "info": 2, "hint": 3}
 
 
+def read_manifest(directory):
+    """The manifest's rows as dicts, keyed by its header."""
+    rows = []
+    with open(os.path.join(directory, "manifest.tsv"), encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            if line.strip():
+                rows.append(dict(zip(header, line.rstrip("\n").split("\t"))))
+    return rows
+
+
+def trace_of(directory, row):
+    """The row's trace under DIR/traces/, or None when it was not fetched."""
+    for ext in (".json", ".json.gz"):
+        p = os.path.join(directory, "traces", row["id"] + ext)
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def judge(ttap, trace, row):
+    """Scans |trace| and judges ttap's first finding at warning+ against |row|'s verdict:
+    (what ttap said, the run's speed-up, right?)."""
+    out = subprocess.run([ttap, "scan", "--no-model", "--format", "json", trace],
+                         capture_output=True, text=True)
+    try:
+        doc = json.loads(out.stdout)
+    except ValueError:
+        return "unreadable", "", False
+    if isinstance(doc, list):
+        doc = doc[0]
+    top = next((f for f in doc.get("findings", [])
+                if RANK.get(f["severity"], 9) <= RANK["warning"]), None)
+    accepted = {row["verdict"]} | {c for c in row.get("also", "-").split(",") if c and c != "-"}
+    if top is None:
+        return "healthy", doc.get("run", {}).get("speedup"), "healthy" in accepted
+    got = "%s %s %.0f%%" % (top["code"], top["severity"], 100 * top["share_of_step"])
+    ok = any(top["code"] in CODES.get(c, ()) for c in accepted)
+    return got, doc.get("run", {}).get("speedup"), ok
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ttap", required=True)
     ap.add_argument("--dir", required=True)
     ap.add_argument("--json")
     a = ap.parse_args()
-    rows = []
-    with open(os.path.join(a.dir, "manifest.tsv"), encoding="utf-8") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            if line.strip():
-                rows.append(dict(zip(header, line.rstrip("\n").split("\t"))))
     results, absent = [], 0
-    for r in rows:
-        trace = None
-        for ext in (".json", ".json.gz"):
-            p = os.path.join(a.dir, "traces", r["id"] + ext)
-            if os.path.exists(p):
-                trace = p
+    for r in read_manifest(a.dir):
+        trace = trace_of(a.dir, r)
         if not trace:
             absent += 1
             continue
-        out = subprocess.run([a.ttap, "scan", "--no-model", "--format", "json", trace],
-                             capture_output=True, text=True)
-        try:
-            doc = json.loads(out.stdout)
-        except ValueError:
-            results.append((r, "unreadable", "", False))
-            continue
-        if isinstance(doc, list):
-            doc = doc[0]
-        top = next((f for f in doc.get("findings", [])
-                    if RANK.get(f["severity"], 9) <= RANK["warning"]), None)
-        accepted = {r["verdict"]} | {c for c in r.get("also", "-").split(",") if c and c != "-"}
-        if top is None:
-            got, ok = "healthy", "healthy" in accepted
-        else:
-            got = "%s %s %.0f%%" % (top["code"], top["severity"], 100 * top["share_of_step"])
-            ok = any(top["code"] in CODES.get(c, ()) for c in accepted)
-        results.append((r, got, doc.get("run", {}).get("speedup"), ok))
+        got, speed, ok = judge(a.ttap, trace, r)
+        results.append((r, got, speed, ok))
     right = sum(1 for x in results if x[3])
     print("| id | verdict (also) | ttap's first finding at warning+ | right |")
     print("|---|---|---|---|")

@@ -221,6 +221,39 @@ TEST_CASE("TTA002: a synchronize that ends each step drains the GPU into the nex
   CHECK(f[0].time_lost_us_per_step < 1600);
 }
 
+// A run without steps (one call profiled, no schedule): a 20 MiB pinned upload (366 us on the
+// GPU) and two kernels, then a bare cudaEventSynchronize that waits for them (the user's timing)
+// and, 85 us after the GPU is done, the bare cudaDeviceSynchronize of the profiler's exit. With
+// |missing_gpu_us| > 0 the event sync waits that much longer, for GPU work the trace lacks.
+TinyTrace SyncEndsRunWithoutSteps(double missing_gpu_us) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  t.Cpu("aten::to", 134, 54);
+  t.Cpu("aten::copy_", 173, 14);
+  t.Launch("Memcpy HtoD (Pinned -> Device)", 177, 9, 188, 366, "gpu_memcpy", 7, "cudaMemcpyAsync",
+           20 << 20);
+  t.Cpu("aten::mul", 206, 16);
+  t.Kernel("vectorized_elementwise_kernel", 212, 9, 556, 15);
+  t.Cpu("aten::mul", 223, 7);
+  t.Kernel("vectorized_elementwise_kernel", 226, 4, 572, 19);
+  t.Runtime("cudaEventSynchronize", 256, 338 + missing_gpu_us);
+  t.Runtime("cudaDeviceSynchronize", 678 + missing_gpu_us, 15);
+  return t;
+}
+
+TEST_CASE("TTA002: a synchronize that ends a run without steps saves nothing", "[rules][TTA002]") {
+  // The run is over when its GPU work is: what follows the last op on the CPU (the final waits,
+  // the profiler's exit) does not bound it, so removing the sync lets nothing run beside the GPU.
+  // (Before, the 85 us tail bounded the run: "a fix saves 0.1 ms (18.7% of the run)", warning.)
+  auto trace = SyncEndsRunWithoutSteps(0).Load();
+  for (const auto& f : FindingsWithCode(*trace, "TTA002")) CHECK(f.time_lost_us_per_step < 25);
+  const auto r = ttap::RunRules(*trace, {});
+  CHECK(r.run_ns / 1000.0 == Approx(591 - 134).margin(10));
+  // A wait far beyond the recorded GPU work is for work the trace lacks: the run keeps it.
+  const auto missing = ttap::RunRules(*SyncEndsRunWithoutSteps(20000).Load(), {});
+  CHECK(missing.run_ns / 1000.0 > 20000);
+}
+
 TEST_CASE("TTA002: no synchronisation, no finding", "[rules][TTA002]") {
   auto trace = TrainingLoop(0).Load();
   CHECK(FindingsWithCode(*trace, "TTA002").empty());

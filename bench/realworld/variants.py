@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Does ttap's verdict on a real trace survive how else the same run could have been recorded?
+
+The corpus's verdicts name a run's main cause, which does not depend on the profiler's options. So
+each corpus trace is rewritten as if recorded
+  no-stack   without with_stack=True (its python_function events and "Call stack" args dropped),
+  no-steps   without a schedule / prof.step() (its ProfilerStep#N markers dropped),
+and scored against the same verdict as the trace itself (score.py's judge). A variant is listed only
+where the rewrite removed something. A verdict that holds as recorded but not in a variant is a
+brittleness real users meet: many record without stacks, or profile one call without steps.
+
+Usage: bench/realworld/variants.py [--ttap build/ttap] [--dir bench/realworld] [--out DIR]
+       [--jobs N] [--only ID...]
+"""
+import argparse, gzip, json, os, re, sys, tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from score import judge, read_manifest, trace_of  # noqa: E402
+
+STEP = re.compile(r"^ProfilerStep#\d+$")
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        return json.load(f)
+
+
+def events_of(doc):
+    return doc if isinstance(doc, list) else doc.get("traceEvents", [])
+
+
+def with_events(doc, events):
+    if isinstance(doc, list):
+        return events
+    out = dict(doc)
+    out["traceEvents"] = events
+    return out
+
+
+def no_stack(doc):
+    kept, removed = [], 0
+    for e in events_of(doc):
+        if e.get("cat") == "python_function":
+            removed += 1
+            continue
+        args = e.get("args")
+        if isinstance(args, dict) and "Call stack" in args:
+            e = dict(e, args={k: v for k, v in args.items() if k != "Call stack"})
+            removed += 1
+        kept.append(e)
+    return with_events(doc, kept), removed
+
+
+def no_steps(doc):
+    evs = events_of(doc)
+    kept = [e for e in evs if not STEP.match(str(e.get("name", "")))]
+    return with_events(doc, kept), len(evs) - len(kept)
+
+
+VARIANTS = {"no-stack": no_stack, "no-steps": no_steps}
+
+
+def run_row(a, row):
+    trace = trace_of(a.dir, row)
+    if not trace:
+        return None
+    got = {"as recorded": judge(a.ttap, trace, row)}
+    doc = load(trace)
+    for name, rewrite in VARIANTS.items():
+        variant, removed = rewrite(json.loads(json.dumps(doc)) if isinstance(doc, dict) else list(doc))
+        if not removed:
+            continue
+        path = os.path.join(a.out, "%s.%s.json.gz" % (row["id"], name))
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            json.dump(variant, f)
+        got[name] = judge(a.ttap, path, row)
+    return row, got
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--ttap", default=os.path.join(here, "..", "..", "build", "ttap"))
+    ap.add_argument("--dir", default=here)
+    ap.add_argument("--out", default=tempfile.mkdtemp(prefix="ttap-variants-"))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", nargs="*")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    rows = [r for r in read_manifest(a.dir) if not a.only or r["id"] in a.only]
+    with ThreadPoolExecutor(a.jobs) as ex:
+        results = [x for x in ex.map(lambda r: run_row(a, r), rows) if x]
+    names = ["as recorded"] + list(VARIANTS)
+    print("| id | verdict (also) | " + " | ".join(names) + " |")
+    print("|---|---|" + "---|" * len(names))
+    totals = {n: [0, 0] for n in names}
+    for row, got in results:
+        cells = []
+        for n in names:
+            if n not in got:
+                cells.append("-")
+                continue
+            what, _, ok = got[n]
+            totals[n][0] += ok
+            totals[n][1] += 1
+            cells.append(what if ok else "**%s**" % what)
+        also = "" if row.get("also", "-") in ("", "-") else " (" + row["also"] + ")"
+        print("| %s | %s%s | %s |" % (row["id"], row["verdict"], also, " | ".join(cells)))
+    print()
+    for n in names:
+        print("%s: %d of %d right" % (n, totals[n][0], totals[n][1]))
+    # The traces right as recorded whose verdict a variant loses.
+    lost = [(row["id"], n) for row, got in results for n in VARIANTS
+            if n in got and got["as recorded"][2] and not got[n][2]]
+    print("right as recorded, wrong in a variant: %d %s" % (len(lost), lost))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
