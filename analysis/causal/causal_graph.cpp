@@ -986,9 +986,11 @@ class GraphBuilder {
         // An event sync whose event the trace records: that activity alone.
         if (g.ObsEnd(precise->second) <= b + 2000) deps.push_back(precise->second);
       } else {
-        // A synchronous copy (cudaMemcpy, hipMemcpyWithStream) also waits for its own copy.
+        // A synchronous copy (cudaMemcpy, hipMemcpyWithStream) also waits for its own copy, when
+        // that starts before the call returns (its end may be recorded a little after: the
+        // GPU's clock against the CPU's).
         if (own >= 0 && g.node_of_row[own] >= 0 && g.role[g.node_of_row[own]] == NodeRole::kGpu &&
-            g.ObsEnd(g.node_of_row[own]) <= b + 2000) {
+            g.obs_start[g.node_of_row[own]] < b) {
           deps.push_back(g.node_of_row[own]);
         }
         for (const auto& l : launched) {

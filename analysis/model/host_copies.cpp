@@ -26,6 +26,12 @@ double KnownPinnedCopyGBps(int arch, std::string_view device_name) {
   return 0.0;
 }
 
+bool SlowerThanPinned(int64_t bytes, int64_t dur_ns, double pinned_gbps) {
+  if (pinned_gbps <= 0 || bytes < kBandwidthCopyMinBytes || dur_ns <= 0) return false;
+  const double pinned_ns = static_cast<double>(bytes) / pinned_gbps + kCopyLatencyNs;
+  return static_cast<double>(dur_ns) > kStagedCopySlowdown * pinned_ns;
+}
+
 int64_t PinnedCopyNs(int64_t pageable_ns, int64_t bytes, double pinned_gbps) {
   int64_t ns = pageable_ns / 2;
   if (bytes > 0 && pinned_gbps > 0) {

@@ -22,6 +22,15 @@ int64_t PinnedCopyNs(int64_t pageable_ns, int64_t bytes, double pinned_gbps);
 // Copies this size or larger measure bandwidth (smaller ones measure their latency).
 constexpr int64_t kBandwidthCopyMinBytes = 1 << 20;
 
+// Whether a host<->device copy of |bytes| (1 MiB or more) that took |dur_ns| was staged through
+// pageable memory: it took over kStagedCopySlowdown x what the link's pinned bandwidth
+// |pinned_gbps| and a copy's fixed latency (kCopyLatencyNs) would. An H100's pageable 20 MiB
+// upload runs at 25 GB/s, half its 57 GB/s pinned twin (bench/realworld pinmem traces); a
+// pinned 1 MiB copy at 50 GB/s takes 21 us of transfer and ~10 us of latency.
+constexpr double kStagedCopySlowdown = 1.6;
+constexpr int64_t kCopyLatencyNs = 10000;
+bool SlowerThanPinned(int64_t bytes, int64_t dur_ns, double pinned_gbps);
+
 // The host side of a copy as CUDA names it ("Memcpy HtoD (Pageable -> Device)"); ROCm's "Host"
 // says nothing.
 enum class HostMemory { kUnknown, kPageable, kPinned };

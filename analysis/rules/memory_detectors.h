@@ -43,20 +43,20 @@ inline std::pair<double, const char*> PinnedBandwidth(const RuleContext& ctx) {
 
 // The host side of copy row |i|: as CUDA names it, else (ROCm writes "Host") as its timing says.
 // A call that returned before its copy was done was asynchronous, and only pinned memory lets it
-// be; a copy of 1 MiB or more at under half the link's pinned bandwidth |pinned_gbps| was staged
-// from pageable memory.
+// be; a copy far slower than the link's pinned bandwidth |pinned_gbps| allows was staged from
+// pageable memory (SlowerThanPinned).
 inline HostMemory HostMemoryOfCopy(const RuleContext& ctx, uint32_t i, double pinned_gbps) {
   const HostMemory named = HostMemoryOf(ctx.Name(i));
   if (named != HostMemory::kUnknown) return named;
   const EventTable& ev = ctx.ev();
   const int32_t call = ev.link[i];
-  if (call >= 0 && IsLaunchKind(ev.kind[call]) && ev.end(call) + kAsyncCopyReturnNs < ev.end(i)) {
+  // (Before its copy's midpoint too: a blocking call that returns as its copy ends may be
+  // recorded a little before that end, the GPU's clock against the CPU's.)
+  if (call >= 0 && IsLaunchKind(ev.kind[call]) && ev.end(call) + kAsyncCopyReturnNs < ev.end(i) &&
+      ev.end(call) < ev.ts[i] + ev.dur[i] / 2) {
     return HostMemory::kPinned;
   }
-  if (pinned_gbps > 0 && ev.bytes[i] >= kBandwidthCopyMinBytes && ev.dur[i] > 0 &&
-      static_cast<double>(ev.bytes[i]) / static_cast<double>(ev.dur[i]) < 0.5 * pinned_gbps) {
-    return HostMemory::kPageable;
-  }
+  if (SlowerThanPinned(ev.bytes[i], ev.dur[i], pinned_gbps)) return HostMemory::kPageable;
   return HostMemory::kUnknown;
 }
 

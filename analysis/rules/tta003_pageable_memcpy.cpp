@@ -72,11 +72,11 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       const int32_t gpu = ev.link[i];
       // ROCm copies every host buffer with hipMemcpyWithStream, pinned or not, and names the
       // host side "Host": it counts when the call blocked well beyond its copy (waiting for the
-      // stream), or when it waited for a copy of 1 MiB or more that ran at under half the
-      // pinned bandwidth of the GPU's host link (staged from pageable memory).
+      // stream), or when it waited for a copy of 1 MiB or more far slower than the pinned
+      // bandwidth of the GPU's host link allows (staged from pageable memory: SlowerThanPinned).
       const bool any_host_copy = (ctx.RuntimeFlags(i) & kRuntimeAnyHostCopy) != 0;
       const bool staged =
-          any_host_copy && gpu >= 0 && ev.end(gpu) <= ev.end(i) &&
+          any_host_copy && gpu >= 0 && ev.ts[gpu] < ev.end(i) &&
           HostMemoryOfCopy(ctx, static_cast<uint32_t>(gpu), pinned_gbps) == HostMemory::kPageable;
       // A small read-back that blocks (ROCm's `.item()` is one hipMemcpyWithStream) is a host
       // sync, TTA002's: the host needs the value now, and pinning it saves nothing.

@@ -5,6 +5,9 @@ The corpus's verdicts name a run's main cause, which does not depend on the prof
 each corpus trace is rewritten as if recorded
   no-stack   without with_stack=True (its python_function events and "Call stack" args dropped),
   no-steps   without a schedule / prof.step() (its ProfilerStep#N markers dropped),
+  rocm       on ROCm (bench/indep/inject.py's rocmify: hip* calls, copies whose host side is
+             "Host", blocking copies as hipMemcpyWithStream, an MI300X), except where the
+             verdict is no-tensor-cores (that depends on the GPU),
 and scored against the same verdict as the trace itself (score.py's judge). A variant is listed only
 where the rewrite removed something. A verdict that holds as recorded but not in a variant is a
 brittleness real users meet: many record without stacks, or profile one call without steps.
@@ -16,7 +19,9 @@ import argparse, gzip, json, os, re, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "indep"))
 from score import judge, read_manifest, trace_of  # noqa: E402
+from inject import rocmify  # noqa: E402
 
 STEP = re.compile(r"^ProfilerStep#\d+$")
 
@@ -59,7 +64,14 @@ def no_steps(doc):
     return with_events(doc, kept), len(evs) - len(kept)
 
 
-VARIANTS = {"no-stack": no_stack, "no-steps": no_steps}
+def rocm(doc):
+    if isinstance(doc, list) or not any(str(e.get("name", "")).startswith("cuda")
+                                        for e in doc.get("traceEvents", [])):
+        return doc, 0
+    return rocmify(doc), 1
+
+
+VARIANTS = {"no-stack": no_stack, "no-steps": no_steps, "rocm": rocm}
 
 
 def run_row(a, row):
@@ -69,6 +81,8 @@ def run_row(a, row):
     got = {"as recorded": judge(a.ttap, trace, row)}
     doc = load(trace)
     for name, rewrite in VARIANTS.items():
+        if name == "rocm" and row["verdict"] == "no-tensor-cores":
+            continue
         variant, removed = rewrite(json.loads(json.dumps(doc)) if isinstance(doc, dict) else list(doc))
         if not removed:
             continue

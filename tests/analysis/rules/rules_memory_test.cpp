@@ -184,18 +184,20 @@ TEST_CASE("TTA003: a blocking copy is reported by its fix and ranks above the sy
 namespace {
 
 // Three 4 ms steps of host work around x.to("cuda") of 16 MiB that blocks for its copy
-// (|copy_us| on an idle GPU: |runtime| returns 100 us after it is done), then 10 kernels of
-// 100 us.
+// (|copy_us| on an idle GPU: |runtime| returns |call_tail_us| after it is done; negative: the
+// copy's end is recorded after the call's, the GPU's clock against the CPU's), then 10 kernels
+// of 100 us.
 TinyTrace BlockingUpload(const std::string& copy_name, const std::string& runtime,
-                         const std::string& device, int major, int minor, double copy_us) {
+                         const std::string& device, int major, int minor, double copy_us,
+                         double call_tail_us = 100) {
   TinyTrace t;
   t.Device(0, device, major, minor);
   double base = 1000;
   for (int s = 0; s < 3; ++s) {
     t.Step(s, base, 4000);
     t.Cpu("aten::to", base + 100, copy_us + 120);
-    t.Launch(copy_name, base + 105, copy_us + 110, base + 115, copy_us, "gpu_memcpy", 7, runtime,
-             16 << 20);
+    t.Launch(copy_name, base + 105, copy_us + 10 + call_tail_us, base + 115, copy_us, "gpu_memcpy",
+             7, runtime, 16 << 20);
     double cpu = base + copy_us + 300, gpu = cpu + 10;
     for (int k = 0; k < 10; ++k) {
       t.Kernel("Cijk_Ailk_Bljk_SB_MT128x128x16_MI32x32x2x1", cpu, 5, gpu, 100);
@@ -234,6 +236,29 @@ TEST_CASE(
   auto cuda = BlockingUpload(kPageableH2D, "cudaMemcpyAsync", "NVIDIA H200", 9, 0, 2000).Load();
   CHECK(FindingsWithCode(*cuda, "TTA003").size() == 1);
   CHECK(FindingsWithCode(*cuda, "TTA015").empty());
+}
+
+TEST_CASE(
+    "TTA003: on ROCm, a blocking copy at half the link's speed whose end is recorded after the "
+    "call's is staged",
+    "[rules][TTA003]") {
+  // 16 MiB in 700 us (24 GB/s, under 1/1.6 of an MI300X's pinned 50 GB/s plus a copy's 10 us)
+  // by a hipMemcpyWithStream recorded returning 20 us before its copy ends. It is synchronous,
+  // so that is the two clocks, not an early (pinned, asynchronous) return: TTA003, and its call
+  // waits for its copy in the replay, so pinning saves most of the 0.7 ms the CPU blocks. (Before,
+  // a copy ending after its call was neither staged nor waited for.)
+  auto t = BlockingUpload("Memcpy HtoD (Host -> Device)", "hipMemcpyWithStream",
+                          "AMD Instinct MI300X", 9, 4, 700, -20)
+               .Load();
+  auto f = FindingsWithCode(*t, "TTA003", ExactWhatIfs());
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].time_lost_us_per_step > 400);
+  CHECK(f[0].time_lost_us_per_step < 760);
+  // The same call returning 600 us before its copy ends did return early: pinned, no finding.
+  auto async = BlockingUpload("Memcpy HtoD (Host -> Device)", "hipMemcpyWithStream",
+                              "AMD Instinct MI300X", 9, 4, 700, -600)
+                   .Load();
+  CHECK(FindingsWithCode(*async, "TTA003").empty());
 }
 
 namespace {
