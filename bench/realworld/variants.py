@@ -5,6 +5,9 @@ The corpus's verdicts name a run's main cause, which does not depend on the prof
 each corpus trace is rewritten as if recorded
   no-stack   without with_stack=True (its python_function events and "Call stack" args dropped),
   no-steps   without a schedule / prof.step() (its ProfilerStep#N markers dropped),
+  legacy     by a 2021 profiler: categories Operator / Runtime / Kernel / Memcpy / Memset
+             (ProfilerStep an Operator), flows "async", and no deviceProperties, cuda_sync or
+             gpu_user_annotation events, which it did not write,
   rocm       on ROCm (bench/indep/inject.py's rocmify: hip* calls, copies whose host side is
              "Host", blocking copies as hipMemcpyWithStream, an MI300X), except where the
              verdict is no-tensor-cores (that depends on the GPU),
@@ -64,6 +67,29 @@ def no_steps(doc):
     return with_events(doc, kept), len(evs) - len(kept)
 
 
+LEGACY_CATS = {"cpu_op": "Operator", "user_annotation": "Operator", "cuda_runtime": "Runtime",
+               "cuda_driver": "Runtime", "kernel": "Kernel", "gpu_memcpy": "Memcpy",
+               "gpu_memset": "Memset", "ac2g": "async"}
+
+
+def legacy(doc):
+    if isinstance(doc, list):
+        return doc, 0
+    out, changed = [], 0
+    for e in doc.get("traceEvents", []):
+        cat = e.get("cat")
+        if cat in ("cuda_sync", "gpu_user_annotation"):
+            changed += 1
+            continue
+        if cat in LEGACY_CATS:
+            e = dict(e, cat=LEGACY_CATS[cat])
+            changed += 1
+        out.append(e)
+    doc = {k: v for k, v in doc.items() if k != "deviceProperties"}
+    doc["traceEvents"] = out
+    return doc, changed
+
+
 def rocm(doc):
     if isinstance(doc, list) or not any(str(e.get("name", "")).startswith("cuda")
                                         for e in doc.get("traceEvents", [])):
@@ -71,7 +97,7 @@ def rocm(doc):
     return rocmify(doc), 1
 
 
-VARIANTS = {"no-stack": no_stack, "no-steps": no_steps, "rocm": rocm}
+VARIANTS = {"no-stack": no_stack, "no-steps": no_steps, "legacy": legacy, "rocm": rocm}
 
 
 def run_row(a, row):
