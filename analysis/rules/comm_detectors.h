@@ -41,6 +41,9 @@ struct StepComm {
   std::vector<Interval> comm, compute;  // merged, clipped to the step
   std::set<std::pair<int32_t, int32_t>> compute_streams;  // (device, stream)
   int64_t comm_ns = 0, overlap_ns = 0;
+  // The same of the collectives the step launched (comm_rows), wherever they ran: their time
+  // (time shared by concurrent ones once) and its exposed part (the sum of exposed_ns).
+  int64_t launched_comm_ns = 0, launched_exposed_ns = 0;
 };
 
 inline StepComm CollectStep(const RuleContext& ctx, const AnalysedStep& step) {
@@ -55,12 +58,14 @@ inline StepComm CollectStep(const RuleContext& ctx, const AnalysedStep& step) {
     return l >= 0 && ev.ts[l] < step.start_ns;
   };
   std::vector<uint32_t> queued_past_end;
+  std::vector<int32_t> graphs;  // the step's graph launches (a replay may run past its end)
   for (uint32_t i = lo; i < hi; ++i) {
     if (IsLaunchKind(ev.kind[i]) && ev.link[i] >= 0) {
       const uint32_t k = static_cast<uint32_t>(ev.link[i]);
       if (ev.kind[k] == EventKind::kKernel && ev.ts[k] >= step.end_ns && ctx.IsCollective(k)) {
         queued_past_end.push_back(k);
       }
+      if (ctx.RuntimeFlags(i) & kRuntimeGraphLaunch) graphs.push_back(static_cast<int32_t>(i));
     }
     if (ev.kind[i] != EventKind::kKernel) continue;
     const int64_t a = std::max(ev.ts[i], step.start_ns), b = std::min(ev.end(i), step.end_ns);
@@ -73,7 +78,26 @@ inline StepComm CollectStep(const RuleContext& ctx, const AnalysedStep& step) {
       sc.compute_streams.insert({device, ev.stream[i]});
     }
   }
+  // A replayed graph's kernels all link to its one launch call: those of a replay that runs
+  // past the step's end (the GPU a step behind, as in a CUDA-graph decode loop) are found in the
+  // next steps' rows, with the compute beside them there for their exposed time.
+  std::vector<Interval> later_compute;
+  if (!graphs.empty()) {
+    auto [lo2, hi2] = ctx.RowsIn(step.end_ns, step.end_ns + 2 * step.duration());
+    for (uint32_t k = std::max(lo2, hi); k < hi2; ++k) {
+      if (ev.kind[k] != EventKind::kKernel) continue;
+      if (!ctx.IsCollective(k)) {
+        later_compute.push_back({ev.ts[k], ev.end(k)});
+      } else if (std::binary_search(graphs.begin(), graphs.end(), ev.link[k])) {
+        queued_past_end.push_back(k);
+      }
+    }
+    MergeIntervals(&later_compute);
+  }
   std::sort(queued_past_end.begin(), queued_past_end.end());
+  queued_past_end.erase(std::unique(queued_past_end.begin(), queued_past_end.end()),
+                        queued_past_end.end());
+  const size_t in_step_rows = sc.comm_rows.size();
   sc.comm_rows.insert(sc.comm_rows.end(), queued_past_end.begin(), queued_past_end.end());
   if (sc.comm_rows.empty()) return sc;
   MergeIntervals(&sc.comm);
@@ -81,12 +105,17 @@ inline StepComm CollectStep(const RuleContext& ctx, const AnalysedStep& step) {
   sc.comm_ns = TotalLength(sc.comm);
   sc.overlap_ns = IntersectionLength(sc.comm, sc.compute);
   int64_t cursor = INT64_MIN;
-  for (uint32_t r : sc.comm_rows) {
+  for (size_t k = 0; k < sc.comm_rows.size(); ++k) {
+    const uint32_t r = sc.comm_rows[k];
+    // A graph replay's collective after the step: its time there, beside that time's compute.
+    const bool later = k >= in_step_rows && !later_compute.empty() && ev.ts[r] >= step.end_ns;
     const int64_t a = std::max({ev.ts[r], cursor, step.start_ns});
-    const int64_t b = std::min(ev.end(r), step.end_ns);
+    const int64_t b = later ? ev.end(r) : std::min(ev.end(r), step.end_ns);
     int64_t exposed = 0;
-    if (b > a) exposed = (b - a) - ClippedLength(sc.compute, a, b);
+    if (b > a) exposed = (b - a) - ClippedLength(later ? later_compute : sc.compute, a, b);
     sc.exposed_ns.push_back(exposed);
+    sc.launched_comm_ns += std::max<int64_t>(0, b - a);
+    sc.launched_exposed_ns += exposed;
     cursor = std::max(cursor, b);
   }
   return sc;

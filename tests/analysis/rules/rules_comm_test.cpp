@@ -247,6 +247,35 @@ TinyTrace AllToAllSteps(double late_us, long long bytes = 8192, long long big_by
   return t;
 }
 
+TEST_CASE("TTA011: a graph replay that runs past its step keeps its collectives",
+          "[rules][TTA011]") {
+  // A CUDA-graph decode loop (tensor parallel): each 3 ms step launches one graph whose replay
+  // starts 100 us before the step ends, as the GPU works a step behind: 20 layers of an 80 us
+  // GEMM then a 40 us all-reduce on the compute stream, all recorded against the one
+  // cudaGraphLaunch. 19 of each replay's 20 all-reduces run in the next step, where they were
+  // launched before it: they belonged to no step (1 collective a step, 20 us exposed: nothing
+  // found) and their overlap what-if was never costed.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  for (int s = 0; s < 4; ++s) {
+    const double base = 1000 + 3000 * s;
+    t.Step(s, base, 3000);
+    t.Cpu("vllm::execute_model", base + 50, 200, "user_annotation");
+    std::vector<TinyTrace::GraphKernel> replay;
+    double gts = base + 2900;
+    for (int layer = 0; layer < 20; ++layer) {
+      replay.push_back({"sm90_xmma_gemm_bf16bf16_bf16f32", gts, 80});
+      replay.push_back({kAllReduce, gts + 81, 40});
+      gts += 122;
+    }
+    t.GraphLaunch(base + 100, 100, replay);
+  }
+  auto f = FindingsWithCode(*t.Load(), "TTA011");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("collectives").number == 80);
+  CHECK(f[0].evidence.at("detected_us_per_step").number > 700);
+}
+
 TEST_CASE("TTA022: a collective that waits for a late peer", "[rules][TTA022]") {
   auto trace = AllToAllSteps(3000).Load();
   auto f = FindingsWithCode(*trace, "TTA022");
