@@ -70,6 +70,7 @@ std::vector<RuleSpec> Build() {
                     "collectives run with little concurrent compute", "overlap-communication"},
                    DetectCommNotOverlapped, nullptr, FM::kOverlapCommunication, SS::kNone));
   r.back().may_wait_for_peers = true;
+  r.back().message = CommNotOverlappedMessage;
   r.push_back(Spec(
       {"TTA012", "comm-per-parameter", "many small collectives per step", "bucket-collectives"},
       DetectCommPerParameter, nullptr, FM::kBucketCollectives, SS::kNone));

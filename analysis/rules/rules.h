@@ -105,6 +105,7 @@ void DetectDevicePingPong(const RuleContext&, const RuleOptions&, std::vector<Fi
 using MessageFn = std::string (*)(const Finding& f, const std::string& detected,
                                   const std::string& saving);
 std::string DataLoaderStallMessage(const Finding&, const std::string&, const std::string&);
+std::string CommNotOverlappedMessage(const Finding&, const std::string&, const std::string&);
 std::string HostSyncMessage(const Finding&, const std::string&, const std::string&);
 std::string GpuIdleMessage(const Finding&, const std::string&, const std::string&);
 std::string PeerWaitMessage(const Finding&, const std::string&, const std::string&);

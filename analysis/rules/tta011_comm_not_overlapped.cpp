@@ -76,13 +76,11 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
       std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
       if (!op.empty()) AddText(&f, "op", op);
       AddText(&f, "overlap", FormatNumber("%.1f%%", 100.0 * ratio));
-      AddText(&f, "detail",
-              "collectives" + (op.empty() ? std::string() : " from " + op) + " overlap compute " +
-                  FormatNumber("%.0f%%", 100.0 * ratio) + " of their time (below " +
-                  FormatNumber("%.0f%%", 100.0 * min_overlap) + "); " +
-                  FormatNumber("%.3f", exposed / 1e6) + " ms of " +
-                  FormatNumber("%.3f", comm_ns / 1e6) + " ms of communication" +
-                  std::string(InTheStep(ctx)) + " is exposed");
+      // The message (CommNotOverlappedMessage) gives the flagged steps' means.
+      AddMean(&f, "overlap_ratio", ratio);
+      AddMean(&f, "overlap_min", min_overlap);
+      AddMean(&f, "step_exposed_us", exposed / 1000.0);
+      AddMean(&f, "step_comm_us", comm_ns / 1000.0);
       out->push_back(std::move(f));
     }
   }
@@ -93,6 +91,19 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
     rows.insert(rows.end(), it->second.begin(), it->second.end());
     unflagged_rows.erase(it);
   }
+}
+
+std::string CommNotOverlappedMessage(const Finding& f, const std::string& detected,
+                                     const std::string& saving) {
+  const std::string op = TextOf(f, "op");
+  const bool whole_run = OfWholeRun(f);
+  return "collectives run with little concurrent compute: collectives" +
+         (op.empty() ? std::string() : " from " + op) + " overlap compute " +
+         FormatNumber("%.0f%%", 100.0 * Num(f, "overlap_ratio")) + " of their time (below " +
+         FormatNumber("%.0f%%", 100.0 * Num(f, "overlap_min")) + "); " +
+         FormatNumber("%.3f", Num(f, "step_exposed_us") / 1000.0) + " ms of " +
+         FormatNumber("%.3f", Num(f, "step_comm_us") / 1000.0) + " ms of communication " +
+         (whole_run ? "in the run" : "per step") + " is exposed" + saving;
 }
 
 }  // namespace ttap
