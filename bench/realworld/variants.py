@@ -5,6 +5,9 @@ The corpus's verdicts name a run's main cause, which does not depend on the prof
 each corpus trace is rewritten as if recorded
   no-stack   without with_stack=True (its python_function events and "Call stack" args dropped),
   no-steps   without a schedule / prof.step() (its ProfilerStep#N markers dropped),
+  cut        stopped halfway through its run (traces with 4 steps or more): the CPU's events
+             after the middle of the middle step dropped (those across it end there), the GPU
+             work launched before it kept,
   legacy     by a 2021 profiler: categories Operator / Runtime / Kernel / Memcpy / Memset
              (ProfilerStep an Operator), flows "async", and no deviceProperties, cuda_sync or
              gpu_user_annotation events, which it did not write,
@@ -67,6 +70,40 @@ def no_steps(doc):
     return with_events(doc, kept), len(evs) - len(kept)
 
 
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+
+
+def cut(doc):
+    """The profiler stopped halfway through the middle step: the CPU's events after that moment
+    are gone (those across it end there), while the GPU work launched before it is kept, as the
+    profiler's stop waits for it and flushes its activity."""
+    evs = events_of(doc)
+    steps = sorted((e for e in evs if STEP.match(str(e.get("name", ""))) and e.get("ph") == "X"
+                    and str(e.get("cat", "")) in ("user_annotation", "cpu_op", "Operator")),
+                   key=lambda e: float(e["ts"]))
+    if len(steps) < 4:
+        return doc, 0
+    mid = steps[len(steps) // 2]
+    at = float(mid["ts"]) + float(mid.get("dur", 0)) / 2
+    launched = {(e.get("args") or {}).get("correlation") for e in evs
+                if e.get("cat") in ("cuda_runtime", "Runtime", "cuda_driver") and "ts" in e
+                and float(e["ts"]) < at}
+    launched.discard(None)
+    kept, removed = [], 0
+    for e in evs:
+        ts = e.get("ts")
+        if ts is None or e.get("ph") == "M" or float(ts) < at:
+            if ts is not None and e.get("ph") == "X" and e.get("cat") not in GPU_CATS and \
+                    float(ts) + float(e.get("dur", 0)) > at:
+                e = dict(e, dur=at - float(ts))
+            kept.append(e)
+        elif e.get("cat") in GPU_CATS and (e.get("args") or {}).get("correlation") in launched:
+            kept.append(e)
+        else:
+            removed += 1
+    return with_events(doc, kept), removed
+
+
 LEGACY_CATS = {"cpu_op": "Operator", "user_annotation": "Operator", "cuda_runtime": "Runtime",
                "cuda_driver": "Runtime", "kernel": "Kernel", "gpu_memcpy": "Memcpy",
                "gpu_memset": "Memset", "ac2g": "async"}
@@ -97,7 +134,8 @@ def rocm(doc):
     return rocmify(doc), 1
 
 
-VARIANTS = {"no-stack": no_stack, "no-steps": no_steps, "legacy": legacy, "rocm": rocm}
+VARIANTS = {"no-stack": no_stack, "no-steps": no_steps, "cut": cut, "legacy": legacy,
+            "rocm": rocm}
 
 
 def run_row(a, row):
