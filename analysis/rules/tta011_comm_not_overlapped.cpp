@@ -35,17 +35,20 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
     // them) and its launches (those it launched, wherever they ran: a graph replay that runs a
     // step behind its launch).
     const double min_exposed = min_share * static_cast<double>(step.duration());
+    auto flagged = [&](double r, int64_t e) { return r < min_overlap && e >= min_exposed; };
     double ratio = static_cast<double>(sc.overlap_ns) / sc.comm_ns;
     int64_t exposed = sc.comm_ns - sc.overlap_ns;
     int64_t comm_ns = sc.comm_ns;
-    if ((ratio >= min_overlap || exposed < min_exposed) && sc.launched_comm_ns > 0 &&
-        sc.launched_exposed_ns >= min_exposed &&
-        1.0 - static_cast<double>(sc.launched_exposed_ns) / sc.launched_comm_ns < min_overlap) {
-      comm_ns = sc.launched_comm_ns;
-      exposed = sc.launched_exposed_ns;
-      ratio = 1.0 - static_cast<double>(exposed) / comm_ns;
+    if (!flagged(ratio, exposed) && sc.launched_comm_ns > 0) {
+      const double launched_ratio =
+          1.0 - static_cast<double>(sc.launched_exposed_ns) / sc.launched_comm_ns;
+      if (flagged(launched_ratio, sc.launched_exposed_ns)) {
+        ratio = launched_ratio;
+        exposed = sc.launched_exposed_ns;
+        comm_ns = sc.launched_comm_ns;
+      }
     }
-    if (ratio >= min_overlap || exposed < min_exposed) {
+    if (!flagged(ratio, exposed)) {
       for (size_t k = 0; k < sc.comm_rows.size(); ++k) {
         const int32_t op = CollectiveOp(ctx, sc.comm_rows[k]);
         unflagged_rows[op >= 0 ? CauseKey(ctx, op) : "(launch not traced)"].push_back(
