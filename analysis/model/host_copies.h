@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "analysis/base/string_util.h"
+
 namespace ttap {
 
 // Pinned host<->device bandwidth of a GPU's host link in GB/s, 0 when unknown: PCIe 3 (V100,
@@ -30,6 +32,10 @@ constexpr int64_t kBandwidthCopyMinBytes = 1 << 20;
 constexpr double kStagedCopySlowdown = 1.6;
 constexpr int64_t kCopyLatencyNs = 10000;
 bool SlowerThanPinned(int64_t bytes, int64_t dur_ns, double pinned_gbps);
+
+// The direction of a host<->device copy as its name says ("Memcpy HtoD (...)").
+inline bool IsH2D(std::string_view copy_name) { return StartsWith(copy_name, "Memcpy HtoD"); }
+inline bool IsD2H(std::string_view copy_name) { return StartsWith(copy_name, "Memcpy DtoH"); }
 
 // The host side of a copy as CUDA names it ("Memcpy HtoD (Pageable -> Device)"); ROCm's "Host"
 // says nothing.

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/model/host_copies.h"
 #include "analysis/rules/rule_util.h"
 
 namespace ttap::host_detail {
@@ -48,7 +49,7 @@ inline bool ProfilerStopSync(const RuleContext& ctx, uint32_t row,
 }
 
 inline bool IsPageableD2H(std::string_view n) {
-  return StartsWith(n, "Memcpy DtoH") && Contains(n, "Pageable");
+  return IsD2H(n) && HostMemoryOf(n) == HostMemory::kPageable;
 }
 
 }  // namespace ttap::host_detail

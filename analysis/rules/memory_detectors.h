@@ -14,8 +14,8 @@
 
 namespace ttap::memory_detail {
 
-inline bool IsH2D(std::string_view n) { return StartsWith(n, "Memcpy HtoD"); }
-inline bool IsD2H(std::string_view n) { return StartsWith(n, "Memcpy DtoH"); }
+using ttap::IsD2H;  // host_copies.h
+using ttap::IsH2D;
 // Only CUDA names the host side ("Pageable", "Pinned"); ROCm writes "Host", which says nothing.
 inline bool IsPageable(std::string_view n) {
   return (IsH2D(n) || IsD2H(n)) && HostMemoryOf(n) == HostMemory::kPageable;
@@ -27,16 +27,7 @@ constexpr int64_t kAsyncCopyReturnNs = 20000;
 // The bandwidth pinned copies reach on this machine (GB/s, 0 when unknown) and where it comes
 // from: the trace's own pinned copies of 1 MiB or more, else the GPU's host link.
 inline std::pair<double, const char*> PinnedBandwidth(const RuleContext& ctx) {
-  const EventTable& ev = ctx.ev();
-  double bytes = 0, ns = 0;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    if (ev.kind[i] != EventKind::kMemcpy || ev.bytes[i] < kBandwidthCopyMinBytes) continue;
-    const std::string_view name = ctx.Name(i);
-    if (!(IsH2D(name) || IsD2H(name)) || HostMemoryOf(name) != HostMemory::kPinned) continue;
-    bytes += static_cast<double>(ev.bytes[i]);
-    ns += static_cast<double>(ev.dur[i]);
-  }
-  if (ns > 0) return {bytes / ns, "measured in this trace"};
+  if (ctx.measured_pinned_gbps() > 0) return {ctx.measured_pinned_gbps(), "measured in this trace"};
   const double known = KnownPinnedCopyGBps(ctx.compute_capability(), ctx.device_name());
   return {known, known > 0 ? "this GPU's host link" : ""};
 }

@@ -6,6 +6,7 @@
 
 #include "analysis/base/string_util.h"
 #include "analysis/causal/causal_graph.h"
+#include "analysis/model/host_copies.h"
 #include "analysis/model/trace_queries.h"
 
 namespace ttap {
@@ -16,6 +17,7 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   const EventTable& ev = trace.events;
   for (const StepSpan& s : AnalysedSteps(trace)) steps_.push_back({s.number, s.start_ns, s.end_ns});
   std::map<int32_t, int64_t> kernels_per_device;
+  double pinned_bytes = 0, pinned_ns = 0;
   for (size_t i = 0; i < ev.size(); ++i) {
     EventKind k = ev.kind[i];
     if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
@@ -24,8 +26,15 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
     if (k == EventKind::kKernel) {
       kernel_busy_.push_back({ev.ts[i], ev.end(i)});
       kernels_per_device[trace.tracks[ev.track[i]].device]++;
+    } else if (k == EventKind::kMemcpy && ev.bytes[i] >= kBandwidthCopyMinBytes) {
+      const std::string_view name = trace.Name(i);
+      if ((IsH2D(name) || IsD2H(name)) && HostMemoryOf(name) == HostMemory::kPinned) {
+        pinned_bytes += static_cast<double>(ev.bytes[i]);
+        pinned_ns += static_cast<double>(ev.dur[i]);
+      }
     }
   }
+  if (pinned_ns > 0) measured_pinned_gbps_ = pinned_bytes / pinned_ns;
   MergeIntervals(&gpu_busy_);
   first_calls_ = OneTimeFirstCalls(trace, gpu_busy_);
   collective_name_.assign(trace.strings.size(), 0);

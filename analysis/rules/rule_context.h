@@ -43,6 +43,9 @@ class RuleContext {
   }
   // deviceProperties name of that device ("NVIDIA H200", "Tesla T4"), empty when unknown.
   const std::string& device_name() const { return device_name_; }
+  // The bandwidth of the trace's pinned host<->device copies of 1 MiB or more
+  // (kBandwidthCopyMinBytes) in GB/s, 0 when it has none: what pinning reaches on this machine.
+  double measured_pinned_gbps() const { return measured_pinned_gbps_; }
 
   // Merged intervals of GPU activity (kernels, memcpy, memset) over all devices.
   const std::vector<Interval>& gpu_busy() const { return gpu_busy_; }
@@ -88,6 +91,7 @@ class RuleContext {
   int compute_major_ = -1;
   int compute_minor_ = -1;
   std::string device_name_;
+  double measured_pinned_gbps_ = 0;
   std::vector<FirstCall> first_calls_;
   std::vector<uint8_t> collective_name_;  // per string id
   std::vector<uint32_t> runtime_flags_;   // per string id

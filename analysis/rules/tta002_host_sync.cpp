@@ -24,7 +24,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
     const std::string_view name = ctx.Name(i);
     const bool blocking_call =
         (ctx.RuntimeFlags(ev.link[i]) & (kRuntimeSyncCopy | kRuntimeAnyHostCopy)) != 0;
-    if (IsPageableD2H(name) || (StartsWith(name, "Memcpy DtoH") && blocking_call)) {
+    if (IsPageableD2H(name) || (IsD2H(name) && blocking_call)) {
       pageable_launch[ev.link[i]] = 1;
     }
   }
