@@ -107,8 +107,9 @@ inline StepComm CollectStep(const RuleContext& ctx, const AnalysedStep& step) {
   int64_t cursor = INT64_MIN;
   for (size_t k = 0; k < sc.comm_rows.size(); ++k) {
     const uint32_t r = sc.comm_rows[k];
-    // A graph replay's collective after the step: its time there, beside that time's compute.
-    const bool later = k >= in_step_rows && !later_compute.empty() && ev.ts[r] >= step.end_ns;
+    // A graph replay's collective after the step: its time there, beside that time's compute
+    // (fully exposed when no compute runs there).
+    const bool later = k >= in_step_rows && !graphs.empty() && ev.ts[r] >= step.end_ns;
     const int64_t a = std::max({ev.ts[r], cursor, step.start_ns});
     const int64_t b = later ? ev.end(r) : std::min(ev.end(r), step.end_ns);
     int64_t exposed = 0;

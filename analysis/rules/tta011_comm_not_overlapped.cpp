@@ -29,14 +29,18 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     StepComm sc = CollectStep(ctx, step);
-    // Without compute in the step there is nothing to overlap with.
-    if (sc.comm_ns <= 0 || sc.compute.empty() || step.duration() <= 0) continue;
+    // Without compute in the step there is nothing to overlap with. A step whose collectives
+    // all run after it (a graph replay a step behind) is read by its launches alone.
+    if ((sc.comm_ns <= 0 && sc.launched_comm_ns <= 0) || sc.compute.empty() ||
+        step.duration() <= 0) {
+      continue;
+    }
     // Two readings of the step: its time (the collectives running in it, whoever launched
     // them) and its launches (those it launched, wherever they ran: a graph replay that runs a
     // step behind its launch).
     const double min_exposed = min_share * static_cast<double>(step.duration());
     auto flagged = [&](double r, int64_t e) { return r < min_overlap && e >= min_exposed; };
-    double ratio = static_cast<double>(sc.overlap_ns) / sc.comm_ns;
+    double ratio = sc.comm_ns > 0 ? static_cast<double>(sc.overlap_ns) / sc.comm_ns : 1.0;
     int64_t exposed = sc.comm_ns - sc.overlap_ns;
     int64_t comm_ns = sc.comm_ns;
     if (!flagged(ratio, exposed) && sc.launched_comm_ns > 0) {

@@ -276,6 +276,24 @@ TEST_CASE("TTA011: a graph replay that runs past its step keeps its collectives"
   CHECK(f[0].evidence.at("detected_us_per_step").number > 700);
 }
 
+TEST_CASE("TTA011: a step whose replayed collectives all run after it", "[rules][TTA011]") {
+  // Each 3 ms step runs a 2 ms GEMM, then launches a graph of one 600 us all-reduce that runs
+  // just after the step, before the next step's GEMM. The first step has no collective running
+  // in it: it was skipped (2 collectives, 400 us a step); its launches count.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  for (int s = 0; s < 3; ++s) {
+    const double base = 1000 + 3000 * s;
+    t.Step(s, base, 3000);
+    t.Launch("sm90_xmma_gemm_bf16bf16_bf16f32", base + 50, 20, base + 700, 2000);
+    t.GraphLaunch(base + 2500, 50, {{kAllReduce, base + 3050, 600}});
+  }
+  auto f = FindingsWithCode(*t.Load(), "TTA011");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].evidence.at("collectives").number == 3);
+  CHECK(f[0].evidence.at("detected_us_per_step").number == Approx(600).margin(1));
+}
+
 TEST_CASE("TTA022: a collective that waits for a late peer", "[rules][TTA022]") {
   auto trace = AllToAllSteps(3000).Load();
   auto f = FindingsWithCode(*trace, "TTA022");
