@@ -316,6 +316,32 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     }
     return false;
   };
+  // Whether |row| is a region rather than an op: a record_function the trace writes as an op
+  // (the 2021 profiler's "Operator" category, or a wrapper such as model_inference) encloses
+  // kRegionMinChildOps ops or more, or kRegionMinDistinctOps different ones, whose nearest
+  // enclosing op it is. Its ops' first calls count, not the region.
+  auto is_region = [&](int32_t row) {
+    const int64_t end = ev.end(row);
+    std::vector<StringId> names;
+    int children = 0;
+    for (size_t j = static_cast<size_t>(row) + 1; j < ev.size() && ev.ts[j] < end; ++j) {
+      if (ev.track[j] != ev.track[row] || ev.kind[j] != EventKind::kCpuOp) continue;
+      int32_t p = ev.parent[j];
+      for (int g = 0; p >= 0 && g < 256 && ev.kind[p] == EventKind::kPythonFunction; ++g) {
+        p = ev.parent[p];
+      }
+      if (p != row) continue;
+      ++children;
+      if (std::find(names.begin(), names.end(), ev.name[j]) == names.end()) {
+        names.push_back(ev.name[j]);
+      }
+      if (children >= kRegionMinChildOps ||
+          names.size() >= static_cast<size_t>(kRegionMinDistinctOps)) {
+        return true;
+      }
+    }
+    return false;
+  };
   std::vector<FirstCall> out;
   // Long allocator calls while the GPU has nothing to wait for: start-up (cudaFree(0) creating
   // the context, a library's first workspace). A cudaFree that waits for running work is not.
@@ -342,13 +368,14 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       // small casts, is steady-state work, not a first call. (Within the first step, first
       // calls of other shapes may cost as much: a cold step sets up each layer.)
       if (r.longest_later * 2 >= d) continue;
-      if (static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical)) {
+      if (static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical) &&
+          !is_region(r.first)) {
         out.push_back({r.first, typical});
       }
     } else if ((d >= kFirstCallAloneNs ||
                 (d >= kLibraryFirstCallNs && IsMathLibraryOp(trace.Name(r.first)) &&
                  gpu_idle_through(r.first))) &&
-               launches_gpu(r.first)) {
+               launches_gpu(r.first) && !is_region(r.first)) {
       out.push_back({r.first, kFirstCallMinNs / 10});
     }
   }

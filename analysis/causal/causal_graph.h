@@ -81,6 +81,8 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace);
 // (nearly) idle are listed too: start-up, not churn (a cudaFree waiting for running work is not
 // one); so are kernel launch calls of at least kFirstCallMinNs with the GPU idle (a lazy module
 // load: a launch only takes that long on a full queue, which a busy GPU would show).
+// An op that encloses many ops is a region (a record_function written as an op: the 2021
+// profiler's "Operator" category, model_inference): only its ops' first calls count.
 // Sorted by row; only the outermost of nested ones is kept.
 struct FirstCall {
   int32_t row = -1;
@@ -96,6 +98,10 @@ constexpr double kFirstCallRatio = 10.0;
 constexpr int64_t kFirstCallAloneNs = 50000000;
 constexpr int64_t kLibraryFirstCallNs = 5000000;
 constexpr int64_t kOneTimeAllocatorCallNs = 20000000;
+// An op enclosing this many ops, or this many different ones, is a region (a record_function
+// written as an op), never a first call itself.
+constexpr int kRegionMinChildOps = 16;
+constexpr int kRegionMinDistinctOps = 10;
 // The entry of |calls| for |row| itself, nullptr when none.
 const FirstCall* FirstCallAt(const std::vector<FirstCall>& calls, int32_t row);
 // The outermost first call enclosing |row| (or |row| itself), -1 when none: walks the parents.

@@ -28,6 +28,11 @@ EventKind KindFromCategory(std::string_view c) {
   return EventKind::kOther;
 }
 
+bool IsLegacyAnnotationName(std::string_view name) {
+  return name.find("::") == std::string_view::npos &&
+         (name.find('#') != std::string_view::npos || name.find(' ') != std::string_view::npos);
+}
+
 namespace {
 
 // The size of one element of a profiler "dtype" arg (c10's scalar type names); 1 when unknown.
@@ -395,6 +400,9 @@ class EventReader : public EventFields {
     } else {
       kind = KindFromCategory(cat);
       if (kind == EventKind::kOther) out_->stats.CountUnknownCategory(cat);
+      if (kind == EventKind::kCpuOp && cat == "Operator" && IsLegacyAnnotationName(name)) {
+        kind = EventKind::kUserAnnotation;
+      }
     }
     t.ts.push_back(ts);
     t.dur.push_back(dur);

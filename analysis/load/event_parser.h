@@ -53,4 +53,10 @@ class EventParser {
 // Category name -> kind (both Kineto generations); unknown names give kOther.
 EventKind KindFromCategory(std::string_view cat);
 
+// Whether an event of the 2021 profiler's "Operator" category is a record_function marker (which
+// later profilers write as user_annotation): ProfilerStep#5, Optimizer.step#SGD.step,
+// enumerate(DataLoader)#..., "## forward ##". Ops carry "::" (aten::add, autograd::engine::...)
+// or none of '#' and ' ' (the 2021 autograd nodes: AddBackward0).
+bool IsLegacyAnnotationName(std::string_view name);
+
 }  // namespace ttap

@@ -14,12 +14,14 @@ each corpus trace is rewritten as if recorded
   rocm       on ROCm (bench/indep/inject.py's rocmify: hip* calls, copies whose host side is
              "Host", blocking copies as hipMemcpyWithStream, an MI300X), except where the
              verdict is no-tensor-cores (that depends on the GPU),
+  legacy-no-steps  both legacy and no-steps (a 2021 profiler writes record_function as an
+             Operator, so a loop's own annotations look like ops),
 and scored against the same verdict as the trace itself (score.py's judge). A variant is listed only
 where the rewrite removed something. A verdict that holds as recorded but not in a variant is a
 brittleness real users meet: many record without stacks, or profile one call without steps.
 
 Usage: bench/realworld/variants.py [--ttap build/ttap] [--dir bench/realworld] [--out DIR]
-       [--jobs N] [--only ID...]
+       [--jobs N] [--only ID...] [--variants NAME...]
 """
 import argparse, gzip, json, os, re, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -134,8 +136,16 @@ def rocm(doc):
     return rocmify(doc), 1
 
 
+def legacy_no_steps(doc):
+    doc, removed = no_steps(doc)
+    if not removed:
+        return doc, 0
+    doc, changed = legacy(doc)
+    return doc, removed + changed
+
+
 VARIANTS = {"no-stack": no_stack, "no-steps": no_steps, "cut": cut, "legacy": legacy,
-            "rocm": rocm}
+            "legacy-no-steps": legacy_no_steps, "rocm": rocm}
 
 
 def run_row(a, row):
@@ -165,8 +175,13 @@ def main():
     ap.add_argument("--out", default=tempfile.mkdtemp(prefix="ttap-variants-"))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--variants", nargs="*", help="run only these rewrites")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.variants:
+        for name in list(VARIANTS):
+            if name not in a.variants:
+                del VARIANTS[name]
     rows = [r for r in read_manifest(a.dir) if not a.only or r["id"] in a.only]
     with ThreadPoolExecutor(a.jobs) as ex:
         results = [x for x in ex.map(lambda r: run_row(a, r), rows) if x]

@@ -80,7 +80,9 @@ TEST_CASE("stats text output", "[cli]") {
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("6 steps") != std::string::npos);
   CHECK(r.out.find("GPU active") != std::string::npos);
-  CHECK(r.out.find("enumerate(DataLoader)") != std::string::npos);
+  // The 2021 trace's enumerate(DataLoader) regions are annotations, not CPU ops: their time shows
+  // as data loading.
+  CHECK(r.out.find("data loading") != std::string::npos);
 }
 
 TEST_CASE("unusable input: one line naming the file, exit code 2", "[cli]") {

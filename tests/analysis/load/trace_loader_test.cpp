@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/load/event_parser.h"
 #include "analysis/model/trace.h"
 #include "analysis/model/trace_stats.h"
 #include "mapping/python_frames.h"
@@ -577,6 +578,17 @@ TEST_CASE("ParsePythonFrame rejects non-numeric line numbers", "[loader][frames]
   CHECK(frames[1].file == "b.py");
 }
 
+TEST_CASE("2021 Operator events named as record_function markers are annotations", "[loader]") {
+  CHECK(IsLegacyAnnotationName("ProfilerStep#3"));
+  CHECK(IsLegacyAnnotationName("Optimizer.step#SGD.step"));
+  CHECK(IsLegacyAnnotationName("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"));
+  CHECK(IsLegacyAnnotationName("## forward ##"));
+  CHECK_FALSE(IsLegacyAnnotationName("aten::conv2d"));
+  CHECK_FALSE(IsLegacyAnnotationName("autograd::engine::evaluate_function: AddBackward0"));
+  CHECK_FALSE(IsLegacyAnnotationName("CudnnConvolutionBackward"));
+  CHECK_FALSE(IsLegacyAnnotationName("detach_"));
+}
+
 TEST_CASE("Old-format (2021) bare-array trace", "[loader]") {
   for (int threads : {1, 2}) {
     INFO("threads " << threads);
@@ -593,7 +605,8 @@ TEST_CASE("Old-format (2021) bare-array trace", "[loader]") {
            kernel = Row(*t, "implicit_convolve_sgemm"),
            memcpy = Row(*t, "Memcpy HtoD (Pageable -> Device)"),
            memset = Row(*t, "Memset (Device)");
-    CHECK(t->events.kind[step] == EventKind::kCpuOp);
+    // The 2021 profiler wrote record_function markers as "Operator": read as annotations.
+    CHECK(t->events.kind[step] == EventKind::kUserAnnotation);
     CHECK(t->events.kind[conv] == EventKind::kCpuOp);
     CHECK(t->events.kind[launch] == EventKind::kRuntime);
     CHECK(t->events.kind[kernel] == EventKind::kKernel);

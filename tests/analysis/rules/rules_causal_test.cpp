@@ -329,6 +329,34 @@ TEST_CASE(
   CHECK(all.findings.front().code == "TTA015");
 }
 
+TEST_CASE("causal: a record_function written as an op is a region, not a first call",
+          "[rules][causal][TTA015]") {
+  // One CPU-bound forward, no steps, inside with record_function("model_inference"), which the
+  // 2021 profiler writes as an "Operator" (and some wrappers as a cpu_op): 20 aten::linear of
+  // 3 ms on the CPU, each a 100 us GEMM. The region (60 ms, run once, launching GPU work) was
+  // itself a one-time first call: the whole forward cold-start, TTA015 error.
+  for (const char* cat : {"Operator", "cpu_op"}) {
+    INFO(cat);
+    TinyTrace t;
+    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+    StreamClock gpu;
+    double cpu = 1000;
+    const double start = cpu;
+    for (int k = 0; k < 20; ++k) {
+      t.Cpu("aten::linear", cpu, 3000, cat);
+      gpu.Kernel(t, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8", cpu + 2900, 6, 3,
+                 100);
+      cpu += 3001;
+    }
+    t.Runtime("cudaDeviceSynchronize", cpu, gpu.free - cpu + 3);
+    t.Cpu("model_inference", start - 10, gpu.free + 20 - start, cat);
+    auto trace = t.Load();
+    auto all = ttap::RunRules(*trace, {});
+    CHECK(FindingsWithCode(*trace, "TTA015").empty());
+    CHECK(all.time.overall.ns[static_cast<int>(ttap::Cause::kColdStart)] == 0);
+  }
+}
+
 TEST_CASE("causal: launches and blocking copies without GPU activity are not launch overhead",
           "[rules][causal][TTA016]") {
   // WSL-style trace: per step, 12 ops' cudaLaunchKernel calls and a blocking 400 us
