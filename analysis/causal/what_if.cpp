@@ -32,6 +32,9 @@ constexpr double kTensorCoreRatio = 2.0;
 // Under CUDA graphs / torch.compile(mode="reduce-overhead") a region's launches and per-op CPU
 // dispatch mostly disappear: what is left of them.
 constexpr double kGraphedCpuFactor = 0.05;
+// A stretch of the launching thread this long without a launch call is host work (Python logic,
+// guards, data preparation), not the dispatch of the ops around it: a graph keeps it.
+constexpr int64_t kLaunchFreeStretchNs = 1000000;
 // Launches further apart than this belong to different captured regions.
 constexpr int64_t kBurstGapNs = 100000;
 // A runtime call once its module is loaded.
@@ -480,10 +483,24 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
   }
   // Dispatch is the CPU work of ops (and Python frames) that launch GPU work: a graph replays
   // their kernels without them. Host work that launches nothing (metrics on CPU tensors, data
-  // preparation) and the loop's own glue between ops stay.
+  // preparation), the loop's own glue between ops, and any stretch of kLaunchFreeStretchNs or
+  // more between two launch calls (Python logic inside a frame that launches elsewhere: the
+  // same time, without Python frames in the trace, has no op to call dispatch) stay.
   for (const auto& [key, span] : spans) {
     auto [a, e] = b.NodesIn(static_cast<int32_t>(key.second), span.first, span.second);
+    int64_t prev_launch_end = span.first;  // the span starts with a launch call
+    int32_t next_launch = a;               // the first launch node at or after n
     for (int32_t n = a; n < e; ++n) {
+      if (g.role[n] == NodeRole::kLaunch) {
+        prev_launch_end = std::max(prev_launch_end, g.ObsEnd(n));
+      } else {
+        if (next_launch <= n) {
+          next_launch = n + 1;
+          while (next_launch < e && g.role[next_launch] != NodeRole::kLaunch) ++next_launch;
+        }
+        const int64_t next_start = next_launch < e ? g.obs_start[next_launch] : span.second;
+        if (next_start - prev_launch_end >= kLaunchFreeStretchNs) continue;
+      }
       const int32_t r = g.row[n];
       const bool dispatch =
           (g.role[n] == NodeRole::kCpuWork && g.cause[n] == Cause::kCpuWork && r >= 0 &&
