@@ -14,6 +14,8 @@ each corpus trace is rewritten as if recorded
   rocm       on ROCm (bench/indep/inject.py's rocmify: hip* calls, copies whose host side is
              "Host", blocking copies as hipMemcpyWithStream, an MI300X), except where the
              verdict is no-tensor-cores (that depends on the GPU),
+  no-shapes  without record_shapes=True (the ops' Input Dims / types / strides args dropped),
+  rounded    with whole-microsecond ts and dur (older Kineto, or a tool that re-saved it),
   legacy-no-steps  both legacy and no-steps (a 2021 profiler writes record_function as an
              Operator, so a loop's own annotations look like ops),
 and scored against the same verdict as the trace itself (score.py's judge). A variant is listed only
@@ -136,6 +138,39 @@ def rocm(doc):
     return rocmify(doc), 1
 
 
+SHAPE_ARGS = ("Input Dims", "Input dims", "Input type", "Input Strides", "Concrete Inputs",
+              "Input Type")
+
+
+def no_shapes(doc):
+    """Recorded without record_shapes=True: the ops' input shapes, dtypes and strides gone."""
+    kept, removed = [], 0
+    for e in events_of(doc):
+        args = e.get("args")
+        if isinstance(args, dict) and any(k in args for k in SHAPE_ARGS):
+            e = dict(e, args={k: v for k, v in args.items() if k not in SHAPE_ARGS})
+            removed += 1
+        kept.append(e)
+    return with_events(doc, kept), removed
+
+
+def rounded(doc):
+    """Written with whole microseconds (older Kineto, or a tool that re-saved the trace): every
+    ts and dur rounded, so nanosecond-precise orderings and zero-length gaps move by up to 1 us."""
+    kept, changed = [], 0
+    for e in events_of(doc):
+        new = dict(e)
+        for k in ("ts", "dur"):
+            v = e.get(k)
+            if isinstance(v, (int, float)) or (isinstance(v, str) and re.match(r"^-?\d+(\.\d+)?$", v)):
+                r = round(float(v))
+                if float(v) != r:
+                    changed += 1
+                new[k] = r
+        kept.append(new)
+    return with_events(doc, kept), changed
+
+
 def legacy_no_steps(doc):
     doc, removed = no_steps(doc)
     if not removed:
@@ -145,7 +180,8 @@ def legacy_no_steps(doc):
 
 
 VARIANTS = {"no-stack": no_stack, "no-steps": no_steps, "cut": cut, "legacy": legacy,
-            "legacy-no-steps": legacy_no_steps, "rocm": rocm}
+            "legacy-no-steps": legacy_no_steps, "no-shapes": no_shapes, "rounded": rounded,
+            "rocm": rocm}
 
 
 def run_row(a, row):
