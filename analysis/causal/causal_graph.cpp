@@ -11,6 +11,7 @@
 
 #include "analysis/base/median.h"
 #include "analysis/base/string_util.h"
+#include "analysis/model/host_copies.h"
 #include "analysis/model/runtime_calls.h"
 #include "analysis/model/trace_queries.h"
 #include "analysis/model/trace_stats.h"
@@ -986,7 +987,7 @@ class GraphBuilder {
       }
       std::string_view cname = trace.Name(g.row[n]);
       const bool pageable = Contains(cname, "Pageable");
-      const bool dtoh = Contains(cname, "DtoH") || Contains(cname, "D2H");
+      const bool dtoh = IsD2H(cname);
       if (pageable || (dtoh && g.ObsEnd(n) <= g.ObsEnd(call))) {
         g.role[call] = NodeRole::kSync;
         pending_syncs.push_back(call);

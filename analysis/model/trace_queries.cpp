@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "analysis/base/string_util.h"
+#include "analysis/model/host_copies.h"
 
 namespace ttap {
 
@@ -19,8 +20,7 @@ bool LaunchesDeviceWork(const Trace& trace, int32_t row) {
     if (ev.track[i] != ev.track[row] || !IsLaunchKind(ev.kind[i]) || ev.link[i] < 0) continue;
     const int32_t g = ev.link[i];
     if (!IsGpuKind(ev.kind[g])) continue;
-    if (ev.kind[g] != EventKind::kMemcpy || trace.Name(g).find("DtoH") == std::string_view::npos)
-      return true;
+    if (ev.kind[g] != EventKind::kMemcpy || !IsD2H(trace.Name(g))) return true;
   }
   return false;
 }
