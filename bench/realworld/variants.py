@@ -18,7 +18,8 @@ each corpus trace is rewritten as if recorded
   rounded    with whole-microsecond ts and dur (older Kineto, or a tool that re-saved it),
   legacy-no-steps  both legacy and no-steps (a 2021 profiler writes record_function as an
              Operator, so a loop's own annotations look like ops),
-and scored against the same verdict as the trace itself (score.py's judge). A variant is listed only
+and scored against the same verdict as the trace itself (score.py's judge), and against the code
+ttap names first as recorded. A variant is listed only
 where the rewrite removed something. A verdict that holds as recorded but not in a variant is a
 brittleness real users meet: many record without stacks, or profile one call without steps.
 
@@ -240,6 +241,14 @@ def main():
     print()
     for n in names:
         print("%s: %d of %d right" % (n, totals[n][0], totals[n][1]))
+    # Beyond the verdict: whether the rewrite keeps the first finding's code (a verdict's "also"
+    # list lets two codes pass; the same run should still lead with the same one).
+    for n in VARIANTS:
+        pairs = [(row["id"], got["as recorded"][0].split()[0], got[n][0].split()[0])
+                 for row, got in results if n in got]
+        moved = [(i, a, b) for i, a, b in pairs if a != b]
+        print("%s: first code as recorded in %d of %d %s" % (n, len(pairs) - len(moved),
+                                                             len(pairs), moved))
     # The traces right as recorded whose verdict a variant loses.
     lost = [(row["id"], n) for row, got in results for n in VARIANTS
             if n in got and got["as recorded"][2] and not got[n][2]]
