@@ -146,6 +146,15 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
                     (from.empty() ? "" : ", called from " + from));
         AddText(&f, "python_call", PythonCallName(ctx.Name(python)));
         AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
+      } else if (best >= 0 && op_time * 2 < gb - ga) {
+        // The ops cover less than half of the gap and no recorded Python call does: the time is
+        // outside any torch op (Python, unrecorded without with_stack=True); the op is only
+        // where it happens.
+        AddText(
+            &f, "cpu_op",
+            "work outside any torch op, around " + std::string(ctx.Name(best)) +
+                (python_calls.empty() ? " (record with with_stack=True to see its Python)" : ""));
+        AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
       } else if (best >= 0) {
         AddText(&f, "cpu_op", std::string(ctx.Name(best)));
         AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);

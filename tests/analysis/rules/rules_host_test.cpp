@@ -288,6 +288,37 @@ TEST_CASE("TTA008: Python work outside any torch op is named by its call", "[rul
   CHECK(f[0].share_of_step > 0.3);
 }
 
+TEST_CASE("TTA008: a gap that torch ops hardly cover is work outside any op", "[rules][TTA008]") {
+  // Each step: 10 GEMMs, then 5 ms on the CPU in which only a 20 us aten::empty is recorded (no
+  // Python frames: the trace was recorded without with_stack=True), then 10 more. The finding
+  // named the gap "aten::empty", as if the op took the 5 ms.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1000;
+  ttap_test::StreamClock gpu;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 20; ++k) {
+      if (k == 10) {
+        t.Cpu("aten::empty", cpu + 2500, 20);
+        cpu += 5000;
+      }
+      t.Cpu("aten::mm", cpu, 12);
+      gpu.Kernel(t, "sm80_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x32", cpu + 4, 5, 3,
+                 100);
+      cpu += 13;
+    }
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA008");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].message.find("work outside any torch op, around aten::empty (record with "
+                          "with_stack=True") != std::string::npos);
+  CHECK(trace->Name(f[0].anchor_row) == "aten::empty");
+}
+
 TEST_CASE("TTA008: a call far longer than its usual runs is named as a stall inside it",
           "[rules][TTA008]") {
   // The gap's Python call is a module __getattr__ that usually takes 1 us: 5 ms inside it is a
