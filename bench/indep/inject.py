@@ -40,6 +40,8 @@ Usage: inject.py --base TRACE --kind KIND --level L --out OUT.json.gz   (L: 0..2
        [--rocm]: written as PyTorch on ROCm writes it (hip* calls, "Host" copies, blocking copies
        and .item() as one hipMemcpyWithStream, an MI300X), the timing unchanged
        [--no-stack]: without Python frames, as recorded without with_stack=True
+       [--legacy]: as a 2021 profiler wrote it (Operator/Runtime/Kernel categories, no
+       deviceProperties)
 Prints one JSON line: kind, level, truth_us_per_step, step_us, steps.
 """
 import argparse, bisect, gzip, json, sys
@@ -557,6 +559,33 @@ def rocmify(d):
     return d
 
 
+LEGACY_CATS = {"cpu_op": "Operator", "user_annotation": "Operator", "cuda_runtime": "Runtime",
+               "cuda_driver": "Runtime", "kernel": "Kernel", "gpu_memcpy": "Memcpy",
+               "gpu_memset": "Memset", "ac2g": "async"}
+
+
+def legacyfy(d):
+    """The trace as a 2021 profiler wrote it: categories Operator / Runtime / Kernel / Memcpy /
+    Memset (record_function markers and ProfilerStep are Operators too), flows "async", and no
+    deviceProperties, cuda_sync or gpu_user_annotation events, which it did not write. Returns
+    the trace and how many events changed."""
+    if isinstance(d, list):
+        return d, 0
+    out, changed = [], 0
+    for e in d.get("traceEvents", []):
+        cat = e.get("cat")
+        if cat in ("cuda_sync", "gpu_user_annotation"):
+            changed += 1
+            continue
+        if cat in LEGACY_CATS:
+            e = dict(e, cat=LEGACY_CATS[cat])
+            changed += 1
+        out.append(e)
+    d = {k: v for k, v in d.items() if k != "deviceProperties"}
+    d["traceEvents"] = out
+    return d, changed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", required=True)
@@ -567,6 +596,8 @@ def main():
     ap.add_argument("--rocm", action="store_true", help="write the trace as PyTorch on ROCm would")
     ap.add_argument("--no-stack", action="store_true",
                     help="drop the Python frames, as a profile recorded without with_stack=True")
+    ap.add_argument("--legacy", action="store_true",
+                    help="write the trace as a 2021 profiler would (legacyfy)")
     a = ap.parse_args()
     base = Base(load(a.base), rocm=a.rocm)
     injections = [] if a.clean else plan(base, a.kind, a.level)
@@ -575,6 +606,8 @@ def main():
         d = rocmify(d)
     if a.no_stack:
         d["traceEvents"] = [e for e in d["traceEvents"] if e.get("cat") != "python_function"]
+    if a.legacy:
+        d, _ = legacyfy(d)
     with gzip.open(a.out, "wt") as f:
         json.dump(d, f)
     n = len(base.steps)

@@ -16,7 +16,7 @@ ttap's savings are for the run without the profiler (its profiler-cost model), w
 measured in the profiled timeline; --as-recorded turns that model off to compare like with like.
 
 Usage: bench/indep/run.py [--ttap build/ttap] [--out /tmp/ttap-indep] [--bases F...] [--as-recorded]
-       [--rocm] [--no-stack]
+       [--rocm] [--no-stack] [--legacy]
 Writes OUT/results.tsv (one row per injected copy) and prints the table.
 """
 import argparse, json, os, subprocess, sys
@@ -82,11 +82,15 @@ def main():
                     help="write every copy as PyTorch on ROCm would (inject.py --rocm)")
     ap.add_argument("--no-stack", action="store_true",
                     help="drop every copy's Python frames (inject.py --no-stack)")
+    ap.add_argument("--legacy", action="store_true",
+                    help="write every copy as a 2021 profiler would (inject.py --legacy)")
     args = ap.parse_args()
     if args.rocm:
         ROCM.append("--rocm")
     if args.no_stack:
         ROCM.append("--no-stack")
+    if args.legacy:
+        ROCM.append("--legacy")
     args.ttap = os.path.abspath(args.ttap)
     os.makedirs(args.out, exist_ok=True)
     if args.as_recorded:

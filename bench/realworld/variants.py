@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "indep"))
 from score import judge, read_manifest, trace_of  # noqa: E402
-from inject import rocmify  # noqa: E402
+from inject import legacyfy, rocmify  # noqa: E402
 
 STEP = re.compile(r"^ProfilerStep#\d+$")
 
@@ -109,27 +109,8 @@ def cut(doc):
     return with_events(doc, kept), removed
 
 
-LEGACY_CATS = {"cpu_op": "Operator", "user_annotation": "Operator", "cuda_runtime": "Runtime",
-               "cuda_driver": "Runtime", "kernel": "Kernel", "gpu_memcpy": "Memcpy",
-               "gpu_memset": "Memset", "ac2g": "async"}
-
-
 def legacy(doc):
-    if isinstance(doc, list):
-        return doc, 0
-    out, changed = [], 0
-    for e in doc.get("traceEvents", []):
-        cat = e.get("cat")
-        if cat in ("cuda_sync", "gpu_user_annotation"):
-            changed += 1
-            continue
-        if cat in LEGACY_CATS:
-            e = dict(e, cat=LEGACY_CATS[cat])
-            changed += 1
-        out.append(e)
-    doc = {k: v for k, v in doc.items() if k != "deviceProperties"}
-    doc["traceEvents"] = out
-    return doc, changed
+    return legacyfy(doc)
 
 
 def rocm(doc):
