@@ -155,15 +155,20 @@ struct StreamClock {
 // |kernel_us| kernel that starts 3 us after the launch returns (or once the stream is free).
 // |cold_first|: the first step's first launches load their modules lazily (40 ms each) and call
 // cudaFuncGetAttributes first. |no_gpu|: the GPU activity is missing from the trace.
+// |python_gap_us|: that much CPU time with no op and no launch before the middle op (Python
+// logic); |frames|: a Python frame model.py(10): forward around each step's ops.
 inline TinyTrace Eager(int ops, double dispatch_us, double launch_us, double kernel_us,
-                       bool cold_first = false, bool no_gpu = false) {
+                       bool cold_first = false, bool no_gpu = false, double python_gap_us = 0,
+                       bool frames = false) {
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
   double cpu = 1000, gpu_free = 0;
   for (int s = 0; s < 3; ++s) {
     const double start = cpu;
     cpu += 2;
+    const double forward_start = cpu;
     for (int k = 0; k < ops; ++k) {
+      if (k == ops / 2) cpu += python_gap_us;
       const bool cold = cold_first && s == 0 && k < 4;
       double launch = launch_us;
       if (cold) {
@@ -182,6 +187,7 @@ inline TinyTrace Eager(int ops, double dispatch_us, double launch_us, double ker
       gpu_free = g + kernel_us;
       cpu = l + launch + 2;
     }
+    if (frames) t.Python("model.py", 10, "forward", forward_start, cpu - forward_start);
     t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu_free - cpu + 3));
     cpu = std::max(cpu, gpu_free) + 5;
     t.Step(s + 1, start, cpu - start);

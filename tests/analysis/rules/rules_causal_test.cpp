@@ -59,34 +59,10 @@ TEST_CASE("causal: Python work between launches is not dispatch that a graph rem
   // Python frames. With frames the 5 ms is forward()'s own time, and forward() launches GPU
   // work: CUDA graphs were credited with removing it (TTA017 saved 7.2 ms of the 8.4 ms step;
   // 2.7 ms without frames). A graph keeps launch-free stretches of 1 ms or more.
-  auto build = [](bool frames) {
-    TinyTrace t;
-    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
-    double cpu = 1000, gpu_free = 0;
-    for (int s = 0; s < 3; ++s) {
-      const double start = cpu;
-      cpu += 2;
-      const double forward_start = cpu;
-      for (int k = 0; k < 200; ++k) {
-        if (k == 100) cpu += 5000;
-        t.Cpu("aten::add", cpu, 17);
-        const double g = std::max(gpu_free + 1, cpu + 10 + 5 + 3);
-        t.Kernel("vectorized_elementwise_kernel", cpu + 10, 5, g, 6);
-        gpu_free = g + 6;
-        cpu += 17;
-      }
-      if (frames) t.Python("model.py", 10, "forward", forward_start, cpu - forward_start);
-      t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu_free - cpu + 3));
-      cpu = std::max(cpu, gpu_free) + 5;
-      t.Step(s + 1, start, cpu - start);
-      cpu += 1;
-    }
-    return t;
-  };
   double saving[2];
   for (bool frames : {false, true}) {
     INFO("frames " << frames);
-    auto trace = build(frames).Load();
+    auto trace = Eager(200, 10, 5, 6, false, false, /*python_gap_us=*/5000, frames).Load();
     auto f = FindingsWithCode(*trace, "TTA017", ExactWhatIfs());
     REQUIRE(f.size() == 1);
     INFO(f[0].message);
