@@ -30,7 +30,7 @@ EventKind KindFromCategory(std::string_view c) {
 
 bool IsLegacyAnnotationName(std::string_view name) {
   return name.find("::") == std::string_view::npos &&
-         (name.find('#') != std::string_view::npos || name.find(' ') != std::string_view::npos);
+         (name.find('#') != std::string_view::npos || StartsWith(name, "## "));
 }
 
 namespace {

@@ -56,7 +56,8 @@ EventKind KindFromCategory(std::string_view cat);
 // Whether an event of the 2021 profiler's "Operator" category is a record_function marker (which
 // later profilers write as user_annotation): ProfilerStep#5, Optimizer.step#SGD.step,
 // enumerate(DataLoader)#..., "## forward ##". Ops carry "::" (aten::add, autograd::engine::...)
-// or none of '#' and ' ' (the 2021 autograd nodes: AddBackward0).
+// or no '#' (the 2021 autograd nodes: AddBackward0); other names with spaces stay ops, as later
+// profilers write them ("AOTDispatcher Runtime Wrapper Prologue").
 bool IsLegacyAnnotationName(std::string_view name);
 
 }  // namespace ttap

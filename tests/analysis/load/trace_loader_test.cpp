@@ -587,6 +587,7 @@ TEST_CASE("2021 Operator events named as record_function markers are annotations
   CHECK_FALSE(IsLegacyAnnotationName("autograd::engine::evaluate_function: AddBackward0"));
   CHECK_FALSE(IsLegacyAnnotationName("CudnnConvolutionBackward"));
   CHECK_FALSE(IsLegacyAnnotationName("detach_"));
+  CHECK_FALSE(IsLegacyAnnotationName("AOTDispatcher Runtime Wrapper Prologue"));
 }
 
 TEST_CASE("Old-format (2021) bare-array trace", "[loader]") {
