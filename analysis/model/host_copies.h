@@ -36,6 +36,8 @@ bool SlowerThanPinned(int64_t bytes, int64_t dur_ns, double pinned_gbps);
 // The direction of a host<->device copy as its name says ("Memcpy HtoD (...)").
 inline bool IsH2D(std::string_view copy_name) { return StartsWith(copy_name, "Memcpy HtoD"); }
 inline bool IsD2H(std::string_view copy_name) { return StartsWith(copy_name, "Memcpy DtoH"); }
+// Either direction: a copy between host and device (not device to device).
+inline bool IsHostCopy(std::string_view copy_name) { return IsH2D(copy_name) || IsD2H(copy_name); }
 
 // The host side of a copy as CUDA names it ("Memcpy HtoD (Pageable -> Device)"); ROCm's "Host"
 // says nothing.

@@ -18,7 +18,7 @@ using ttap::IsD2H;  // host_copies.h
 using ttap::IsH2D;
 // Only CUDA names the host side ("Pageable", "Pinned"); ROCm writes "Host", which says nothing.
 inline bool IsPageable(std::string_view n) {
-  return (IsH2D(n) || IsD2H(n)) && HostMemoryOf(n) == HostMemory::kPageable;
+  return IsHostCopy(n) && HostMemoryOf(n) == HostMemory::kPageable;
 }
 
 // A call that returned this long or more before its copy ended did not wait for it (async).

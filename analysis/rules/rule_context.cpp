@@ -28,7 +28,7 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
       kernels_per_device[trace.tracks[ev.track[i]].device]++;
     } else if (k == EventKind::kMemcpy && ev.bytes[i] >= kBandwidthCopyMinBytes) {
       const std::string_view name = trace.Name(i);
-      if ((IsH2D(name) || IsD2H(name)) && HostMemoryOf(name) == HostMemory::kPinned) {
+      if (IsHostCopy(name) && HostMemoryOf(name) == HostMemory::kPinned) {
         pinned_bytes += static_cast<double>(ev.bytes[i]);
         pinned_ns += static_cast<double>(ev.dur[i]);
       }

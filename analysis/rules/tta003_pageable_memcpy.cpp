@@ -86,7 +86,7 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
           any_host_copy && !small_read &&
           (ev.dur[i] > 2 * (gpu >= 0 ? ev.dur[gpu] : 0) + 50000 || staged);
       if (!IsSyncCopyCall(ctx.RuntimeFlags(i)) && !blocked_rocm_copy) continue;
-      if (gpu >= 0 && !(IsH2D(ctx.Name(gpu)) || IsD2H(ctx.Name(gpu)))) continue;  // DtoD
+      if (gpu >= 0 && !IsHostCopy(ctx.Name(gpu))) continue;  // DtoD
       const int64_t copy_ns = gpu >= 0 ? ev.dur[gpu] : 0;
       const int64_t lost = gpu >= 0 ? ctx.GpuIdle(ev.ts[i], ev.end(i)) + copy_ns : ev.dur[i];
       const int64_t b = gpu >= 0 ? std::max(ev.end(i), ev.end(gpu)) : ev.end(i);

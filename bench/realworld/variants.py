@@ -109,10 +109,6 @@ def cut(doc):
     return with_events(doc, kept), removed
 
 
-def legacy(doc):
-    return legacyfy(doc)
-
-
 def rocm(doc):
     if isinstance(doc, list) or not any(str(e.get("name", "")).startswith("cuda")
                                         for e in doc.get("traceEvents", [])):
@@ -157,11 +153,11 @@ def legacy_no_steps(doc):
     doc, removed = no_steps(doc)
     if not removed:
         return doc, 0
-    doc, changed = legacy(doc)
+    doc, changed = legacyfy(doc)
     return doc, removed + changed
 
 
-VARIANTS = {"no-stack": no_stack, "no-steps": no_steps, "cut": cut, "legacy": legacy,
+VARIANTS = {"no-stack": no_stack, "no-steps": no_steps, "cut": cut, "legacy": legacyfy,
             "legacy-no-steps": legacy_no_steps, "no-shapes": no_shapes, "rounded": rounded,
             "rocm": rocm}
 
