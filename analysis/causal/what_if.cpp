@@ -481,6 +481,20 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
     if (g.cross_gap[gn] > 0) b.SetCrossGap(gn, 0);
     if (g.lane_gap[gn] > 0) b.SetLaneGap(gn, 0);
   }
+  // An annotated region's rows (an Optimizer.step, a record_function block) widen the spans of
+  // the launches inside them to the whole annotation: a graph or a compiled region replays none
+  // of its Python before the first launch or after the last.
+  for (int32_t r : rows) {
+    if (b.NodeOfRow(r) >= 0 && g.role[b.NodeOfRow(r)] == NodeRole::kGpu) continue;
+    if (!b.IsCpuRegion(r)) continue;
+    const int64_t lo = trace.events.ts[r], hi = trace.events.end(r);
+    for (auto& [key, span] : spans) {
+      if (span.first < hi && span.second > lo) {
+        span.first = std::min(span.first, lo);
+        span.second = std::max(span.second, hi);
+      }
+    }
+  }
   // Dispatch is the CPU work of ops (and Python frames) that launch GPU work: a graph replays
   // their kernels without them. Host work that launches nothing (metrics on CPU tensors, data
   // preparation), the loop's own glue between ops, and any stretch of kLaunchFreeStretchNs or
@@ -488,7 +502,7 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
   // same time, without Python frames in the trace, has no op to call dispatch) stay.
   for (const auto& [key, span] : spans) {
     auto [a, e] = b.NodesIn(static_cast<int32_t>(key.second), span.first, span.second);
-    int64_t prev_launch_end = span.first;  // the span starts with a launch call
+    int64_t prev_launch_end = span.first;  // a launch call or its annotation starts the span
     int32_t next_launch = a;               // the first launch node at or after n
     for (int32_t n = a; n < e; ++n) {
       if (g.role[n] == NodeRole::kLaunch) {

@@ -64,14 +64,20 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
   // step, as its name id; else kBackward on a thread other than the steps', else kEager.
   constexpr int64_t kBackward = -1, kEager = -2;
   constexpr int64_t kClaimed = -3;  // inside a region TTA005 / TTA006 report
-  auto region_of = [&](int32_t launch_row, int32_t launch_node) -> int64_t {
+  // *annotation_row: that annotation's row (-1 for backward and eager ops).
+  auto region_of = [&](int32_t launch_row, int32_t launch_node,
+                       int32_t* annotation_row) -> int64_t {
     int64_t annotation = kEager;
+    *annotation_row = -1;
     for (int32_t p = ev.parent[launch_row], depth = 0; p >= 0 && depth < 4096;
          p = ev.parent[p], ++depth) {
       const uint8_t c = cls[ev.name[p]];
       if (c & kStep) break;
       if (claimed_region[p]) return kClaimed;
-      if (ev.kind[p] == EventKind::kUserAnnotation || (c & kOptimizer)) annotation = ev.name[p];
+      if (ev.kind[p] == EventKind::kUserAnnotation || (c & kOptimizer)) {
+        annotation = ev.name[p];
+        *annotation_row = p;
+      }
     }
     if (annotation != kEager) return annotation;
     return launch_node >= 0 && !g.lanes[g.LaneOf(launch_node)].main ? kBackward : kEager;
@@ -88,6 +94,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
   struct StepTally {
     Finding f;
     int64_t kernels = 0, kernel_ns = 0, op_ns = 0;
+    std::set<int32_t> annotations;  // the region's annotation rows in this step
     std::map<StringId, std::pair<int64_t, int64_t>> ops;  // op name -> (runs, CPU ns)
   };
   std::map<int64_t, std::map<int, StepTally>> regions;
@@ -99,7 +106,8 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     if (step < 0) continue;
     const int32_t launch_node =
         static_cast<size_t>(launch_row) < g.node_of_row.size() ? g.node_of_row[launch_row] : -1;
-    const int64_t key = region_of(launch_row, launch_node);
+    int32_t annotation_row = -1;
+    const int64_t key = region_of(launch_row, launch_node, &annotation_row);
     if (key == kClaimed) continue;
     auto& by_step = regions[key];
     auto it = by_step.find(step);
@@ -111,6 +119,12 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     }
     StepTally& t = it->second;
     t.f.rows.push_back(g.row[n]);
+    // An annotated region (an Optimizer.step, a record_function block) is captured whole: its
+    // row tells the what-if to take its CPU work before the first launch and after the last.
+    if (annotation_row >= 0 && !t.annotations.count(annotation_row)) {
+      t.annotations.insert(annotation_row);
+      t.f.rows.push_back(annotation_row);
+    }
     t.f.start_ns = std::min(t.f.start_ns, ev.ts[launch_row]);
     t.f.end_ns = std::max(t.f.end_ns, ev.end(g.row[n]));
     // The detector's measure: the CPU time of the launch calls (the replay costs the rest).

@@ -74,6 +74,40 @@ TEST_CASE("causal: Python work between launches is not dispatch that a graph rem
   CHECK(saving[1] == Approx(saving[0]).epsilon(0.05));
 }
 
+TEST_CASE("causal: an optimizer step is captured whole, its Python before the first launch too",
+          "[rules][causal][TTA017]") {
+  // Three steps, each an Optimizer.step annotation: 400 us of the optimizer's own Python (state
+  // set-up, no op, no launch), then 40 foreach ops of 10 us dispatch + 5 us launch for 6 us
+  // kernels. A graph or a compiled optimizer step replays none of that Python: the region's
+  // saving counted only from its first launch (about 400 us; 800 us with the preamble).
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    const double opt_start = cpu + 2;
+    cpu = opt_start + 400;
+    for (int k = 0; k < 40; ++k) {
+      t.Cpu("aten::_foreach_mul_", cpu, 17);
+      gpu.Kernel(t, "void at::native::multi_tensor_apply_kernel<FunctorMul>()", cpu + 10, 5, 3, 6);
+      cpu += 18;
+    }
+    t.Cpu("Optimizer.step#AdamW.step", opt_start, cpu - opt_start + 1, "user_annotation");
+    t.Runtime("cudaDeviceSynchronize", cpu + 2, std::max(1.0, gpu.free - cpu));
+    cpu = std::max(cpu + 3, gpu.free) + 5;
+    t.Step(s + 1, start, cpu - start);
+    cpu += 1;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA017", ExactWhatIfs());
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].cause_key == "the optimizer step");
+  CHECK(f[0].time_lost_us_per_step > 700);
+  CHECK(f[0].time_lost_us_per_step < 900);
+}
+
 TEST_CASE("causal: a backward thread bound by its dispatch is CPU-overhead-bound in backward",
           "[rules][causal][TTA017]") {
   // Each step: a short forward on the main thread, then autograd's thread (tid 2) runs 150
