@@ -65,6 +65,35 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
     // step, after the step's allocations: the next step's allocations refill what it emptied).
     int32_t emptied_by = emptied_last_step;
     emptied_last_step = -1;
+    // The first step calls empty_cache() as the next one does, which then allocates again: the
+    // step before it (warm-up, unprofiled) ran the same code, so the allocations before that call
+    // refill what it emptied, as in later steps.
+    auto empties_at = [&](uint32_t i, size_t step) {
+      const EventKind k = ev.kind[i];
+      if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+           k == EventKind::kPythonFunction) &&
+          IsEmptyCache(ctx.Name(i))) {
+        return true;
+      }
+      return IsLaunchKind(k) && IsAllocatorCall(ctx.RuntimeFlags(i)) && few_calls[step] &&
+             is_bare_free(i) && later_bare_frees;
+    };
+    if (s == 0 && ctx.steps().size() > 1) {
+      int32_t first = -1;
+      for (uint32_t i = lo; i < hi && first < 0; ++i) {
+        if (empties_at(i, 0)) first = static_cast<int32_t>(i);
+      }
+      const AnalysedStep& next = ctx.steps()[1];
+      auto [next_lo, next_hi] = ctx.RowsIn(next.start_ns, next.end_ns);
+      bool next_empties = false, next_allocates = false;
+      for (uint32_t i = next_lo; i < next_hi && first >= 0; ++i) {
+        next_empties = next_empties || empties_at(i, 1);
+        next_allocates =
+            next_allocates || (IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i)) &&
+                               !Contains(ctx.Name(i), "Free"));
+      }
+      if (next_empties && next_allocates) emptied_by = first;
+    }
     for (uint32_t i = lo; i < hi; ++i) {
       const std::string_view name = ctx.Name(i);
       const EventKind k = ev.kind[i];
