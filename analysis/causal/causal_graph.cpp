@@ -62,7 +62,15 @@ bool IsIdleWaitName(std::string_view n) {
   const bool stdlib_wait =
       (Contains(n, "threading.py(") || Contains(n, "queue.py(") || Contains(n, "selectors.py(")) &&
       (ends(": wait") || ends(": _wait_for_tstate_lock") || ends(": select") || ends(": get"));
-  return stdlib_wait || n == "<built-in function sleep>" ||
+  // A serving engine's I/O threads block in ZeroMQ or a pipe (vLLM's input and output socket
+  // threads): the blocking call is C code under the Python frame, which the tracer leaves out.
+  const bool ipc_wait =
+      (Contains(n, "zmq/sugar/poll.py(") || Contains(n, "zmq/sugar/socket.py(") ||
+       Contains(n, "multiprocessing/connection.py(")) &&
+      (ends(": poll") || ends(": _poll") || ends(": wait") || ends(": recv") ||
+       ends(": recv_multipart") || ends(": _recv") || ends(": recv_bytes") ||
+       ends(": _recv_bytes"));
+  return stdlib_wait || ipc_wait || n == "<built-in function sleep>" ||
          StartsWith(n, "<built-in method acquire of") ||
          StartsWith(n, "<built-in method poll of") || StartsWith(n, "<built-in method select of");
 }
