@@ -53,28 +53,6 @@ constexpr int64_t kBlockingKernelMinNs = 20000;
 constexpr double kBlockingLaunchShare = 0.8;
 constexpr int64_t kBlockingLaunchMin = 20;
 
-// A Python frame that blocks without working: a thread waiting on a condition, a lock, a
-// sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
-bool IsIdleWaitName(std::string_view n) {
-  auto ends = [&](std::string_view suffix) {
-    return n.size() >= suffix.size() && n.substr(n.size() - suffix.size()) == suffix;
-  };
-  const bool stdlib_wait =
-      (Contains(n, "threading.py(") || Contains(n, "queue.py(") || Contains(n, "selectors.py(")) &&
-      (ends(": wait") || ends(": _wait_for_tstate_lock") || ends(": select") || ends(": get"));
-  // A serving engine's I/O threads block in ZeroMQ or a pipe (vLLM's input and output socket
-  // threads): the blocking call is C code under the Python frame, which the tracer leaves out.
-  const bool ipc_wait =
-      (Contains(n, "zmq/sugar/poll.py(") || Contains(n, "zmq/sugar/socket.py(") ||
-       Contains(n, "multiprocessing/connection.py(")) &&
-      (ends(": poll") || ends(": _poll") || ends(": wait") || ends(": recv") ||
-       ends(": recv_multipart") || ends(": _recv") || ends(": recv_bytes") ||
-       ends(": _recv_bytes"));
-  return stdlib_wait || ipc_wait || n == "<built-in function sleep>" ||
-         StartsWith(n, "<built-in method acquire of") ||
-         StartsWith(n, "<built-in method poll of") || StartsWith(n, "<built-in method select of");
-}
-
 Cause GpuCause(EventKind k, std::string_view n) {
   if (k == EventKind::kMemcpy) return Cause::kMemcpy;
   if (k == EventKind::kMemset) return Cause::kMemset;
@@ -116,6 +94,27 @@ int32_t LastEndingBy(const CausalGraph& g, const CausalGraph::Lane& lane, int64_
 }
 
 }  // namespace
+
+// A Python frame that blocks without working: a thread waiting on a condition, a lock, a
+// sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
+bool IsIdleWaitName(std::string_view n) {
+  auto ends = [&](std::string_view suffix) {
+    return n.size() >= suffix.size() && n.substr(n.size() - suffix.size()) == suffix;
+  };
+  const bool stdlib_wait =
+      (Contains(n, "threading.py(") || Contains(n, "queue.py(") || Contains(n, "selectors.py(")) &&
+      (ends(": wait") || ends(": _wait_for_tstate_lock") || ends(": select") || ends(": get"));
+  // A serving engine's I/O threads block in ZeroMQ or a pipe (vLLM's input and output socket
+  // threads): the blocking call is C code under the Python frame, which the tracer leaves out.
+  const bool ipc_wait = (Contains(n, "zmq/sugar/poll.py(") || Contains(n, "zmq/sugar/socket.py(") ||
+                         Contains(n, "multiprocessing/connection.py(")) &&
+                        (ends(": poll") || ends(": _poll") || ends(": wait") || ends(": recv") ||
+                         ends(": recv_multipart") || ends(": _recv") || ends(": recv_bytes") ||
+                         ends(": _recv_bytes"));
+  return stdlib_wait || ipc_wait || n == "<built-in function sleep>" ||
+         StartsWith(n, "<built-in method acquire of") ||
+         StartsWith(n, "<built-in method poll of") || StartsWith(n, "<built-in method select of");
+}
 
 const char* CauseName(Cause c) {
   static const char* kNames[] = {"gpu-matmul",   "gpu-kernel", "communication", "memcpy",

@@ -98,6 +98,9 @@ constexpr double kFirstCallRatio = 10.0;
 constexpr int64_t kFirstCallAloneNs = 50000000;
 constexpr int64_t kLibraryFirstCallNs = 5000000;
 constexpr int64_t kOneTimeAllocatorCallNs = 20000000;
+// A Python frame that blocks without working: a thread waiting on a condition, a lock, a sleep,
+// a selector, a socket or a pipe (the wait itself is C code the tracer leaves out).
+bool IsIdleWaitName(std::string_view n);
 // An op enclosing this many ops, or this many different ones, is a region (a record_function
 // written as an op), never a first call itself.
 constexpr int kRegionMinChildOps = 16;

@@ -134,7 +134,10 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
         const auto [typical, runs] = usual_of(ev.name[python]);
         // Only for calls that are always tiny (an attribute lookup, a small built-in): those
         // whose work grows with their arguments (a file write, a module call) vary for real.
-        const bool stall = runs >= 5 && typical < 10000 && ev.dur[python] >= 1000000 &&
+        // A blocking wait (a lock, a queue, a socket) is the thread waiting for another thread
+        // or process to hand it work, however tiny its usual runs.
+        const bool waits = IsIdleWaitName(ctx.Name(python));
+        const bool stall = !waits && runs >= 5 && typical < 10000 && ev.dur[python] >= 1000000 &&
                            ev.dur[python] >= 1000 * std::max<int64_t>(typical, 1);
         AddText(&f, "cpu_op",
                 "Python outside any torch op: " +
@@ -142,7 +145,9 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
                                  std::to_string(runs) + " runs usually take " +
                                  FormatNumber("%.1f us", typical / 1000.0) +
                                  ": a garbage-collection pause or the OS)"
-                           : PythonCallName(ctx.Name(python))) +
+                     : waits ? "a wait in " + PythonCallName(ctx.Name(python)) +
+                                   " for another thread or process to hand over work"
+                             : PythonCallName(ctx.Name(python))) +
                     (from.empty() ? "" : ", called from " + from));
         AddText(&f, "python_call", PythonCallName(ctx.Name(python)));
         AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
