@@ -100,10 +100,7 @@ TEST_CASE("causal: an optimizer step is captured whole, its Python before the fi
       cpu += 18;
     }
     t.Cpu("Optimizer.step#AdamW.step", opt_start, cpu - opt_start + 1, "user_annotation");
-    t.Runtime("cudaDeviceSynchronize", cpu + 2, std::max(1.0, gpu.free - cpu));
-    cpu = std::max(cpu + 3, gpu.free) + 5;
-    t.Step(s + 1, start, cpu - start);
-    cpu += 1;
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu + 2);
   }
   auto trace = t.Load();
   auto f = FindingsWithCode(*trace, "TTA017", ExactWhatIfs());
