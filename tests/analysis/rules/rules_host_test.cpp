@@ -336,9 +336,9 @@ TEST_CASE("TTA008: a call far longer than its usual runs is named as a stall ins
   // A lock's acquire() is as tiny whenever the lock is free, but 5 ms in it is a wait for the
   // thread or process that holds it (a serving engine's loop waiting for its next request),
   // not a garbage-collection pause.
-  TinyTrace w = TrainingLoop(0, false, /*cpu_gap_us=*/5000, {}, false, 1500,
-                             "<built-in method acquire of _thread.lock object at 0x7f22>",
-                             "python_function");
+  TinyTrace w =
+      TrainingLoop(0, false, /*cpu_gap_us=*/5000, {}, false, 1500,
+                   "<built-in method acquire of _thread.lock object at 0x7f22>", "python_function");
   for (int k = 0; k < 20; ++k)
     w.Cpu("<built-in method acquire of _thread.lock object at 0x7f22>", 990 - k * 2, 1,
           "python_function");
