@@ -57,6 +57,21 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
     few_calls[s] = calls <= kFewAllocatorCalls;
     later_bare_frees = later_bare_frees || (few_calls[s] && bare);
   }
+  // Recorded without Python frames, torch.cuda.empty_cache() leaves only its cudaFree, outside
+  // any op. In a steady-state step the caching allocator frees device memory nowhere else (but
+  // when an allocation fails and it releases its cache to retry), so such a free stands for it,
+  // and the allocations that refill the cache are its cost too.
+  auto bare_free_at = [&](uint32_t i, size_t step) {
+    return IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i)) && few_calls[step] &&
+           is_bare_free(i) && (step > 0 || later_bare_frees);
+  };
+  auto empty_cache_at = [&](uint32_t i, size_t step) {
+    const EventKind k = ev.kind[i];
+    return ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+             k == EventKind::kPythonFunction) &&
+            IsEmptyCache(ctx.Name(i))) ||
+           bare_free_at(i, step);
+  };
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
@@ -68,26 +83,16 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
     // The first step calls empty_cache() as the next one does, which then allocates again: the
     // step before it (warm-up, unprofiled) ran the same code, so the allocations before that call
     // refill what it emptied, as in later steps.
-    auto empties_at = [&](uint32_t i, size_t step) {
-      const EventKind k = ev.kind[i];
-      if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
-           k == EventKind::kPythonFunction) &&
-          IsEmptyCache(ctx.Name(i))) {
-        return true;
-      }
-      return IsLaunchKind(k) && IsAllocatorCall(ctx.RuntimeFlags(i)) && few_calls[step] &&
-             is_bare_free(i) && later_bare_frees;
-    };
     if (s == 0 && ctx.steps().size() > 1) {
       int32_t first = -1;
       for (uint32_t i = lo; i < hi && first < 0; ++i) {
-        if (empties_at(i, 0)) first = static_cast<int32_t>(i);
+        if (empty_cache_at(i, 0)) first = static_cast<int32_t>(i);
       }
       const AnalysedStep& next = ctx.steps()[1];
       auto [next_lo, next_hi] = ctx.RowsIn(next.start_ns, next.end_ns);
       bool next_empties = false, next_allocates = false;
       for (uint32_t i = next_lo; i < next_hi && first >= 0; ++i) {
-        next_empties = next_empties || empties_at(i, 1);
+        next_empties = next_empties || empty_cache_at(i, 1);
         next_allocates =
             next_allocates || (IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i)) &&
                                !Contains(ctx.Name(i), "Free"));
@@ -96,18 +101,9 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
     }
     for (uint32_t i = lo; i < hi; ++i) {
       const std::string_view name = ctx.Name(i);
-      const EventKind k = ev.kind[i];
       const bool alloc = IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i));
-      // Recorded without Python frames, torch.cuda.empty_cache() leaves only its cudaFree, outside
-      // any op. In a steady-state step the caching allocator frees device memory nowhere else
-      // (but when an allocation fails and it releases its cache to retry), so such a free stands
-      // for it, and the allocations that refill the cache are its cost too.
-      const bool bare_free =
-          alloc && few_calls[s] && is_bare_free(i) && (s > 0 || later_bare_frees);
-      const bool empty_cache = ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
-                                 k == EventKind::kPythonFunction) &&
-                                IsEmptyCache(name)) ||
-                               bare_free;
+      const bool bare_free = bare_free_at(i, s);
+      const bool empty_cache = empty_cache_at(i, s);
       if (!empty_cache && !alloc) continue;
       // The first step's allocations warm the cache up, except those that refill it after an
       // explicit empty_cache(), which is never warm-up.
