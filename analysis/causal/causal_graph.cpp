@@ -98,19 +98,18 @@ int32_t LastEndingBy(const CausalGraph& g, const CausalGraph::Lane& lane, int64_
 // A Python frame that blocks without working: a thread waiting on a condition, a lock, a
 // sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
 bool IsIdleWaitName(std::string_view n) {
-  auto ends = [&](std::string_view suffix) {
-    return n.size() >= suffix.size() && n.substr(n.size() - suffix.size()) == suffix;
-  };
   const bool stdlib_wait =
       (Contains(n, "threading.py(") || Contains(n, "queue.py(") || Contains(n, "selectors.py(")) &&
-      (ends(": wait") || ends(": _wait_for_tstate_lock") || ends(": select") || ends(": get"));
+      (EndsWith(n, ": wait") || EndsWith(n, ": _wait_for_tstate_lock") || EndsWith(n, ": select") ||
+       EndsWith(n, ": get"));
   // A serving engine's I/O threads block in ZeroMQ or a pipe (vLLM's input and output socket
   // threads): the blocking call is C code under the Python frame, which the tracer leaves out.
-  const bool ipc_wait = (Contains(n, "zmq/sugar/poll.py(") || Contains(n, "zmq/sugar/socket.py(") ||
-                         Contains(n, "multiprocessing/connection.py(")) &&
-                        (ends(": poll") || ends(": _poll") || ends(": wait") || ends(": recv") ||
-                         ends(": recv_multipart") || ends(": _recv") || ends(": recv_bytes") ||
-                         ends(": _recv_bytes"));
+  const bool ipc_wait =
+      (Contains(n, "zmq/sugar/poll.py(") || Contains(n, "zmq/sugar/socket.py(") ||
+       Contains(n, "multiprocessing/connection.py(")) &&
+      (EndsWith(n, ": poll") || EndsWith(n, ": _poll") || EndsWith(n, ": wait") ||
+       EndsWith(n, ": recv") || EndsWith(n, ": recv_multipart") || EndsWith(n, ": _recv") ||
+       EndsWith(n, ": recv_bytes") || EndsWith(n, ": _recv_bytes"));
   return stdlib_wait || ipc_wait || n == "<built-in function sleep>" ||
          StartsWith(n, "<built-in method acquire of") ||
          StartsWith(n, "<built-in method poll of") || StartsWith(n, "<built-in method select of");

@@ -485,8 +485,7 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
   // the launches inside them to the whole annotation: a graph or a compiled region replays none
   // of its Python before the first launch or after the last.
   for (int32_t r : rows) {
-    if (b.NodeOfRow(r) >= 0 && g.role[b.NodeOfRow(r)] == NodeRole::kGpu) continue;
-    if (!b.IsCpuRegion(r)) continue;
+    if (!b.IsCpuRegion(r)) continue;  // the region's kernels, above
     const int64_t lo = trace.events.ts[r], hi = trace.events.end(r);
     for (auto& [key, span] : spans) {
       if (span.first < hi && span.second > lo) {

@@ -29,6 +29,10 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("allocator_churn_share", 0.005);
   int32_t emptied_last_step = -1;  // the previous step's last empty_cache(), -1
+  // A runtime call of the device allocator (cudaMalloc, cudaFree, hipMalloc, ...).
+  auto is_allocator_call = [&](size_t i) {
+    return IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i));
+  };
   // A device free outside any op (user annotations aside).
   auto is_bare_free = [&](size_t i) {
     const std::string_view name = ctx.Name(i);
@@ -50,7 +54,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
     int calls = 0;
     bool bare = false;
     for (uint32_t i = lo; i < hi && calls <= kFewAllocatorCalls; ++i) {
-      if (!IsLaunchKind(ev.kind[i]) || !IsAllocatorCall(ctx.RuntimeFlags(i))) continue;
+      if (!is_allocator_call(i)) continue;
       ++calls;
       bare = bare || (s > 0 && is_bare_free(i));
     }
@@ -62,8 +66,8 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
   // when an allocation fails and it releases its cache to retry), so such a free stands for it,
   // and the allocations that refill the cache are its cost too.
   auto bare_free_at = [&](uint32_t i, size_t step) {
-    return IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i)) && few_calls[step] &&
-           is_bare_free(i) && (step > 0 || later_bare_frees);
+    return is_allocator_call(i) && few_calls[step] && is_bare_free(i) &&
+           (step > 0 || later_bare_frees);
   };
   auto empty_cache_at = [&](uint32_t i, size_t step) {
     const EventKind k = ev.kind[i];
@@ -93,15 +97,13 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       bool next_empties = false, next_allocates = false;
       for (uint32_t i = next_lo; i < next_hi && first >= 0; ++i) {
         next_empties = next_empties || empty_cache_at(i, 1);
-        next_allocates =
-            next_allocates || (IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i)) &&
-                               !Contains(ctx.Name(i), "Free"));
+        next_allocates = next_allocates || (is_allocator_call(i) && !Contains(ctx.Name(i), "Free"));
       }
       if (next_empties && next_allocates) emptied_by = first;
     }
     for (uint32_t i = lo; i < hi; ++i) {
       const std::string_view name = ctx.Name(i);
-      const bool alloc = IsLaunchKind(ev.kind[i]) && IsAllocatorCall(ctx.RuntimeFlags(i));
+      const bool alloc = is_allocator_call(i);
       const bool bare_free = bare_free_at(i, s);
       const bool empty_cache = empty_cache_at(i, s);
       if (!empty_cache && !alloc) continue;
@@ -139,8 +141,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
         AccumulateNumber(&f, "bare_frees", 1);
       } else if (empty_cache) {
         for (uint32_t j = i + 1; j < hi && ev.ts[j] < ev.end(i); ++j) {
-          if (ev.track[j] == ev.track[i] && IsLaunchKind(ev.kind[j]) &&
-              IsAllocatorCall(ctx.RuntimeFlags(j))) {
+          if (ev.track[j] == ev.track[i] && is_allocator_call(j)) {
             ++calls;
             AddEvent(&f, std::string(ctx.Name(j)), 1, Us(ev.dur[j]));
           }
