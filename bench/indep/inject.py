@@ -44,7 +44,7 @@ Usage: inject.py --base TRACE --kind KIND --level L --out OUT.json.gz   (L: 0..2
        deviceProperties)
 Prints one JSON line: kind, level, truth_us_per_step, step_us, steps.
 """
-import argparse, bisect, gzip, json, sys
+import argparse, bisect, gzip, json, math, sys
 
 GPU_CATS = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
 RUNTIME_CATS = {"cuda_runtime", "Runtime", "cuda_driver"}
@@ -172,7 +172,11 @@ def plan(base, kind, level):
             d = [10.0, 30.0, 100.0][level]
             for k in top:
                 if base.launches_inside(k):
-                    injections.append(Injection(k["ts"] + 0.001, "grow", dur=d))
+                    # Just after the op's start: the next representable time (epoch-based
+                    # microsecond stamps near 1.6e15 step by 0.25 us; ts + 0.001 would round
+                    # back to ts and put the time before the op instead of inside it).
+                    t = max(k["ts"] + 0.001, math.nextafter(float(k["ts"]), math.inf))
+                    injections.append(Injection(t, "grow", dur=d))
         elif kind == "samesize":
             dur = [0.05, 0.2, 0.5][level] * mean_step
             nbytes = int(dur * 1e-6 * PAGEABLE_BW)

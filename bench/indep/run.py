@@ -6,7 +6,8 @@ injected), runs ttap on both and reports, per category:
   recall    the category's code at warning or above (and at any severity) on costly injections
             (truth >= 2% of the step)
   cost      that finding's saving per step against the truth, within x1.5 (less the clean
-            copy's finding of the code, where the base has the cause already)
+            copy's finding of the code, where the base has the cause already; where the code
+            has several findings, their sum less the clean copy's sum)
   quiet     harmless injections (truth < 1% of the step): no new finding at warning or above
   AUC       paired: the injected copy's trace_score above its clean copy's (ties count half)
   misnamed  a code that misnames the injection (FORBIDDEN: a one-time start-up as TTA013 or
@@ -125,8 +126,15 @@ def main():
         sev = best["severity"] if best else "-"
         est = best["time_lost_us_per_step"] if best else 0.0
         # A base that has the cause already (a DataLoader stall of its own): the finding covers
-        # both, the truth only the injection; the clean copy's finding is taken off.
-        pre = max((f["time_lost_us_per_step"] for f in cl["findings"] if f["code"] in codes), default=0.0)
+        # both, the truth only the injection; the clean copy's finding is taken off. A code
+        # with one finding per region (TTA017: forward, backward, the step's eager ops) spreads
+        # an injection over its regions: its findings' sum is compared with the clean copy's.
+        if best and len(match) > 1:
+            est = sum(f["time_lost_us_per_step"] for f in match)
+            pre = sum(f["time_lost_us_per_step"] for f in cl["findings"] if f["code"] in codes)
+        else:
+            pre = max((f["time_lost_us_per_step"] for f in cl["findings"] if f["code"] in codes),
+                      default=0.0)
         est = max(0.0, est - pre) if best else 0.0
         ratio = est / truth if truth > 0 else float("nan")
         warn = [f for f in res["findings"] if RANK[f["severity"]] >= 2]
