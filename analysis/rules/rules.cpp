@@ -65,6 +65,47 @@ Severity SeverityFor(double share, const RuleOptions& o) {
 std::string Pct(double share) { return FormatPercent(share); }
 std::string Ms(double us) { return FormatMs(us); }
 
+// The profiler's own recording cost inside a finding's CPU rows (ops, annotations, Python calls):
+// the ops and Python calls recorded under each outermost one, at what the what-if takes out for
+// each (ProfilerCost), at most 90% of the row's time (as TakeOutProfilerCost leaves a tenth).
+// *recorded: how many; *span_ns: the rows' time. Scans at most |*budget| rows (shared by the
+// findings of a run).
+int64_t RecordedCostUnder(const Trace& trace, const Finding& f, const ProfilerCost& cost,
+                          size_t* recorded, int64_t* span_ns, size_t* budget) {
+  const EventTable& ev = trace.events;
+  auto cpu_row = [&](int32_t r) {
+    const EventKind k = ev.kind[r];
+    return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+           k == EventKind::kPythonFunction;
+  };
+  const std::set<int32_t> rows(f.rows.begin(), f.rows.end());
+  int64_t total = 0;
+  for (int32_t r : rows) {
+    if (r < 0 || static_cast<size_t>(r) >= ev.size() || !cpu_row(r)) continue;
+    bool nested = false;  // under another of the rows: counted with it
+    for (int32_t p = ev.parent[r], d = 0; p >= 0 && d < 256 && !nested; p = ev.parent[p], ++d) {
+      nested = rows.count(p) > 0;
+    }
+    if (nested) continue;
+    int64_t under = 0;
+    for (size_t i = static_cast<size_t>(r) + 1; i < ev.size() && ev.ts[i] < ev.end(r); ++i) {
+      if (*budget == 0) return total;
+      --*budget;
+      if (ev.track[i] != ev.track[r]) continue;
+      if (ev.kind[i] == EventKind::kCpuOp) {
+        under += cost.per_op_ns;
+        ++*recorded;
+      } else if (ev.kind[i] == EventKind::kPythonFunction) {
+        under += cost.per_frame_ns;
+        ++*recorded;
+      }
+    }
+    total += std::min<int64_t>(under, static_cast<int64_t>(ev.dur[r] * 0.9));
+    *span_ns += ev.dur[r];
+  }
+  return total;
+}
+
 // Merges raw per-step findings of one cause.
 Finding Merge(std::vector<Finding>& group, const RuleContext& ctx) {
   Finding out = group.front();
@@ -155,6 +196,8 @@ std::string FindingMessage(const Finding& f) {
           : "";
   // What the fix saves on this run (what_if.h), or why it saves little.
   std::string note = TextOf(f, "saving_note");
+  // Why it saves less than was measured: the profiler recorded it at a cost (RunRules).
+  const std::string recording = TextOf(f, "recording_note");
   // A symptom of another finding's cause claims only what it adds once that cause is fixed.
   const std::string symptom_of = TextOf(f, "symptom_of");
   if (!symptom_of.empty()) {
@@ -164,12 +207,13 @@ std::string FindingMessage(const Finding& f) {
   }
   const std::string saving =
       !spec || spec->plan.model == FixModel::kNone ? ""
-      : note.empty() ? std::string(idle_time ? whole_run ? "; moving that work out of the run"
-                                                         : "; moving that work out of the step"
-                                             : "; a fix") +
-                           " saves " + per_step + " (" + share +
-                           (whole_run ? " of the run" : " of the step") + after_text + ")"
-                     : "; a fix saves " + per_step + " (" + note + ")";
+      : note.empty()
+          ? std::string(idle_time ? whole_run ? "; moving that work out of the run"
+                                              : "; moving that work out of the step"
+                                  : "; a fix") +
+                " saves " + per_step + " (" + share + (whole_run ? " of the run" : " of the step") +
+                after_text + (recording.empty() ? "" : "; " + recording) + ")"
+          : "; a fix saves " + per_step + " (" + note + ")";
   if (spec && spec->message) return spec->message(f, detected, saving);
   std::string text = info ? info->summary : f.name;
   std::string detail = TextOf(f, "detail");  // a detector's own words, with its numbers
@@ -328,6 +372,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   const double gpu_share =
       all.total() > 0 ? static_cast<double>(all.gpu_ns()) / static_cast<double>(all.total()) : 0.0;
   const size_t analysed_steps = result.time.steps.size();
+  size_t scan_budget = size_t{1} << 24;  // RecordedCostUnder's rows, for all findings together
   auto incomplete = [](const Finding& f) {
     const RuleSpec* spec = FindRuleSpec(f.code);
     return spec && spec->marks_trace_incomplete;
@@ -356,11 +401,36 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
       f.message = FindingMessage(f);
       continue;
     }
+    // A saving under half of what the detector measured, where most of that is the profiler
+    // recording the calls inside it (with_stack=True records every Python call): the run
+    // without the profiler pays little of it, and a finding it keeps at info or below says so.
+    std::string recording;
+    if (result.profiler_overhead_ns > 0 && f.severity >= Severity::kInfo &&
+        f.time_lost_us_per_step < 0.5 * Num(f, "detected_us_per_step")) {
+      size_t recorded = 0;
+      int64_t span_ns = 0;
+      const int64_t recording_ns =
+          RecordedCostUnder(trace, f, profiler_cost, &recorded, &span_ns, &scan_budget);
+      if (span_ns > 0 && recording_ns * 2 >= span_ns) {
+        recording =
+            "most of its recorded time is the profiler's own: recording the " +
+            std::to_string(recorded) + " ops and Python calls inside it takes " +
+            (recording_ns * 10 >= span_ns * 9 - span_ns / 100
+                 ? std::string("nearly all of it")
+                 : "about " +
+                       Pct(static_cast<double>(recording_ns) / static_cast<double>(span_ns)) +
+                       " of it") +
+            ", which the run without the profiler does not pay";
+      }
+    }
     if (f.severity == Severity::kHint) {
-      std::string note = gpu_share >= 0.5 ? "GPU-bound: the GPU computes " + Pct(gpu_share) +
-                                                " of the critical path, so this costs little here"
-                                          : "other work on the critical path hides it";
+      std::string note = !recording.empty() ? recording
+                         : gpu_share >= 0.5 ? "GPU-bound: the GPU computes " + Pct(gpu_share) +
+                                                  " of the critical path, so this costs little here"
+                                            : "other work on the critical path hides it";
       if (f.evidence.count("symptom_of") == 0) f.evidence["saving_note"] = {false, 0, note};
+    } else if (!recording.empty()) {
+      f.evidence["recording_note"] = {false, 0, recording};
     }
     f.message = FindingMessage(f);
   }

@@ -134,6 +134,34 @@ TEST_CASE("TTA001: the threshold is configurable", "[rules][TTA001]") {
   CHECK(FindingsWithCode(*trace, "TTA001", o).empty());
 }
 
+TEST_CASE("TTA001: data loading that is mostly the profiler recording it says so",
+          "[rules][TTA001]") {
+  // 1.2 ms of data loading per step, recorded with with_stack=True: 600 Python calls of 2 us
+  // each inside it (a batch received from workers call by call), about what the profiler
+  // takes to record each. Without the profiler the load is short: the finding says why.
+  TinyTrace t = TrainingLoop(/*load_us=*/1200);
+  for (int s = 0; s < 3; ++s) {
+    const double load_start = 1000 + 2 + s * (1200 + 5 + 10 + 3000 + 50) + 1;
+    for (int k = 0; k < 590; ++k) {
+      t.Python("multiprocessing/connection.py", 400, "_recv", load_start + 2 * k, 1.8);
+    }
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA001");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].severity == ttap::Severity::kInfo);
+  CHECK(f[0].time_lost_us_per_step < 200);
+  CHECK(f[0].message.find("the profiler's own: recording the 1770 ops and Python calls") !=
+        std::string::npos);
+  // The same load without the calls recorded inside it is the loop's own: a warning at least.
+  auto plain = TrainingLoop(/*load_us=*/1200).Load();
+  auto g = FindingsWithCode(*plain, "TTA001");
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].severity >= ttap::Severity::kWarning);
+  CHECK(g[0].message.find("profiler's own") == std::string::npos);
+}
+
 TEST_CASE("TTA002: .item() in the loop drains the GPU", "[rules][TTA002]") {
   auto trace = TrainingLoop(0, /*sync_after_forward=*/true).Load();
   auto f = FindingsWithCode(*trace, "TTA002");
