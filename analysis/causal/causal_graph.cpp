@@ -375,7 +375,14 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       // small casts, is steady-state work, not a first call. (Within the first step, first
       // calls of other shapes may cost as much: a cold step sets up each layer.)
       if (r.longest_later * 2 >= d) continue;
-      if (static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical) &&
+      // A math library's first call that the GPU idles through (cuDNN / cuBLAS handles and
+      // workspaces, an algorithm search) at twice its later runs or more: in a cold forward
+      // those later runs set up their own shapes and are slow too, so the ratio alone misses it.
+      const bool library_setup = d >= kLibraryFirstCallNs && d >= 2 * typical &&
+                                 IsMathLibraryOp(trace.Name(r.first)) &&
+                                 gpu_idle_through(r.first) && launches_gpu(r.first);
+      if ((static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical) ||
+           library_setup) &&
           !is_region(r.first)) {
         out.push_back({r.first, typical});
       }

@@ -416,6 +416,46 @@ TEST_CASE("causal: a record_function written as an op is a region, not a first c
   }
 }
 
+TEST_CASE("causal: a cold forward's first convolution sets up cuDNN: cold start, not idle time",
+          "[rules][causal][TTA015]") {
+  // One forward, no steps (an RTX 3060 CNN's first call): the first aten::cudnn_convolution runs
+  // 40 ms with the GPU idle (cuDNN's handle and workspace: a 9 ms cudaFree inside it) before
+  // its kernel; the second, another shape, is cold too at 8 ms (5 ms of lazy launches), so the
+  // first is "only" 5x it. Then 10 elementwise ops. It was TTA008 "the GPU idles while the CPU
+  // runs model_inference" and TTA013 "allocator calls in steady-state steps".
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3060", 8, 6);
+  StreamClock gpu;
+  const double start = 1000;
+  double cpu = start + 10;
+  t.Cpu("aten::cudnn_convolution", cpu, 40000);
+  t.Runtime("cudaFree", cpu + 5000, 9000);
+  gpu.Kernel(t, "implicit_convolve_sgemm", cpu + 39900, 20, 5, 300);
+  cpu += 40010;
+  t.Cpu("aten::cudnn_convolution", cpu, 8000);
+  gpu.Kernel(t, "implicit_convolve_sgemm", cpu + 2900, 5000, 5, 300);
+  cpu += 8010;
+  for (int k = 0; k < 10; ++k) {
+    t.Cpu("aten::relu", cpu, 30);
+    gpu.Kernel(t, "vectorized_elementwise_kernel", cpu + 20, 5, 3, 20);
+    cpu += 31;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, gpu.free - cpu + 3);
+  t.Cpu("model_inference", start, gpu.free + 10 - start, "user_annotation");
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA015");
+  CHECK(FindingsWithCode(*trace, "TTA013").empty());
+  for (const auto& f : FindingsWithCode(*trace, "TTA008")) {
+    INFO(f.message);
+    CHECK(f.severity >= ttap::Severity::kInfo);
+  }
+  const auto& cp = all.time.overall.ns;
+  CHECK(cp[static_cast<int>(ttap::Cause::kColdStart)] >= 40000000);
+}
+
 TEST_CASE("causal: launches and blocking copies without GPU activity are not launch overhead",
           "[rules][causal][TTA016]") {
   // WSL-style trace: per step, 12 ops' cudaLaunchKernel calls and a blocking 400 us
