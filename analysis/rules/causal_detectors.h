@@ -108,10 +108,22 @@ inline std::map<int, Finding> CallsByStep(const RuleContext& ctx, const CausalGr
     f.occurrences.emplace_back(ev.ts[row], ev.end(row));
     f.start_ns = std::min(f.start_ns, ev.ts[row]);
     f.end_ns = std::max(f.end_ns, ev.end(row));
-    f.per_step[0].second += ev.dur[row] / 1000.0;
-    AccumulateNumber(&f, "calls", 1);
-    AccumulateNumber(&f, "call_us", ev.dur[row] / 1000.0);
-    AddEvent(&f, std::string(ctx.Name(row)), 1, ev.dur[row] / 1000.0);
+  }
+  // The counts and times: each call once, a call inside another of the step's (a first call's
+  // lazy launch) with it.
+  for (auto& [step, f] : by_step) {
+    const std::set<int32_t> rows(f.rows.begin(), f.rows.end());
+    for (int32_t row : f.rows) {
+      bool nested = false;
+      for (int32_t p = ev.parent[row], d = 0; p >= 0 && d < 256 && !nested; p = ev.parent[p], ++d) {
+        nested = rows.count(p) > 0;
+      }
+      if (nested) continue;
+      f.per_step[0].second += ev.dur[row] / 1000.0;
+      AccumulateNumber(&f, "calls", 1);
+      AccumulateNumber(&f, "call_us", ev.dur[row] / 1000.0);
+      AddEvent(&f, std::string(ctx.Name(row)), 1, ev.dur[row] / 1000.0);
+    }
   }
   for (auto& [step, f] : by_step) {
     std::sort(

@@ -447,6 +447,9 @@ TEST_CASE("causal: a cold forward's first convolution sets up cuDNN: cold start,
   REQUIRE(!all.findings.empty());
   INFO(all.findings.front().message);
   CHECK(all.findings.front().code == "TTA015");
+  // Each call once: the first convolution (its cudaFree with it) and the second's lazy launch.
+  CHECK(all.findings.front().message.find("2 call(s)") != std::string::npos);
+  CHECK(all.findings.front().message.find("(45.0 ms,") != std::string::npos);
   CHECK(FindingsWithCode(*trace, "TTA013").empty());
   for (const auto& f : FindingsWithCode(*trace, "TTA008")) {
     INFO(f.message);
