@@ -670,7 +670,12 @@ class GraphBuilder {
           // Under CUDA_LAUNCH_BLOCKING a launch waits for its kernel, as a sync would (the
           // wait is the kernel's time, not a lazy load).
           const bool blocks = launches_block && BlocksOnKernel(static_cast<uint32_t>(r));
-          if ((cls & kNameCold) || one_time_alloc || stack.back().capture ||
+          // A launch of a millisecond or more with the GPU idle is listed as a first call (a
+          // lazy module load) even where the run has too few warm launches for cold_launch_ns.
+          const bool first_call_launch =
+              ev.link[r] >= 0 && std::binary_search(first_call_rows.begin(), first_call_rows.end(),
+                                                    static_cast<uint32_t>(r));
+          if ((cls & kNameCold) || one_time_alloc || stack.back().capture || first_call_launch ||
               (!blocks && ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns &&
                !WaitsForItsCopy(static_cast<uint32_t>(r)))) {
             cause = Cause::kColdStart;
@@ -831,8 +836,13 @@ class GraphBuilder {
         if (launch < 0) continue;
         const int64_t prev_end = k > 0 ? ev.end(rows[k - 1]) : kNoTime;
         if (waited_for_launch(launch, prev_end, ev.ts[r])) {
+          // A one-time lazy launch (a listed first call) says nothing of the usual latency.
           const int64_t lat = ev.ts[r] - g.obs_start[launch];
-          if (lat >= 0 && lat_free.size() < 200000) lat_free.push_back(lat);
+          if (lat >= 0 && lat_free.size() < 200000 &&
+              !std::binary_search(first_call_rows.begin(), first_call_rows.end(),
+                                  static_cast<uint32_t>(ev.link[r]))) {
+            lat_free.push_back(lat);
+          }
         } else if (ev.ts[r] >= prev_end && ev.ts[r] - prev_end <= kLongStreamGapNs &&
                    natural_gaps.size() < 200000) {
           natural_gaps.push_back(ev.ts[r] - prev_end);

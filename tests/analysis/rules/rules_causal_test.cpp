@@ -459,6 +459,32 @@ TEST_CASE("causal: a cold forward's first convolution sets up cuDNN: cold start,
   CHECK(cp[static_cast<int>(ttap::Cause::kColdStart)] >= 40000000);
 }
 
+TEST_CASE("causal: a lazy first launch in a run of few launches is cold start",
+          "[rules][causal][TTA015]") {
+  // A TensorRT engine's first call (an RTX 3060): no ops recorded, two launches; the first
+  // takes 1.8 ms with the GPU idle (its module loads), the second 330 us. With so few launches
+  // the median launch was slow, so the lazy one passed as launch overhead (54% of the run) and
+  // its latency as the usual one: TTA015 saved 0.3 ms of its 1.8.
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3060", 8, 6);
+  StreamClock gpu;
+  const double start = 1000;
+  double cpu = start + 1300;
+  gpu.Kernel(t, "copyPackedKernel", cpu, 1800, 3, 4);
+  cpu += 1850;
+  gpu.Kernel(t, "nhwcTonchw", cpu, 330, 3, 5);
+  cpu += 340;
+  t.Runtime("cudaStreamSynchronize", cpu + 250, 9);
+  t.Cpu("model_inference", start, cpu + 300 - start, "user_annotation");
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA015");
+  CHECK(all.findings.front().time_lost_us_per_step >= 1400);
+  CHECK(all.time.overall.ns[static_cast<int>(ttap::Cause::kColdStart)] >= 1700000);
+}
+
 TEST_CASE("causal: launches and blocking copies without GPU activity are not launch overhead",
           "[rules][causal][TTA016]") {
   // WSL-style trace: per step, 12 ops' cudaLaunchKernel calls and a blocking 400 us
