@@ -371,6 +371,11 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   const StepAttribution& all = result.time.overall;
   const double gpu_share =
       all.total() > 0 ? static_cast<double>(all.gpu_ns()) / static_cast<double>(all.total()) : 0.0;
+  const double compute_share =
+      all.total() > 0 ? static_cast<double>(all.ns[static_cast<int>(Cause::kGpuMatmul)] +
+                                            all.ns[static_cast<int>(Cause::kGpuKernel)]) /
+                            static_cast<double>(all.total())
+                      : 0.0;
   const size_t analysed_steps = result.time.steps.size();
   size_t scan_budget = size_t{1} << 24;  // RecordedCostUnder's rows, for all findings together
   auto incomplete = [](const Finding& f) {
@@ -424,10 +429,27 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
       }
     }
     if (f.severity == Severity::kHint) {
-      std::string note = !recording.empty() ? recording
-                         : gpu_share >= 0.5 ? "GPU-bound: the GPU computes " + Pct(gpu_share) +
-                                                  " of the critical path, so this costs little here"
-                                            : "other work on the critical path hides it";
+      // Why it saves little: a fix that makes kernels faster (tensor cores, fewer conversions)
+      // saves little where those kernels are a small part of the path; a host-side fix, where
+      // the GPU's computing (or its communication and copies) holds the path.
+      const FixModel model = spec ? spec->plan.model : FixModel::kNone;
+      const bool faster_kernels =
+          model == FixModel::kTensorCores || model == FixModel::kRemoveConversions;
+      const bool communication = model == FixModel::kOverlapCommunication ||
+                                 model == FixModel::kBucketCollectives ||
+                                 model == FixModel::kPeersOnTime;
+      const bool copies = model == FixModel::kPinnedNonBlocking ||
+                          model == FixModel::kBatchCopies || model == FixModel::kKeepOnDevice;
+      std::string note =
+          !recording.empty()              ? recording
+          : faster_kernels                ? "these kernels are a small part of the critical path"
+          : communication                 ? "the step has little compute to hide it behind"
+          : copies && compute_share < 0.5 ? "other work on the critical path hides it"
+          : compute_share >= 0.5          ? "GPU-bound: the GPU computes " + Pct(compute_share) +
+                                       " of the critical path, so this costs little here"
+          : gpu_share >= 0.5 ? "the GPU's communication and copies hold " + Pct(gpu_share) +
+                                   " of the critical path, so this costs little here"
+                             : "other work on the critical path hides it";
       if (f.evidence.count("symptom_of") == 0) f.evidence["saving_note"] = {false, 0, note};
     } else if (!recording.empty()) {
       f.evidence["recording_note"] = {false, 0, recording};

@@ -240,6 +240,35 @@ TEST_CASE("TTA009: fp32 convolutions on an A100 suggest TF32, the speedup is con
   CHECK(f4[0].time_lost_us_per_step == Approx(4 * 735).margin(1));
 }
 
+TEST_CASE("TTA009: an fp32 GEMM beside a GPU-bound step saves little, and says why",
+          "[rules][TTA009]") {
+  // Per step a 10 ms elementwise kernel and, beside it on another stream, a 300 us fp32 GEMM on
+  // a V100: tensor cores save nothing of the step. The hint said "GPU-bound: ... so this costs
+  // little here", backwards for a fix that makes GPU kernels faster: those kernels are a small part
+  // of the path.
+  TinyTrace t;
+  t.Device(0, "Tesla V100-SXM2-32GB", 7, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    t.Cpu("aten::mul", base + 10, 15);
+    t.Kernel("void at::native::vectorized_elementwise_kernel<4, mul>()", base + 12, 10, base + 30,
+             10000);
+    t.Cpu("aten::addmm", base + 30, 15);
+    t.Kernel("volta_sgemm_128x64_nt", base + 32, 10, base + 100, 300, /*stream=*/8);
+    const double end = base + 10060;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA009");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].severity == ttap::Severity::kHint);
+  CHECK(f[0].message.find("these kernels are a small part of the critical path") !=
+        std::string::npos);
+  CHECK(f[0].message.find("GPU-bound") == std::string::npos);
+}
+
 TEST_CASE("TTA009: without device properties the architecture comes from kernel names",
           "[rules][TTA009]") {
   auto volta = MatrixSteps("volta_scudnn_128x128_stridedB_splitK_medium_nn_v1",
