@@ -40,6 +40,8 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     std::map<std::string, Finding> by_cause;
     std::map<std::string, std::set<int32_t>> statements_of;  // per cause, counted once each
+    std::set<int32_t> anchors_seen;     // one read (an .item()'s copy and its sync) counts once
+    int64_t drained_until = INT64_MIN;  // GPU idle counted so far (a read's calls share it)
     for (uint32_t i = lo; i < hi; ++i) {
       if (!IsLaunchKind(ev.kind[i])) continue;
       if (!ctx.IsSyncCall(i) && !pageable_launch[i]) continue;
@@ -56,10 +58,16 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       // next step's CPU work overlaps only that, not its own data loading).
       const int64_t in_step_end = std::min(resume, step.end_ns);
       const int64_t waited_busy = ctx.GpuBusy(ev.ts[i], sync_end);
-      const int64_t drain = ctx.GpuIdle(ev.ts[i], in_step_end) +
-                            (resume > in_step_end ? std::min(ctx.GpuIdle(in_step_end, resume),
-                                                             std::max<int64_t>(0, waited_busy))
-                                                  : 0);
+      const int64_t next_step_part =
+          resume > in_step_end
+              ? std::min(ctx.GpuIdle(in_step_end, resume), std::max<int64_t>(0, waited_busy))
+              : 0;
+      const int64_t drain = ctx.GpuIdle(ev.ts[i], in_step_end) + next_step_part;
+      // What it adds to the step's drain: a read's copy and its sync (an .item()), or syncs
+      // before the GPU resumed, share one idle stretch, counted once.
+      const int64_t drain_from = std::max(ev.ts[i], drained_until);
+      const int64_t new_drain = ctx.GpuIdle(drain_from, std::max(drain_from, in_step_end)) +
+                                (drain_from <= ev.ts[i] ? next_step_part : 0);
       // The host work of the statement that reads the value (logging, a metric): the fix (read
       // it every N steps) takes it out of the step too, even where the GPU has nothing to drain.
       const int32_t statement = HostStatementOf(ctx.trace(), static_cast<int32_t>(i));
@@ -80,12 +88,13 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       Finding& f = CauseFinding(&by_cause, ctx, "TTA002", static_cast<int>(s), ev.ts[i], resume,
                                 anchor, key);
       f.rows.push_back(static_cast<int32_t>(i));
-      f.per_step[0].second += drain / 1000.0;
+      drained_until = std::max(drained_until, in_step_end);
+      f.per_step[0].second += new_drain / 1000.0;
       if (statement >= 0 && statements_of[key].insert(statement).second) {
         AccumulateNumber(&f, "host_statement_us", statement_ns / 1000.0);
       }
-      AccumulateNumber(&f, "syncs", 1);
-      AccumulateNumber(&f, "gpu_drain_us", drain / 1000.0);
+      if (anchors_seen.insert(anchor).second) AccumulateNumber(&f, "syncs", 1);
+      AccumulateNumber(&f, "gpu_drain_us", new_drain / 1000.0);
       AddText(&f, "sync_call", std::string(name));
       AddText(&f, "op", std::string(ctx.Name(anchor)));
       AddEvent(&f, std::string(name), 1, ev.dur[i] / 1000.0);

@@ -172,6 +172,50 @@ TEST_CASE("TTA002: .item() in the loop drains the GPU", "[rules][TTA002]") {
   CHECK(f[0].fix == "defer-host-sync");
 }
 
+TEST_CASE("TTA002: an .item()'s copy and its sync are one read and one drain", "[rules][TTA002]") {
+  // Per step 20 kernels of 100 us, then `.item()`: a blocking 4-byte copy to pageable memory
+  // (cudaMemcpyAsync, which waits for the queue) and a cudaStreamSynchronize, then 1.5 ms of
+  // logging while the GPU idles, then 10 more kernels. It said "2x per step" and counted the
+  // idle stretch after the read twice.
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3080", 8, 6);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    ttap_test::StreamClock gpu;
+    gpu.free = base;
+    double cpu = base + 5;
+    for (int k = 0; k < 20; ++k) {
+      gpu.Kernel(t, "volta_h884gemm_128x128_nn", cpu, 5, 5, 100);
+      cpu += 10;
+    }
+    const double copy_at = gpu.free + 2;
+    t.Cpu("aten::item", cpu, copy_at + 30 - cpu);
+    t.Cpu("aten::_local_scalar_dense", cpu + 1, copy_at + 28 - cpu);
+    t.Launch("Memcpy DtoH (Device -> Pageable)", cpu + 2, copy_at + 8 - cpu, copy_at, 3,
+             "gpu_memcpy", 7, "cudaMemcpyAsync", 4);
+    t.Runtime("cudaStreamSynchronize", copy_at + 12, 5);
+    cpu = copy_at + 31;
+    t.Cpu("aten::add", cpu, 1500);  // logging on the CPU
+    cpu += 1500;
+    gpu.free = cpu;
+    for (int k = 0; k < 10; ++k) {
+      gpu.Kernel(t, "volta_h884gemm_128x128_nn", cpu, 5, 5, 100);
+      cpu += 10;
+    }
+    const double end = gpu.free + 20;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA002");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].evidence.at("syncs").number == 3);
+  CHECK(f[0].message.find("1x per step") != std::string::npos);
+  // The GPU idles from the copy's end to the next kernel: ~1.55 ms a step, once.
+  CHECK(f[0].evidence.at("gpu_drain_us").number == Approx(3 * 1550).margin(3 * 60));
+}
+
 TEST_CASE("TTA002: the fix defers the statement that reads the value, not only its wait",
           "[rules][TTA002]") {
   // 4 ms of logging after a wait of 1.8 ms, the GPU idle for both. Alone, the .item() only stops
