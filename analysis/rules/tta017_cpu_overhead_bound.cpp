@@ -96,6 +96,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     int64_t kernels = 0, kernel_ns = 0, op_ns = 0;
     std::set<int32_t> annotations;  // the region's annotation rows in this step
     std::map<StringId, std::pair<int64_t, int64_t>> ops;  // op name -> (runs, CPU ns)
+    std::vector<int64_t> kernel_durs;                     // for the region's median kernel
   };
   std::map<int64_t, std::map<int, StepTally>> regions;
   std::vector<uint8_t> op_seen(ev.size(), 0);
@@ -131,6 +132,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     t.f.per_step[0].second += ev.dur[launch_row] / 1000.0;
     ++t.kernels;
     t.kernel_ns += ev.dur[g.row[n]];
+    t.kernel_durs.push_back(ev.dur[g.row[n]]);
     // The outermost framework op around the launch below any annotation or Python frame: the
     // op a user wrote (aten::linear rather than the aten::addmm inside it).
     int32_t op = -1;
@@ -163,21 +165,26 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
         ops += (k ? ", " : "") + f.top_events[k].name +
                FormatNumber(" %.2f ms", f.top_events[k].total_us / 1000.0);
       }
+      const int64_t region_median = Median(std::move(t.kernel_durs));
       AddNumber(&f, "kernels", static_cast<double>(t.kernels));
       AddNumber(&f, "kernel_us", t.kernel_ns / 1000.0);
       AddNumber(&f, "op_cpu_us", t.op_ns / 1000.0);
       AddText(&f, "region", name);
-      AddMean(&f, "median_kernel_us", median / 1000.0);
-      AddText(&f, "detail",
-              "in " + name + ", " + FormatNumber("%.0f", static_cast<double>(t.kernels)) +
-                  " kernels (" + FormatNumber("%.2f ms", t.kernel_ns / 1e6) +
-                  " of GPU work, median kernel " + FormatNumber("%.1f us", median / 1000.0) +
-                  ") wait for the CPU's per-op dispatch and launches; CPU work and launches are " +
-                  FormatNumber("%.0f%%", 100.0 * (launch + cpu) / total) +
-                  " of the critical path, GPU work " + FormatNumber("%.0f%%", 100.0 * gpu / total) +
-                  (ops.empty() ? "" : "; most CPU time in " + ops) +
-                  ". Capture it with CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
-                  "use fewer, larger ops, or a bigger batch");
+      AddMean(&f, "median_kernel_us", region_median / 1000.0);
+      const bool one = t.kernels == 1;
+      AddText(
+          &f, "detail",
+          "in " + name + ", " + FormatNumber("%.0f", static_cast<double>(t.kernels)) +
+              (one ? " kernel (" : " kernels (") + FormatNumber("%.2f ms", t.kernel_ns / 1e6) +
+              " of GPU work" +
+              (one ? "" : ", median kernel " + FormatNumber("%.1f us", region_median / 1000.0)) +
+              (one ? ") waits" : ") wait") +
+              " for the CPU's per-op dispatch and launches; the run's critical path is " +
+              FormatNumber("%.0f%%", 100.0 * (launch + cpu) / total) + " CPU work and launches, " +
+              FormatNumber("%.0f%%", 100.0 * gpu / total) + " GPU work" +
+              (ops.empty() ? "" : "; most CPU time in " + ops) +
+              ". Capture it with CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
+              "use fewer, larger ops, or a bigger batch");
       out->push_back(std::move(f));
     }
   }

@@ -153,6 +153,11 @@ TEST_CASE("causal: a backward thread bound by its dispatch is CPU-overhead-bound
   INFO(bw.message);
   CHECK(bw.cause_key == "backward");
   CHECK(bw.message.find("MulBackward0") != std::string::npos);
+  // Each region's own median kernel: backward's 6 us kernels, not the run's.
+  CHECK(bw.evidence.at("median_kernel_us").number == Approx(6));
+  for (const auto& f : overhead) {
+    if (f.cause_key != "backward") CHECK(f.evidence.at("median_kernel_us").number == Approx(30));
+  }
   CHECK((bw.severity == ttap::Severity::kWarning || bw.severity == ttap::Severity::kError));
   REQUIRE(!all.findings.empty());
   CHECK(all.findings.front().code == "TTA017");
