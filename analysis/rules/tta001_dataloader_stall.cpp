@@ -52,10 +52,18 @@ std::string DataLoaderStallMessage(const Finding& f, const std::string& detected
                                    const std::string& saving) {
   const double step_us = Num(f, "step_us");
   const bool whole_run = OfWholeRun(f);
-  std::string runs = step_us > 0 ? "the input pipeline runs " +
-                                       FormatPercent(Num(f, "dataloader_us") / step_us) +
-                                       (whole_run ? " of the run" : " of each step")
-                                 : "the input pipeline keeps the GPU idle";
+  // The share is of the steps it stalls in (a loader that keeps up in some steps, as a few
+  // workers do, stalls in the others): said so where that is not every step.
+  const std::string occurs = TextOf(f, "occurs");
+  const bool every_step = occurs.empty() || occurs == "every step";
+  std::string runs =
+      step_us > 0
+          ? "the input pipeline runs " + FormatPercent(Num(f, "dataloader_us") / step_us) +
+                (whole_run                   ? " of the run"
+                 : every_step                ? " of each step"
+                 : StartsWith(occurs, "in ") ? " of the " + occurs.substr(3) + " it stalls in"
+                                             : " of the steps it stalls in")
+          : "the input pipeline keeps the GPU idle";
   // A trace without GPU activity (a CPU-only run, or one profiled without the CUDA activity): the
   // loop itself waits.
   const bool cpu_only = Num(f, "no_gpu_activity") > 0;

@@ -119,6 +119,31 @@ TEST_CASE("TTA001: a marker around the last prof.step() only is not the step", "
   CHECK(with_step->stats.step_markers_ignored == 0);
 }
 
+TEST_CASE("TTA001: a loader that stalls in some steps says its share of those steps",
+          "[rules][TTA001]") {
+  // Three steps of 30 kernels of 100 us; the load takes 4 ms in the first and the last, 50 us
+  // in the middle one (the workers kept up). "runs 57% of each step" read as every step.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double load_us = s == 1 ? 50 : 4000;
+    t.Cpu("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", base + 2, load_us);
+    double cpu = base + 5 + load_us, gpu = cpu + 10;
+    for (int k = 0; k < 30; ++k, cpu += 10, gpu += 100) {
+      t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 100);
+    }
+    t.Step(s, base, gpu + 50 - base);
+    base = gpu + 50;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA001");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].message.find("of the 2 of 3 steps it stalls in") != std::string::npos);
+  CHECK(f[0].message.find("of each step") == std::string::npos);
+}
+
 TEST_CASE("TTA001: fast data loading is not reported", "[rules][TTA001]") {
   auto trace = TrainingLoop(/*load_us=*/100).Load();
   CHECK(FindingsWithCode(*trace, "TTA001").empty());
