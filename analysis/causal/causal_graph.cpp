@@ -673,8 +673,7 @@ class GraphBuilder {
           // A launch of a millisecond or more with the GPU idle is listed as a first call (a
           // lazy module load) even where the run has too few warm launches for cold_launch_ns.
           const bool first_call_launch =
-              ev.link[r] >= 0 && std::binary_search(first_call_rows.begin(), first_call_rows.end(),
-                                                    static_cast<uint32_t>(r));
+              ev.link[r] >= 0 && IsFirstCallRow(static_cast<uint32_t>(r));
           if ((cls & kNameCold) || one_time_alloc || stack.back().capture || first_call_launch ||
               (!blocks && ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns &&
                !WaitsForItsCopy(static_cast<uint32_t>(r)))) {
@@ -778,8 +777,7 @@ class GraphBuilder {
       if (capture_call & kRuntimeCaptureBegin) capturing = true;
       const bool capture = capturing || capture_call != 0;
       if (capture_call & kRuntimeCaptureEnd) capturing = false;
-      const bool cold = (!stack.empty() && stack.back().cold) || capture ||
-                        std::binary_search(first_call_rows.begin(), first_call_rows.end(), r);
+      const bool cold = (!stack.empty() && stack.back().cold) || capture || IsFirstCallRow(r);
       stack.push_back(
           {r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1), cold, capture});
       if (IsLaunchKind(k) && ev.link[r] >= 0) {
@@ -839,8 +837,7 @@ class GraphBuilder {
           // A one-time lazy launch (a listed first call) says nothing of the usual latency.
           const int64_t lat = ev.ts[r] - g.obs_start[launch];
           if (lat >= 0 && lat_free.size() < 200000 &&
-              !std::binary_search(first_call_rows.begin(), first_call_rows.end(),
-                                  static_cast<uint32_t>(ev.link[r]))) {
+              !IsFirstCallRow(static_cast<uint32_t>(ev.link[r]))) {
             lat_free.push_back(lat);
           }
         } else if (ev.ts[r] >= prev_end && ev.ts[r] - prev_end <= kLongStreamGapNs &&
@@ -1407,7 +1404,10 @@ class GraphBuilder {
   // The run launched with CUDA_LAUNCH_BLOCKING=1: each launch call returns when its kernel ends.
   bool launches_block = false;
   std::vector<uint32_t> first_call_rows;  // the one-time first calls' rows, sorted
-  std::vector<uint32_t> call_flags;       // RuntimeCallFlags per name id
+  bool IsFirstCallRow(uint32_t row) const {
+    return std::binary_search(first_call_rows.begin(), first_call_rows.end(), row);
+  }
+  std::vector<uint32_t> call_flags;  // RuntimeCallFlags per name id
   // Graphs are captured once and replayed (more graph launches than captures): the captures,
   // their instantiation and the CPU work during them are one-time.
   bool one_time_capture = false;

@@ -114,11 +114,7 @@ inline std::map<int, Finding> CallsByStep(const RuleContext& ctx, const CausalGr
   for (auto& [step, f] : by_step) {
     const std::set<int32_t> rows(f.rows.begin(), f.rows.end());
     for (int32_t row : f.rows) {
-      bool nested = false;
-      for (int32_t p = ev.parent[row], d = 0; p >= 0 && d < 256 && !nested; p = ev.parent[p], ++d) {
-        nested = rows.count(p) > 0;
-      }
-      if (nested) continue;
+      if (UnderAnyOf(ev, row, rows)) continue;
       f.per_step[0].second += ev.dur[row] / 1000.0;
       AccumulateNumber(&f, "calls", 1);
       AccumulateNumber(&f, "call_us", ev.dur[row] / 1000.0);

@@ -11,10 +11,7 @@
 
 namespace ttap::host_detail {
 
-inline bool IsCpuSide(EventKind k) {
-  return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
-         k == EventKind::kPythonFunction;
-}
+using ttap::IsCpuSide;  // rule_util.h
 
 // True when |row| runs inside torch.profiler's own code (`profile.step()` starting or stopping
 // a recording synchronises the device): measurement overhead the user's code did not ask for and

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,21 @@
 #include "analysis/rules/rules.h"
 
 namespace ttap {
+
+// An event the CPU side records as a span of work: an op, an annotation or a Python call.
+inline bool IsCpuSide(EventKind k) {
+  return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+         k == EventKind::kPythonFunction;
+}
+
+// Whether an enclosing event of |row| (the row itself excluded) is one of |rows|: a finding's
+// nested rows are counted with the outermost.
+inline bool UnderAnyOf(const EventTable& ev, int32_t row, const std::set<int32_t>& rows) {
+  for (int32_t p = ev.parent[row], d = 0; p >= 0 && d < 256; p = ev.parent[p], ++d) {
+    if (rows.count(p) > 0) return true;
+  }
+  return false;
+}
 
 // A raw finding for one step (|step| indexes ctx.steps()); RunRules merges raw findings with
 // the same code and cause key.

@@ -73,20 +73,11 @@ std::string Ms(double us) { return FormatMs(us); }
 int64_t RecordedCostUnder(const Trace& trace, const Finding& f, const ProfilerCost& cost,
                           size_t* recorded, int64_t* span_ns, size_t* budget) {
   const EventTable& ev = trace.events;
-  auto cpu_row = [&](int32_t r) {
-    const EventKind k = ev.kind[r];
-    return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
-           k == EventKind::kPythonFunction;
-  };
   const std::set<int32_t> rows(f.rows.begin(), f.rows.end());
   int64_t total = 0;
   for (int32_t r : rows) {
-    if (r < 0 || static_cast<size_t>(r) >= ev.size() || !cpu_row(r)) continue;
-    bool nested = false;  // under another of the rows: counted with it
-    for (int32_t p = ev.parent[r], d = 0; p >= 0 && d < 256 && !nested; p = ev.parent[p], ++d) {
-      nested = rows.count(p) > 0;
-    }
-    if (nested) continue;
+    if (r < 0 || static_cast<size_t>(r) >= ev.size() || !IsCpuSide(ev.kind[r])) continue;
+    if (UnderAnyOf(ev, r, rows)) continue;  // counted with the row around it
     int64_t under = 0;
     for (size_t i = static_cast<size_t>(r) + 1; i < ev.size() && ev.ts[i] < ev.end(r); ++i) {
       if (*budget == 0) return total;
@@ -440,14 +431,14 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
                                  model == FixModel::kPeersOnTime;
       const bool copies = model == FixModel::kPinnedNonBlocking ||
                           model == FixModel::kBatchCopies || model == FixModel::kKeepOnDevice;
-      std::string note =
-          !recording.empty()              ? recording
-          : faster_kernels                ? "these kernels are a small part of the critical path"
-          : communication                 ? "the step has little compute to hide it behind"
-          : copies && compute_share < 0.5 ? "other work on the critical path hides it"
-          : compute_share >= 0.5          ? "GPU-bound: the GPU computes " + Pct(compute_share) +
-                                       " of the critical path, so this costs little here"
-          : gpu_share >= 0.5 ? "the GPU's communication and copies hold " + Pct(gpu_share) +
+      std::string note = !recording.empty() ? recording
+                         : faster_kernels   ? "these kernels are a small part of the critical path"
+                         : communication    ? "the step has little compute to hide it behind"
+                         : compute_share >= 0.5
+                             ? "GPU-bound: the GPU computes " + Pct(compute_share) +
+                                   " of the critical path, so this costs little here"
+                         : gpu_share >= 0.5 && !copies
+                             ? "the GPU's communication and copies hold " + Pct(gpu_share) +
                                    " of the critical path, so this costs little here"
                              : "other work on the critical path hides it";
       if (f.evidence.count("symptom_of") == 0) f.evidence["saving_note"] = {false, 0, note};

@@ -70,11 +70,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
            (step > 0 || later_bare_frees);
   };
   auto empty_cache_at = [&](uint32_t i, size_t step) {
-    const EventKind k = ev.kind[i];
-    return ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
-             k == EventKind::kPythonFunction) &&
-            IsEmptyCache(ctx.Name(i))) ||
-           bare_free_at(i, step);
+    return (IsCpuSide(ev.kind[i]) && IsEmptyCache(ctx.Name(i))) || bare_free_at(i, step);
   };
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
