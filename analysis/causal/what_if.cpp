@@ -14,6 +14,7 @@
 #include "analysis/base/parallel.h"
 #include "analysis/base/string_util.h"
 #include "analysis/model/host_copies.h"
+#include "analysis/model/runtime_calls.h"
 #include "analysis/model/tensor_cores.h"
 #include "analysis/model/trace_queries.h"
 
@@ -292,6 +293,26 @@ double Evidence(const Finding& f, const std::string& key) {
   return it == f.evidence.end() ? 0.0 : it->second.number;
 }
 
+// The stream sync that follows launch call node |call| under the same op, with no other launch
+// between them (copy_ with non_blocking=False: cudaMemcpyAsync, then cudaStreamSynchronize); -1.
+int32_t SyncAfterCall(const Trace& trace, const CausalGraph& g, int32_t call) {
+  const EventTable& ev = trace.events;
+  const int32_t call_row = g.row[call];
+  const int32_t op = call_row >= 0 ? ev.parent[call_row] : -1;
+  if (op < 0) return -1;
+  const int32_t lane = g.LaneOf(call);
+  for (int32_t n = call + 1; n < g.lanes[lane].end_node && g.obs_start[n] < ev.end(op); ++n) {
+    const int32_t r = g.row[n];
+    if (r < 0 || g.role[n] == NodeRole::kCpuWork) continue;
+    if (g.role[n] == NodeRole::kSync && ev.parent[r] == op &&
+        HasRuntimeFlag(trace.Name(r), kRuntimeSync)) {
+      return n;
+    }
+    if (ev.link[r] >= 0) return -1;  // another launch
+  }
+  return -1;
+}
+
 // pinned memory, non_blocking=True: the copy at pinned bandwidth (host_copies.h), the call async
 void PinCopies(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
   const CausalGraph& g = b.g;
@@ -314,6 +335,10 @@ void PinCopies(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
     if (call >= 0) {
       b.SetDur(call, std::min(g.dur[call], kAsyncCallNs));
       b.NoWait(call);
+      // copy_ with non_blocking=False queues a host-to-device copy and then waits for its stream
+      // under the same op: non_blocking=True from pinned memory drops that wait. A copy to the
+      // host keeps its wait: the host reads what it copied.
+      if (gpu_row >= 0 && IsH2D(b.trace.Name(gpu_row))) b.NoWait(SyncAfterCall(b.trace, g, call));
     }
   }
 }
@@ -964,16 +989,32 @@ struct FixCoster {
       for (size_t i = 0; i < entries.size(); ++i) {
         if (!PlanOf(entries[i]).removes_waits) continue;
         for (int32_t n : entries[i].what_if.no_wait) {
+          // A copy to the host that a stream sync follows (the host reads the data) only moves
+          // its wait to that sync.
+          const int32_t r = g.row[n];
+          const int32_t copy = r >= 0 ? trace.events.link[r] : -1;
+          if (copy >= 0 && IsD2H(trace.Name(copy)) && SyncAfterCall(trace, g, n) >= 0) continue;
           if (pinned_by[n] < 0) pinned_by[n] = static_cast<int32_t>(i);
         }
       }
       for (Entry& e : entries) {
         Finding& f = (*findings)[e.finding];
         if (!PlanOf(e).symptom_of_removed_waits || e.symptom || e.what_if.no_wait.empty()) continue;
-        const auto [pinning, total] = OwnedOf(pinned_by, [&](auto&& visit) {
-          for (int32_t n : e.what_if.no_wait) visit(n);
-        });
-        if (2 * total < e.what_if.no_wait.size()) continue;
+        // Weighed by how long each call waited in the trace: a sync after a tiny pinned upload
+        // waits microseconds, the read-back beside it the whole queue.
+        std::map<int32_t, int64_t> waited_for;  // pinning entry -> time its waits took
+        int64_t waited = 0;
+        for (int32_t n : e.what_if.no_wait) {
+          waited += g.dur[n];
+          if (pinned_by[n] >= 0) waited_for[pinned_by[n]] += g.dur[n];
+        }
+        int32_t pinning = -1;
+        int64_t pinned = 0, most = 0;
+        for (const auto& [i, d] : waited_for) {
+          pinned += d;
+          if (d > most) most = d, pinning = i;
+        }
+        if (pinning < 0 || 2 * pinned < waited) continue;
         e.symptom = true;
         f.evidence["symptom_of"] = {false, 0, (*findings)[entries[pinning].finding].code};
       }
@@ -1050,7 +1091,9 @@ struct FixCoster {
     std::vector<uint8_t> changed_by_larger;
     int64_t claimed = 0;
     for (Entry& e : entries) {  // chain order: rank, then what each saves alone
-      e.claim_ns = e.symptom && !independent_idle(e) ? e.marginal_ns : e.alone_ns;
+      // (never more than it saves alone: the cause's fix leaves it less to do, not more)
+      e.claim_ns =
+          e.symptom && !independent_idle(e) ? std::min(e.marginal_ns, e.alone_ns) : e.alone_ns;
       bool alternative = false;
       if (!IdleTime(e) && e.what_if.DurCount() > 0) {
         if (changed_by_larger.empty()) changed_by_larger.assign(g.size(), 0);
