@@ -271,6 +271,8 @@ void GatherColumns(std::vector<PartialTable>& parts, std::vector<uint64_t>* orde
 }
 
 // 4. The per-thread call hierarchy (depth, parent) and each row's enclosing Python frame.
+constexpr int64_t kNestingSlackNs = 1000;
+
 void BuildHierarchy(Trace* trace) {
   EventTable& ev = trace->events;
   const size_t total = ev.size();
@@ -282,22 +284,50 @@ void BuildHierarchy(Trace* trace) {
     struct Open {
       int64_t end;
       int32_t row;
-      int32_t frame;  // innermost python_function at or above this entry
+      int32_t latest;         // the entry opened last at or below this one in the stack
+      int32_t latest_python;  // ... the python_function opened last, -1
     };
+    // Each thread's open entries, their ends non-increasing from the bottom up, so that they
+    // pop when they end. A row's parent is the open entry opened last and its Python frame the
+    // python_function opened last: the top entry and its innermost frame, unless an ill-nested
+    // entry went in below the top. An entry that starts inside others but outlives them
+    // (ProfilerStep#N opens inside the Python frames of prof.step()'s record_function.__enter__
+    // and runs on after they return; nccl:coalesced outlives the frame that opened it) goes in
+    // below the ones it outlives, and takes its own parent and frame from the entries that
+    // contain it whole (the training loop, not __enter__).
     std::vector<std::vector<Open>> stacks(trace->tracks.size());
     for (size_t i = 0; i < total; ++i) {
       auto& st = stacks[ev.track[i]];
       const int64_t ts = ev.ts[i];
       while (!st.empty() && st.back().end <= ts) st.pop_back();
-      if (!st.empty()) {
-        ev.parent[i] = st.back().row;
-        ev.frame[i] = st.back().frame;
-        ev.depth[i] = static_cast<uint16_t>(std::min<size_t>(st.size(), UINT16_MAX));
+      const bool opens = ev.kind[i] != EventKind::kInstant && ev.dur[i] > 0;
+      const int64_t end = ev.end(i);
+      size_t under = st.size();  // entries that contain row i whole: st[0, under)
+      if (opens) {
+        // (A row that ends at most kNestingSlackNs after it is inside: integer-microsecond
+        // timestamps round a child's end past its parent's.)
+        while (under > 0 && st[under - 1].end + kNestingSlackNs < end) --under;
       }
-      if (ev.kind[i] != EventKind::kInstant && ev.dur[i] > 0) {
-        int32_t frame =
-            ev.kind[i] == EventKind::kPythonFunction ? static_cast<int32_t>(i) : ev.frame[i];
-        st.push_back({ev.end(i), static_cast<int32_t>(i), frame});
+      // The entries row i starts in: all open ones, or for an ill-nested row those it is in.
+      const Open* in = under == st.size() ? (st.empty() ? nullptr : &st.back())
+                                          : (under > 0 ? &st[under - 1] : nullptr);
+      if (in != nullptr) {
+        ev.parent[i] = in->latest;
+        ev.frame[i] = in->latest_python;
+        ev.depth[i] = static_cast<uint16_t>(std::min<size_t>(under, UINT16_MAX));
+      }
+      if (!opens) continue;
+      const int32_t row = static_cast<int32_t>(i);
+      const bool python = ev.kind[i] == EventKind::kPythonFunction;
+      st.insert(st.begin() + static_cast<std::ptrdiff_t>(under),
+                Open{end, row, row, python ? row : ev.frame[i]});
+      // Rows come in start order: the entries it went in below opened before it.
+      for (size_t k = under + 1; k < st.size(); ++k) {
+        st[k].latest = row;
+        const int32_t below = st[k - 1].latest_python;
+        const bool own = ev.kind[st[k].row] == EventKind::kPythonFunction &&
+                         (below < 0 || ev.ts[st[k].row] >= ev.ts[below]);
+        st[k].latest_python = own ? st[k].row : below;
       }
     }
   }

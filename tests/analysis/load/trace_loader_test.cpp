@@ -395,6 +395,67 @@ TEST_CASE("New-format trace: hierarchy and python frames", "[loader]") {
   CHECK(FramesOf(*t, step).empty());
 }
 
+TEST_CASE("Ill-nested entries: a step opened inside prof.step()'s frames", "[loader][frames]") {
+  // prof.step() opens ProfilerStep#N inside record_function.__enter__'s Python frames, and the
+  // step runs on after they return; a collective's annotation outlives the frame that opened
+  // it. Each step's ops belong to the training loop, not to __enter__, and the stack does not
+  // grow from step to step.
+  std::string events;
+  auto add = [&](const std::string& name, const char* cat, int ts, int dur) {
+    events += std::string(events.empty() ? "" : ",\n") + R"({"ph":"X","cat":")" + cat +
+              R"(","name":")" + name + R"(","pid":1,"tid":1,"ts":)" + std::to_string(ts) +
+              R"(,"dur":)" + std::to_string(dur) + "}";
+  };
+  add("train.py(20): train", "python_function", 0, 10000);
+  for (int s = 0; s < 3; ++s) {
+    const int b = 100 + 3000 * s;
+    add("torch/profiler/profiler.py(640): step", "python_function", b, 60);
+    add("torch/autograd/profiler.py(604): __enter__", "python_function", b + 10, 50);
+    add("<built-in method _record_function_enter_new of PyCapsule object at 0x1>",
+        "python_function", b + 12, 47);
+    add("ProfilerStep#" + std::to_string(s + 1), "user_annotation", b + 20, 2900);
+    add("train.py(25): <lambda>", "python_function", b + 100, 2600);
+    add("aten::linear", "cpu_op", b + 200, 100);
+    add("dist.py(9): send", "python_function", b + 2200, 300);
+    add("nccl:coalesced", "user_annotation", b + 2250, 270);
+    add("cudaLaunchKernel", "cuda_runtime", b + 2490, 5);
+  }
+  auto t = Load(R"({"traceEvents":[)" + events + "]}", 1);
+  const auto& ev = t->events;
+  auto i32 = [](size_t v) { return static_cast<int32_t>(v); };
+  std::vector<size_t> steps, lambdas, linears, sends, coalesced, launches;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const std::string_view n = t->Name(i);
+    if (n.substr(0, 13) == "ProfilerStep#") steps.push_back(i);
+    if (n == "train.py(25): <lambda>") lambdas.push_back(i);
+    if (n == "aten::linear") linears.push_back(i);
+    if (n == "dist.py(9): send") sends.push_back(i);
+    if (n == "nccl:coalesced") coalesced.push_back(i);
+    if (n == "cudaLaunchKernel") launches.push_back(i);
+  }
+  REQUIRE(steps.size() == 3);
+  REQUIRE(linears.size() == 3);
+  const size_t train = Row(*t, "train.py(20): train");
+  for (size_t s = 0; s < 3; ++s) {
+    INFO("step " << s + 1);
+    // The step's parent and frame: the loop that contains it whole.
+    CHECK(ev.parent[steps[s]] == i32(train));
+    CHECK(ev.Frame(steps[s]) == i32(train));
+    CHECK(ev.depth[steps[s]] == 1);
+    // Its ops: under the step, in the loop's frames, at the same depth every step.
+    CHECK(ev.parent[lambdas[s]] == i32(steps[s]));
+    CHECK(ev.Frame(linears[s]) == i32(lambdas[s]));
+    CHECK(ev.depth[linears[s]] == ev.depth[linears[0]]);
+    // The annotation outlives send(): its parent is the frame that contains it whole, and the
+    // launch inside both belongs to the annotation opened last, in send()'s frame.
+    CHECK(ev.parent[coalesced[s]] == i32(lambdas[s]));
+    CHECK(ev.Frame(coalesced[s]) == i32(lambdas[s]));
+    CHECK(ev.parent[launches[s]] == i32(coalesced[s]));
+    CHECK(ev.Frame(launches[s]) == i32(sends[s]));
+  }
+  CHECK(ev.parent[sends[0]] == i32(lambdas[0]));
+}
+
 TEST_CASE("Windows are index ranges that cover the span, exactly N of them", "[loader]") {
   for (int n : {1, 4, 7}) {
     INFO("window_count " << n);

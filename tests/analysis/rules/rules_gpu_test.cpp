@@ -42,7 +42,7 @@ TinyTrace LaunchLoop(int kernels, double kernel_us, const std::string& runtime =
       gpu_free = gts + dur;
       cpu += 13;
     }
-    t.Cpu("Optimizer.step#SGD.step", opt_start - 1, cpu - opt_start + 2, "user_annotation");
+    t.Cpu("Optimizer.step#SGD.step", opt_start - 1, cpu - opt_start, "user_annotation");
     t.Cpu("aten::mm", cpu, 12);
     const double mm_start = std::max(cpu + 11, gpu_free);
     t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", cpu + 1, 10, mm_start,
@@ -139,12 +139,19 @@ TEST_CASE("TTA007: short runs below the burst length and CUDA graphs are not fla
   auto broken = LaunchLoop(40, 2, "cudaLaunchKernel", /*break_every=*/6).Load();
   CHECK(FindingsWithCode(*broken, "TTA007").empty());
   CHECK(FindingsWithCode(*broken, "TTA006").size() == 1);
-  CHECK(FindingsWithCode(*broken, "TTA017").empty());
+  // (The GEMM after the optimizer step is a region of its own: the step's eager ops.)
+  auto optimizer_region = [](const std::vector<ttap::Finding>& fs) {
+    std::vector<ttap::Finding> out;
+    for (const auto& f : fs) {
+      if (f.cause_key == "the optimizer step") out.push_back(f);
+    }
+    return out;
+  };
+  CHECK(optimizer_region(FindingsWithCode(*broken, "TTA017")).empty());
   ttap::RuleOptions no_opt;
   no_opt.values["disable_TTA006"] = 1;
-  auto overhead = FindingsWithCode(*broken, "TTA017", no_opt);
-  REQUIRE(overhead.size() == 1);
-  CHECK(overhead[0].cause_key == "the optimizer step");
+  auto overhead = optimizer_region(FindingsWithCode(*broken, "TTA017", no_opt));
+  CHECK(overhead.size() == 1);
   ttap::RuleOptions off = no_opt;
   off.values["cpu_overhead_path_share"] = 2;  // never
   CHECK(FindingsWithCode(*broken, "TTA017", off).empty());
