@@ -174,7 +174,9 @@ std::string FindingMessage(const Finding& f) {
   const bool idle_time = spec && spec->plan.role == CostRole::kIdleTime;
   const bool whole_run = OfWholeRun(f);
   const std::string per = whole_run ? "" : "/step";
-  const std::string per_step = Ms(f.time_lost_us_per_step) + per;
+  // (Under half a microsecond reads 0.000 ms: say what that means.)
+  const std::string per_step =
+      f.time_lost_us_per_step < 0.5 ? "no measurable time" : Ms(f.time_lost_us_per_step) + per;
   const std::string share = Pct(f.share_of_step);
   const std::string detected = Ms(Num(f, "detected_us_per_step")) + per;
   // Once the fixes that save more are in, this one may add much less (they recover the same
@@ -183,7 +185,8 @@ std::string FindingMessage(const Finding& f) {
   const std::string after_text =
       !idle_time && f.evidence.count("saving_after_larger_fixes_us_per_step") &&
               after < 0.5 * f.time_lost_us_per_step && f.time_lost_us_per_step >= 1
-          ? ", " + Ms(after) + per + " after the larger fixes"
+          ? (after < 0.5 ? std::string(", nothing") : ", " + Ms(after) + per) +
+                " after the larger fixes"
           : "";
   // What the fix saves on this run (what_if.h), or why it saves little.
   std::string note = TextOf(f, "saving_note");

@@ -1028,3 +1028,26 @@ TEST_CASE("causal: autograd's anomaly mode left on is TTA021, costed by what it 
   CheckOneStory(all);
   CHECK(FindingsWithCode(*loop(false).Load(), "TTA021").empty());
 }
+
+TEST_CASE("A saving under half a microsecond reads as no measurable time, never 0.000 ms",
+          "[rules][message]") {
+  ttap::Finding f;
+  f.code = "TTA002";
+  f.name = "host-sync";
+  f.time_lost_us_per_step = 0.2;
+  f.evidence["saving_note"] = {false, 0, "other work on the critical path hides it"};
+  f.evidence["detected_us_per_step"] = {true, 300, ""};
+  std::string text = ttap::FindingMessage(f);
+  INFO(text);
+  CHECK(text.find("a fix saves no measurable time (other work") != std::string::npos);
+  CHECK(text.find("0.000") == std::string::npos);
+  // Once the larger fixes are in, nothing is left: said in words too.
+  f.evidence.erase("saving_note");
+  f.time_lost_us_per_step = 120;
+  f.share_of_step = 0.02;
+  f.evidence["saving_after_larger_fixes_us_per_step"] = {true, 0.1, ""};
+  text = ttap::FindingMessage(f);
+  INFO(text);
+  CHECK(text.find("0.1 ms/step (2.0% of the step, nothing after the larger fixes)") !=
+        std::string::npos);
+}
