@@ -97,6 +97,9 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       AccumulateNumber(&f, "gpu_drain_us", new_drain / 1000.0);
       AddText(&f, "sync_call", std::string(name));
       AddText(&f, "op", std::string(ctx.Name(anchor)));
+      // A read (.item(), .cpu(), nonzero) hands the statement a value; a bare synchronize()
+      // only waits.
+      if (!ctx.IsSyncCall(anchor)) AddText(&f, "reads_value", "yes");
       AddEvent(&f, std::string(name), 1, ev.dur[i] / 1000.0);
     }
     for (auto& [key, f] : by_cause) {
@@ -117,7 +120,9 @@ std::string HostSyncMessage(const Finding& f, const std::string& detected,
          TextOf(f, "sync_call") + ", " + std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
          (whole_run ? "x in the run" : "x per step") + ") drains the GPU for " + detected +
          (Num(f, "host_statement_us") / steps >= 10
-              ? "; the statement that reads it runs " +
+              ? std::string(TextOf(f, "reads_value").empty()
+                                ? "; the statement around it runs "
+                                : "; the statement that reads it runs ") +
                     FormatMs(Num(f, "host_statement_us") / steps) +
                     (whole_run ? " on the host" : "/step on the host")
               : "") +

@@ -549,3 +549,32 @@ TEST_CASE(
           .Load();
   CHECK(FindingsWithCode(*trace, "TTA002").size() == 1);
 }
+
+TEST_CASE("TTA002: a bare synchronize() reads nothing: its statement is the one around it",
+          "[rules][TTA002]") {
+  // Per step: 20 kernels of 100 us queued, then a timing statement that calls
+  // torch.cuda.synchronize() (1.9 ms of waiting) and spends 3 ms on the host after it.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10, gpu = base + 30;
+    for (int k = 0; k < 20; ++k) {
+      t.Cpu("aten::mul", cpu, 4);
+      t.Kernel("void at::native::vectorized_elementwise_kernel<4>", cpu + 1, 2, gpu, 100);
+      cpu += 5;
+      gpu += 100;
+    }
+    const double sync_end = gpu + 3;
+    t.Python("train.py", 30, "log_timing", cpu, sync_end + 3000 - cpu);
+    t.Runtime("cudaDeviceSynchronize", cpu + 1, sync_end - cpu - 1);
+    const double end = sync_end + 3010;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  auto f = FindingsWithCode(*t.Load(), "TTA002");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].message.find("the statement around it runs 3.0 ms/step") != std::string::npos);
+  CHECK(f[0].message.find("reads it") == std::string::npos);
+}
