@@ -721,3 +721,27 @@ TEST_CASE("gap columns keep every gap exactly, beyond 32 bits too", "[causal]") 
   gaps.Set(2, -big);
   CHECK(gaps[2] == -big);
 }
+
+TEST_CASE("A trailing step that launches nothing and lasts a tenth of the others is not analysed",
+          "[causal][steps]") {
+  // The final prof.step() opens ProfilerStep#N+1 just before the profiler stops: 18 us, no GPU
+  // work. Averaged in, a one-step trace's "per step" figures halve.
+  auto make = [](double last_us, bool launch) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+    t.Step(3, 1000, 1000);
+    t.Cpu("aten::mul", 1010, 20);
+    t.Kernel("void at::native::vectorized_elementwise_kernel<4>", 1015, 5, 1030, 900);
+    t.Step(4, 2050, last_us);
+    if (launch) t.Kernel("void at::native::vectorized_elementwise_kernel<4>", 2052, 3, 2060, 5);
+    return t.Load();
+  };
+  auto stub = make(18, false);
+  REQUIRE(stub->steps.size() == 2);
+  auto spans = AnalysedSteps(*stub);
+  REQUIRE(spans.size() == 1);
+  CHECK(spans[0].number == 3);
+  // A short last step with GPU work, or one as long as the others, is a step.
+  CHECK(AnalysedSteps(*make(18, true)).size() == 2);
+  CHECK(AnalysedSteps(*make(400, false)).size() == 2);
+}
