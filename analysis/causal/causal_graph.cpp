@@ -855,8 +855,7 @@ class GraphBuilder {
         if (waited_for_launch(launch, prev_end, ev.ts[r])) {
           // A one-time lazy launch (a listed first call) says nothing of the usual latency.
           const int64_t lat = ev.ts[r] - g.obs_start[launch];
-          if (lat >= 0 && lat_free.size() < 200000 &&
-              !IsFirstCallRow(static_cast<uint32_t>(ev.link[r]))) {
+          if (lat >= 0 && lat_free.size() < 200000 && !InFirstCall(ev.link[r])) {
             lat_free.push_back(lat);
           }
         } else if (ev.ts[r] >= prev_end && ev.ts[r] - prev_end <= kLongStreamGapNs &&
@@ -1426,6 +1425,13 @@ class GraphBuilder {
   bool IsFirstCallRow(uint32_t row) const {
     return std::binary_search(first_call_rows.begin(), first_call_rows.end(), row);
   }
+  // Whether |row| is a one-time first call or inside one (a first conv2d's launches).
+  bool InFirstCall(int32_t row) const {
+    for (int depth = 0; row >= 0 && depth < 64; row = ev.parent[row], ++depth) {
+      if (IsFirstCallRow(static_cast<uint32_t>(row))) return true;
+    }
+    return false;
+  }
   std::vector<uint32_t> call_flags;  // RuntimeCallFlags per name id
   // Graphs are captured once and replayed (more graph launches than captures): the captures,
   // their instantiation and the CPU work during them are one-time.
@@ -1831,7 +1837,9 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
           // (Latencies are capped so hostile timestamps cannot overflow the sum.)
           const int64_t usual =
               call_end + std::max<int64_t>(100000, 10 * std::min(g.typical_latency, kLatencyCapNs));
-          if (t > usual) {
+          // After a cold launch (a first call's, a lazy load), the device's own start-up is the
+          // rest of the latency: one-time too.
+          if (t > usual && g.cause[cp] != Cause::kColdStart) {
             add(Cause::kGpuWait, usual, t, -1);
             t = usual;
           }

@@ -559,6 +559,11 @@ void WarmStart(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
       const int64_t typical = first ? first->typical_ns : 0;
       const int64_t cpu = b.CpuUnder(r);
       if (cpu > 0) b.ScaleUnder(r, std::min(1.0, static_cast<double>(typical) / cpu));
+      // Its kernels start a usual latency after their launch calls, not after the device
+      // loads their module or wakes (a T4's first conv ran 5.5 ms after its launch).
+      for (int32_t gn : b.GpuUnder(r)) {
+        b.SetCrossGap(gn, std::min(g.cross_gap[gn], kWarmCallNs + g.typical_latency));
+      }
       continue;
     }
     const int32_t n = b.NodeOfRow(r);

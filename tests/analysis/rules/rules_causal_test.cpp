@@ -1051,3 +1051,37 @@ TEST_CASE("A saving under half a microsecond reads as no measurable time, never 
   CHECK(text.find("0.1 ms/step (2.0% of the step, nothing after the larger fixes)") !=
         std::string::npos);
 }
+
+TEST_CASE("causal: a first call's kernel that starts late delays the whole GPU: cold-start",
+          "[rules][causal][TTA015]") {
+  // One forward pass, no ProfilerStep (a T4's VGG-16): the first aten::conv2d takes 2.3 ms on the
+  // CPU and its kernel starts 6.8 ms after its launch; every later kernel queues behind it, so
+  // the GPU's work ends 6.8 ms late. The later convolutions take 200 us on the CPU.
+  TinyTrace t;
+  t.Device(0, "Tesla T4", 7, 5);
+  t.Cpu("aten::conv2d", 1000, 2300);
+  t.Cpu("aten::cudnn_convolution", 1010, 2200);
+  t.Launch("void cask_cudnn::computeOffsetsKernel<false, false>()", 3000, 15, 9800, 5, "kernel",
+           7, "cudaLaunchKernel");
+  double cpu = 3400, gpu = 9810;
+  for (int k = 0; k < 10; ++k) {
+    t.Cpu("aten::conv2d", cpu, 200);
+    t.Cpu("aten::cudnn_convolution", cpu + 5, 180);
+    t.Launch("void at::native::elementwise_kernel<128, 2>()", cpu + 100, 15, gpu, 1000, "kernel", 7,
+             "cudaLaunchKernel");
+    cpu += 300;
+    gpu += 1002;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, gpu - cpu + 5);
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  auto cold = FindingsWithCode(*trace, "TTA015");
+  REQUIRE(cold.size() == 1);
+  INFO(cold[0].message);
+  // Warm, the first kernel starts a launch latency after its call and the queue with it: most of
+  // the 6.8 ms delay and the first call's 2 ms go (was 0.8 ms: the late start was read as the
+  // usual launch latency, measured on that one kernel).
+  CHECK(cold[0].time_lost_us_per_step > 6000);
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA015");
+}
