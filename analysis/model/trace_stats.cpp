@@ -278,20 +278,24 @@ TraceSummary Summarize(const Trace& trace, size_t top_n, bool hta) {
   }
   // Each GPU activity counts for the first step (by CPU start) whose CPU span holds its launch:
   // a binary search, then back over the steps that may still hold it (the running maximum of
-  // their ends), not a scan of every step per activity (100k steps).
+  // their ends), not a scan of every step per activity (100k steps). An activity without a
+  // recorded launch (a TensorRT engine's kernels, enqueued inside the library) counts for the
+  // step whose span holds its own start.
   const std::vector<Step>& steps = trace.steps;
   std::vector<int64_t> max_end(steps.size());
   for (size_t k = 0; k < steps.size(); ++k) {
-    max_end[k] = std::max(k ? max_end[k - 1] : INT64_MIN, steps[k].cpu_end);
+    max_end[k] = std::max({k ? max_end[k - 1] : INT64_MIN, steps[k].cpu_end, steps[k].end()});
   }
   for (size_t i = 0; i < n && !steps.empty(); ++i) {
-    if (!IsGpuKind(ev.kind[i]) || ev.link[i] < 0) continue;
-    const int64_t t = ev.ts[ev.link[i]];
+    if (!IsGpuKind(ev.kind[i])) continue;
+    const bool launched = ev.link[i] >= 0;
+    const int64_t t = launched ? ev.ts[ev.link[i]] : ev.ts[i];
     auto after = std::upper_bound(steps.begin(), steps.end(), t,
                                   [](int64_t x, const Step& st) { return x < st.cpu_start; });
     int64_t found = -1;
     for (int64_t k = (after - steps.begin()) - 1; k >= 0 && max_end[k] > t; --k) {
-      if (t >= steps[k].cpu_start && t < steps[k].cpu_end) found = k;
+      const int64_t end = launched ? steps[k].cpu_end : steps[k].end();
+      if (t >= steps[k].cpu_start && t < end) found = k;
     }
     if (found >= 0) s.steps[found].kernels++;
   }

@@ -1257,6 +1257,30 @@ TEST_CASE("Summarize breaks a step down into kernel, data movement and idle time
   CHECK(t->strings.Get(s.top_kernels[0].name) == "sgemm_128x64");
 }
 
+TEST_CASE("A step's GPU activities include kernels without a recorded launch", "[loader]") {
+  // A TensorRT engine enqueues its kernels inside the library: CUPTI records the kernels, the
+  // trace has no launch call for them. They count for the step whose span holds their start.
+  const std::string trace = R"({"traceEvents":[
+    {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":1000,"dur":500},
+    {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1010,"dur":5,
+     "args":{"correlation":7}},
+    {"ph":"X","cat":"kernel","name":"k_launched","pid":0,"tid":7,"ts":1020,"dur":10,
+     "args":{"correlation":7,"device":0,"stream":7}},
+    {"ph":"X","cat":"kernel","name":"trt_engine_kernel","pid":0,"tid":7,"ts":1100,"dur":10,
+     "args":{"device":0,"stream":7}},
+    {"ph":"X","cat":"kernel","name":"trt_engine_kernel","pid":0,"tid":7,"ts":1200,"dur":10,
+     "args":{"device":0,"stream":7}},
+    {"ph":"X","cat":"user_annotation","name":"ProfilerStep#2","pid":1,"tid":1,"ts":1600,"dur":500},
+    {"ph":"X","cat":"kernel","name":"trt_engine_kernel","pid":0,"tid":7,"ts":1700,"dur":10,
+     "args":{"device":0,"stream":7}}
+  ]})";
+  auto t = Load(trace, 1);
+  auto s = Summarize(*t);
+  REQUIRE(s.steps.size() == 2);
+  CHECK(s.steps[0].kernels == 3);
+  CHECK(s.steps[1].kernels == 1);
+}
+
 }  // namespace
 }  // namespace ttap
 
