@@ -627,6 +627,10 @@ class GraphBuilder {
 
   // 1. One CPU lane: slices between consecutive event boundaries, each owned by its innermost
   // event; a runtime call (with whatever it encloses) is one slice.
+  // A secondary thread's wait this long follows the main thread (AddCpuLane, HelperWaits).
+  static constexpr int64_t kIdleWaitGapNs = 100000;
+  std::vector<int32_t> helper_waits;
+
   void AddCpuLane(uint32_t track) {
     const auto& rows = rows_of[track];
     if (rows.empty()) return;
@@ -710,7 +714,14 @@ class GraphBuilder {
           cause = cpu_cause(stack.back());
         }
       }
+      // A secondary thread blocked on a condition, a lock or a queue (a DataLoader queue's
+      // feeder waiting for the next index) works for nobody: its wait ends when the main thread
+      // hands it something (HelperWaits).
+      const bool idle_wait = !is_main && r >= 0 && !IsLaunchKind(ev.kind[r]) &&
+                             (name_class[ev.name[r]] & kNameIdleWait) && b - a >= kIdleWaitGapNs;
+      if (idle_wait) cause = Cause::kUntraced;
       int32_t node = g.AddNode(a, std::max(a, b), r, role, cause);
+      if (idle_wait) helper_waits.push_back(node);
       if (r >= 0 && IsLaunchKind(ev.kind[r])) g.node_of_row[r] = node;
       if (role == NodeRole::kSync) pending_syncs.push_back(node);
       assert(prev < 0 || prev == node - 1);
@@ -1164,6 +1175,26 @@ class GraphBuilder {
     }
   }
 
+  void HelperWaits() {
+    // 3b'. A secondary thread's idle wait (AddCpuLane) ends when the main thread had done what
+    // it had done by then: a join on the main thread's last node ending by then, so that it
+    // moves with the main thread in a what-if instead of holding its recorded length.
+    const CausalGraph::Lane* main_lane = nullptr;
+    for (const auto& l : g.lanes) {
+      if (l.main) main_lane = &l;
+    }
+    if (main_lane == nullptr) return;
+    for (int32_t n : helper_waits) {
+      const int64_t b = g.ObsEnd(n);
+      const int32_t d = LastEndingBy(g, *main_lane, b);
+      if (d < 0 || g.ObsEnd(d) <= g.obs_start[n]) continue;
+      g.role[n] = NodeRole::kJoin;
+      g.dur.Set(n, 0);
+      sync_tail.Set(n, b - g.ObsEnd(d));
+      wait_pairs.emplace_back(n, d);
+    }
+  }
+
   void RecordedStreamWaits() {
     // 3c. Recorded stream waits: the waiting activity starts after the awaited one ends (plus the
     // observed gap where that wait is what held it: the awaited activity ended after the waiting
@@ -1360,11 +1391,13 @@ class GraphBuilder {
                                        [](const CausalGraph::Lane& l) { return l.gpu; });
       if (!any_gpu) return;
       std::vector<uint8_t> depended_on(g.lanes.size(), 0);
+      std::vector<int32_t> last_depended(g.lanes.size(), -1);  // its last node another follows
       for (size_t l = 0; l < g.lanes.size(); ++l) {
         const CausalGraph::Lane& lane = g.lanes[l];
         auto mark = [&](int32_t to) {
           if (to >= 0 && (to < lane.first_node || to >= lane.end_node)) {
             depended_on[g.LaneOf(to)] = 1;
+            last_depended[g.LaneOf(to)] = std::max(last_depended[g.LaneOf(to)], to);
           }
         };
         for (int32_t n = lane.first_node; n < lane.end_node; ++n) {
@@ -1405,8 +1438,25 @@ class GraphBuilder {
           }
         }
         if (last_work >= 0 && !unexplained_wait) lane.bound_end_node = last_work + 1;
+        // A thread of Python frames only (a multiprocessing queue's feeder handing the
+        // DataLoader's workers their indices, then waiting on its lock until the process ends)
+        // bounds the run up to the last node another lane follows.
+        if (last_work < 0 && !unexplained_wait && !lane.main && ops_recorded &&
+            last_depended[l] >= lane.first_node && LaneOnlyPython(lane)) {
+          lane.bound_end_node = last_depended[l] + 1;
+        }
       }
     }
+  }
+
+  // Whether every node of |lane| with a row is a Python frame or inside one (no op, annotation
+  // or runtime call).
+  bool LaneOnlyPython(const CausalGraph::Lane& lane) const {
+    for (int32_t n = lane.first_node; n < lane.end_node; ++n) {
+      const int32_t row = g.row[n];
+      if (row >= 0 && ev.kind[row] != EventKind::kPythonFunction) return false;
+    }
+    return true;
   }
 
   const Trace& trace;
@@ -1481,6 +1531,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
   b.BlockingCopies();
   b.SyncWaits();
   b.Joins();
+  b.HelperWaits();
   b.RecordedStreamWaits();
   b.InferredStreamWaits();
   b.RebaseOnSyncs();

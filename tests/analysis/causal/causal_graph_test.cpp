@@ -464,7 +464,12 @@ TEST_CASE("a thread blocked in a wait or a sleep is not work the main thread wai
     auto trace = t.Load();
     CausalGraph g = BuildCausalGraph(*trace);
     RequireReplayMatches(*trace, g, RunReplay(g));
-    return std::count(g.role.begin(), g.role.end(), NodeRole::kJoin);
+    // (The waiting thread's own wait follows the main thread: a join of that thread.)
+    int main_joins = 0;
+    for (size_t n = 0; n < g.size(); ++n) {
+      main_joins += g.role[n] == NodeRole::kJoin && g.lanes[g.LaneOf(n)].main;
+    }
+    return main_joins;
   };
   CHECK(joins("worker.py(5): compute") == 1);
   CHECK(joins("threading.py(359): wait") == 0);
@@ -670,7 +675,12 @@ TEST_CASE("a main-thread gap while a stream keeps running is not a wait for that
     auto trace = t.Load();
     CausalGraph g = BuildCausalGraph(*trace);
     RequireReplayMatches(*trace, g, RunReplay(g));
-    return std::count(g.role.begin(), g.role.end(), NodeRole::kJoin);
+    // (The waiting thread's own wait follows the main thread: a join of that thread.)
+    int main_joins = 0;
+    for (size_t n = 0; n < g.size(); ++n) {
+      main_joins += g.role[n] == NodeRole::kJoin && g.lanes[g.LaneOf(n)].main;
+    }
+    return main_joins;
   };
   CHECK(joins(1212) == 0);  // the stream runs until 1510
   CHECK(joins(1520) == 1);  // it ran dry at 1510: the thread waited for it
@@ -696,7 +706,12 @@ TEST_CASE("a silent wait for the GPU is inferred only where the trace records no
     auto trace = t.Load();
     CausalGraph g = BuildCausalGraph(*trace);
     RequireReplayMatches(*trace, g, RunReplay(g));
-    return std::count(g.role.begin(), g.role.end(), NodeRole::kJoin);
+    // (The waiting thread's own wait follows the main thread: a join of that thread.)
+    int main_joins = 0;
+    for (size_t n = 0; n < g.size(); ++n) {
+      main_joins += g.role[n] == NodeRole::kJoin && g.lanes[g.LaneOf(n)].main;
+    }
+    return main_joins;
   };
   CHECK(joins(false) == 1);
   CHECK(joins(true) == 0);
@@ -744,4 +759,41 @@ TEST_CASE("A trailing step that launches nothing and lasts a tenth of the others
   // A short last step with GPU work, or one as long as the others, is a step.
   CHECK(AnalysedSteps(*make(18, true)).size() == 2);
   CHECK(AnalysedSteps(*make(400, false)).size() == 2);
+}
+
+TEST_CASE("A helper thread blocked on a condition works for nobody: its wait is not CPU work",
+          "[causal]") {
+  // No steps; the main thread launches 20 kernels of 900 us and synchronises: GPU-bound. A
+  // DataLoader queue's feeder thread (Python frames only) waits 15 ms on its condition, sends
+  // an index to a worker when the main thread puts one, and waits again until near the end.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Python("train.py", 10, "main", 0, 19500);
+  double cpu = 100, gpu = 200;
+  for (int k = 0; k < 20; ++k) {
+    t.Cpu("aten::mul", cpu, 40);
+    t.Kernel("void at::native::vectorized_elementwise_kernel<4>", cpu + 5, 10, gpu, 900);
+    cpu += 50;
+    gpu += 902;
+  }
+  t.Python("multiprocessing/queues.py", 86, "put", cpu, 20);
+  t.Runtime("cudaDeviceSynchronize", cpu + 30, gpu - cpu - 25);
+  // The profiler's stop at the end, while the feeder wakes up and works: it looks like a join.
+  t.Cpu("<built-in method _disable_profiler of PyCapsule object at 0x1>", 19040, 450,
+        "python_function");
+  t.Python("multiprocessing/queues.py", 231, "_feed", 10, 19470, 2);
+  t.Python("threading.py", 320, "wait", 20, cpu + 5 - 20, 2);
+  t.Python("multiprocessing/connection.py", 181, "send_bytes", cpu + 10, 30, 2);
+  t.Python("threading.py", 288, "wait", cpu + 45, 19000 - cpu - 45, 2);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  Replay r = RunReplay(g);
+  auto at = AttributeSteps(*trace, g, r);
+  REQUIRE(at.size() == 1);
+  INFO("cpu work " << at[0].ns[static_cast<int>(Cause::kCpuWork)] << " of " << at[0].total());
+  CHECK(Largest(at[0]) == Cause::kGpuKernel);
+  CHECK(at[0].ns[static_cast<int>(Cause::kCpuWork)] < at[0].total() / 10);
+  for (const auto& [name, ns] : at[0].cpu_ops) {
+    CHECK(trace->strings.Get(name).find("wait") == std::string_view::npos);
+  }
 }
