@@ -123,9 +123,12 @@ namespace {
 // Per step: 10 kernels of 100 us launched back to back, then a device-to-host copy of the
 // result through |runtime| that blocks the CPU until the kernels are done (its copy, 60 us,
 // runs at the end of the call), then 400 us of host work and the next step's launches: the GPU
-// idles while the CPU is blocked and then busy.
+// idles while the CPU is blocked and then busy. |then_stream_sync|: as PyTorch's copy_ with
+// non_blocking=False records it, |runtime| queues the copy and returns, and a
+// cudaStreamSynchronize under the same aten::to does the waiting.
 TinyTrace BlockingReadback(const std::string& copy_name, const std::string& runtime,
-                           const std::string& device, int major, long long bytes = 64 << 20) {
+                           const std::string& device, int major, long long bytes = 64 << 20,
+                           bool then_stream_sync = false) {
   TinyTrace t;
   t.Device(0, device, major, 0);
   double cpu = 1000;
@@ -140,7 +143,12 @@ TinyTrace BlockingReadback(const std::string& copy_name, const std::string& runt
     }
     const double call_end = gpu + 60 + 5;
     t.Cpu("aten::to", cpu, call_end - cpu + 4);
-    t.Launch(copy_name, cpu + 2, call_end - cpu - 2, gpu, 60, "gpu_memcpy", 7, runtime, bytes);
+    if (then_stream_sync) {
+      t.Launch(copy_name, cpu + 2, 20, gpu, 60, "gpu_memcpy", 7, runtime, bytes);
+      t.Runtime("cudaStreamSynchronize", cpu + 25, call_end - cpu - 25);
+    } else {
+      t.Launch(copy_name, cpu + 2, call_end - cpu - 2, gpu, 60, "gpu_memcpy", 7, runtime, bytes);
+    }
     cpu = call_end + 5;
     t.Cpu("aten::sum", cpu, 400);  // host work on the result
     cpu += 402;
@@ -759,46 +767,14 @@ TEST_CASE("TTA004: each burst of copies is batched where it was made", "[rules][
   CHECK(batches == 3);
 }
 
-namespace {
-
-// Per step: 10 kernels of 100 us launched back to back, then x.to() with non_blocking=False as
-// PyTorch's copy_ records it: cudaMemcpyAsync queues a 1 MiB copy behind the kernels and
-// returns, and cudaStreamSynchronize under the same aten::to waits for the stream; then 300 us
-// of host work.
-TinyTrace CopyThenStreamSync(const std::string& copy_name) {
-  TinyTrace t;
-  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
-  double cpu = 1000;
-  for (int s = 0; s < 3; ++s) {
-    const double start = cpu;
-    double gpu = cpu + 10;
-    for (int k = 0; k < 10; ++k) {
-      t.Cpu("aten::linear", cpu, 8);
-      t.Kernel("void at::native::vectorized_elementwise_kernel<4>", cpu + 1, 5, gpu, 100);
-      gpu += 100;
-      cpu += 10;
-    }
-    const double sync_end = gpu + 100 + 5;
-    t.Cpu("aten::to", cpu, sync_end - cpu + 3);
-    t.Launch(copy_name, cpu + 2, 20, gpu, 100, "gpu_memcpy", 7, "cudaMemcpyAsync", 1 << 20);
-    t.Runtime("cudaStreamSynchronize", cpu + 25, sync_end - cpu - 25);
-    cpu = sync_end + 5;
-    t.Cpu("aten::sum", cpu, 300);
-    cpu += 302;
-    t.Step(s + 1, start, cpu - start);
-    cpu += 2;
-  }
-  return t;
-}
-
-}  // namespace
-
 TEST_CASE(
     "TTA003: the stream sync of a pageable upload goes with pinning; a read-back's sync stays",
     "[rules][TTA003][TTA002]") {
   // Host to device: pinned memory and non_blocking=True drop copy_'s cudaStreamSynchronize, so
   // the host sync in aten::to is TTA003's symptom and the pageable copy ranks first.
-  auto upload = CopyThenStreamSync("Memcpy HtoD (Pageable -> Device)").Load();
+  auto upload = BlockingReadback("Memcpy HtoD (Pageable -> Device)", "cudaMemcpyAsync",
+                                 "NVIDIA A100-SXM4-80GB", 8, 1 << 20, true)
+                    .Load();
   auto u = ttap::RunRules(*upload, {});
   REQUIRE(!u.findings.empty());
   INFO(u.findings.front().message);
@@ -813,7 +789,9 @@ TEST_CASE(
   }
   // Device to host: the host reads what it copied, so the sync stays with pinned memory; the
   // host sync is a cause of its own and outranks the copy.
-  auto readback = CopyThenStreamSync("Memcpy DtoH (Device -> Pageable)").Load();
+  auto readback = BlockingReadback("Memcpy DtoH (Device -> Pageable)", "cudaMemcpyAsync",
+                                   "NVIDIA A100-SXM4-80GB", 8, 1 << 20, true)
+                      .Load();
   auto r = ttap::RunRules(*readback, {});
   REQUIRE(!r.findings.empty());
   INFO(r.findings.front().message);
