@@ -1061,8 +1061,8 @@ TEST_CASE("causal: a first call's kernel that starts late delays the whole GPU: 
   t.Device(0, "Tesla T4", 7, 5);
   t.Cpu("aten::conv2d", 1000, 2300);
   t.Cpu("aten::cudnn_convolution", 1010, 2200);
-  t.Launch("void cask_cudnn::computeOffsetsKernel<false, false>()", 3000, 15, 9800, 5, "kernel",
-           7, "cudaLaunchKernel");
+  t.Launch("void cask_cudnn::computeOffsetsKernel<false, false>()", 3000, 15, 9800, 5, "kernel", 7,
+           "cudaLaunchKernel");
   double cpu = 3400, gpu = 9810;
   for (int k = 0; k < 10; ++k) {
     t.Cpu("aten::conv2d", cpu, 200);
