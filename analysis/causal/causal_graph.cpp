@@ -242,11 +242,15 @@ std::vector<StepSpan> InferSteps(const Trace& trace) {
 // in, it halves a one-step trace's "per step" figures.
 bool TrailingStubStep(const Trace& trace, const std::vector<StepSpan>& steps) {
   if (steps.size() < 2) return false;
-  std::vector<int64_t> durs;
-  for (size_t k = 0; k + 1 < steps.size(); ++k) durs.push_back(steps[k].end_ns - steps[k].start_ns);
+  // (In doubles: a fuzzed clock's spans overflow int64 arithmetic.)
+  auto length = [](const StepSpan& s) {
+    return static_cast<double>(s.end_ns) - static_cast<double>(s.start_ns);
+  };
+  std::vector<double> durs;
+  for (size_t k = 0; k + 1 < steps.size(); ++k) durs.push_back(length(steps[k]));
   std::nth_element(durs.begin(), durs.begin() + durs.size() / 2, durs.end());
   const StepSpan& last = steps.back();
-  if (10 * (last.end_ns - last.start_ns) >= durs[durs.size() / 2]) return false;
+  if (10 * length(last) >= durs[durs.size() / 2]) return false;
   const EventTable& ev = trace.events;
   auto first = std::lower_bound(ev.ts.begin(), ev.ts.end(), last.start_ns);
   for (size_t i = first - ev.ts.begin(); i < ev.size() && ev.ts[i] < last.cpu_end_ns; ++i) {
