@@ -270,9 +270,15 @@ void GatherColumns(std::vector<PartialTable>& parts, std::vector<uint64_t>* orde
             [](const FlowEvent& a, const FlowEvent& b) { return a.ts < b.ts; });
 }
 
-// 4. The per-thread call hierarchy (depth, parent) and each row's enclosing Python frame.
+// A row that ends at most this much after an open entry is inside it: integer-microsecond
+// timestamps round a child's end past its parent's.
 constexpr int64_t kNestingSlackNs = 1000;
+// An ill-nested row goes in below at most this many entries it outlives; past that (a hostile
+// staircase of rows, each outliving all the open ones) it goes on top, so that a thread's rows
+// cost O(1) each, not O(open entries).
+constexpr size_t kMaxOutlivedEntries = 64;
 
+// 4. The per-thread call hierarchy (depth, parent) and each row's enclosing Python frame.
 void BuildHierarchy(Trace* trace) {
   EventTable& ev = trace->events;
   const size_t total = ev.size();
@@ -304,9 +310,11 @@ void BuildHierarchy(Trace* trace) {
       const int64_t end = ev.end(i);
       size_t under = st.size();  // entries that contain row i whole: st[0, under)
       if (opens) {
-        // (A row that ends at most kNestingSlackNs after it is inside: integer-microsecond
-        // timestamps round a child's end past its parent's.)
-        while (under > 0 && st[under - 1].end + kNestingSlackNs < end) --under;
+        while (under > 0 && st[under - 1].end + kNestingSlackNs < end &&
+               st.size() - under < kMaxOutlivedEntries) {
+          --under;
+        }
+        if (under > 0 && st[under - 1].end + kNestingSlackNs < end) under = st.size();
       }
       // The entries row i starts in: all open ones, or for an ill-nested row those it is in.
       const Open* in = under == st.size() ? (st.empty() ? nullptr : &st.back())

@@ -456,6 +456,24 @@ TEST_CASE("Ill-nested entries: a step opened inside prof.step()'s frames", "[loa
   CHECK(ev.parent[sends[0]] == i32(lambdas[0]));
 }
 
+TEST_CASE("A staircase of rows, each outliving all the open ones, goes on top past 64",
+          "[loader][frames]") {
+  // Hostile nesting: row k runs [10k, 100000 + 10k). Each starts inside every open row and
+  // outlives it. The first 64 go in below the rows they outlive; past that they go on top (each
+  // row's cost stays bounded), with the row opened last as their parent.
+  std::string events;
+  for (int k = 0; k < 2000; ++k) {
+    events += std::string(k ? ",\n" : "") + R"({"ph":"X","cat":"cpu_op","name":"op)" +
+              std::to_string(k) + R"(","pid":1,"tid":1,"ts":)" + std::to_string(10 * k) +
+              R"(,"dur":100000})";
+  }
+  auto t = Load(R"({"traceEvents":[)" + events + "]}", 1);
+  const auto& ev = t->events;
+  REQUIRE(ev.size() == 2000);
+  CHECK(ev.parent[Row(*t, "op1")] == -1);  // contained by nothing, below op0
+  CHECK(ev.parent[Row(*t, "op1999")] == static_cast<int32_t>(Row(*t, "op1998")));
+}
+
 TEST_CASE("Windows are index ranges that cover the span, exactly N of them", "[loader]") {
   for (int n : {1, 4, 7}) {
     INFO("window_count " << n);
