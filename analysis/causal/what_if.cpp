@@ -1017,7 +1017,10 @@ struct FixCoster {
         int64_t pinned = 0, most = 0;
         for (const auto& [i, d] : waited_for) {
           pinned += d;
-          if (d > most) most = d, pinning = i;
+          if (pinning < 0 || d > most) {
+            most = d;
+            pinning = i;
+          }
         }
         if (pinning < 0 || 2 * pinned < waited) continue;
         e.symptom = true;
