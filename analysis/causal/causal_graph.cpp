@@ -524,8 +524,6 @@ class GraphBuilder {
     one_time_capture = captures > 0 && graph_launches > captures;
 
     g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
-    for (const FirstCall& c : g.first_calls)
-      first_call_rows.push_back(static_cast<uint32_t>(c.row));
   }
 
   // A copy call that returned only once its copy was done (a pageable or synchronous copy, every
@@ -700,7 +698,7 @@ class GraphBuilder {
           // A launch of a millisecond or more with the GPU idle is listed as a first call (a
           // lazy module load) even where the run has too few warm launches for cold_launch_ns.
           const bool first_call_launch =
-              ev.link[r] >= 0 && IsFirstCallRow(static_cast<uint32_t>(r));
+              ev.link[r] >= 0 && FirstCallAt(g.first_calls, r) != nullptr;
           if ((cls & kNameCold) || one_time_alloc || stack.back().capture || first_call_launch ||
               (!blocks && ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns &&
                !WaitsForItsCopy(static_cast<uint32_t>(r)))) {
@@ -811,7 +809,8 @@ class GraphBuilder {
       if (capture_call & kRuntimeCaptureBegin) capturing = true;
       const bool capture = capturing || capture_call != 0;
       if (capture_call & kRuntimeCaptureEnd) capturing = false;
-      const bool cold = (!stack.empty() && stack.back().cold) || capture || IsFirstCallRow(r);
+      const bool cold = (!stack.empty() && stack.back().cold) || capture ||
+                        FirstCallAt(g.first_calls, static_cast<int32_t>(r)) != nullptr;
       stack.push_back(
           {r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1), cold, capture});
       if (IsLaunchKind(k) && ev.link[r] >= 0) {
@@ -870,7 +869,8 @@ class GraphBuilder {
         if (waited_for_launch(launch, prev_end, ev.ts[r])) {
           // A one-time lazy launch (a listed first call) says nothing of the usual latency.
           const int64_t lat = ev.ts[r] - g.obs_start[launch];
-          if (lat >= 0 && lat_free.size() < 200000 && !InFirstCall(ev.link[r])) {
+          if (lat >= 0 && lat_free.size() < 200000 &&
+              EnclosingFirstCall(trace, g.first_calls, ev.link[r]) < 0) {
             lat_free.push_back(lat);
           }
         } else if (ev.ts[r] >= prev_end && ev.ts[r] - prev_end <= kLongStreamGapNs &&
@@ -1475,17 +1475,6 @@ class GraphBuilder {
   bool ops_recorded = false;  // any op, annotation or Python frame: the CPU activity was profiled
   // The run launched with CUDA_LAUNCH_BLOCKING=1: each launch call returns when its kernel ends.
   bool launches_block = false;
-  std::vector<uint32_t> first_call_rows;  // the one-time first calls' rows, sorted
-  bool IsFirstCallRow(uint32_t row) const {
-    return std::binary_search(first_call_rows.begin(), first_call_rows.end(), row);
-  }
-  // Whether |row| is a one-time first call or inside one (a first conv2d's launches).
-  bool InFirstCall(int32_t row) const {
-    for (int depth = 0; row >= 0 && depth < 64; row = ev.parent[row], ++depth) {
-      if (IsFirstCallRow(static_cast<uint32_t>(row))) return true;
-    }
-    return false;
-  }
   std::vector<uint32_t> call_flags;  // RuntimeCallFlags per name id
   // Graphs are captured once and replayed (more graph launches than captures): the captures,
   // their instantiation and the CPU work during them are one-time.

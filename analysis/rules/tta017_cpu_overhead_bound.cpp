@@ -93,10 +93,10 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
   // Per region and step: the raw finding and plain tallies (set as evidence at the end).
   struct StepTally {
     Finding f;
-    int64_t kernels = 0, kernel_ns = 0, op_ns = 0;
+    int64_t kernel_ns = 0, op_ns = 0;
     std::set<int32_t> annotations;  // the region's annotation rows in this step
     std::map<StringId, std::pair<int64_t, int64_t>> ops;  // op name -> (runs, CPU ns)
-    std::vector<int64_t> kernel_durs;                     // for the region's median kernel
+    std::vector<int64_t> kernel_durs;                     // its kernels' durations
   };
   std::map<int64_t, std::map<int, StepTally>> regions;
   std::vector<uint8_t> op_seen(ev.size(), 0);
@@ -130,7 +130,6 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     t.f.end_ns = std::max(t.f.end_ns, ev.end(g.row[n]));
     // The detector's measure: the CPU time of the launch calls (the replay costs the rest).
     t.f.per_step[0].second += ev.dur[launch_row] / 1000.0;
-    ++t.kernels;
     t.kernel_ns += ev.dur[g.row[n]];
     t.kernel_durs.push_back(ev.dur[g.row[n]]);
     // The outermost framework op around the launch below any annotation or Python frame: the
@@ -165,16 +164,17 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
         ops += (k ? ", " : "") + f.top_events[k].name +
                FormatNumber(" %.2f ms", f.top_events[k].total_us / 1000.0);
       }
+      const size_t kernels = t.kernel_durs.size();
       const int64_t region_median = Median(std::move(t.kernel_durs));
-      AddNumber(&f, "kernels", static_cast<double>(t.kernels));
+      AddNumber(&f, "kernels", static_cast<double>(kernels));
       AddNumber(&f, "kernel_us", t.kernel_ns / 1000.0);
       AddNumber(&f, "op_cpu_us", t.op_ns / 1000.0);
       AddText(&f, "region", name);
       AddMean(&f, "median_kernel_us", region_median / 1000.0);
-      const bool one = t.kernels == 1;
+      const bool one = kernels == 1;
       AddText(
           &f, "detail",
-          "in " + name + ", " + FormatNumber("%.0f", static_cast<double>(t.kernels)) +
+          "in " + name + ", " + FormatNumber("%.0f", static_cast<double>(kernels)) +
               (one ? " kernel (" : " kernels (") + FormatNumber("%.2f ms", t.kernel_ns / 1e6) +
               " of GPU work" +
               (one ? "" : ", median kernel " + FormatNumber("%.1f us", region_median / 1000.0)) +
