@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <string>
 #include <unordered_map>
 
 #include "analysis/base/median.h"
@@ -179,14 +180,43 @@ uint32_t CausalGraph::LaneOf(int32_t v) const {
 
 namespace {
 
+// Whether row |i| opens a loop's level: nothing above it but Python frames (with_stack=True puts
+// the loop's own function frames above its record_function blocks).
+bool UnderPythonFramesOnly(const EventTable& ev, size_t i) {
+  int guard = 0;
+  for (int32_t p = ev.parent[i]; p >= 0 && guard < 256; p = ev.parent[p], ++guard) {
+    if (ev.kind[p] != EventKind::kPythonFunction) return false;
+  }
+  return true;
+}
+
+// An annotation's name as a loop marker: its digit runs read as one, so that vLLM's
+// "execute_new_2_cached_0" and "execute_new_0_cached_4", or "step 9" and "step 10", mark the same
+// loop.
+std::string LoopMarkerName(std::string_view n) {
+  std::string out;
+  out.reserve(n.size());
+  for (size_t c = 0; c < n.size(); ++c) {
+    const bool digit = n[c] >= '0' && n[c] <= '9';
+    if (!digit) {
+      out.push_back(n[c]);
+    } else if (out.empty() || out.back() != '#') {
+      out.push_back('#');
+    }
+  }
+  return out;
+}
+
 // Steps of a trace without ProfilerStep#: between the ends of consecutive outermost
 // Optimizer.step# regions, or between the starts of the most repeated top-level annotation of a
-// thread (three or more, not overlapping). Empty when neither marks a loop.
+// thread (three or more, not overlapping, from the first to the last over half the run; Python
+// frames above it do not count, and its digits do not tell its runs apart). Empty when neither
+// marks a loop.
 std::vector<StepSpan> InferSteps(const Trace& trace) {
   const EventTable& ev = trace.events;
   std::vector<std::pair<int64_t, int64_t>> optimizer;
   int32_t optimizer_track = -1;
-  std::map<std::pair<uint32_t, StringId>, std::vector<std::pair<int64_t, int64_t>>> top;
+  std::map<std::pair<uint32_t, std::string>, std::vector<std::pair<int64_t, int64_t>>> top;
   for (size_t i = 0; i < ev.size(); ++i) {
     const EventKind k = ev.kind[i];
     if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation) continue;
@@ -202,8 +232,9 @@ std::vector<StepSpan> InferSteps(const Trace& trace) {
         optimizer.emplace_back(ev.ts[i], ev.end(i));
       }
     }
-    if (k == EventKind::kUserAnnotation && ev.parent[i] < 0 && !StartsWith(n, "Optimizer.")) {
-      top[{ev.track[i], ev.name[i]}].emplace_back(ev.ts[i], ev.end(i));
+    if (k == EventKind::kUserAnnotation && !StartsWith(n, "Optimizer.") &&
+        UnderPythonFramesOnly(ev, i)) {
+      top[{ev.track[i], LoopMarkerName(n)}].emplace_back(ev.ts[i], ev.end(i));
     }
   }
   std::vector<StepSpan> out;
@@ -220,7 +251,13 @@ std::vector<StepSpan> InferSteps(const Trace& trace) {
     bool disjoint = true;
     for (size_t k = 1; k < spans.size(); ++k)
       disjoint = disjoint && spans[k].first >= spans[k - 1].second;
-    if (spans.size() >= 3 && disjoint && (!best || spans.size() > best->size())) {
+    // A loop's marker repeats across the run; a benchmark's blocks, each run a few times in
+    // turn, cover a part of it each.
+    const bool spread =
+        spans.size() >= 3 &&
+        2 * (static_cast<double>(spans.back().second) - static_cast<double>(spans.front().first)) >=
+            static_cast<double>(trace.span_end()) - static_cast<double>(trace.span_start());
+    if (spread && disjoint && (!best || spans.size() > best->size())) {
       best = &spans;
       best_track = key.first;
     }

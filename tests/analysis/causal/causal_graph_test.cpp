@@ -344,6 +344,52 @@ TEST_CASE("steps inferred from Optimizer.step end where their GPU work ends, as 
   CHECK(r.step_end[2] == spans[2].end_ns);
 }
 
+TEST_CASE("a loop's record_function marks its steps under Python frames and with numbered names",
+          "[causal]") {
+  // vLLM's engine annotates each step "execute_new_<n>_cached_<m>" inside its Python frames
+  // (with_stack=True): the same loop as without stacks, whatever the counts in its names.
+  auto make = [](bool frames) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA GeForce RTX 3090", 8, 6);
+    if (frames) t.Python("llm_engine.py", 10, "step_loop", 500, 5000);
+    const char* names[] = {"execute_new_2_cached_0", "execute_new_0_cached_4",
+                           "execute_new_0_cached_4", "execute_new_0_cached_12"};
+    for (int k = 0; k < 4; ++k) {
+      const double s = 1000 + 1000 * k;
+      if (frames) t.Python("gpu_model_runner.py", 20, "execute_model", s - 50, 800);
+      t.Cpu(names[k], s, 600, "user_annotation");
+      t.Cpu("aten::mm", s + 100, 100);
+      t.Kernel("ampere_bf16_s16816gemm_bf16_64x64", s + 110, 5, s + 120, 300);
+    }
+    return t.Load();
+  };
+  for (bool frames : {false, true}) {
+    INFO("with Python frames: " << frames);
+    auto trace = make(frames);
+    REQUIRE(trace->steps.empty());
+    auto spans = AnalysedSteps(*trace);
+    REQUIRE(spans.size() == 4);
+    CHECK(spans[0].start_ns == 1000000);
+    CHECK(spans[1].start_ns == 2000000);
+    CHECK(spans[3].start_ns == 4000000);
+    CHECK(spans[0].inferred);
+  }
+}
+
+TEST_CASE("blocks run a few times each in one part of the run do not mark steps", "[causal]") {
+  // A benchmark runs each layer three times in turn, then a long tail: no loop spans the run.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  for (int k = 0; k < 3; ++k)
+    t.Cpu("LayerNorm affine=True", 1000 + 300 * k, 200, "user_annotation");
+  for (int k = 0; k < 3; ++k) t.Cpu("RMSNorm affine=True", 2000 + 300 * k, 200, "user_annotation");
+  t.Cpu("aten::mm", 3000, 8000);
+  auto trace = t.Load();
+  auto spans = AnalysedSteps(*trace);
+  REQUIRE(spans.size() == 1);
+  CHECK(!spans[0].inferred);
+}
+
 namespace {
 
 // The first five of the main thread's 100 us op slices (half of the tests' ten ops) made free.
