@@ -98,13 +98,31 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     std::map<StringId, std::pair<int64_t, int64_t>> ops;  // op name -> (runs, CPU ns)
     std::vector<int64_t> kernel_durs;                     // its kernels' durations
   };
+  // A step that captures a CUDA graph replayed in other steps runs the captured ops eagerly
+  // first (vLLM's warm-up runs before each lazy capture): one-time work (TTA015's), not the
+  // steady state's dispatch. Such steps are left out while they are under half of the steps.
+  std::set<int> capture_steps;
+  int64_t captures = 0, graph_launches = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (!IsLaunchKind(ev.kind[i])) continue;
+    const uint32_t flags = ctx.RuntimeFlags(i);
+    graph_launches += (flags & kRuntimeGraphLaunch) != 0;
+    if (flags & kRuntimeCaptureBegin) {
+      ++captures;
+      const int step = ctx.StepOf(ev.ts[i]);
+      if (step >= 0) capture_steps.insert(step);
+    }
+  }
+  if (graph_launches <= captures || 2 * capture_steps.size() >= ctx.steps().size()) {
+    capture_steps.clear();
+  }
   std::map<int64_t, std::map<int, StepTally>> regions;
   std::vector<uint8_t> op_seen(ev.size(), 0);
   for (size_t n = 0; n < g.size(); ++n) {
     if (!eligible(n) || in_bursts[g.row[n]]) continue;
     const int32_t launch_row = ev.link[g.row[n]];
     const int step = ctx.StepOf(ev.ts[launch_row]);
-    if (step < 0) continue;
+    if (step < 0 || capture_steps.count(step)) continue;
     const int32_t launch_node =
         static_cast<size_t>(launch_row) < g.node_of_row.size() ? g.node_of_row[launch_row] : -1;
     int32_t annotation_row = -1;
@@ -150,6 +168,44 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
   }
   for (auto& [key, by_step] : regions) {
     const std::string name = region_name(key);
+    // The detail describes the region over the steps it runs in (the merged finding keeps one
+    // step's text): per step where there are several.
+    const double n_steps = static_cast<double>(by_step.size());
+    const char* a_step = by_step.size() > 1 ? " a step" : "";
+    std::map<StringId, std::pair<int64_t, int64_t>> all_ops;
+    std::vector<int64_t> all_durs;
+    int64_t all_kernel_ns = 0;
+    for (const auto& [step, t] : by_step) {
+      for (const auto& [id, v] : t.ops) {
+        all_ops[id].first += v.first;
+        all_ops[id].second += v.second;
+      }
+      all_durs.insert(all_durs.end(), t.kernel_durs.begin(), t.kernel_durs.end());
+      all_kernel_ns += t.kernel_ns;
+    }
+    std::vector<std::pair<int64_t, StringId>> by_cpu;
+    for (const auto& [id, v] : all_ops) by_cpu.emplace_back(v.second, id);
+    std::sort(by_cpu.begin(), by_cpu.end(),
+              [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string ops;
+    for (size_t k = 0; k < by_cpu.size() && k < 3; ++k) {
+      ops += (k ? ", " : "") + std::string(ctx.trace().strings.Get(by_cpu[k].second)) +
+             FormatNumber(" %.2f ms", by_cpu[k].first / 1e6 / n_steps);
+    }
+    const double kernels = static_cast<double>(all_durs.size()) / n_steps;
+    const int64_t region_median = Median(std::move(all_durs));
+    const bool one = kernels < 1.5;
+    const std::string detail =
+        "in " + name + ", " + FormatNumber("%.0f", kernels) + (one ? " kernel" : " kernels") +
+        a_step + " (" + FormatNumber("%.2f ms", all_kernel_ns / 1e6 / n_steps) + " of GPU work" +
+        (one ? "" : ", median kernel " + FormatNumber("%.1f us", region_median / 1000.0)) +
+        (one ? ") waits" : ") wait") +
+        " for the CPU's per-op dispatch and launches; the run's critical path is " +
+        FormatNumber("%.0f%%", 100.0 * (launch + cpu) / total) + " CPU work and launches, " +
+        FormatNumber("%.0f%%", 100.0 * gpu / total) + " GPU work" +
+        (ops.empty() ? "" : "; most CPU time" + std::string(a_step) + " in " + ops) +
+        ". Capture it with CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
+        "use fewer, larger ops, or a bigger batch";
     for (auto& [step, t] : by_step) {
       Finding& f = t.f;
       for (const auto& [id, v] : t.ops) {
@@ -159,32 +215,12 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
           f.top_events.begin(), f.top_events.end(),
           [](const EvidenceEvent& a, const EvidenceEvent& b) { return a.total_us > b.total_us; });
       if (f.top_events.size() > 5) f.top_events.resize(5);
-      std::string ops;
-      for (size_t k = 0; k < f.top_events.size() && k < 3; ++k) {
-        ops += (k ? ", " : "") + f.top_events[k].name +
-               FormatNumber(" %.2f ms", f.top_events[k].total_us / 1000.0);
-      }
-      const size_t kernels = t.kernel_durs.size();
-      const int64_t region_median = Median(std::move(t.kernel_durs));
-      AddNumber(&f, "kernels", static_cast<double>(kernels));
+      AddNumber(&f, "kernels", static_cast<double>(t.kernel_durs.size()));
       AddNumber(&f, "kernel_us", t.kernel_ns / 1000.0);
       AddNumber(&f, "op_cpu_us", t.op_ns / 1000.0);
       AddText(&f, "region", name);
-      AddMean(&f, "median_kernel_us", region_median / 1000.0);
-      const bool one = kernels == 1;
-      AddText(
-          &f, "detail",
-          "in " + name + ", " + FormatNumber("%.0f", static_cast<double>(kernels)) +
-              (one ? " kernel (" : " kernels (") + FormatNumber("%.2f ms", t.kernel_ns / 1e6) +
-              " of GPU work" +
-              (one ? "" : ", median kernel " + FormatNumber("%.1f us", region_median / 1000.0)) +
-              (one ? ") waits" : ") wait") +
-              " for the CPU's per-op dispatch and launches; the run's critical path is " +
-              FormatNumber("%.0f%%", 100.0 * (launch + cpu) / total) + " CPU work and launches, " +
-              FormatNumber("%.0f%%", 100.0 * gpu / total) + " GPU work" +
-              (ops.empty() ? "" : "; most CPU time in " + ops) +
-              ". Capture it with CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
-              "use fewer, larger ops, or a bigger batch");
+      AddMean(&f, "median_kernel_us", Median(std::move(t.kernel_durs)) / 1000.0);
+      AddText(&f, "detail", detail);
       out->push_back(std::move(f));
     }
   }

@@ -683,6 +683,58 @@ TEST_CASE("causal: a one-time CUDA graph capture is cold start, not gpu-idle",
   CHECK(FindingsWithCode(*steady, "TTA015").empty());
 }
 
+TEST_CASE("causal: the eager warm-up before a one-time graph capture is not steady-state dispatch",
+          "[rules][causal][TTA017]") {
+  // vLLM captures a batch size's graph lazily: step 3 first runs the model eagerly (100 ops of
+  // 190 us dispatch, 5 us kernels), then captures it; every other step replays a graph. The
+  // warm-up happens once, so it is not the steady state's CPU overhead.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A10G", 8, 6);
+  double cpu = 1000;
+  for (int s = 0; s < 8; ++s) {
+    const double start = cpu;
+    if (s == 3) {
+      for (int k = 0; k < 100; ++k) {
+        t.Cpu("aten::mm", cpu, 200);
+        t.Kernel("sm80_xmma_gemm_bf16bf16_bf16f32", cpu + 180, 10, cpu + 195, 5);
+        cpu += 210;
+      }
+      t.Runtime("cudaStreamBeginCapture", cpu, 3);
+      t.Runtime("cudaStreamEndCapture", cpu + 5, 10);
+      t.Runtime("cudaGraphInstantiateWithFlags", cpu + 16, 2000);
+      cpu += 2020;
+    }
+    t.Cpu("execute_model", cpu, 60);
+    double g = cpu + 60;
+    for (int k = 0; k < 40; ++k) {
+      t.Launch("sm80_xmma_gemm_bf16bf16_bf16f32", cpu + 10, 40, g, 50, "kernel", 7,
+               "cudaGraphLaunch");
+      g += 51;
+    }
+    t.Step(s + 1, start, g + 5 - start);
+    cpu = g + 10;
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  for (const auto& f : all.findings) {
+    INFO(f.message);
+    CHECK(f.code != "TTA017");
+  }
+}
+
+TEST_CASE("causal: a CPU-overhead-bound region over several steps is described per step",
+          "[rules][causal][TTA017]") {
+  // The finding merges the region's steps: its text gives their average (200 kernels a step),
+  // not the last step's tally alone.
+  auto trace = Eager(200, 10, 5, 6).Load();
+  auto f = FindingsWithCode(*trace, "TTA017");
+  REQUIRE(!f.empty());
+  INFO(f[0].message);
+  CHECK(f[0].message.find("200 kernels a step") != std::string::npos);
+  CHECK(f[0].message.find("most CPU time a step in aten::add") != std::string::npos);
+}
+
 TEST_CASE("causal: a GPU run profiled on the CPU side only is incomplete",
           "[rules][causal][TTA016]") {
   // activities=[ProfilerActivity.CPU] (or WSL without CUPTI): a data-parallel step's ops, its
