@@ -438,7 +438,7 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       // A math library's first call that the GPU idles through (cuDNN / cuBLAS handles and
       // workspaces, an algorithm search) at twice its later runs or more: in a cold forward
       // those later runs set up their own shapes and are slow too, so the ratio alone misses it.
-      const bool library_setup = d >= kLibraryFirstCallNs && d >= 2 * typical &&
+      const bool library_setup = d >= kFirstCallMinNs && d >= 2 * typical &&
                                  IsMathLibraryOp(trace.Name(r.first)) &&
                                  gpu_idle_through(r.first) && launches_gpu(r.first);
       if ((static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical) ||

@@ -464,6 +464,42 @@ TEST_CASE("causal: a cold forward's first convolution sets up cuDNN: cold start,
   CHECK(cp[static_cast<int>(ttap::Cause::kColdStart)] >= 40000000);
 }
 
+TEST_CASE(
+    "causal: a small CNN's first convolution, 3x the later ones with the GPU idle, is cold start",
+    "[rules][causal][TTA015]") {
+  // A 2080 Ti CNN's single forward: the first aten::cudnn_convolution spends 1.7 ms on the CPU
+  // (cuDNN's heuristics) before its kernel, the GPU idle from the start; the next two take
+  // 0.5-0.7 ms while the GPU runs. It was TTA008 "the GPU idles 2.3 ms while the CPU runs
+  // model_inference" (the library-setup rule wanted 5 ms).
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 2080 Ti", 7, 5);
+  StreamClock gpu;
+  const double start = 1000;
+  double cpu = start + 300;
+  const double conv_us[] = {1700, 520, 660};
+  for (int k = 0; k < 3; ++k) {
+    t.Cpu("aten::cudnn_convolution", cpu, conv_us[k]);
+    gpu.Kernel(t, "volta_scudnn_128x128_relu_small_nn_v1", cpu + conv_us[k] - 60, 20, 5, 1500);
+    cpu += conv_us[k] + 10;
+    for (int j = 0; j < 3; ++j) {
+      t.Cpu("aten::leaky_relu_", cpu, 40);
+      gpu.Kernel(t, "vectorized_elementwise_kernel", cpu + 20, 10, 3, 150);
+      cpu += 41;
+    }
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, gpu.free - cpu + 3);
+  t.Cpu("model_inference", start, gpu.free + 10 - start, "user_annotation");
+  auto trace = t.Load();
+  auto cold = FindingsWithCode(*trace, "TTA015");
+  REQUIRE(cold.size() == 1);
+  INFO(cold[0].message);
+  CHECK(cold[0].severity <= ttap::Severity::kWarning);
+  for (const auto& f : FindingsWithCode(*trace, "TTA008")) {
+    INFO(f.message);
+    CHECK(f.severity >= ttap::Severity::kInfo);
+  }
+}
+
 TEST_CASE("causal: a lazy first launch in a run of few launches is cold start",
           "[rules][causal][TTA015]") {
   // A TensorRT engine's first call (an RTX 3060): no ops recorded, two launches; the first
