@@ -1147,6 +1147,9 @@ class GraphBuilder {
     }
   }
 
+  // The longest untraced gap of a secondary thread that still counts as its work in a join.
+  static constexpr int64_t kBookkeepingGapNs = 50000;
+
   void Joins() {
     // 3b. Joins: a main-thread slice of at least 20 us during which a secondary thread or a GPU
     // stream was busy (80% or more) and which ended within 50 us (or 2% of the slice) of that work
@@ -1198,12 +1201,21 @@ class GraphBuilder {
           // long run of collectives or kernels is the thread's own time).
           if (l.gpu && v + 1 < l.end_node && g.obs_start[v + 1] < b) continue;
           int64_t covered = l.gpu ? ClippedLength(gpu_busy, a, b) : 0;
+          int64_t later_op_start = -1;  // the start of the lane's op node after |u|, -1
           for (int32_t u = v; !l.gpu && u >= 0 && g.ObsEnd(u) > a; u = g.LanePrev(u)) {
-            // A thread blocked in a wait or a sleep was not working for the main thread.
+            // A thread blocked in a wait or a sleep was not working for the main thread. A short
+            // gap between two of its framework ops is its own bookkeeping (the autograd engine
+            // between two nodes, 10-30 us a node under the profiler), part of the work.
             const bool idle = g.row[u] >= 0 && (name_class[ev.name[g.row[u]]] & kNameIdleWait);
+            const bool op = g.row[u] >= 0 && ev.kind[g.row[u]] == EventKind::kCpuOp;
             if (g.cause[u] != Cause::kUntraced && !idle) {
               covered += std::min(b, g.ObsEnd(u)) - std::max(a, g.obs_start[u]);
+              if (op && later_op_start >= 0 && later_op_start - g.ObsEnd(u) <= kBookkeepingGapNs) {
+                covered +=
+                    std::max<int64_t>(0, std::min(b, later_op_start) - std::max(a, g.ObsEnd(u)));
+              }
             }
+            later_op_start = op && !idle ? g.obs_start[u] : -1;
           }
           if (static_cast<double>(covered) >= 0.8 * static_cast<double>(b - a)) d = v;
         }
