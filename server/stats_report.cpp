@@ -162,8 +162,11 @@ std::string RankStatsToText(const Trace& t, const TraceSummary& s, const TimeBre
     devs += (d.name.empty() ? "device " + std::to_string(d.id) : d.name);
   }
   line("rank " + std::to_string(t.rank) + " (" + t.rank_source + ") - " + s.device_type +
-       (devs.empty() ? "" : " [" + devs + "]") + " - " + std::to_string(t.steps.size()) +
-       " steps - " + std::to_string(t.events.size()) + " events");
+       (devs.empty() ? "" : " [" + devs + "]") + " - " +
+       (t.steps.empty() && time.steps.size() > 1
+            ? "no ProfilerStep, " + std::to_string(time.steps.size()) + " steps inferred"
+            : std::to_string(t.steps.size()) + " steps") +
+       " - " + std::to_string(t.events.size()) + " events");
   if (!s.steps.empty()) {
     line("  step        time(ms)  GPU active  data movement    idle  GPU activities");
     for (const auto& st : s.steps) {

@@ -85,6 +85,25 @@ TEST_CASE("stats text output", "[cli]") {
   CHECK(r.out.find("data loading") != std::string::npos);
 }
 
+TEST_CASE("stats text output: steps inferred without ProfilerStep are counted as such", "[cli]") {
+  // Four repeats of a loop's record_function and no ProfilerStep: the header said "0 steps" and
+  // then broke the time down per step.
+  ttap_test::TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  for (int k = 0; k < 4; ++k) {
+    const double s = 1000 + 1000 * k;
+    t.Cpu("train_step", s, 600, "user_annotation");
+    t.Cpu("aten::mm", s + 100, 100);
+    t.Kernel("ampere_sgemm_128x64_nn", s + 110, 5, s + 120, 300);
+  }
+  const std::string path = ttap_test::MakeTempDir() + "/loop.pt.trace.json";
+  REQUIRE(ttap_test::WriteFile(path, t.Json()));
+  auto r = RunTtap("stats '" + path + "'");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("no ProfilerStep, 4 steps inferred") != std::string::npos);
+  CHECK(r.out.find("0 steps") == std::string::npos);
+}
+
 TEST_CASE("unusable input: one line naming the file, exit code 2", "[cli]") {
   std::string dir = ttap_test::MakeTempDir();
   WriteOrFail(dir + "/notes.json", "these are my notes");
