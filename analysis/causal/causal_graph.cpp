@@ -527,7 +527,7 @@ class GraphBuilder {
     }
     // One pass over the rows: per track, the launch durations, whether the CPU's ops were
     // profiled, graph captures against replays, launches that block on their kernel.
-    std::vector<int64_t> launch_durs;
+    std::vector<int64_t> launch_durs, graph_launch_durs;
     int64_t captures = 0, graph_launches = 0, long_kernels = 0, blocked = 0;
     for (size_t i = 0; i < n_rows; ++i) {
       const EventKind k = ev.kind[i];
@@ -539,7 +539,10 @@ class GraphBuilder {
       }
       if (!IsLaunchKind(k)) continue;
       captures += (call_flags[ev.name[i]] & kRuntimeCaptureBegin) != 0;
-      graph_launches += (call_flags[ev.name[i]] & kRuntimeGraphLaunch) != 0;
+      if (call_flags[ev.name[i]] & kRuntimeGraphLaunch) {
+        ++graph_launches;
+        if (graph_launch_durs.size() < 200000) graph_launch_durs.push_back(ev.dur[i]);
+      }
       const int32_t launched = ev.link[i];
       if (launched < 0) continue;
       if (launch_durs.size() < 200000) launch_durs.push_back(ev.dur[i]);
@@ -556,6 +559,12 @@ class GraphBuilder {
     // A launch call this much slower than the median loads its module lazily (cold start).
     cold_launch_ns =
         std::max<int64_t>(1000000, 50 * std::min(Median(launch_durs, 5000), kLatencyCapNs));
+    // A graph launch's CPU cost grows with the graph (a decode step's 3,500 kernels: 3-6 ms each
+    // replay): it is cold only far above the run's other graph launches.
+    cold_graph_launch_ns =
+        graph_launch_durs.empty()
+            ? cold_launch_ns
+            : std::max(cold_launch_ns, 10 * Median(graph_launch_durs, graph_launch_durs.front()));
     launches_block =
         blocked >= kBlockingLaunchMin && blocked >= kBlockingLaunchShare * long_kernels;
     one_time_capture = captures > 0 && graph_launches > captures;
@@ -737,7 +746,9 @@ class GraphBuilder {
           const bool first_call_launch =
               ev.link[r] >= 0 && FirstCallAt(g.first_calls, r) != nullptr;
           if ((cls & kNameCold) || one_time_alloc || stack.back().capture || first_call_launch ||
-              (!blocks && ev.link[r] >= 0 && ev.dur[r] >= cold_launch_ns &&
+              (!blocks && ev.link[r] >= 0 &&
+               ev.dur[r] >= ((call_flags[ev.name[r]] & kRuntimeGraphLaunch) ? cold_graph_launch_ns
+                                                                            : cold_launch_ns) &&
                !WaitsForItsCopy(static_cast<uint32_t>(r)))) {
             cause = Cause::kColdStart;
             ++g.stats.cold_calls;
@@ -1521,6 +1532,7 @@ class GraphBuilder {
   std::vector<uint8_t> name_class;             // NameClass bits per name id
   std::vector<uint8_t> keep_row;               // rows whose boundaries stay node boundaries
   int64_t cold_launch_ns = 0;
+  int64_t cold_graph_launch_ns = 0;  // the same for graph launches (cudaGraphLaunch)
   bool ops_recorded = false;  // any op, annotation or Python frame: the CPU activity was profiled
   // The run launched with CUDA_LAUNCH_BLOCKING=1: each launch call returns when its kernel ends.
   bool launches_block = false;

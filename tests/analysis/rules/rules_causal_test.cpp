@@ -771,6 +771,42 @@ TEST_CASE("causal: a CPU-overhead-bound region over several steps is described p
   CHECK(f[0].message.find("most CPU time a step in aten::add") != std::string::npos);
 }
 
+TEST_CASE("causal: a big graph's slow launch every step is steady-state, not lazy loading",
+          "[rules][causal][TTA015]") {
+  // A decode step replays a graph of thousands of kernels: each cudaGraphLaunch holds the CPU
+  // 3-6 ms (a GH200 vLLM trace), every step, beside single launches of 5 us. It was TTA015
+  // "one-time: 8 call(s) load kernels lazily (longest cudaGraphLaunch)".
+  TinyTrace t;
+  t.Device(0, "NVIDIA GH200 480GB", 9, 0);
+  double cpu = 1000;
+  for (int s = 0; s < 8; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 20; ++k) {
+      t.Cpu("aten::add", cpu, 20);
+      t.Kernel("vectorized_elementwise_kernel", cpu + 10, 5, cpu + 20, 3);
+      cpu += 21;
+    }
+    const double launch_us = 3000 + 400 * (s % 4);
+    double g = cpu + launch_us + 5;
+    std::vector<TinyTrace::GraphKernel> replay;
+    for (int k = 0; k < 40; ++k) {
+      replay.push_back({"sm90_xmma_gemm_bf16bf16_bf16f32", g, 150});
+      g += 151;
+    }
+    t.GraphLaunch(cpu, launch_us, replay);
+    t.Runtime("cudaEventSynchronize", cpu + launch_us + 5, std::max(1.0, g - cpu - launch_us));
+    t.Step(s + 1, start, g + 10 - start);
+    cpu = g + 20;
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  for (const auto& f : all.findings) {
+    INFO(f.message);
+    CHECK(f.code != "TTA015");
+  }
+  CHECK(all.time.overall.ns[static_cast<int>(ttap::Cause::kColdStart)] == 0);
+}
+
 TEST_CASE("causal: a GPU run profiled on the CPU side only is incomplete",
           "[rules][causal][TTA016]") {
   // activities=[ProfilerActivity.CPU] (or WSL without CUPTI): a data-parallel step's ops, its
