@@ -45,6 +45,16 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
     runtime_flags_[id] = RuntimeCallFlags(name);
   }
   MergeIntervals(&kernel_busy_);
+  // Framework ops (outside annotations) with a synchronize call under them.
+  syncing_op_.assign(ev.size(), 0);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (!IsLaunchKind(ev.kind[i]) || !IsSyncCall(i)) continue;
+    for (int32_t p = ev.parent[i], depth = 0; p >= 0 && depth < 4096 && !syncing_op_[p];
+         p = ev.parent[p], ++depth) {
+      if (ev.kind[p] != EventKind::kCpuOp || Contains(trace.Name(p), "#")) break;
+      syncing_op_[p] = 1;
+    }
+  }
   int32_t main_device = -1;
   int64_t most = -1;
   for (auto& [d, n] : kernels_per_device) {
@@ -123,6 +133,15 @@ std::vector<int> RuleContext::WindowsOf(int64_t lo, int64_t hi) const {
 
 bool RuleContext::IsDataLoaderName(std::string_view name) const {
   return ttap::IsDataLoaderName(name);
+}
+
+bool RuleContext::UnderSyncingOp(int32_t row) const {
+  const EventTable& ev = trace_.events;
+  for (int32_t p = ev.parent[row], depth = 0; p >= 0 && depth < 4096; p = ev.parent[p], ++depth) {
+    if (syncing_op_[p]) return true;
+    if (ev.kind[p] != EventKind::kCpuOp || Contains(trace_.Name(p), "#")) return false;
+  }
+  return false;
 }
 
 }  // namespace ttap

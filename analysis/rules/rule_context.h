@@ -71,6 +71,11 @@ class RuleContext {
   // per distinct name), 0 for anything but a runtime call.
   uint32_t RuntimeFlags(size_t row) const { return runtime_flags_[trace_.events.name[row]]; }
   bool IsSyncCall(size_t row) const { return (RuntimeFlags(row) & kRuntimeSync) != 0; }
+  // Whether |row| (a launch) runs under a framework op that synchronizes with the host inside (a
+  // sparse coalesce reading back its size, nonzero, a boolean mask): a sync is illegal during a
+  // CUDA graph capture and torch.compile breaks the graph there, so such an op's launches are
+  // not what a graph would capture.
+  bool UnderSyncingOp(int32_t row) const;
   // The outermost cpu_op / user_annotation ancestor of |row| below the step annotation: the
   // "user-level" op (e.g. aten::item, Optimizer.step#SGD.step), or -1.
   int32_t TopOp(int32_t row) const;
@@ -95,6 +100,7 @@ class RuleContext {
   std::vector<FirstCall> first_calls_;
   std::vector<uint8_t> collective_name_;  // per string id
   std::vector<uint32_t> runtime_flags_;   // per string id
+  std::vector<uint8_t> syncing_op_;       // per row: a framework op with a sync call under it
 };
 
 }  // namespace ttap

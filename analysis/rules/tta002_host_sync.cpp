@@ -40,7 +40,8 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     std::map<std::string, Finding> by_cause;
     std::map<std::string, std::set<int32_t>> statements_of;  // per cause, counted once each
-    std::set<int32_t> anchors_seen;     // one read (an .item()'s copy and its sync) counts once
+    std::set<int32_t> synced_in;                             // ops with a synchronize call counted
+    std::set<int32_t> copy_waits;       // ops whose blocking copy counts for want of a synchronize
     int64_t drained_until = INT64_MIN;  // GPU idle counted so far (a read's calls share it)
     for (uint32_t i = lo; i < hi; ++i) {
       if (!IsLaunchKind(ev.kind[i])) continue;
@@ -77,12 +78,13 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       int32_t op = ctx.TopOp(static_cast<int32_t>(i));
       int32_t anchor = op >= 0 ? op : static_cast<int32_t>(i);
       // Prefer the innermost op that explains the sync (aten::item, aten::nonzero, ...).
-      for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
+      auto explains = [&](int32_t p) {
         std::string_view pn = ctx.Name(p);
-        if (pn == "aten::item" || pn == "aten::_local_scalar_dense" || pn == "aten::nonzero" ||
-            pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" || ctx.IsSyncCall(p)) {
-          anchor = p;
-        }
+        return pn == "aten::item" || pn == "aten::_local_scalar_dense" || pn == "aten::nonzero" ||
+               pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" || ctx.IsSyncCall(p);
+      };
+      for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
+        if (explains(p)) anchor = p;
       }
       std::string key = CauseKey(ctx, anchor);
       Finding& f = CauseFinding(&by_cause, ctx, "TTA002", static_cast<int>(s), ev.ts[i], resume,
@@ -93,7 +95,24 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       if (statement >= 0 && statements_of[key].insert(statement).second) {
         AccumulateNumber(&f, "host_statement_us", statement_ns / 1000.0);
       }
-      if (anchors_seen.insert(anchor).second) AccumulateNumber(&f, "syncs", 1);
+      // The op the sync happens in, where it is not the anchor itself (a sparse matmul's
+      // aten::_coalesce reading back its size): named beside the anchor.
+      int32_t inner = ev.parent[i];
+      while (inner >= 0 && ev.kind[inner] != EventKind::kCpuOp) inner = ev.parent[inner];
+      if (inner >= 0 && inner != anchor && !explains(inner) && !UnderAnyOf(ev, anchor, {inner}) &&
+          TextOf(f, "inner_op").empty()) {
+        AddText(&f, "inner_op", std::string(ctx.Name(inner)));
+      }
+      // Counted per wait: each synchronize call, and a blocking copy that no synchronize in the
+      // same op follows (an .item() is its copy and its sync: one read).
+      const int32_t owner = inner >= 0 ? inner : anchor;
+      if (ctx.IsSyncCall(i)) {
+        if (copy_waits.erase(owner)) AccumulateNumber(&f, "syncs", -1);
+        synced_in.insert(owner);
+        AccumulateNumber(&f, "syncs", 1);
+      } else if (!synced_in.count(owner) && copy_waits.insert(owner).second) {
+        AccumulateNumber(&f, "syncs", 1);
+      }
       AccumulateNumber(&f, "gpu_drain_us", new_drain / 1000.0);
       AddText(&f, "sync_call", std::string(name));
       AddText(&f, "op", std::string(ctx.Name(anchor)));
@@ -116,8 +135,10 @@ std::string HostSyncMessage(const Finding& f, const std::string& detected,
   const double steps = std::max(1.0, Num(f, "steps_affected"));
   const bool whole_run = OfWholeRun(f);
   std::string op = TextOf(f, "op");
+  const std::string inner = TextOf(f, "inner_op");
   return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
-         TextOf(f, "sync_call") + ", " + std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
+         (inner.empty() ? "" : "inside " + inner + ": ") + TextOf(f, "sync_call") + ", " +
+         std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
          (whole_run ? "x in the run" : "x per step") + ") drains the GPU for " + detected +
          (Num(f, "host_statement_us") / steps >= 10
               ? std::string(TextOf(f, "reads_value").empty()

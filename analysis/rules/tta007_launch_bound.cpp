@@ -85,8 +85,9 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
       const int32_t device = ctx.trace().tracks[ev.track[i]].device;
       Burst& b = open[device];
       const int32_t launch = ctx.LaunchOf(i);
-      const bool is_short =
-          launch >= 0 && IsKernelLaunch(ctx.RuntimeFlags(launch)) && ev.dur[i] < ev.dur[launch];
+      // A kernel of an op that synchronizes inside is not what a graph would capture (TTA002's).
+      const bool is_short = launch >= 0 && IsKernelLaunch(ctx.RuntimeFlags(launch)) &&
+                            ev.dur[i] < ev.dur[launch] && !ctx.UnderSyncingOp(launch);
       if (!is_short) {
         close(b);
         continue;

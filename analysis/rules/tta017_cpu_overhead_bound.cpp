@@ -122,7 +122,8 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     if (!eligible(n) || in_bursts[g.row[n]]) continue;
     const int32_t launch_row = ev.link[g.row[n]];
     const int step = ctx.StepOf(ev.ts[launch_row]);
-    if (step < 0 || capture_steps.count(step)) continue;
+    // An op that synchronizes inside cannot be captured: its launches are the sync's (TTA002).
+    if (step < 0 || capture_steps.count(step) || ctx.UnderSyncingOp(launch_row)) continue;
     const int32_t launch_node =
         static_cast<size_t>(launch_row) < g.node_of_row.size() ? g.node_of_row[launch_row] : -1;
     int32_t annotation_row = -1;

@@ -197,6 +197,48 @@ TEST_CASE("TTA002: .item() in the loop drains the GPU", "[rules][TTA002]") {
   CHECK(f[0].fix == "defer-host-sync");
 }
 
+TEST_CASE("TTA002: syncs inside an op that cannot be captured come before CUDA graphs",
+          "[rules][TTA002][TTA017]") {
+  // A sparse matmul (an RTX 4090 neural-PDE forward): each aten::matmul coalesces its sparse
+  // operand, and aten::_coalesce reads back sizes with 5 cudaStreamSynchronize calls, each
+  // waiting for a tiny kernel that starts 150 us after its launch. It was TTA017 first ("CUDA
+  // graphs ... saves 42%"), which cannot capture a sync, and TTA002 counted "5x" (the matmuls).
+  ttap_test::TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 4090", 8, 9);
+  ttap_test::StreamClock gpu;
+  double cpu = 1000;
+  for (int m = 0; m < 5; ++m) {
+    const double start = cpu;
+    cpu += 5;
+    const double coalesce_start = cpu;
+    for (int k = 0; k < 5; ++k) {
+      for (int j = 0; j < 3; ++j) {
+        gpu.Kernel(t, "thrust::cuda_cub::core::_kernel_agent", cpu, 4, 150, 1.3);
+        cpu += 5;
+      }
+      const double wait = std::max(1.0, gpu.free - cpu + 2);
+      t.Runtime("cudaStreamSynchronize", cpu, wait);
+      cpu += wait + 2;
+    }
+    t.Cpu("aten::_coalesce", coalesce_start - 1, cpu - coalesce_start + 2);
+    cpu += 2;
+    gpu.Kernel(t, "cusparse::csrmv_v3_kernel", cpu, 4, 3, 2);
+    cpu += 6;
+    t.Cpu("aten::matmul", start, cpu - start);
+    cpu += 20;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu.free - cpu + 3));
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  const auto& top = all.findings.front();
+  INFO(top.message);
+  CHECK(top.code == "TTA002");
+  CHECK(top.message.find("inside aten::_coalesce") != std::string::npos);
+  CHECK(top.message.find("25x in the run") != std::string::npos);
+  CHECK(FindingsWithCode(*trace, "TTA017").empty());
+}
+
 TEST_CASE("TTA002: an .item()'s copy and its sync are one read and one drain", "[rules][TTA002]") {
   // Per step 20 kernels of 100 us, then `.item()`: a blocking 4-byte copy to pageable memory
   // (cudaMemcpyAsync, which waits for the queue) and a cudaStreamSynchronize, then 1.5 ms of
