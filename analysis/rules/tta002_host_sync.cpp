@@ -53,7 +53,11 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       // first launches, which it would otherwise have queued while the GPU finished.
       const int64_t resume_limit =
           s + 1 < ctx.steps().size() ? ctx.steps()[s + 1].end_ns : step.end_ns;
-      const int64_t resume = ctx.NextGpuStart(sync_end, resume_limit);
+      // In a run without steps, no GPU work after the wait is the run's tail (a server polling
+      // for requests after its last batch), not a drain the wait caused: only the wait counts.
+      // (A step's last sync drains into the next step, recorded or not.)
+      const bool gpu_after = step.number >= 0 || ctx.GpuBusy(sync_end, resume_limit) > 0;
+      const int64_t resume = gpu_after ? ctx.NextGpuStart(sync_end, resume_limit) : sync_end;
       // The drain: GPU idle from the moment the CPU started waiting until new work arrives; in
       // the next step, at most the GPU work the wait let finish first (without the sync, the
       // next step's CPU work overlaps only that, not its own data loading).

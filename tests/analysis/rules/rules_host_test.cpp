@@ -239,6 +239,32 @@ TEST_CASE("TTA002: syncs inside an op that cannot be captured come before CUDA g
   CHECK(FindingsWithCode(*trace, "TTA017").empty());
 }
 
+TEST_CASE("TTA002: a run's tail after its last wait is not a drain", "[rules][TTA002]") {
+  // A serving worker without steps (an H100 vLLM trace): ten decode batches, each read back with
+  // a sync that waits 0.3 ms for the GPU, which resumes 0.2 ms later; after the last one the
+  // worker polls for requests 100 ms with nothing for the GPU. The drain was 101.6 ms.
+  ttap_test::TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  ttap_test::StreamClock gpu;
+  double cpu = 1000;
+  for (int b = 0; b < 10; ++b) {
+    for (int k = 0; k < 10; ++k) {
+      t.Cpu("aten::mm", cpu, 20);
+      gpu.Kernel(t, "sm90_xmma_gemm_bf16bf16_bf16f32", cpu + 10, 5, 3, 300);
+      cpu += 21;
+    }
+    t.Cpu("aten::to", cpu, gpu.free - cpu + 10);
+    t.Runtime("cudaStreamSynchronize", cpu + 2, gpu.free - cpu + 5);
+    cpu = gpu.free + 200;
+  }
+  t.Python("shm_broadcast.py", 400, "acquire_read", cpu, 100000);
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA002");
+  REQUIRE(!f.empty());
+  INFO(f[0].message);
+  CHECK(f[0].evidence.at("gpu_drain_us").number < 5000);
+}
+
 TEST_CASE("TTA002: an .item()'s copy and its sync are one read and one drain", "[rules][TTA002]") {
   // Per step 20 kernels of 100 us, then `.item()`: a blocking 4-byte copy to pageable memory
   // (cudaMemcpyAsync, which waits for the queue) and a cudaStreamSynchronize, then 1.5 ms of
