@@ -208,10 +208,16 @@ std::string FindingMessage(const Finding& f) {
                 " saves " + per_step + " (" + share + (whole_run ? " of the run" : " of the step") +
                 after_text + (recording.empty() ? "" : "; " + recording) + ")"
           : "; a fix saves " + per_step + " (" + note + ")";
-  if (spec && spec->message) return spec->message(f, detected, saving);
+  // Idle time one step holds nearly all of (RunRules): a one-off stall.
+  const std::string one_off =
+      f.evidence.count("one_off_step")
+          ? "; step " + std::to_string(static_cast<int64_t>(Num(f, "one_off_step"))) +
+                " holds most of it: a one-off stall, not every step's"
+          : "";
+  if (spec && spec->message) return spec->message(f, detected, saving) + one_off;
   std::string text = info ? info->summary : f.name;
   std::string detail = TextOf(f, "detail");  // a detector's own words, with its numbers
-  return text + (detail.empty() ? "" : ": " + detail) + saving;
+  return text + (detail.empty() ? "" : ": " + detail) + saving + one_off;
 }
 
 std::string RuleResult::SavingsVerdict() const {
@@ -387,7 +393,28 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
                                 ? "every step"
                                 : "in " + std::to_string(in_steps) + " of " +
                                       std::to_string(analysed_steps) + " steps"};
+    // Idle time that one step holds nearly all of (a one-off host stall: a 7 ms allocation in
+    // one of five steps) is no step's steady state: it says so, and is at most info.
+    bool one_off = false;
+    if (spec && spec->plan.role == CostRole::kIdleTime && analysed_steps >= 3 &&
+        !f.per_step.empty()) {
+      double total = 0, most = 0;
+      int64_t most_step = -1;
+      for (const auto& [step, lost] : f.per_step) {
+        total += lost;
+        if (lost > most) {
+          most = lost;
+          most_step = step;
+        }
+      }
+      if (total > 0 && most >= 0.8 * total) {
+        one_off = true;
+        f.evidence["one_off_step"] = {true, static_cast<double>(most_step), ""};
+        f.evidence["occurs"] = {false, 0, "once (step " + std::to_string(most_step) + ")"};
+      }
+    }
     f.severity = SeverityFor(f.share_of_step, options);
+    if (one_off) f.severity = std::max(f.severity, Severity::kInfo);
     // A fix that saves a few microseconds per step is not worth a warning, whatever its share of
     // a microbenchmark's step (a 13 us drain in a 0.3 ms step).
     if (f.severity <= Severity::kWarning &&
