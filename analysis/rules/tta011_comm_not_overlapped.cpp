@@ -72,7 +72,21 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
       AccumulateNumber(&f, "collectives", 1);
       AccumulateNumber(&f, "comm_us", ev.dur[r] / 1000.0);
       AccumulateNumber(&f, "exposed_us", sc.exposed_ns[k] / 1000.0);
-      AddEvent(&f, ShortName(ctx.Name(r)), 1, ev.dur[r] / 1000.0);
+      // Point-to-point transfers (pipeline parallelism's sends and receives between stages)
+      // wait for the peer stage: a pipeline bubble, not a collective backward could hide.
+      // (NCCL runs all_to_all as send/receive kernels too: the issuing op tells them apart.)
+      const std::string_view kernel = ctx.Name(r);
+      const std::string_view issued_by = op >= 0 ? ctx.Name(op) : std::string_view();
+      const bool collective_op =
+          Contains(issued_by, "all_to_all") || Contains(issued_by, "alltoall") ||
+          Contains(issued_by, "all_gather") || Contains(issued_by, "allgather") ||
+          Contains(issued_by, "reduce") || Contains(issued_by, "broadcast");
+      if (op >= 0 && !collective_op &&
+          (Contains(kernel, "SendRecv") || Contains(kernel, "_Send") ||
+           Contains(kernel, "_Recv"))) {
+        AccumulateNumber(&f, "p2p_exposed_us", sc.exposed_ns[k] / 1000.0);
+      }
+      AddEvent(&f, ShortName(kernel), 1, ev.dur[r] / 1000.0);
     }
     for (auto& [key, f] : by_cause) {
       if (f.per_step[0].second <= 0) {  // exposed in the next step: its fix still moves them
@@ -104,13 +118,23 @@ std::string CommNotOverlappedMessage(const Finding& f, const std::string& detect
                                      const std::string& saving) {
   const std::string op = TextOf(f, "op");
   const bool whole_run = OfWholeRun(f);
+  // This call site's own collectives (the step's overlap ratio is the step's), per flagged step.
+  const double steps = std::max(1.0, Num(f, "steps_affected"));
+  const double exposed_us = Num(f, "exposed_us") / steps;
+  const bool p2p = Num(f, "p2p_exposed_us") * 2 >= Num(f, "exposed_us") && exposed_us > 0;
   return "collectives run with little concurrent compute: collectives" +
          (op.empty() ? std::string() : " from " + op) + " overlap compute " +
          FormatNumber("%.0f%%", 100.0 * Num(f, "overlap_ratio")) + " of their time (below " +
          FormatNumber("%.0f%%", 100.0 * Num(f, "overlap_min")) + "); " +
-         FormatNumber("%.3f", Num(f, "step_exposed_us") / 1000.0) + " ms of " +
-         FormatNumber("%.3f", Num(f, "step_comm_us") / 1000.0) + " ms of communication " +
-         (whole_run ? "in the run" : "per step") + " is exposed" + saving;
+         FormatNumber("%.3f", exposed_us / 1000.0) + " ms of " +
+         FormatNumber("%.3f", Num(f, "comm_us") / steps / 1000.0) + " ms of its communication " +
+         (whole_run ? "in the run" : "per step") + " is exposed" +
+         (p2p ? std::string(
+                    "; most of it is point-to-point transfers between pipeline stages waiting "
+                    "for the peer stage: a pipeline bubble, which more micro-batches or an "
+                    "interleaved (1F1B) schedule shrink, not overlap with backward")
+              : std::string()) +
+         saving;
 }
 
 }  // namespace ttap

@@ -175,6 +175,50 @@ TEST_CASE(
   CHECK(f[0].time_lost_us_per_step == Approx(300).epsilon(0.1));
 }
 
+TEST_CASE("TTA011: a pipeline stage's receive waiting for its peer is called a pipeline bubble",
+          "[rules][TTA011]") {
+  // Megatron's first pipeline stage (pp=2, one micro-batch): after its forward it receives the
+  // gradients from stage 1 with batch_isend_irecv (nccl:coalesced), whose SendRecv kernel waits
+  // 20 ms for the peer. Overlapping it with backward is no fix: there is no backward to run
+  // before the gradients arrive. Beside it, a small all_reduce keeps its own 0.4 ms figure (it
+  // said the step's 20.4 ms).
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10;
+    for (int k = 0; k < 4; ++k) {
+      t.Cpu("aten::mm", cpu, 8);
+      t.Kernel("sm90_xmma_gemm_bf16bf16_bf16f32", cpu + 1, 5, base + 50 + 500 * k, 500);
+      cpu += 10;
+    }
+    t.Cpu("nccl:coalesced", cpu, 12, "user_annotation");
+    t.Launch("ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", cpu + 1, 10,
+             base + 2100, 20000, "kernel", 20, "cudaLaunchKernelExC");
+    cpu += 20;
+    AllReduce(t, cpu, base + 22200, 400);
+    const double end = base + 22700;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA011");
+  REQUIRE(!f.empty());
+  bool bubble = false, small = false;
+  for (const auto& x : f) {
+    INFO(x.message);
+    if (x.message.find("nccl:coalesced") != std::string::npos) {
+      bubble = x.message.find("pipeline bubble") != std::string::npos;
+    }
+    if (x.message.find("nccl:all_reduce") != std::string::npos) {
+      CHECK(x.message.find("pipeline bubble") == std::string::npos);
+      small = x.message.find("0.400 ms of 0.400 ms of its communication") != std::string::npos;
+    }
+  }
+  CHECK(bubble);
+  if (f.size() > 1) CHECK(small);
+}
+
 TEST_CASE("TTA011: partly overlapped collectives count only their exposed part",
           "[rules][TTA011]") {
   // 1000 us of all_reduce starting 1500 us into 2 ms of compute: 500 us overlapped (50%).
