@@ -41,6 +41,23 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
   const std::string remedy =
       tf32 ? "TF32 (torch.backends.cuda.matmul.allow_tf32 / cudnn.allow_tf32) or bf16 autocast"
            : "fp16 autocast (torch.autocast(\"cuda\", dtype=torch.float16))";
+  // Whether TF32 is on already, for convolutions (cudnn.allow_tf32) and for matrix products
+  // (matmul.allow_tf32): other kernels of that kind run TF32. Then the library picked fp32
+  // kernels for these shapes, and only bf16 autocast moves them to tensor cores.
+  auto is_conv = [&](int32_t op) { return op >= 0 && Contains(Lower(ctx.Name(op)), "conv"); };
+  bool tf32_conv = false, tf32_matmul = false;
+  if (tf32) {
+    std::unordered_map<StringId, char> tf32_name;
+    for (size_t i = 0; i < ev.size(); ++i) {
+      if (ev.kind[i] != EventKind::kKernel) continue;
+      auto [it, fresh] = tf32_name.emplace(ev.name[i], 0);
+      if (fresh) it->second = Contains(Lower(ctx.Name(i)), "tf32") ? 1 : 0;
+      if (!it->second) continue;
+      (is_conv(LaunchingOp(ctx, i)) ? tf32_conv : tf32_matmul) = true;
+    }
+  }
+  const std::string bf16_only =
+      "bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16); TF32 is on already: other ";
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
@@ -76,11 +93,19 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
           fp32_us > f.per_step[0].second ? fp32_us / (fp32_us - f.per_step[0].second) : 1.0;
       AddMean(&f, "tensor_core_ratio", ratio);
       AddMean(&f, "speedup", speedup);
+      const bool conv = is_conv(f.anchor_row);
+      const bool on_already = conv ? tf32_conv : tf32_matmul;
+      if (on_already) AddText(&f, "tf32_on", "yes");
       AddText(&f, "detail",
               "fp32 SIMT kernels (" + kernels + ")" + (op.empty() ? "" : " in " + op) + " on " +
                   sm + (ctx.device_name().empty() ? "" : " (" + ctx.device_name() + ")") +
-                  " without tensor cores; " + remedy + " would run them ~" +
-                  FormatNumber("%.1f", speedup) + "x faster");
+                  " without tensor cores; " +
+                  (on_already
+                       ? bf16_only +
+                             (conv ? std::string("convolutions") : std::string("matrix products")) +
+                             " run TF32 kernels, these shapes got fp32 ones)"
+                       : remedy) +
+                  " would run them ~" + FormatNumber("%.1f", speedup) + "x faster");
     }
     sf.Flush(step, min_share, out);
   }

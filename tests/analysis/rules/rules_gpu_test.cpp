@@ -247,6 +247,30 @@ TEST_CASE("TTA009: fp32 convolutions on an A100 suggest TF32, the speedup is con
   CHECK(f4[0].time_lost_us_per_step == Approx(4 * 735).margin(1));
 }
 
+TEST_CASE("TTA009: where other convolutions run TF32 already, only bf16 autocast is advised",
+          "[rules][TTA009]") {
+  // An RTX 3080 training loop: cuDNN's default allow_tf32 runs most convolutions on TF32 kernels,
+  // but picks an fp32 SIMT kernel for one shape. Advising to enable TF32 is advising what is on.
+  auto loop = [](bool tf32_elsewhere) {
+    TinyTrace t = MatrixSteps("cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>",
+                              "aten::convolution_backward", 8, 6, "NVIDIA GeForce RTX 3080");
+    if (tf32_elsewhere) {
+      t.Cpu("aten::cudnn_convolution", 50000, 15);
+      t.Kernel("sm86_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw", 50002, 10, 50030,
+               1000);
+    }
+    return t.Load();
+  };
+  auto on = FindingsWithCode(*loop(true), "TTA009");
+  REQUIRE(!on.empty());
+  INFO(on[0].message);
+  CHECK(on[0].message.find("TF32 is on already") != std::string::npos);
+  CHECK(on[0].message.find("allow_tf32") == std::string::npos);
+  auto off = FindingsWithCode(*loop(false), "TTA009");
+  REQUIRE(!off.empty());
+  CHECK(off[0].message.find("allow_tf32") != std::string::npos);
+}
+
 TEST_CASE("TTA009: an fp32 GEMM beside a GPU-bound step saves little, and says why",
           "[rules][TTA009]") {
   // Per step a 10 ms elementwise kernel and, beside it on another stream, a 300 us fp32 GEMM on
