@@ -67,16 +67,35 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       int32_t row;
     };
     std::vector<Op> ops;
+    // The ops right inside a wrapper, an annotation that spans half the step or more (a compiled
+    // region, a record_function around the whole forward): naming it says nothing, so a gap it
+    // covers is named by the op inside it that the gap overlaps most. (A framework op that long,
+    // torch.randn on the CPU, is the statement itself.)
+    std::vector<Op> inner_ops;
     std::vector<int32_t> python_calls;  // the step's Python calls (with_stack traces)
     std::vector<Interval> explaining;
-    int64_t longest_op = 0;
+    int64_t longest_op = 0, longest_inner = 0;
+    auto is_wrapper = [&](int32_t row) {
+      return 2 * ev.dur[row] >= step.duration() &&
+             (ev.kind[row] == EventKind::kUserAnnotation || Contains(ctx.Name(row), "#"));
+    };
     for (uint32_t i = lo; i < hi; ++i) {
       std::string_view n = ctx.Name(i);
       if (ctx.IsDataLoaderName(n) || ctx.IsSyncCall(i)) explaining.push_back({ev.ts[i], ev.end(i)});
       if (ev.kind[i] == EventKind::kPythonFunction) python_calls.push_back(static_cast<int32_t>(i));
       if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
       if (StartsWith(n, "ProfilerStep#")) continue;
-      if (ctx.TopOp(static_cast<int32_t>(i)) != static_cast<int32_t>(i)) continue;
+      const int32_t top = ctx.TopOp(static_cast<int32_t>(i));
+      if (top != static_cast<int32_t>(i)) {
+        // Right inside a wrapper: its nearest op or annotation ancestor is the wrapper.
+        int32_t p = ev.parent[i];
+        while (p >= 0 && ev.kind[p] == EventKind::kPythonFunction) p = ev.parent[p];
+        if (p == top && top >= 0 && is_wrapper(top)) {
+          inner_ops.push_back({ev.ts[i], ev.end(i), static_cast<int32_t>(i)});
+          longest_inner = std::max(longest_inner, ev.dur[i]);
+        }
+        continue;
+      }
       ops.push_back({ev.ts[i], ev.end(i), static_cast<int32_t>(i)});
       longest_op = std::max(longest_op, ev.dur[i]);
     }
@@ -94,14 +113,30 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       const bool explained = ClippedLength(explaining, ga, gb) * 2 >= gb - ga;
       int32_t best = -1;
       int64_t best_overlap = 0, op_time = 0;
-      auto first = std::lower_bound(ops.begin(), ops.end(), ga - longest_op,
-                                    [](const Op& op, int64_t t) { return op.start < t; });
-      for (auto op = first; op != ops.end() && op->start < gb; ++op) {
-        int64_t ov = std::min(op->end, gb) - std::max(op->start, ga);
-        op_time += std::max<int64_t>(ov, 0);
-        if (ov > best_overlap) {
-          best_overlap = ov;
-          best = op->row;
+      auto overlapping = [&](const std::vector<Op>& list, int64_t longest, int32_t* row,
+                             int64_t* most, int64_t* total) {
+        auto first = std::lower_bound(list.begin(), list.end(), ga - longest,
+                                      [](const Op& op, int64_t t) { return op.start < t; });
+        for (auto op = first; op != list.end() && op->start < gb; ++op) {
+          const int64_t ov = std::min(op->end, gb) - std::max(op->start, ga);
+          *total += std::max<int64_t>(ov, 0);
+          if (ov > *most) {
+            *most = ov;
+            *row = op->row;
+          }
+        }
+      };
+      overlapping(ops, longest_op, &best, &best_overlap, &op_time);
+      if (best >= 0 && is_wrapper(best)) {
+        int32_t inner = -1;
+        int64_t inner_overlap = 0, inner_time = 0;
+        overlapping(inner_ops, longest_inner, &inner, &inner_overlap, &inner_time);
+        // (Another wrapper inside, a compiled region in a record_function: the outer one, which
+        // the user named, stays.)
+        if (inner >= 0 && !is_wrapper(inner) && UnderAnyOf(ev, inner, {best})) {
+          best = inner;
+          best_overlap = inner_overlap;
+          op_time = inner_time;
         }
       }
       if (explained) continue;

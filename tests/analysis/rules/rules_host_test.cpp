@@ -469,6 +469,29 @@ TEST_CASE("TTA008: idle time one step holds nearly all of is a one-off stall, at
   CHECK(f[0].message.find("a one-off stall") != std::string::npos);
 }
 
+TEST_CASE("TTA008: a gap inside a record_function around the whole run names the op within",
+          "[rules][TTA008]") {
+  // GPU MODE's profiling example: torch.square(torch.randn(10000, 10000).cuda()) inside
+  // record_function("model_inference"), no steps. The GPU idles while the CPU draws the random
+  // numbers; "while the CPU runs model_inference" named the whole run.
+  ttap_test::TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3080", 8, 6);
+  ttap_test::StreamClock gpu;
+  t.Cpu("aten::randn", 1010, 6000);
+  t.Cpu("aten::normal_", 1020, 5980);
+  t.Cpu("aten::to", 7020, 50);
+  gpu.Kernel(t, "Memcpy HtoD (Pageable -> Device)", 7030, 30, 3, 400);
+  t.Cpu("aten::square", 7100, 20);
+  gpu.Kernel(t, "vectorized_elementwise_kernel", 7105, 5, 3, 300);
+  t.Runtime("cudaDeviceSynchronize", 7130, gpu.free - 7130 + 3);
+  t.Cpu("model_inference", 1000, gpu.free + 10 - 1000, "user_annotation");
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA008");
+  REQUIRE(!f.empty());
+  INFO(f[0].message);
+  CHECK(f[0].message.find("while the CPU runs aten::randn") != std::string::npos);
+}
+
 TEST_CASE("TTA008: Python work outside any torch op is named by its call", "[rules][TTA008]") {
   // The CPU spends 5 ms in gc.collect() between the kernels of each step: no torch op covers the
   // gap, the tracer's event for the built-in does (a gc pause, logging, a file write look alike).
