@@ -134,9 +134,14 @@ struct Builder {
     return out;
   }
   // Scales the CPU time under |row| (slices, launch calls, syncs' own cost) by |factor|.
-  void ScaleUnder(int32_t row, double factor) {
+  // |keep_one_time|: one-time work under the row (a first call's set-up, Cause::kColdStart)
+  // keeps its time: a steady-state fix (foreach, set_to_none) does not remove it.
+  void ScaleUnder(int32_t row, double factor, bool keep_one_time = false) {
     auto [a, b] = NodesUnder(row);
-    for (int32_t n = a; n < b; ++n) SetDur(n, static_cast<int64_t>(g.dur[n] * factor));
+    for (int32_t n = a; n < b; ++n) {
+      if (keep_one_time && g.cause[n] == Cause::kColdStart) continue;
+      SetDur(n, static_cast<int64_t>(g.dur[n] * factor));
+    }
   }
   int64_t CpuUnder(int32_t row) const {
     auto [a, b] = NodesUnder(row);
@@ -422,7 +427,7 @@ void SetGradsToNone(Builder& b, const std::vector<int32_t>& rows, const Finding&
     if (!b.IsCpuRegion(r)) continue;
     for (int32_t gn : b.GpuUnder(r)) b.DropGpu(gn);
     const double factor = cpu > 0 ? std::min(1.0, static_cast<double>(kSetToNoneNs) / cpu) : 0.0;
-    b.ScaleUnder(r, factor);
+    b.ScaleUnder(r, factor, /*keep_one_time=*/true);
   }
 }
 
@@ -436,7 +441,7 @@ void ForeachOptimizer(Builder& b, const std::vector<int32_t>& rows, const Findin
     if (gpu.empty()) continue;
     std::set<StringId> kinds;
     for (int32_t gn : gpu) kinds.insert(ev.name[g.row[gn]]);
-    b.ScaleUnder(r, static_cast<double>(kinds.size()) / gpu.size());
+    b.ScaleUnder(r, static_cast<double>(kinds.size()) / gpu.size(), /*keep_one_time=*/true);
     // The kernels of one kind become one multi-tensor kernel.
     std::map<StringId, std::vector<int32_t>> by_kind;
     for (int32_t gn : gpu) by_kind[ev.name[g.row[gn]]].push_back(gn);
