@@ -124,6 +124,9 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     const int step = ctx.StepOf(ev.ts[launch_row]);
     // An op that synchronizes inside cannot be captured: its launches are the sync's (TTA002).
     if (step < 0 || capture_steps.count(step) || ctx.UnderSyncingOp(launch_row)) continue;
+    // A one-time first call (its set-up, TTA015's) is not the steady state's dispatch: its
+    // launches and CPU time stay out of the region's tally.
+    if (!ctx.first_calls().empty() && ctx.InFirstCall(launch_row)) continue;
     const int32_t launch_node =
         static_cast<size_t>(launch_row) < g.node_of_row.size() ? g.node_of_row[launch_row] : -1;
     int32_t annotation_row = -1;

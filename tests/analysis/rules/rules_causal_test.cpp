@@ -719,6 +719,32 @@ TEST_CASE("causal: a one-time CUDA graph capture is cold start, not gpu-idle",
   CHECK(FindingsWithCode(*steady, "TTA015").empty());
 }
 
+TEST_CASE("causal: a CPU-overhead-bound region's ops leave out one-time first calls",
+          "[rules][causal][TTA017]") {
+  // The first step's first aten::add sets up for 3 ms before its launch (a first call:
+  // TTA015's). The region's "most CPU time in aten::add" is the steady dispatch, 3.4 ms a step,
+  // not 4.4.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  StreamClock gpu;
+  double cpu = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 200; ++k) {
+      const double dispatch = s == 0 && k == 0 ? 3000 : 10;
+      t.Cpu("aten::add", cpu, dispatch + 7);
+      gpu.Kernel(t, "vectorized_elementwise_kernel", cpu + dispatch, 5, 3, 6);
+      cpu += dispatch + 7;
+    }
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA017");
+  REQUIRE(!f.empty());
+  INFO(f[0].message);
+  CHECK(f[0].message.find("in aten::add 3.3") != std::string::npos);
+}
+
 TEST_CASE("causal: the eager warm-up before a one-time graph capture is not steady-state dispatch",
           "[rules][causal][TTA017]") {
   // vLLM captures a batch size's graph lazily: step 3 first runs the model eagerly (100 ops of
