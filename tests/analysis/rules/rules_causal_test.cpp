@@ -719,6 +719,21 @@ TEST_CASE("causal: a one-time CUDA graph capture is cold start, not gpu-idle",
   CHECK(FindingsWithCode(*steady, "TTA015").empty());
 }
 
+TEST_CASE("causal: a saving on a trace missing its GPU side says it counts what the trace holds",
+          "[rules][causal][TTA016]") {
+  // A WSL trace without GPU activity whose blocking copy looks like a first call: "this run
+  // could be 24.96x faster" stood beside "nothing on the GPU side can be judged".
+  ttap::RuleResult r;
+  r.trace_incomplete = true;
+  r.joint_saving_ns = 1000000;
+  r.speedup = 24.96;
+  CHECK(r.SavingsVerdict() ==
+        "this run could be 24.96x faster by what the trace holds (its GPU side is missing: "
+        "TTA016)");
+  r.trace_incomplete = false;
+  CHECK(r.SavingsVerdict() == "this run could be 24.96x faster");
+}
+
 TEST_CASE("causal: a CPU-overhead-bound region's ops leave out one-time first calls",
           "[rules][causal][TTA017]") {
   // The first step's first aten::add sets up for 3 ms before its launch (a first call:
