@@ -113,12 +113,13 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       const bool explained = ClippedLength(explaining, ga, gb) * 2 >= gb - ga;
       int32_t best = -1;
       int64_t best_overlap = 0, op_time = 0;
-      auto overlapping = [&](const std::vector<Op>& list, int64_t longest, int32_t* row,
-                             int64_t* most, int64_t* total) {
-        auto first = std::lower_bound(list.begin(), list.end(), ga - longest,
+      // (The gap's ends as plain values: a lambda may not capture structured bindings.)
+      auto overlapping = [](const std::vector<Op>& list, int64_t longest, int64_t from, int64_t to,
+                            int32_t* row, int64_t* most, int64_t* total) {
+        auto first = std::lower_bound(list.begin(), list.end(), from - longest,
                                       [](const Op& op, int64_t t) { return op.start < t; });
-        for (auto op = first; op != list.end() && op->start < gb; ++op) {
-          const int64_t ov = std::min(op->end, gb) - std::max(op->start, ga);
+        for (auto op = first; op != list.end() && op->start < to; ++op) {
+          const int64_t ov = std::min(op->end, to) - std::max(op->start, from);
           *total += std::max<int64_t>(ov, 0);
           if (ov > *most) {
             *most = ov;
@@ -126,11 +127,11 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
           }
         }
       };
-      overlapping(ops, longest_op, &best, &best_overlap, &op_time);
+      overlapping(ops, longest_op, ga, gb, &best, &best_overlap, &op_time);
       if (best >= 0 && is_wrapper(best)) {
         int32_t inner = -1;
         int64_t inner_overlap = 0, inner_time = 0;
-        overlapping(inner_ops, longest_inner, &inner, &inner_overlap, &inner_time);
+        overlapping(inner_ops, longest_inner, ga, gb, &inner, &inner_overlap, &inner_time);
         // (Another wrapper inside, a compiled region in a record_function: the outer one, which
         // the user named, stays.)
         if (inner >= 0 && !is_wrapper(inner) && UnderAnyOf(ev, inner, {best})) {
