@@ -99,7 +99,7 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
       AddText(&f, "detail",
               "fp32 SIMT kernels (" + kernels + ")" + (op.empty() ? "" : " in " + op) + " on " +
                   sm + (ctx.device_name().empty() ? "" : " (" + ctx.device_name() + ")") +
-                  " without tensor cores; " +
+                  ", not on its tensor cores; " +
                   (on_already
                        ? bf16_only +
                              (conv ? std::string("convolutions") : std::string("matrix products")) +

@@ -226,6 +226,8 @@ TEST_CASE("TTA009: fp32 SIMT GEMMs on a V100 suggest fp16 autocast", "[rules][TT
   CHECK(f[0].severity == ttap::Severity::kError);
   REQUIRE_FALSE(f[0].top_events.empty());
   CHECK(f[0].top_events[0].name == "volta_sgemm_128x64_nt");
+  // The GPU has tensor cores; these kernels do not use them.
+  CHECK(f[0].message.find("(Tesla V100-SXM2-32GB), not on its tensor cores") != std::string::npos);
 }
 
 TEST_CASE("TTA009: fp32 convolutions on an A100 suggest TF32, the speedup is configurable",
