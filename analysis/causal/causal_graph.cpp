@@ -528,7 +528,8 @@ class GraphBuilder {
     // One pass over the rows: per track, the launch durations, whether the CPU's ops were
     // profiled, graph captures against replays, launches that block on their kernel.
     std::vector<int64_t> launch_durs, graph_launch_durs;
-    int64_t captures = 0, graph_launches = 0, long_kernels = 0, blocked = 0;
+    std::vector<int32_t> capture_begins;
+    int64_t graph_launches = 0, long_kernels = 0, blocked = 0;
     for (size_t i = 0; i < n_rows; ++i) {
       const EventKind k = ev.kind[i];
       ops_recorded = ops_recorded || k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
@@ -538,7 +539,9 @@ class GraphBuilder {
         rows_of[ev.track[i]].push_back(static_cast<uint32_t>(i));
       }
       if (!IsLaunchKind(k)) continue;
-      captures += (call_flags[ev.name[i]] & kRuntimeCaptureBegin) != 0;
+      if (call_flags[ev.name[i]] & kRuntimeCaptureBegin) {
+        capture_begins.push_back(static_cast<int32_t>(i));
+      }
       if (call_flags[ev.name[i]] & kRuntimeGraphLaunch) {
         ++graph_launches;
         if (graph_launch_durs.size() < 200000) graph_launch_durs.push_back(ev.dur[i]);
@@ -567,7 +570,9 @@ class GraphBuilder {
             : std::max(cold_launch_ns, 10 * Median(graph_launch_durs, graph_launch_durs.front()));
     launches_block =
         blocked >= kBlockingLaunchMin && blocked >= kBlockingLaunchShare * long_kernels;
-    one_time_capture = captures > 0 && graph_launches > captures;
+    one_time_capture =
+        !capture_begins.empty() && graph_launches > static_cast<int64_t>(capture_begins.size());
+    if (one_time_capture) g.one_time_capture_begins = std::move(capture_begins);
 
     g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
   }

@@ -211,6 +211,9 @@ struct CausalGraph {
     std::vector<int32_t> gpu;                  // GPU nodes launched inside the step
   };
   std::vector<FirstCall> first_calls;  // OneTimeFirstCalls(trace): their work is cold start
+  // The begin calls of graph captures when they are one-time (more graph launches than
+  // captures: their work is cold start), in row order; empty otherwise.
+  std::vector<int32_t> one_time_capture_begins;
   // Per trace row: 1 when the row is, or encloses on its thread, a launch of GPU work the trace
   // holds (the ops and frames whose CPU time is dispatch; TTA017's what-if keeps the rest).
   std::vector<uint8_t> launches_gpu;

@@ -128,6 +128,14 @@ inline bool IsTransposeName(const std::string& n) {
           n.find("vectorized") == std::string::npos);
 }
 
+// Whether op |row|'s name names a convolution ("conv" in any case); |cache| holds the answer per
+// string id (-1 unknown).
+inline bool IsConvolutionOp(const RuleContext& ctx, int32_t row, std::vector<int8_t>* cache) {
+  int8_t& conv = (*cache)[ctx.ev().name[row]];
+  if (conv < 0) conv = Lower(ctx.Name(row)).find("conv") != std::string::npos ? 1 : 0;
+  return conv != 0;
+}
+
 // What surrounds a GPU activity's launch, in one walk up its CPU ancestors: the innermost
 // convolution op (a cpu_op whose name contains "conv"), and the outermost aten::contiguous /
 // aten::clone whose recorded strides and memory format convert between NCHW and channels_last
@@ -147,9 +155,7 @@ inline LaunchAncestry AncestryOf(const RuleContext& ctx, size_t gpu_row,
        p = ev.parent[p], ++g) {
     if (ev.flags[p] & kLayoutCopy) out.layout_copy = p;
     if (out.conv >= 0 || ev.kind[p] != EventKind::kCpuOp) continue;
-    int8_t& conv = (*is_conv)[ev.name[p]];
-    if (conv < 0) conv = Lower(ctx.Name(p)).find("conv") != std::string::npos ? 1 : 0;
-    if (conv) out.conv = p;
+    if (IsConvolutionOp(ctx, p, is_conv)) out.conv = p;
   }
   return out;
 }

@@ -39,10 +39,12 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   first_calls_ = OneTimeFirstCalls(trace, gpu_busy_);
   collective_name_.assign(trace.strings.size(), 0);
   runtime_flags_.assign(trace.strings.size(), 0);
+  hash_name_.assign(trace.strings.size(), 0);
   for (size_t id = 0; id < collective_name_.size(); ++id) {
     const std::string_view name = trace.strings.Get(static_cast<StringId>(id));
     collective_name_[id] = IsCollectiveKernel(name) ? 1 : 0;
     runtime_flags_[id] = RuntimeCallFlags(name);
+    hash_name_[id] = Contains(name, "#") ? 1 : 0;
   }
   MergeIntervals(&kernel_busy_);
   // Framework ops (outside annotations) with a synchronize call under them.
@@ -51,7 +53,7 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
     if (!IsLaunchKind(ev.kind[i]) || !IsSyncCall(i)) continue;
     for (int32_t p = ev.parent[i], depth = 0; p >= 0 && depth < 4096 && !syncing_op_[p];
          p = ev.parent[p], ++depth) {
-      if (ev.kind[p] != EventKind::kCpuOp || Contains(trace.Name(p), "#")) break;
+      if (!FrameworkOp(p)) break;
       syncing_op_[p] = 1;
     }
   }
@@ -139,7 +141,7 @@ bool RuleContext::UnderSyncingOp(int32_t row) const {
   const EventTable& ev = trace_.events;
   for (int32_t p = ev.parent[row], depth = 0; p >= 0 && depth < 4096; p = ev.parent[p], ++depth) {
     if (syncing_op_[p]) return true;
-    if (ev.kind[p] != EventKind::kCpuOp || Contains(trace_.Name(p), "#")) return false;
+    if (!FrameworkOp(p)) return false;
   }
   return false;
 }

@@ -100,7 +100,12 @@ class RuleContext {
   std::vector<FirstCall> first_calls_;
   std::vector<uint8_t> collective_name_;  // per string id
   std::vector<uint32_t> runtime_flags_;   // per string id
+  std::vector<uint8_t> hash_name_;        // per string id: the name holds '#' (a region's)
   std::vector<uint8_t> syncing_op_;       // per row: a framework op with a sync call under it
+  // A cpu_op that is no region ("## forward ##", which the 2021 profiler wrote as an op).
+  bool FrameworkOp(int32_t row) const {
+    return trace_.events.kind[row] == EventKind::kCpuOp && !hash_name_[trace_.events.name[row]];
+  }
 };
 
 }  // namespace ttap

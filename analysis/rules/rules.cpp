@@ -387,37 +387,35 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   };
   for (Finding& f : result.findings) {
     const RuleSpec* spec = FindRuleSpec(f.code);
+    // Idle time that one step holds nearly all of (a one-off host stall: a 7 ms allocation in
+    // one of five steps) is no step's steady state: it says so, and is at most info.
+    int64_t one_off_step = -1;
+    if (spec && spec->plan.role == CostRole::kIdleTime && analysed_steps >= 3) {
+      double total = 0, most = 0;
+      for (const auto& [step, lost] : f.per_step) {
+        total += lost;
+        if (lost > most) {
+          most = lost;
+          one_off_step = step;
+        }
+      }
+      if (total <= 0 || most < 0.8 * total) one_off_step = -1;
+    }
+    if (one_off_step >= 0) {
+      f.evidence["one_off_step"] = {true, static_cast<double>(one_off_step), ""};
+    }
     // Whether it happens once per process or recurs: TTA015 is one-time by definition; the
     // others say how many of the analysed steps they occur in.
     const size_t in_steps = static_cast<size_t>(Num(f, "steps_affected"));
     f.evidence["occurs"] = {false, 0,
                             spec && spec->one_time ? "one-time"
+                            : one_off_step >= 0 ? "once (step " + std::to_string(one_off_step) + ")"
                             : analysed_steps <= 1 || in_steps >= analysed_steps
                                 ? "every step"
                                 : "in " + std::to_string(in_steps) + " of " +
                                       std::to_string(analysed_steps) + " steps"};
-    // Idle time that one step holds nearly all of (a one-off host stall: a 7 ms allocation in
-    // one of five steps) is no step's steady state: it says so, and is at most info.
-    bool one_off = false;
-    if (spec && spec->plan.role == CostRole::kIdleTime && analysed_steps >= 3 &&
-        !f.per_step.empty()) {
-      double total = 0, most = 0;
-      int64_t most_step = -1;
-      for (const auto& [step, lost] : f.per_step) {
-        total += lost;
-        if (lost > most) {
-          most = lost;
-          most_step = step;
-        }
-      }
-      if (total > 0 && most >= 0.8 * total) {
-        one_off = true;
-        f.evidence["one_off_step"] = {true, static_cast<double>(most_step), ""};
-        f.evidence["occurs"] = {false, 0, "once (step " + std::to_string(most_step) + ")"};
-      }
-    }
     f.severity = SeverityFor(f.share_of_step, options);
-    if (one_off) f.severity = std::max(f.severity, Severity::kInfo);
+    if (one_off_step >= 0) f.severity = std::max(f.severity, Severity::kInfo);
     // A fix that saves a few microseconds per step is not worth a warning, whatever its share of
     // a microbenchmark's step (a 13 us drain in a 0.3 ms step).
     if (f.severity <= Severity::kWarning &&

@@ -6,6 +6,7 @@ namespace ttap {
 
 // The gpu family's helpers it uses (gpu_detectors.h).
 using gpu_detail::ArchFromName;
+using gpu_detail::IsConvolutionOp;
 using gpu_detail::IsFp32MatrixName;
 using gpu_detail::LaunchingOp;
 using gpu_detail::ShortKernelName;
@@ -44,7 +45,8 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
   // Whether TF32 is on already, for convolutions (cudnn.allow_tf32) and for matrix products
   // (matmul.allow_tf32): other kernels of that kind run TF32. Then the library picked fp32
   // kernels for these shapes, and only bf16 autocast moves them to tensor cores.
-  auto is_conv = [&](int32_t op) { return op >= 0 && Contains(Lower(ctx.Name(op)), "conv"); };
+  std::vector<int8_t> conv_name(ctx.trace().strings.size(), -1);
+  auto is_conv = [&](int32_t op) { return op >= 0 && IsConvolutionOp(ctx, op, &conv_name); };
   bool tf32_conv = false, tf32_matmul = false;
   if (tf32) {
     std::unordered_map<StringId, char> tf32_name;

@@ -102,20 +102,11 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
   // first (vLLM's warm-up runs before each lazy capture): one-time work (TTA015's), not the
   // steady state's dispatch. Such steps are left out while they are under half of the steps.
   std::set<int> capture_steps;
-  int64_t captures = 0, graph_launches = 0;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    if (!IsLaunchKind(ev.kind[i])) continue;
-    const uint32_t flags = ctx.RuntimeFlags(i);
-    graph_launches += (flags & kRuntimeGraphLaunch) != 0;
-    if (flags & kRuntimeCaptureBegin) {
-      ++captures;
-      const int step = ctx.StepOf(ev.ts[i]);
-      if (step >= 0) capture_steps.insert(step);
-    }
+  for (int32_t begin : g.one_time_capture_begins) {
+    const int step = ctx.StepOf(ev.ts[begin]);
+    if (step >= 0) capture_steps.insert(step);
   }
-  if (graph_launches <= captures || 2 * capture_steps.size() >= ctx.steps().size()) {
-    capture_steps.clear();
-  }
+  if (2 * capture_steps.size() >= ctx.steps().size()) capture_steps.clear();
   std::map<int64_t, std::map<int, StepTally>> regions;
   std::vector<uint8_t> op_seen(ev.size(), 0);
   for (size_t n = 0; n < g.size(); ++n) {
