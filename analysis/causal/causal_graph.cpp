@@ -58,11 +58,21 @@ Cause GpuCause(EventKind k, std::string_view n) {
   if (k == EventKind::kMemcpy) return Cause::kMemcpy;
   if (k == EventKind::kMemset) return Cause::kMemset;
   if (IsCollectiveKernel(n)) return Cause::kCommunication;
+  // cuDNN's and MIOpen's memory-bound kernels (batch norm, layout transposes, pooling,
+  // softmax) carry the library's name but no matrix math.
+  if (Contains(n, "bn_fw") || Contains(n, "bn_bw") || Contains(n, "BatchNorm") ||
+      Contains(n, "batch_norm") || Contains(n, "batchnorm") || Contains(n, "nchwToNhwc") ||
+      Contains(n, "nhwcToNchw") || Contains(n, "pooling") || Contains(n, "Pooling") ||
+      Contains(n, "softmax") || Contains(n, "Softmax") || Contains(n, "convert")) {
+    return Cause::kGpuKernel;
+  }
   if (Contains(n, "gemm") || Contains(n, "GEMM") || Contains(n, "Gemm") || Contains(n, "matmul") ||
       Contains(n, "conv") || Contains(n, "Conv") || Contains(n, "cutlass") || Contains(n, "xmma") ||
       Contains(n, "cudnn") || Contains(n, "fprop") || Contains(n, "dgrad") ||
       Contains(n, "wgrad") || StartsWith(n, "Cijk_") || Contains(n, "_mma") ||
-      Contains(n, "sm90_") || Contains(n, "sm80_") || Contains(n, "nvjet")) {
+      Contains(n, "sm90_") || Contains(n, "sm80_") || Contains(n, "nvjet") ||
+      Contains(n, "marlin") || Contains(n, "Marlin") || Contains(n, "gemv") ||
+      Contains(n, "Gemv") || Contains(n, "wgmma")) {
     return Cause::kGpuMatmul;
   }
   return Cause::kGpuKernel;

@@ -95,6 +95,29 @@ TEST_CASE("a sync waits for the GPU: the replay waits too, and shorter GPU work 
   CHECK(at[0].ns[static_cast<int>(Cause::kHostSync)] == 5000);
 }
 
+TEST_CASE("the library's memory-bound kernels are not matrix math; int4 GEMMs and GEMVs are",
+          "[causal]") {
+  TinyTrace t;
+  t.Device(0, "NVIDIA A10G", 8, 6);
+  // Four launches back to back, the kernels queued behind each other, a sync for the last.
+  t.Kernel("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>()", 1010, 5,
+           1020, 1000);  // ..2020
+  t.Kernel("void cudnn::ops::nchwToNhwcKernel<float, float, float>()", 1016, 5, 2021, 500);
+  t.Kernel("void marlin::Marlin<256, 1, 8, 8, 4, 8>()", 1022, 5, 2522, 2000);     // ..4522
+  t.Kernel("void gemvx::kernel<int, int, __nv_bfloat16>()", 1028, 5, 4523, 300);  // ..4823
+  t.Runtime("cudaStreamSynchronize", 1034, 3794);                                 // ..4828
+  t.Step(1, 1000, 3830);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  Replay r = RunReplay(g);
+  auto at = AttributeSteps(*trace, g, r);
+  REQUIRE(at.size() == 1);
+  for (int c = 0; c < kCauseCount; ++c)
+    INFO(CauseName(static_cast<Cause>(c)) << " " << at[0].ns[c]);
+  CHECK(at[0].ns[static_cast<int>(Cause::kGpuKernel)] >= 1500000);
+  CHECK(at[0].ns[static_cast<int>(Cause::kGpuMatmul)] >= 2300000);
+}
+
 TEST_CASE("what-ifs that change few or most durations replay alike: the smallest change wins",
           "[causal]") {
   auto trace = ttap_test::Eager(40, 6, 10, 4).Load();
