@@ -46,13 +46,6 @@ constexpr int64_t kLaunchlessFollowGapNs = 1000000;
 // own once the recorded GPU work is done (a final torch.cuda.synchronize(), the profiler's at
 // exit); a longer wait is for GPU work the trace lacks.
 constexpr int64_t kTrailingSyncOwnCostNs = 200000;
-// CUDA_LAUNCH_BLOCKING=1 (GraphBuilder::BlocksOnKernel): a launch call returns within this of
-// its kernel's end; kernels this long or longer tell; this share of such launches (and at least
-// kBlockingLaunchMin) says the whole run launched that way.
-constexpr int64_t kBlockingReturnNs = 50000;
-constexpr int64_t kBlockingKernelMinNs = 20000;
-constexpr double kBlockingLaunchShare = 0.8;
-constexpr int64_t kBlockingLaunchMin = 20;
 
 Cause GpuCause(EventKind k, std::string_view n) {
   if (k == EventKind::kMemcpy) return Cause::kMemcpy;
@@ -108,6 +101,25 @@ int32_t LastEndingBy(const CausalGraph& g, const CausalGraph::Lane& lane, int64_
 
 // A Python frame that blocks without working: a thread waiting on a condition, a lock, a
 // sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
+bool LaunchBlocksOnKernel(const EventTable& ev, uint32_t r) {
+  const int32_t k = ev.link[r];
+  if (k < 0 || ev.kind[k] != EventKind::kKernel) return false;
+  return ev.ts[k] >= ev.ts[r] && ev.end(k) <= ev.end(r) &&
+         ev.end(r) - ev.end(k) <= kBlockingReturnNs;
+}
+
+bool RunLaunchesBlock(const EventTable& ev) {
+  int64_t long_kernels = 0, blocked = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (!IsLaunchKind(ev.kind[i])) continue;
+    const int32_t k = ev.link[i];
+    if (k < 0 || ev.kind[k] != EventKind::kKernel || ev.dur[k] < kBlockingKernelMinNs) continue;
+    ++long_kernels;
+    blocked += LaunchBlocksOnKernel(ev, static_cast<uint32_t>(i));
+  }
+  return blocked >= kBlockingLaunchMin && blocked >= kBlockingLaunchShare * long_kernels;
+}
+
 bool IsIdleWaitName(std::string_view n) {
   const bool stdlib_wait =
       (Contains(n, "threading.py(") || Contains(n, "queue.py(") || Contains(n, "selectors.py(")) &&
@@ -536,10 +548,10 @@ class GraphBuilder {
           (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0);
     }
     // One pass over the rows: per track, the launch durations, whether the CPU's ops were
-    // profiled, graph captures against replays, launches that block on their kernel.
+    // profiled, graph captures against replays.
     std::vector<int64_t> launch_durs, graph_launch_durs;
     std::vector<int32_t> capture_begins;
-    int64_t graph_launches = 0, long_kernels = 0, blocked = 0;
+    int64_t graph_launches = 0;
     for (size_t i = 0; i < n_rows; ++i) {
       const EventKind k = ev.kind[i];
       ops_recorded = ops_recorded || k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
@@ -559,10 +571,6 @@ class GraphBuilder {
       const int32_t launched = ev.link[i];
       if (launched < 0) continue;
       if (launch_durs.size() < 200000) launch_durs.push_back(ev.dur[i]);
-      if (ev.kind[launched] == EventKind::kKernel && ev.dur[launched] >= kBlockingKernelMinNs) {
-        ++long_kernels;
-        blocked += BlocksOnKernel(static_cast<uint32_t>(i));
-      }
     }
     // Rows whose start and end stay node boundaries (merged slices never cross them).
     keep_row.assign(n_rows, 0);
@@ -578,8 +586,7 @@ class GraphBuilder {
         graph_launch_durs.empty()
             ? cold_launch_ns
             : std::max(cold_launch_ns, 10 * Median(graph_launch_durs, graph_launch_durs.front()));
-    launches_block =
-        blocked >= kBlockingLaunchMin && blocked >= kBlockingLaunchShare * long_kernels;
+    launches_block = RunLaunchesBlock(ev);
     one_time_capture =
         !capture_begins.empty() && graph_launches > static_cast<int64_t>(capture_begins.size());
     if (one_time_capture) g.one_time_capture_begins = std::move(capture_begins);
@@ -597,14 +604,7 @@ class GraphBuilder {
     return ev.end(c) <= ev.end(r) + kBlockingReturnNs;
   }
 
-  // A launch call that ran its kernel to the end before returning (CUDA_LAUNCH_BLOCKING=1): the
-  // kernel started inside the call and the call returned within kBlockingReturnNs of its end.
-  bool BlocksOnKernel(uint32_t r) const {
-    const int32_t k = ev.link[r];
-    if (k < 0 || ev.kind[k] != EventKind::kKernel) return false;
-    return ev.ts[k] >= ev.ts[r] && ev.end(k) <= ev.end(r) &&
-           ev.end(r) - ev.end(k) <= kBlockingReturnNs;
-  }
+  bool BlocksOnKernel(uint32_t r) const { return LaunchBlocksOnKernel(ev, r); }
 
   // The steps, the main thread and the order of the CPU lanes; whether the allocator is warming.
   void ChooseThreads() {

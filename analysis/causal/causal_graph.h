@@ -111,6 +111,19 @@ const FirstCall* FirstCallAt(const std::vector<FirstCall>& calls, int32_t row);
 // The outermost first call enclosing |row| (or |row| itself), -1 when none: walks the parents.
 int32_t EnclosingFirstCall(const Trace& trace, const std::vector<FirstCall>& calls, int32_t row);
 
+// CUDA_LAUNCH_BLOCKING=1 (or a tool that serialises launches): a launch call that ran its kernel
+// to the end before returning (the kernel started inside the call, which returned within
+// kBlockingReturnNs of its end), and whether the run launched that way: at least
+// kBlockingLaunchShare of the launches of kernels of kBlockingKernelMinNs or longer, and at least
+// kBlockingLaunchMin of them. The causal graph reads such a launch as a wait for its kernel;
+// TTA002 names the setting, TTA007 leaves these launches alone.
+constexpr int64_t kBlockingReturnNs = 50000;
+constexpr int64_t kBlockingKernelMinNs = 20000;
+constexpr double kBlockingLaunchShare = 0.8;
+constexpr int64_t kBlockingLaunchMin = 20;
+bool LaunchBlocksOnKernel(const EventTable& ev, uint32_t launch_row);
+bool RunLaunchesBlock(const EventTable& ev);
+
 // A column of time gaps (ns): 4 bytes a node, the rare gap beyond +-2.1 s kept aside, exactly.
 using GapColumn = NarrowInt64Column;
 

@@ -37,6 +37,7 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   if (pinned_ns > 0) measured_pinned_gbps_ = pinned_bytes / pinned_ns;
   MergeIntervals(&gpu_busy_);
   first_calls_ = OneTimeFirstCalls(trace, gpu_busy_);
+  launches_block_ = RunLaunchesBlock(ev);
   collective_name_.assign(trace.strings.size(), 0);
   runtime_flags_.assign(trace.strings.size(), 0);
   hash_name_.assign(trace.strings.size(), 0);

@@ -85,6 +85,12 @@ class RuleContext {
   // One-time first calls of ops (causal_graph.h): cold start, not steady-state work.
   const std::vector<FirstCall>& first_calls() const { return first_calls_; }
   bool InFirstCall(int32_t row) const { return EnclosingFirstCall(trace_, first_calls_, row) >= 0; }
+  // Whether the run launched with CUDA_LAUNCH_BLOCKING=1 (RunLaunchesBlock, causal_graph.h), and
+  // whether |row| is one of its launches that waited for its kernel.
+  bool launches_block() const { return launches_block_; }
+  bool BlockingLaunch(uint32_t row) const {
+    return launches_block_ && LaunchBlocksOnKernel(trace_.events, row);
+  }
 
  private:
   const Trace& trace_;
@@ -98,6 +104,7 @@ class RuleContext {
   std::string device_name_;
   double measured_pinned_gbps_ = 0;
   std::vector<FirstCall> first_calls_;
+  bool launches_block_ = false;
   std::vector<uint8_t> collective_name_;  // per string id
   std::vector<uint32_t> runtime_flags_;   // per string id
   std::vector<uint8_t> hash_name_;        // per string id: the name holds '#' (a region's)

@@ -45,7 +45,10 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
     int64_t drained_until = INT64_MIN;  // GPU idle counted so far (a read's calls share it)
     for (uint32_t i = lo; i < hi; ++i) {
       if (!IsLaunchKind(ev.kind[i])) continue;
-      if (!ctx.IsSyncCall(i) && !pageable_launch[i]) continue;
+      // Under CUDA_LAUNCH_BLOCKING=1 every launch is a synchronize: the CPU prepares the next
+      // kernel only once the last one ended, so the GPU idles for all of the CPU's work.
+      const bool blocking_launch = ctx.BlockingLaunch(i);
+      if (!ctx.IsSyncCall(i) && !pageable_launch[i] && !blocking_launch) continue;
       const std::string_view name = ctx.Name(i);
       if (IssuedByProfiler(ctx, i) || ProfilerStopSync(ctx, i, last_launch)) continue;
       const int64_t sync_end = ev.end(i);
@@ -78,6 +81,24 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       const int32_t statement = HostStatementOf(ctx.trace(), static_cast<int32_t>(i));
       const int64_t statement_ns =
           statement >= 0 ? std::max<int64_t>(0, ev.dur[statement] - ev.dur[i]) : 0;
+      if (blocking_launch) {
+        // One cause for the run's every launch, whatever op launched it: the setting.
+        const int32_t top = ctx.TopOp(static_cast<int32_t>(i));
+        Finding& f = CauseFinding(&by_cause, ctx, "TTA002", static_cast<int>(s), ev.ts[i], resume,
+                                  top >= 0 ? top : static_cast<int32_t>(i), "launch-blocking");
+        if (f.rows.empty()) {
+          f.fix.clear();  // an environment variable, not an edit of the code
+          AddText(&f, "blocking_launches", "yes");
+        }
+        f.rows.push_back(static_cast<int32_t>(i));
+        drained_until = std::max(drained_until, in_step_end);
+        f.per_step[0].second += new_drain / 1000.0;
+        AccumulateNumber(&f, "syncs", 1);
+        AccumulateNumber(&f, "gpu_drain_us", new_drain / 1000.0);
+        AddText(&f, "sync_call", std::string(name));
+        AddEvent(&f, std::string(name), 1, ev.dur[i] / 1000.0);
+        continue;
+      }
       if (drain < min_drain_ns && statement_ns < min_drain_ns) continue;
       int32_t op = ctx.TopOp(static_cast<int32_t>(i));
       int32_t anchor = op >= 0 ? op : static_cast<int32_t>(i);
@@ -138,6 +159,18 @@ std::string HostSyncMessage(const Finding& f, const std::string& detected,
                             const std::string& saving) {
   const double steps = std::max(1.0, Num(f, "steps_affected"));
   const bool whole_run = OfWholeRun(f);
+  if (!TextOf(f, "blocking_launches").empty()) {
+    return "every kernel launch waits for its kernel to finish (" +
+           std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
+           (whole_run ? " launches in the run" : " launches per step") +
+           " return only at their kernel's end: CUDA_LAUNCH_BLOCKING=1 in the environment, or a "
+           "tool that serialises launches), so the GPU idles for all of the CPU's work between "
+           "kernels: " +
+           detected +
+           " of GPU idle; unset CUDA_LAUNCH_BLOCKING (a debugging setting) and the CPU queues "
+           "work ahead" +
+           saving;
+  }
   std::string op = TextOf(f, "op");
   const std::string inner = TextOf(f, "inner_op");
   return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +

@@ -85,9 +85,11 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
       const int32_t device = ctx.trace().tracks[ev.track[i]].device;
       Burst& b = open[device];
       const int32_t launch = ctx.LaunchOf(i);
-      // A kernel of an op that synchronizes inside is not what a graph would capture (TTA002's).
+      // A kernel of an op that synchronizes inside is not what a graph would capture (TTA002's);
+      // under CUDA_LAUNCH_BLOCKING=1 every launch outlasts its kernel by waiting for it (TTA002).
       const bool is_short = launch >= 0 && IsKernelLaunch(ctx.RuntimeFlags(launch)) &&
-                            ev.dur[i] < ev.dur[launch] && !ctx.UnderSyncingOp(launch);
+                            ev.dur[i] < ev.dur[launch] && !ctx.UnderSyncingOp(launch) &&
+                            !ctx.BlockingLaunch(static_cast<uint32_t>(launch));
       if (!is_short) {
         close(b);
         continue;

@@ -197,6 +197,35 @@ TEST_CASE("TTA002: .item() in the loop drains the GPU", "[rules][TTA002]") {
   CHECK(f[0].fix == "defer-host-sync");
 }
 
+TEST_CASE("TTA002: under CUDA_LAUNCH_BLOCKING every launch is a sync, not launch-bound work",
+          "[rules][TTA002][TTA007]") {
+  // CUDA_LAUNCH_BLOCKING=1 left on: each launch returns 3 us after its 40 us kernel ends, and the
+  // op's 60 us of CPU work before the next launch leaves the GPU idle. 40 launches a step.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  double cpu = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 40; ++k) {
+      t.Cpu("aten::add", cpu, 110);
+      t.Launch("vectorized_elementwise_kernel", cpu + 60, 48, cpu + 65, 40);
+      cpu += 112;
+    }
+    t.Step(s + 1, start, cpu - start);
+    cpu += 2;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA002");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].message.find("CUDA_LAUNCH_BLOCKING") != std::string::npos);
+  CHECK(f[0].message.find("40 launches per step") != std::string::npos);
+  CHECK(f[0].fix.empty());  // an environment setting: no edit of the code
+  // Launching ahead, the CPU's 60 us per op overlaps the GPU's 40 us: about a third of the step.
+  CHECK(f[0].share_of_step > 0.25);
+  CHECK(FindingsWithCode(*trace, "TTA007").empty());
+}
+
 TEST_CASE("TTA002: syncs inside an op that cannot be captured come before CUDA graphs",
           "[rules][TTA002][TTA017]") {
   // A sparse matmul (an RTX 4090 neural-PDE forward): each aten::matmul coalesces its sparse
