@@ -155,7 +155,10 @@ void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const Tim
       if (first < 0) first = static_cast<int32_t>(i);
     }
   }
-  const double min_launches = o.Get("trace_incomplete_min_launches", 10);
+  // Launches without their activity at a buffer's edges are noise; where the trace holds no
+  // GPU activity at all, a few launches (a toy's copies and one kernel) say it all.
+  const double min_launches = gpu == 0 ? o.Get("trace_incomplete_min_launches_without_gpu", 3)
+                                       : o.Get("trace_incomplete_min_launches", 10);
   const double min_share = o.Get("trace_incomplete_share", 0.5);
   if (gpu == 0 && launches == 0) {
     DetectUnrecordedGpu(ctx, o, out);

@@ -526,6 +526,37 @@ TEST_CASE("causal: a lazy first launch in a run of few launches is cold start",
   CHECK(all.time.overall.ns[static_cast<int>(ttap::Cause::kColdStart)] >= 1700000);
 }
 
+TEST_CASE("causal: a toy's few launches, none with GPU activity, make the trace incomplete",
+          "[rules][causal][TTA016]") {
+  // A lecture's toy, two steps: a 4 MB host tensor uploaded (a 600 us blocking copy and its sync),
+  // a memset and one kernel launch, a synchronize; no kernel, copy or memset event recorded.
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3050 Laptop GPU", 8, 6);
+  double cpu = 1000;
+  for (int s = 0; s < 2; ++s) {
+    const double start = cpu;
+    t.Cpu("aten::randn", cpu, 5000);
+    cpu += 5010;
+    t.Cpu("aten::to", cpu, 830);
+    t.Runtime("cudaMemcpyAsync", cpu + 5, 630);
+    t.Runtime("cudaStreamSynchronize", cpu + 640, 180);
+    cpu += 840;
+    t.Cpu("aten::matmul", cpu, 60);
+    t.Runtime("cudaMemsetAsync", cpu + 5, 20);
+    t.Runtime("cudaLaunchKernel", cpu + 30, 20);
+    cpu += 70;
+    t.Runtime("cudaDeviceSynchronize", cpu, 700);
+    cpu += 710;
+    t.Step(s + 2, start, cpu - start);
+    cpu += 10;
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA016");
+  CHECK(all.findings.front().message.find("6 of 6 launches") != std::string::npos);
+}
+
 TEST_CASE("causal: launches and blocking copies without GPU activity are not launch overhead",
           "[rules][causal][TTA016]") {
   // WSL-style trace: per step, 12 ops' cudaLaunchKernel calls and a blocking 400 us
