@@ -378,14 +378,23 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     int64_t step_end = INT64_MIN;  // the end of the first run's step (INT64_MIN: no steps)
   };
   constexpr size_t kSample = 64;
-  std::vector<bool> eligible(trace.strings.size(), false);
+  // Per name: an op (not a region: ProfilerStep#, Optimizer.step#), or a DataLoader iterator's
+  // __next__, whose first call starts the worker processes (seconds, against milliseconds for
+  // the batches after it).
+  enum : uint8_t { kNotEligible, kOp, kLoaderNext };
+  std::vector<uint8_t> eligible(trace.strings.size(), kNotEligible);
   for (size_t id = 0; id < eligible.size(); ++id) {
     const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
-    eligible[id] = !Contains(n, "#");  // ProfilerStep#, Optimizer.step#, DataLoader iterators
+    eligible[id] = IsDataLoaderName(n) ? kLoaderNext : Contains(n, "#") ? kNotEligible : kOp;
   }
   std::unordered_map<uint64_t, Runs> runs;  // (track, name) -> runs
   for (size_t i = 0; i < ev.size(); ++i) {
-    if (ev.kind[i] != EventKind::kCpuOp || !eligible[ev.name[i]]) continue;
+    const uint8_t kind = eligible[ev.name[i]];
+    if (kind == kNotEligible ||
+        !(ev.kind[i] == EventKind::kCpuOp ||
+          (kind == kLoaderNext && ev.kind[i] == EventKind::kUserAnnotation))) {
+      continue;
+    }
     Runs& r = runs[(static_cast<uint64_t>(ev.track[i]) << 32) | ev.name[i]];
     if (r.first < 0) {
       r.first = static_cast<int32_t>(i);
@@ -463,9 +472,10 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       const bool library_setup = d >= kFirstCallMinNs && d >= 2 * typical &&
                                  IsMathLibraryOp(trace.Name(r.first)) &&
                                  gpu_idle_through(r.first) && launches_gpu(r.first);
+      // (A loader's __next__ encloses the ops that rebuild the batch's tensors: not a region.)
       if ((static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical) ||
            library_setup) &&
-          !is_region(r.first)) {
+          (eligible[ev.name[r.first]] == kLoaderNext || !is_region(r.first))) {
         out.push_back({r.first, typical});
       }
     } else if ((d >= kFirstCallAloneNs ||
@@ -601,7 +611,10 @@ class GraphBuilder {
     if (c < 0 || (ev.kind[c] != EventKind::kMemcpy && ev.kind[c] != EventKind::kMemset)) {
       return false;
     }
-    return ev.end(c) <= ev.end(r) + kBlockingReturnNs;
+    // (Or it lasted as long as its copy: a GPU clock a little ahead of the CPU's puts a 40 ms
+    // pageable upload's end 80 us after its call's.)
+    return ev.end(c) <= ev.end(r) + kBlockingReturnNs ||
+           (ev.ts[c] < ev.end(r) && ev.dur[c] * 5 >= ev.dur[r] * 4);
   }
 
   bool BlocksOnKernel(uint32_t r) const { return LaunchBlocksOnKernel(ev, r); }

@@ -24,7 +24,9 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
       for (int g = 0; p >= 0 && g < 256; ++g, p = ev.parent[p]) {
         if (ctx.IsDataLoaderName(ctx.Name(p))) nested = true;
       }
-      if (nested) continue;
+      // An iterator's first batch, far slower than the next ones, started its workers: one-time
+      // (TTA015's), not the input pipeline's steady pace.
+      if (nested || ctx.InFirstCall(static_cast<int32_t>(i))) continue;
       const int64_t a = ev.ts[i], b = std::min(ev.end(i), step.end_ns);
       const double load_us = (b - a) / 1000.0;
       const double idle_us = ctx.has_gpu() ? ctx.GpuIdle(a, b) / 1000.0 : load_us;

@@ -19,10 +19,19 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
   // Merging keeps one step's text: the detail counts the calls of every step.
   std::map<int, Finding> by_step = CallsByStep(ctx, g, Cause::kColdStart, "TTA015", "cold-start");
   double calls = 0, call_us = 0, longest_us = -1;
-  int captures = 0;  // one-time CUDA/HIP graph captures (their begin calls)
+  int captures = 0;       // one-time CUDA/HIP graph captures (their begin calls)
+  int loader_starts = 0;  // a DataLoader iterator's first batch (its workers start)
   std::string longest;
+  // A run with GPU activity, a GPU's properties or runtime calls (a trace whose kernels were not
+  // recorded) has a context and kernels to load; a CPU-only one does not.
+  bool uses_gpu = ctx.has_gpu() || !ctx.device_name().empty();
+  for (size_t i = 0; i < ctx.ev().size() && !uses_gpu; ++i)
+    uses_gpu = IsLaunchKind(ctx.ev().kind[i]);
   for (auto& [step, f] : by_step) {
-    for (int32_t r : f.rows) captures += (ctx.RuntimeFlags(r) & kRuntimeCaptureBegin) != 0;
+    for (int32_t r : f.rows) {
+      captures += (ctx.RuntimeFlags(r) & kRuntimeCaptureBegin) != 0;
+      loader_starts += ctx.IsDataLoaderName(ctx.Name(r));
+    }
     calls += f.evidence["calls"].number;
     call_us += f.evidence["call_us"].number;
     if (f.top_events.front().total_us > longest_us) {
@@ -36,12 +45,19 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
             ? std::to_string(captures) +
                   " CUDA graph capture(s), replayed in other steps, with the ops they capture "
                   "and any lazy loads or first calls"
-            : FormatNumber("%.0f", calls) +
-                  " call(s) load kernels lazily, create the CUDA context or a library's "
-                  "workspace, or run an op for the first time";
+        : uses_gpu ? FormatNumber("%.0f", calls) +
+                         " call(s) load kernels lazily, create the CUDA context or a library's "
+                         "workspace, or run an op for the first time"
+                   // A CPU-only run has no context or kernels to load: its first calls set up.
+                   : FormatNumber("%.0f", calls) +
+                         " op(s) run for the first time (a library's set-up, first allocations)";
+    const std::string loader =
+        loader_starts > 0 ? "; a DataLoader's first batch starts its worker processes "
+                            "(persistent_workers=True keeps them from one epoch to the next)"
+                          : "";
     AddText(&f, "detail",
             "one-time: " + what + " (" + FormatNumber("%.1f ms", call_us / 1000.0) + ", longest " +
-                longest + "); they happen once per process, not every step: " +
+                longest + ")" + loader + "; they happen once per process, not every step: " +
                 (captures > 0 ? "capture the graphs before serving or profiling, or " : "") +
                 "profile after a warm-up, e.g. schedule(wait=1, warmup=1, active=3)");
     out->push_back(std::move(f));

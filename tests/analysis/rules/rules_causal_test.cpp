@@ -526,6 +526,68 @@ TEST_CASE("causal: a lazy first launch in a run of few launches is cold start",
   CHECK(all.time.overall.ns[static_cast<int>(ttap::Cause::kColdStart)] >= 1700000);
 }
 
+TEST_CASE("causal: a DataLoader's first batch starts its workers: one-time, not a stalling loader",
+          "[rules][causal][TTA015][TTA001]") {
+  // An evaluation loop profiled from the iterator's creation, no steps: the first __next__ waits
+  // 2 s for the worker processes (rebuilding the batch's tensors inside: 20 small ops), the next
+  // four take 2 ms; each batch is uploaded by a blocking 30 ms pageable copy whose GPU side ends
+  // 80 us after the call returns (the GPU's clock a little ahead), then ten 2 ms GEMMs.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  const std::string next = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  double cpu = 1000;
+  for (int b = 0; b < 5; ++b) {
+    const double load = b == 0 ? 2000000 : 2000;
+    t.Cpu(next, cpu, load, "user_annotation");
+    for (int k = 0; k < 20; ++k) t.Cpu("aten::set_", cpu + load - 500 + 20 * k, 10);
+    cpu += load + 10;
+    t.Cpu("aten::to", cpu, 30020);
+    t.Launch("Memcpy HtoD (Pageable -> Device)", cpu + 5, 30000, cpu + 10, 30075, "gpu_memcpy", 7,
+             "cudaMemcpyAsync", 150 << 20);
+    cpu += 30030;
+    for (int k = 0; k < 10; ++k) {
+      t.Cpu("aten::mm", cpu + 40 * k, 30);
+      t.Launch("ampere_sgemm_128x64_nn", cpu + 40 * k + 5, 10, cpu + 90 + 2000 * k, 2000);
+    }
+    cpu += 400;
+    t.Runtime("cudaDeviceSynchronize", cpu, 19700);
+    cpu += 19710;
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA015");
+  CHECK(all.findings.front().message.find("worker processes") != std::string::npos);
+  CHECK(FindingsWithCode(*trace, "TTA001").empty());
+  // The uploads waited for their copies: moving data every batch, not lazy loading.
+  CHECK(all.findings.front().evidence.at("calls").number == 1);
+}
+
+TEST_CASE("causal: a CPU-only run's first calls are set-up, with no CUDA context to name",
+          "[rules][causal][TTA015]") {
+  // A CPU inference, three steps of 40 ops: the first aten::conv2d takes 60 ms (a library's
+  // set-up), the later ones 2 ms.
+  TinyTrace t;
+  double cpu = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 40; ++k) {
+      const double d = s == 0 && k == 0 ? 60000 : 2000;
+      t.Cpu("aten::conv2d", cpu, d);
+      cpu += d + 10;
+    }
+    t.Step(s + 1, start, cpu - start);
+    cpu += 10;
+  }
+  auto trace = t.Load();
+  auto cold = FindingsWithCode(*trace, "TTA015");
+  REQUIRE(cold.size() == 1);
+  INFO(cold[0].message);
+  CHECK(cold[0].message.find("run for the first time") != std::string::npos);
+  CHECK(cold[0].message.find("CUDA context") == std::string::npos);
+}
+
 TEST_CASE("causal: a toy's few launches, none with GPU activity, make the trace incomplete",
           "[rules][causal][TTA016]") {
   // A lecture's toy, two steps: a 4 MB host tensor uploaded (a 600 us blocking copy and its sync),
