@@ -375,6 +375,7 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     int32_t first = -1;
     std::vector<int64_t> later;    // durations of the next runs (at most kSample)
     int64_t longest_later = 0;     // the longest later run in a later step
+    int64_t longest_any = 0;       // the longest later run, in any step
     int64_t step_end = INT64_MIN;  // the end of the first run's step (INT64_MIN: no steps)
   };
   constexpr size_t kSample = 64;
@@ -405,6 +406,7 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     }
     if (r.later.size() < kSample) r.later.push_back(ev.dur[i]);
     if (ev.ts[i] >= r.step_end) r.longest_later = std::max(r.longest_later, ev.dur[i]);
+    r.longest_any = std::max(r.longest_any, ev.dur[i]);
   }
   // Whether GPU work is launched from inside |row| (on its thread).
   auto launches_gpu = [&](int32_t row) {
@@ -466,6 +468,10 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       // small casts, is steady-state work, not a first call. (Within the first step, first
       // calls of other shapes may cost as much: a cold step sets up each layer.)
       if (r.longest_later * 2 >= d) continue;
+      // An op that launches nothing on the GPU costs by its tensors' size: a later run at half
+      // its cost or more, in the same step too, is the same work on other shapes (a model's
+      // two largest weights initialised, 1.16 and 1.12 ms), not a first call's set-up.
+      if (r.longest_any * 2 >= d && !launches_gpu(r.first)) continue;
       // A math library's first call that the GPU idles through (cuDNN / cuBLAS handles and
       // workspaces, an algorithm search) at twice its later runs or more: in a cold forward
       // those later runs set up their own shapes and are slow too, so the ratio alone misses it.

@@ -491,25 +491,50 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
   // step, the launching thread's dispatch and launch work from the region's first launch to
   // its last becomes one graph launch (kGraphedCpuFactor of it is left), and its kernels run
   // back to back at the GPU's pace. Syncs, data loading, allocator and cold-start calls stay.
-  // (step, lane) -> the span of the region's launches (first start, last end).
-  std::map<std::pair<size_t, uint32_t>, std::pair<int64_t, int64_t>> spans;
-  std::pair<size_t, uint32_t> last_key{SIZE_MAX, 0};
-  std::pair<int64_t, int64_t>* last_span = nullptr;
+  // The region's launch calls, in node order (one lane's nodes are in time order).
+  std::vector<int32_t> launches;
   for (int32_t r : rows) {
     const int32_t gn = b.NodeOfRow(r);
     if (gn < 0 || g.role[gn] != NodeRole::kGpu) continue;
     const int32_t l = b.LaunchOf(gn);
     if (l < 0) continue;
-    const auto key = std::make_pair(b.StepIndexOf(g.obs_start[l]), g.LaneOf(l));
-    if (key != last_key || !last_span) {  // rows come mostly in order: look up on change only
-      auto it = spans.emplace(key, std::make_pair(g.obs_start[l], g.ObsEnd(l))).first;
-      last_key = key;
-      last_span = &it->second;
-    }
-    last_span->first = std::min(last_span->first, g.obs_start[l]);
-    last_span->second = std::max(last_span->second, g.ObsEnd(l));
+    launches.push_back(l);
     if (g.cross_gap[gn] > 0) b.SetCrossGap(gn, 0);
     if (g.lane_gap[gn] > 0) b.SetLaneGap(gn, 0);
+  }
+  std::sort(launches.begin(), launches.end());
+  launches.erase(std::unique(launches.begin(), launches.end()), launches.end());
+  // Each run of the region: its launches on one lane in one step inside one of the finding's
+  // occurrences (the detector's runs of the region, with no other region's launch between
+  // them). A step that runs the loop body many times (ten iterations in one ProfilerStep) runs
+  // the region many times; what lies between two of its runs (the rest of the iteration) is
+  // not captured with it. Without occurrences, a step's launches are one run.
+  const auto& occ = f.occurrences;  // sorted by start
+  auto occurrence_of = [&](int64_t t) -> int64_t {
+    auto it = std::upper_bound(occ.begin(), occ.end(), std::make_pair(t, INT64_MAX));
+    for (int k = 0; k < 8 && it != occ.begin(); ++k) {
+      --it;
+      if (it->first <= t && t < it->second) return it - occ.begin();
+    }
+    return -1;
+  };
+  struct Span {
+    uint32_t lane;
+    size_t step;
+    int64_t occurrence;
+    int64_t first, second;  // the span of its launches (first start, last end)
+  };
+  std::vector<Span> spans;
+  for (int32_t l : launches) {
+    const uint32_t lane = g.LaneOf(l);
+    const size_t step = b.StepIndexOf(g.obs_start[l]);
+    const int64_t occurrence = occ.empty() ? -1 : occurrence_of(g.obs_start[l]);
+    if (!spans.empty() && spans.back().lane == lane && spans.back().step == step &&
+        spans.back().occurrence == occurrence) {
+      spans.back().second = std::max(spans.back().second, g.ObsEnd(l));
+      continue;
+    }
+    spans.push_back({lane, step, occurrence, g.obs_start[l], g.ObsEnd(l)});
   }
   // An annotated region's rows (an Optimizer.step, a record_function block) widen the spans of
   // the launches inside them to the whole annotation: a graph or a compiled region replays none
@@ -517,7 +542,7 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
   for (int32_t r : rows) {
     if (!b.IsCpuRegion(r)) continue;  // the region's kernels, above
     const int64_t lo = trace.events.ts[r], hi = trace.events.end(r);
-    for (auto& [key, span] : spans) {
+    for (Span& span : spans) {
       if (span.first < hi && span.second > lo) {
         span.first = std::min(span.first, lo);
         span.second = std::max(span.second, hi);
@@ -529,8 +554,8 @@ void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
   // preparation), the loop's own glue between ops, and any stretch of kLaunchFreeStretchNs or
   // more between two launch calls (Python logic inside a frame that launches elsewhere: the
   // same time, without Python frames in the trace, has no op to call dispatch) stay.
-  for (const auto& [key, span] : spans) {
-    auto [a, e] = b.NodesIn(static_cast<int32_t>(key.second), span.first, span.second);
+  for (const Span& span : spans) {
+    auto [a, e] = b.NodesIn(static_cast<int32_t>(span.lane), span.first, span.second);
     int64_t prev_launch_end = span.first;  // a launch call or its annotation starts the span
     int32_t next_launch = a;               // the first launch node at or after n
     for (int32_t n = a; n < e; ++n) {

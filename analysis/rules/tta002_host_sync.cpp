@@ -70,15 +70,28 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
           resume > in_step_end
               ? std::min(ctx.GpuIdle(in_step_end, resume), std::max<int64_t>(0, waited_busy))
               : 0;
-      const int64_t drain = ctx.GpuIdle(ev.ts[i], in_step_end) + next_step_part;
+      // After the call returns, the GPU idles until the CPU launches again; without the wait the
+      // CPU would have done that work while the GPU ran what was queued, so the drain counts at
+      // most that queued work after the return: a sync on a GPU already idle costs its own call,
+      // not the Python that follows it (nor a compile of seconds before the next kernel).
+      const int64_t wait_idle = ctx.GpuIdle(ev.ts[i], std::min(sync_end, in_step_end));
+      const int64_t drain_cap = wait_idle + std::max<int64_t>(0, waited_busy);
+      const int64_t drain =
+          std::min(drain_cap, ctx.GpuIdle(ev.ts[i], in_step_end) + next_step_part);
       // What it adds to the step's drain: a read's copy and its sync (an .item()), or syncs
       // before the GPU resumed, share one idle stretch, counted once.
       const int64_t drain_from = std::max(ev.ts[i], drained_until);
-      const int64_t new_drain = ctx.GpuIdle(drain_from, std::max(drain_from, in_step_end)) +
-                                (drain_from <= ev.ts[i] ? next_step_part : 0);
+      const int64_t new_drain =
+          std::min(drain, ctx.GpuIdle(drain_from, std::max(drain_from, in_step_end)) +
+                              (drain_from <= ev.ts[i] ? next_step_part : 0));
       // The host work of the statement that reads the value (logging, a metric): the fix (read
       // it every N steps) takes it out of the step too, even where the GPU has nothing to drain.
-      const int32_t statement = HostStatementOf(ctx.trace(), static_cast<int32_t>(i));
+      // (A frame beyond the step is the loop around it, not a statement in it: a serving
+      // engine's busy loop holds every step's syncs.)
+      int32_t statement = HostStatementOf(ctx.trace(), static_cast<int32_t>(i));
+      if (statement >= 0 && (ev.ts[statement] < step.start_ns || ev.end(statement) > step.end_ns)) {
+        statement = -1;
+      }
       const int64_t statement_ns =
           statement >= 0 ? std::max<int64_t>(0, ev.dur[statement] - ev.dur[i]) : 0;
       if (blocking_launch) {

@@ -109,19 +109,34 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
   if (2 * capture_steps.size() >= ctx.steps().size()) capture_steps.clear();
   std::map<int64_t, std::map<int, StepTally>> regions;
   std::vector<uint8_t> op_seen(ev.size(), 0);
+  // Every kernel's launch with its region, in the order of the launching threads: a region's
+  // runs (occurrences) are its launches with no other region's launch between them. A step
+  // that runs the loop body many times (ten iterations in one ProfilerStep) runs each region
+  // many times; the what-if captures each run, not what lies between two of them.
+  struct LaunchOfRegion {
+    uint32_t lane;
+    int step;
+    int64_t ts, end, key;
+  };
+  std::vector<LaunchOfRegion> launches;
   for (size_t n = 0; n < g.size(); ++n) {
-    if (!eligible(n) || in_bursts[g.row[n]]) continue;
+    if (!eligible(n)) continue;
     const int32_t launch_row = ev.link[g.row[n]];
     const int step = ctx.StepOf(ev.ts[launch_row]);
-    // An op that synchronizes inside cannot be captured: its launches are the sync's (TTA002).
-    if (step < 0 || capture_steps.count(step) || ctx.UnderSyncingOp(launch_row)) continue;
-    // A one-time first call (its set-up, TTA015's) is not the steady state's dispatch: its
-    // launches and CPU time stay out of the region's tally.
-    if (!ctx.first_calls().empty() && ctx.InFirstCall(launch_row)) continue;
+    if (step < 0) continue;
     const int32_t launch_node =
         static_cast<size_t>(launch_row) < g.node_of_row.size() ? g.node_of_row[launch_row] : -1;
     int32_t annotation_row = -1;
     const int64_t key = region_of(launch_row, launch_node, &annotation_row);
+    if (launch_node >= 0) {
+      launches.push_back({g.LaneOf(launch_node), step, ev.ts[launch_row], ev.end(launch_row), key});
+    }
+    if (in_bursts[g.row[n]]) continue;
+    // An op that synchronizes inside cannot be captured: its launches are the sync's (TTA002).
+    if (capture_steps.count(step) || ctx.UnderSyncingOp(launch_row)) continue;
+    // A one-time first call (its set-up, TTA015's) is not the steady state's dispatch: its
+    // launches and CPU time stay out of the region's tally.
+    if (!ctx.first_calls().empty() && ctx.InFirstCall(launch_row)) continue;
     if (key == kClaimed) continue;
     auto& by_step = regions[key];
     auto it = by_step.find(step);
@@ -160,6 +175,25 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
       ns += ev.dur[op];
       t.op_ns += ev.dur[op];
     }
+  }
+  std::sort(launches.begin(), launches.end(), [](const LaunchOfRegion& a, const LaunchOfRegion& b) {
+    return a.lane != b.lane ? a.lane < b.lane : a.ts < b.ts;
+  });
+  for (size_t i = 0; i < launches.size();) {
+    size_t j = i + 1;
+    int64_t end = launches[i].end;
+    while (j < launches.size() && launches[j].lane == launches[i].lane &&
+           launches[j].step == launches[i].step && launches[j].key == launches[i].key) {
+      end = std::max(end, launches[j].end);
+      ++j;
+    }
+    auto region = regions.find(launches[i].key);
+    if (region != regions.end()) {
+      auto tally = region->second.find(launches[i].step);
+      if (tally != region->second.end())
+        tally->second.f.occurrences.emplace_back(launches[i].ts, end);
+    }
+    i = j;
   }
   for (auto& [key, by_step] : regions) {
     const std::string name = region_name(key);
@@ -203,6 +237,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
         "use fewer, larger ops, or a bigger batch";
     for (auto& [step, t] : by_step) {
       Finding& f = t.f;
+      std::sort(f.occurrences.begin(), f.occurrences.end());
       for (const auto& [id, v] : t.ops) {
         AddEvent(&f, std::string(ctx.trace().strings.Get(id)), v.first, v.second / 1000.0);
       }

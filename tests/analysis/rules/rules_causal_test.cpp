@@ -564,6 +564,47 @@ TEST_CASE("causal: a DataLoader's first batch starts its workers: one-time, not 
   CHECK(all.findings.front().evidence.at("calls").number == 1);
 }
 
+TEST_CASE("causal: a region run many times a step is captured run by run, not across the others",
+          "[rules][causal][TTA017]") {
+  // One ProfilerStep holding ten iterations of a small MLP's loop (CPU-bound): a forward block
+  // (record_function "forward": 8 launches, 60 us of CPU each), the loss's 3 eager ops (40 us
+  // each), an optimizer step (8 launches, 50 us each); kernels of 12 us.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  double cpu = 1000;
+  const double start = cpu;
+  auto ops = [&](int n, double each) {
+    for (int k = 0; k < n; ++k) {
+      t.Cpu("aten::addmm", cpu, each - 2);
+      t.Launch("elementwise_kernel", cpu + each - 12, 8, cpu + each - 2, 12);
+      cpu += each;
+    }
+  };
+  for (int it = 0; it < 10; ++it) {
+    const double f0 = cpu;
+    cpu += 2;
+    ops(8, 60);
+    t.Cpu("forward", f0, cpu - f0, "user_annotation");
+    cpu += 2;
+    ops(3, 40);
+    const double o0 = cpu;
+    cpu += 2;
+    ops(8, 50);
+    t.Cpu("Optimizer.step#SGD.step", o0, cpu - o0, "user_annotation");
+    cpu += 2;
+  }
+  t.Step(1, start, cpu - start);
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA017");
+  REQUIRE(!f.empty());
+  for (const auto& x : f) {
+    INFO(x.message);
+    // What capturing a region saves is at most its own CPU time: the loss's ops hold 1.2 ms of
+    // the step; capturing them must not claim the forward and optimizer runs between them.
+    CHECK(x.time_lost_us_per_step <= 1.1 * x.evidence.at("op_cpu_us").number + 50);
+  }
+}
+
 TEST_CASE("causal: a CPU-only run's first calls are set-up, with no CUDA context to name",
           "[rules][causal][TTA015]") {
   // A CPU inference, three steps of 40 ops: the first aten::conv2d takes 60 ms (a library's
@@ -586,6 +627,36 @@ TEST_CASE("causal: a CPU-only run's first calls are set-up, with no CUDA context
   INFO(cold[0].message);
   CHECK(cold[0].message.find("run for the first time") != std::string::npos);
   CHECK(cold[0].message.find("CUDA context") == std::string::npos);
+}
+
+TEST_CASE("causal: a model's largest weight initialised first is not a first call",
+          "[rules][causal][TTA015]") {
+  // Model construction inside the first step: aten::uniform_ on CPU tensors of 512x784 (1.16 ms),
+  // 512 (4 us), 512x512 (1.12 ms), 10x512 (16 us); then three CPU-bound GPU steps.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  double cpu = 1000;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    if (s == 0) {
+      for (double d : {1160.0, 4.0, 1120.0, 3.4, 15.8, 0.8}) {
+        t.Cpu("aten::uniform_", cpu, d);
+        cpu += d + 20;
+      }
+    }
+    for (int k = 0; k < 30; ++k) {
+      t.Cpu("aten::addmm", cpu, 40);
+      t.Launch("elementwise_kernel", cpu + 30, 8, cpu + 40, 5);
+      cpu += 42;
+    }
+    t.Step(s + 1, start, cpu - start);
+    cpu += 5;
+  }
+  auto trace = t.Load();
+  for (const auto& x : FindingsWithCode(*trace, "TTA015")) {
+    INFO(x.message);
+    CHECK(x.message.find("aten::uniform_") == std::string::npos);
+  }
 }
 
 TEST_CASE("causal: a toy's few launches, none with GPU activity, make the trace incomplete",

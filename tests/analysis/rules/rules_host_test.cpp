@@ -226,6 +226,41 @@ TEST_CASE("TTA002: under CUDA_LAUNCH_BLOCKING every launch is a sync, not launch
   CHECK(FindingsWithCode(*trace, "TTA007").empty());
 }
 
+TEST_CASE("TTA002: a read on a GPU already idle drains nothing: the host work after it is not its",
+          "[rules][TTA002]") {
+  // Per step: 20 GEMMs of 50 us launched 10 us apart (1 ms of GPU work), 1.2 ms of CPU ops that
+  // launch nothing (the GPU finishes meanwhile), an .item() (a 5 us copy and its sync), then
+  // 300 us of logging on the host before the next step launches.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  double cpu = 1000;
+  for (int s = 0; s < 4; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 20; ++k) {
+      t.Cpu("aten::mm", cpu, 9);
+      t.Launch("sm90_xmma_gemm_bf16bf16_bf16f32", cpu + 2, 5, cpu + 12 + 40 * k, 50);
+      cpu += 10;
+    }
+    t.Cpu("aten::index", cpu, 1200);
+    cpu += 1210;
+    t.Cpu("aten::item", cpu, 40);
+    t.Launch("Memcpy DtoH (Device -> Pageable)", cpu + 2, 20, cpu + 8, 5, "gpu_memcpy", 7,
+             "cudaMemcpyAsync", 4);
+    t.Runtime("cudaStreamSynchronize", cpu + 24, 6);
+    cpu += 45;
+    t.Cpu("aten::add", cpu, 300);  // the metric logged on the host
+    cpu += 305;
+    t.Step(s + 1, start, cpu - start);
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA002");
+  for (const auto& x : f) {
+    INFO(x.message);
+    CHECK(x.severity > ttap::Severity::kWarning);  // severity: lower is worse
+    CHECK(x.evidence.at("gpu_drain_us").number < 50 * 4);
+  }
+}
+
 TEST_CASE("TTA002: syncs inside an op that cannot be captured come before CUDA graphs",
           "[rules][TTA002][TTA017]") {
   // A sparse matmul (an RTX 4090 neural-PDE forward): each aten::matmul coalesces its sparse
@@ -629,6 +664,12 @@ TEST_CASE("RunRules: a cause's windows are those of its occurrences, not the spa
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
   double cpu = 1005, gpu = 1015;
   auto sync = [&]() {
+    // A 500 us kernel queued first: the sync waits for it, and the CPU's work after the wait
+    // could have overlapped it.
+    gpu = std::max(gpu, cpu + 10);
+    t.Kernel("volta_h884gemm_128x128_nn", cpu, 5, gpu, 500);
+    cpu += 10;
+    gpu += 500;
     t.Cpu("aten::item", cpu, gpu - cpu + 20);
     t.Cpu("aten::_local_scalar_dense", cpu + 1, gpu - cpu + 18);
     t.Runtime("cudaStreamSynchronize", cpu + 2, gpu - cpu + 15);
