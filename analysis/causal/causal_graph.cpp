@@ -341,6 +341,9 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
       if (k + 1 < out.size()) ge = std::min(ge, std::max(out[k].cpu_end_ns, out[k + 1].start_ns));
       out[k].end_ns = std::max(out[k].cpu_end_ns, ge);
     }
+    // A serving engine's last marks are often empty (vLLM's execute_context_0(0)_generation_0(0)
+    // once the requests are done): stubs, not steps.
+    for (int k = 0; k < 3 && TrailingStubStep(trace, out); ++k) out.pop_back();
   }
   if (out.empty() && trace.events.size() > 0) {
     out.push_back({-1, trace.span_start(), trace.span_end(), trace.span_end(), -1, false});

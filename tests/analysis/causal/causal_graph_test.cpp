@@ -367,6 +367,26 @@ TEST_CASE("steps inferred from Optimizer.step end where their GPU work ends, as 
   CHECK(r.step_end[2] == spans[2].end_ns);
 }
 
+TEST_CASE("a serving loop's last, empty mark is a stub, not a step", "[causal]") {
+  // A CPU vLLM run: three prefill batches of ~600 ms marked execute_context_<n>(<tokens>), then
+  // the engine's last mark once the requests are done: 0.3 ms, no work under it.
+  TinyTrace t;
+  const double lens[] = {594000, 1199000, 595000};
+  const char* names[] = {"execute_context_2(2048)_generation_0(0)",
+                         "execute_context_4(4096)_generation_0(0)",
+                         "execute_context_2(2048)_generation_0(0)"};
+  double s = 1000;
+  for (int k = 0; k < 3; ++k) {
+    t.Cpu(names[k], s, lens[k], "user_annotation");
+    t.Cpu("aten::mm", s + 10, lens[k] - 20);
+    s += lens[k] + 100;
+  }
+  t.Cpu("execute_context_0(0)_generation_0(0)", s, 300, "user_annotation");
+  auto trace = t.Load();
+  auto spans = AnalysedSteps(*trace);
+  CHECK(spans.size() == 3);
+}
+
 TEST_CASE("a loop's record_function marks its steps under Python frames and with numbered names",
           "[causal]") {
   // vLLM's engine annotates each step "execute_new_<n>_cached_<m>" inside its Python frames
