@@ -24,6 +24,8 @@ namespace {
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 // Latencies and durations used as multiples are capped here (an hour) against hostile input.
 constexpr int64_t kLatencyCapNs = int64_t{3600} * 1000000000;
+// The usual launch latency a run of fewer than three samples is taken to have at most.
+constexpr int64_t kFewLatenciesCapNs = 100000;
 // A stream gap longer than this is not the GPU's own spacing between queued work.
 constexpr int64_t kLongStreamGapNs = 50000;
 // An async copy call without its copy in the trace that lasts this long blocked on the copy.
@@ -965,6 +967,10 @@ class GraphBuilder {
       }
     }
     typical_latency = Median(lat_free, 5000);
+    // A run whose kernels all queue behind each other has one or two launches that found the
+    // stream idle, and the first of them may wait for work queued before the profile began (35
+    // ms on an A5000): no usual latency to learn from so few.
+    if (lat_free.size() < 3) typical_latency = std::min(typical_latency, kFewLatenciesCapNs);
     g.typical_latency = typical_latency;
     natural_gap = Median(natural_gaps, 1000);
     constexpr uint8_t kUnclassified = 0xff;

@@ -118,6 +118,27 @@ TEST_CASE("the library's memory-bound kernels are not matrix math; int4 GEMMs an
   CHECK(at[0].ns[static_cast<int>(Cause::kGpuMatmul)] >= 2300000);
 }
 
+TEST_CASE("a first kernel held by work queued before the profile is a GPU wait, not a launch",
+          "[causal]") {
+  // 18 launches in 2 ms; the first kernel starts 35 ms after its launch (the stream busy with
+  // work launched before the profile began), the rest queue behind it; a sync waits for all.
+  TinyTrace t;
+  t.Device(0, "NVIDIA RTX A5000", 8, 6);
+  double gpu = 1000 + 35000;
+  for (int k = 0; k < 18; ++k) {
+    t.Kernel("ampere_sgemm_128x64_tn", 1000 + 100 * k, 10, gpu, 4000);
+    gpu += 4000;
+  }
+  t.Runtime("cudaDeviceSynchronize", 2900, gpu - 2900 + 5);
+  auto trace = t.Load();
+  CausalGraph g = BuildCausalGraph(*trace);
+  Replay r = RunReplay(g);
+  auto at = AttributeSteps(*trace, g, r);
+  REQUIRE(at.size() == 1);
+  CHECK(at[0].ns[static_cast<int>(Cause::kLaunch)] < 1500000);
+  CHECK(at[0].ns[static_cast<int>(Cause::kGpuWait)] > 30000000);
+}
+
 TEST_CASE("what-ifs that change few or most durations replay alike: the smallest change wins",
           "[causal]") {
   auto trace = ttap_test::Eager(40, 6, 10, 4).Load();
