@@ -396,7 +396,11 @@ class EventReader : public EventFields {
     if (instant) {
       kind = EventKind::kInstant;
     } else if (!has_cat) {
-      kind = EventKind::kOther;
+      // The legacy profiler's EventList.export_chrome_trace writes its ops without a category on
+      // pid "CPU functions": they are the CPU's ops (record_function blocks among them).
+      kind = has_pid && pid == "CPU functions"
+                 ? (IsLegacyAnnotationName(name) ? EventKind::kUserAnnotation : EventKind::kCpuOp)
+                 : EventKind::kOther;
     } else {
       kind = KindFromCategory(cat);
       if (kind == EventKind::kOther) out_->stats.CountUnknownCategory(cat);

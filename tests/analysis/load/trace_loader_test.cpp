@@ -669,6 +669,24 @@ TEST_CASE("2021 Operator events named as record_function markers are annotations
   CHECK_FALSE(IsLegacyAnnotationName("AOTDispatcher Runtime Wrapper Prologue"));
 }
 
+TEST_CASE("the legacy profiler's export: ops without a category on pid 'CPU functions'",
+          "[loader]") {
+  // torch.autograd.profiler's EventList.export_chrome_trace: no "cat", pid "CPU functions".
+  const std::string legacy = R"([
+    {"name": "aten::conv2d", "ph": "X", "ts": 10.5, "dur": 1121.4, "tid": 1,
+     "pid": "CPU functions", "args": {}},
+    {"name": "ProfilerStep#2", "ph": "X", "ts": 5, "dur": 2000, "tid": 1,
+     "pid": "CPU functions", "args": {}},
+    {"name": "aten::to", "ph": "s", "ts": 151.8, "tid": 1, "pid": "CPU functions", "id": 1,
+     "cat": "cpu_to_cuda", "args": {}},
+    {"name": "mystery", "ph": "X", "ts": 3000, "dur": 5, "tid": 1, "pid": 7, "args": {}}
+  ])";
+  auto t = Load(legacy, 1);
+  CHECK(t->events.kind[Row(*t, "aten::conv2d")] == EventKind::kCpuOp);
+  CHECK(t->events.kind[Row(*t, "ProfilerStep#2")] == EventKind::kUserAnnotation);
+  CHECK(t->events.kind[Row(*t, "mystery")] == EventKind::kOther);  // elsewhere: unknown
+}
+
 TEST_CASE("Old-format (2021) bare-array trace", "[loader]") {
   for (int threads : {1, 2}) {
     INFO("threads " << threads);
