@@ -24,6 +24,9 @@ namespace {
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 // Latencies and durations used as multiples are capped here (an hour) against hostile input.
 constexpr int64_t kLatencyCapNs = int64_t{3600} * 1000000000;
+// A synchronize returns within microseconds of the work it waits for: one that goes on this
+// long after it (or waits this long for nothing recorded) waited for work the trace lacks.
+constexpr int64_t kBlindSyncTailNs = 1000000;
 // The usual launch latency a run of fewer than three samples is taken to have at most.
 constexpr int64_t kFewLatenciesCapNs = 100000;
 // A stream gap longer than this is not the GPU's own spacing between queued work.
@@ -1197,6 +1200,12 @@ class GraphBuilder {
       } else {
         g.dur.Set(s, b - a);
         sync_tail.Set(s, 0);
+        // A synchronize of a millisecond or more that waited for nothing the trace holds waited
+        // for GPU work it lacks (a replayed graph's dropped kernels): not launch overhead.
+        if (b - a >= kBlindSyncTailNs && g.cause[s] == Cause::kLaunch &&
+            (call_flags[ev.name[g.row[s]]] & kRuntimeSync)) {
+          g.cause[s] = Cause::kGpuWait;
+        }
       }
     }
   }
@@ -1936,7 +1945,15 @@ std::vector<StepAttribution> AttributeSteps(const Trace& trace, const CausalGrap
             add(g.cause[n], a + kSyncReturnTailNs, t, n);
             t = a + kSyncReturnTailNs;
           }
-          add(g.role[n] == NodeRole::kSync ? Cause::kHostSync : g.cause[n], a, t, n);
+          // A synchronize that returned a millisecond or more after what it waited for waited
+          // for work the trace lacks: the GPU's unexplained time, not the host's sync. (A copy
+          // call's tail is its own: a pageable download's copy out of the staging buffer.)
+          add(g.role[n] != NodeRole::kSync ? g.cause[n]
+              : t - a >= kBlindSyncTailNs && g.row[n] >= 0 &&
+                      HasRuntimeFlag(trace.Name(g.row[n]), kRuntimeSync)
+                  ? Cause::kGpuWait
+                  : Cause::kHostSync,
+              a, t, n);
           t = a;
           n = dep;
           continue;

@@ -38,16 +38,7 @@ inline void DetectBlindWaits(const RuleContext& ctx, const RuleOptions& o,
       // A sync returns within microseconds of the work it waits for: the time from the end of
       // the last GPU activity (or the call's start) to the call's return waited for nothing the
       // trace holds.
-      const int64_t end = std::min(ev.end(i), s.end_ns);
-      const auto& busy = ctx.gpu_busy();  // merged: sorted by start and by end
-      auto after = std::upper_bound(busy.begin(), busy.end(), end,
-                                    [](int64_t t, const Interval& x) { return t < x.first; });
-      int64_t last_end = ev.ts[i];
-      if (after != busy.begin()) {
-        if (std::prev(after)->second >= end) continue;  // the GPU still works when it returns
-        last_end = std::max(last_end, std::prev(after)->second);
-      }
-      const int64_t idle = end - last_end;
+      const int64_t idle = ctx.WaitAfterLastGpuActivity(ev.ts[i], std::min(ev.end(i), s.end_ns));
       if (idle < min_wait) continue;
       blind += idle;
       ++calls;

@@ -82,6 +82,18 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   }
 }
 
+int64_t RuleContext::WaitAfterLastGpuActivity(int64_t ts, int64_t end) const {
+  // Merged intervals: sorted by start and by end.
+  auto after = std::upper_bound(gpu_busy_.begin(), gpu_busy_.end(), end,
+                                [](int64_t t, const Interval& x) { return t < x.first; });
+  int64_t last_end = ts;
+  if (after != gpu_busy_.begin()) {
+    if (std::prev(after)->second >= end) return 0;  // the GPU still works when it returns
+    last_end = std::max(last_end, std::prev(after)->second);
+  }
+  return std::max<int64_t>(0, end - last_end);
+}
+
 int64_t RuleContext::NextGpuStart(int64_t t, int64_t limit) const {
   auto it =
       std::lower_bound(gpu_busy_.begin(), gpu_busy_.end(), Interval{t, INT64_MIN},

@@ -57,6 +57,10 @@ class RuleContext {
   int64_t GpuBusy(int64_t lo, int64_t hi) const { return (hi - lo) - GpuIdle(lo, hi); }
   // Start of the first GPU activity at or after |t| (clamped to [t, limit]), or |limit|.
   int64_t NextGpuStart(int64_t t, int64_t limit) const;
+  // How long a wait over [ts, end) went on after the GPU's last recorded activity ended (0 when
+  // the GPU still works at |end|): a sync returns within microseconds of the work it waits for,
+  // so a long tail waited for activity the trace does not hold (TTA016's blind waits).
+  int64_t WaitAfterLastGpuActivity(int64_t ts, int64_t end) const;
   // Index into steps() of the step containing |ts| (by start), or -1.
   int StepOf(int64_t ts) const;
   // Rows whose ts is in [lo, hi).

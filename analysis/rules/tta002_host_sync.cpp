@@ -15,6 +15,8 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
   const EventTable& ev = ctx.ev();
   const double min_share = o.Get("host_sync_share", 0.01);
   const int64_t min_drain_ns = static_cast<int64_t>(o.Get("host_sync_min_drain_us", 10) * 1000);
+  const int64_t blind_wait_ns =
+      static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", 1000) * 1000);
   // Launch rows of device-to-host copies that block the CPU like a synchronize: into pageable
   // memory, or by a call that returns only once its copy is done (cudaMemcpy; ROCm's
   // hipMemcpyWithStream, which is how `.item()` reads a value there).
@@ -49,6 +51,13 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       // kernel only once the last one ended, so the GPU idles for all of the CPU's work.
       const bool blocking_launch = ctx.BlockingLaunch(i);
       if (!ctx.IsSyncCall(i) && !pageable_launch[i] && !blocking_launch) continue;
+      // A sync that goes on waiting a millisecond or more after the GPU's last recorded activity
+      // waited for activity the trace lacks (a replayed graph's dropped kernels): TTA016's, whose
+      // time nothing here can judge.
+      if (ctx.IsSyncCall(i) && ctx.WaitAfterLastGpuActivity(
+                                   ev.ts[i], std::min(ev.end(i), step.end_ns)) >= blind_wait_ns) {
+        continue;
+      }
       const std::string_view name = ctx.Name(i);
       if (IssuedByProfiler(ctx, i) || ProfilerStopSync(ctx, i, last_launch)) continue;
       const int64_t sync_end = ev.end(i);

@@ -659,6 +659,26 @@ TEST_CASE("causal: a model's largest weight initialised first is not a first cal
   }
 }
 
+TEST_CASE("causal: a sync waiting for a replayed graph's dropped kernels is no host sync",
+          "[rules][causal][TTA016][TTA002]") {
+  // A policy's inference replays one graph: 60 kernels recorded (1 ms), then the trace records
+  // nothing while hipStreamSynchronize waits 29 ms for the rest of the replay.
+  TinyTrace t;
+  t.Device(0, "AMD Instinct MI300X", 9, 4);
+  std::vector<TinyTrace::GraphKernel> kernels;
+  for (int k = 0; k < 60; ++k) kernels.push_back({"Cijk_Ailk_Bljk_BBS_BH", 1180 + 17.0 * k, 16});
+  t.GraphLaunch(1000, 2110, kernels);
+  t.Runtime("hipStreamSynchronize", 3340, 29000);
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  CHECK_FALSE(FindingsWithCode(*trace, "TTA016").empty());
+  CHECK(FindingsWithCode(*trace, "TTA002").empty());  // nothing the trace holds to judge
+  const auto& cp = all.time.overall.ns;
+  CHECK(cp[static_cast<int>(ttap::Cause::kLaunch)] < 3000000);
+  CHECK(cp[static_cast<int>(ttap::Cause::kHostSync)] < 1000000);
+  CHECK(cp[static_cast<int>(ttap::Cause::kGpuWait)] > 25000000);
+}
+
 TEST_CASE("causal: a toy's few launches, none with GPU activity, make the trace incomplete",
           "[rules][causal][TTA016]") {
   // A lecture's toy, two steps: a 4 MB host tensor uploaded (a 600 us blocking copy and its sync),
