@@ -38,6 +38,8 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
       AccumulateNumber(&f, "dataloader_us", load_us);
       AccumulateNumber(&f, "gpu_idle_during_load_us", idle_us);
       AccumulateNumber(&f, "calls", 1);
+      // A loader with worker processes already: they do not keep up with the loop.
+      if (Contains(ctx.Name(i), "MultiProcessing")) AddText(&f, "workers", "yes");
       AddEvent(&f, std::string(ctx.Name(i)), 1, load_us);
     }
     for (auto& [key, f] : by_cause) {
@@ -69,7 +71,13 @@ std::string DataLoaderStallMessage(const Finding& f, const std::string& detected
   // A trace without GPU activity (a CPU-only run, or one profiled without the CUDA activity): the
   // loop itself waits.
   const bool cpu_only = Num(f, "no_gpu_activity") > 0;
-  return runs + (cpu_only ? " (the loop waits " : " (GPU idle ") + detected + ")" + saving;
+  const std::string workers =
+      TextOf(f, "workers").empty()
+          ? ""
+          : "; its worker processes do not keep up: more workers (num_workers), or cheaper "
+            "per-sample work (transforms vectorised over the batch, data decoded once)";
+  return runs + (cpu_only ? " (the loop waits " : " (GPU idle ") + detected + ")" + workers +
+         saving;
 }
 
 }  // namespace ttap

@@ -187,6 +187,28 @@ TEST_CASE("TTA001: data loading that is mostly the profiler recording it says so
   CHECK(g[0].message.find("profiler's own") == std::string::npos);
 }
 
+TEST_CASE("TTA001: a loader whose workers do not keep up says so, not 'use workers'",
+          "[rules][TTA001]") {
+  // CPU-only preprocessing over a 2-worker DataLoader: each __next__ waits 10 ms for the
+  // workers, the loop's own work is 0.2 ms.
+  TinyTrace t;
+  const std::string next = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  double cpu = 1000;
+  for (int s = 0; s < 5; ++s) {
+    const double start = cpu;
+    t.Cpu(next, cpu, 10000, "user_annotation");
+    cpu += 10010;
+    t.Cpu("aten::cat", cpu, 200);
+    cpu += 210;
+    t.Step(s + 1, start, cpu - start);
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA001");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].message.find("worker processes do not keep up") != std::string::npos);
+}
+
 TEST_CASE("TTA002: .item() in the loop drains the GPU", "[rules][TTA002]") {
   auto trace = TrainingLoop(0, /*sync_after_forward=*/true).Load();
   auto f = FindingsWithCode(*trace, "TTA002");
