@@ -176,10 +176,16 @@ void DetectTraceIncomplete(const RuleContext& ctx, const CausalGraph&, const Tim
           std::to_string(unmatched) + " of " + std::to_string(launches) +
               " launches have no GPU activity in the trace" +
               (gpu == 0 ? " (none was recorded at all)" : "") +
-              ": the GPU side of this run cannot be judged; record with "
-              "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and a shorter active "
-              "window (schedule(wait=1, warmup=1, active=3)) so the activity buffers do not "
-              "overflow");
+              ": the GPU side of this run cannot be judged; " +
+              (gpu == 0
+                   // Nothing at all: the device's activity was not collected (CUPTI missing or
+                   // unsupported, as under WSL, or CUDA left out of the activities).
+                   ? "record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] on a "
+                     "machine where CUPTI records the device (not under WSL)"
+                   // Some: the activity buffers overflowed on a long active window.
+                   : "record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and a "
+                     "shorter active window (schedule(wait=1, warmup=1, active=3)) so the "
+                     "activity buffers do not overflow"));
   out->push_back(std::move(f));
 }
 

@@ -708,6 +708,9 @@ TEST_CASE("causal: a toy's few launches, none with GPU activity, make the trace 
   REQUIRE(!all.findings.empty());
   CHECK(all.findings.front().code == "TTA016");
   CHECK(all.findings.front().message.find("6 of 6 launches") != std::string::npos);
+  // Nothing recorded at all: the device's activity was not collected, no buffer overflowed.
+  CHECK(all.findings.front().message.find("CUPTI") != std::string::npos);
+  CHECK(all.findings.front().message.find("overflow") == std::string::npos);
 }
 
 TEST_CASE("causal: launches and blocking copies without GPU activity are not launch overhead",
