@@ -487,9 +487,9 @@ void GraphBursts(Builder& b, const std::vector<int32_t>& rows, const Finding& f)
 void GraphRegion(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
   const Trace& trace = b.trace;
   const CausalGraph& g = b.g;
-  // The region captured as a CUDA graph (or compiled with mode="reduce-overhead"): in each
-  // step, the launching thread's dispatch and launch work from the region's first launch to
-  // its last becomes one graph launch (kGraphedCpuFactor of it is left), and its kernels run
+  // The region captured as a CUDA graph (or compiled with mode="reduce-overhead"): in each run
+  // of the region, the launching thread's dispatch and launch work from the run's first launch
+  // to its last becomes one graph launch (kGraphedCpuFactor of it is left), and its kernels run
   // back to back at the GPU's pace. Syncs, data loading, allocator and cold-start calls stay.
   // The region's launch calls, in node order (one lane's nodes are in time order).
   std::vector<int32_t> launches;
