@@ -283,6 +283,35 @@ TEST_CASE("TTA002: a read on a GPU already idle drains nothing: the host work af
   }
 }
 
+TEST_CASE("TTA002: the statement around a read lies inside its step, never the loop around it",
+          "[rules][TTA002]") {
+  // A serving engine: one Python frame (its busy loop) holds every step; each step is marked by
+  // an annotation, a worker thread launches the step's 880 us kernel, and the loop waits for it
+  // with cudaEventSynchronize. The frame launches nothing on its own thread.
+  TinyTrace t;
+  t.Device(0, "NVIDIA GB10", 12, 1);
+  const double start = 1000;
+  double s = start;
+  for (int k = 0; k < 4; ++k) {
+    t.Cpu("execute_context_" + std::to_string(k), s, 200, "user_annotation");
+    t.Launch("marlin::Marlin<256, 1, 8, 8, 4, 8>", s + 10, 8, s + 20, 880, "kernel", 7,
+             "cudaLaunchKernel", -1, 0, /*tid=*/2);
+    t.Runtime("cudaEventSynchronize", s + 300, 605);
+    s += 1000;
+  }
+  t.Python("core.py", 10, "run_busy_loop", start - 100, s - start + 200);
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA002");
+  REQUIRE(!f.empty());
+  for (const auto& x : f) {
+    INFO(x.message);
+    // At most a step's length per step (the busy loop's 4.3 ms is no statement of a 1 ms step).
+    const auto it = x.evidence.find("host_statement_us");
+    if (it != x.evidence.end()) CHECK(it->second.number <= 1000 * 4);
+    CHECK(x.message.find("the statement around it runs") == std::string::npos);
+  }
+}
+
 TEST_CASE("TTA002: syncs inside an op that cannot be captured come before CUDA graphs",
           "[rules][TTA002][TTA017]") {
   // A sparse matmul (an RTX 4090 neural-PDE forward): each aten::matmul coalesces its sparse
