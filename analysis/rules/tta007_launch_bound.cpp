@@ -130,7 +130,9 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
                   " burst(s) average " + FormatNumber("%.1f", g.kernel_ns / 1000.0 / n) +
                   " us on the GPU but " + FormatNumber("%.1f", g.launch_ns / 1000.0 / n) +
                   " us to launch; the GPU idles " + FormatNumber("%.1f", g.lost_ns / 1000.0 / n) +
-                  " us between them" + (op_name.empty() ? "" : " (launched by " + op_name + ")"));
+                  " us after each, " + FormatMs(g.lost_ns / 1000.0) +
+                  (step.number >= 0 ? " a step" : " in all") +
+                  (op_name.empty() ? "" : " (launched by " + op_name + ")"));
       if (!op_name.empty()) AddText(&f, "op", op_name);
       for (auto& [name, e] : g.kernel_names) AddEvent(&f, name, e.first, e.second);
       out->push_back(std::move(f));

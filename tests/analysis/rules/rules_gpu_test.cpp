@@ -98,6 +98,10 @@ TEST_CASE("TTA007: a burst of kernels shorter than their launches is launch-boun
   CHECK(f[0].name == "launch-bound");
   CHECK(f[0].fix == "cuda-graphs-or-compile");
   CHECK(f[0].step_ids == std::vector<int64_t>{0, 1, 2});
+  // The idle time per kernel, and its sum over the step (a mean alone read as the total).
+  INFO(f[0].message);
+  CHECK(f[0].message.find("us after each, 0.4") != std::string::npos);
+  CHECK(f[0].message.find(" a step") != std::string::npos);
   // Kernels start every 13 us and run 2 us: 11 us idle in each of the 39 gaps of a step.
   // The replay under CUDA graphs alone: close to the 39 x 11 us of GPU idle the detector sees.
   CHECK(f[0].evidence.at("saving_alone_us_per_step").number == Approx(39 * 11).epsilon(0.1));
