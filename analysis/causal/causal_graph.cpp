@@ -104,8 +104,6 @@ int32_t LastEndingBy(const CausalGraph& g, const CausalGraph::Lane& lane, int64_
 
 }  // namespace
 
-// A Python frame that blocks without working: a thread waiting on a condition, a lock, a
-// sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
 bool LaunchBlocksOnKernel(const EventTable& ev, uint32_t r) {
   const int32_t k = ev.link[r];
   if (k < 0 || ev.kind[k] != EventKind::kKernel) return false;
@@ -113,18 +111,20 @@ bool LaunchBlocksOnKernel(const EventTable& ev, uint32_t r) {
          ev.end(r) - ev.end(k) <= kBlockingReturnNs;
 }
 
-bool RunLaunchesBlock(const EventTable& ev) {
-  int64_t long_kernels = 0, blocked = 0;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    if (!IsLaunchKind(ev.kind[i])) continue;
-    const int32_t k = ev.link[i];
-    if (k < 0 || ev.kind[k] != EventKind::kKernel || ev.dur[k] < kBlockingKernelMinNs) continue;
-    ++long_kernels;
-    blocked += LaunchBlocksOnKernel(ev, static_cast<uint32_t>(i));
-  }
+void BlockingLaunchTally::Add(const EventTable& ev, uint32_t r) {
+  if (!IsLaunchKind(ev.kind[r])) return;
+  const int32_t k = ev.link[r];
+  if (k < 0 || ev.kind[k] != EventKind::kKernel || ev.dur[k] < kBlockingKernelMinNs) return;
+  ++long_kernels;
+  blocked += LaunchBlocksOnKernel(ev, r);
+}
+
+bool BlockingLaunchTally::RunBlocks() const {
   return blocked >= kBlockingLaunchMin && blocked >= kBlockingLaunchShare * long_kernels;
 }
 
+// A Python frame that blocks without working: a thread waiting on a condition, a lock, a
+// sleep or a selector (tqdm's monitor thread sleeps in threading.py's wait for the whole run).
 bool IsIdleWaitName(std::string_view n) {
   const bool stdlib_wait =
       (Contains(n, "threading.py(") || Contains(n, "queue.py(") || Contains(n, "selectors.py(")) &&
@@ -572,10 +572,11 @@ class GraphBuilder {
           (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0);
     }
     // One pass over the rows: per track, the launch durations, whether the CPU's ops were
-    // profiled, graph captures against replays.
+    // profiled, graph captures against replays, launches that block on their kernel.
     std::vector<int64_t> launch_durs, graph_launch_durs;
     std::vector<int32_t> capture_begins;
     int64_t graph_launches = 0;
+    BlockingLaunchTally blocking;
     for (size_t i = 0; i < n_rows; ++i) {
       const EventKind k = ev.kind[i];
       ops_recorded = ops_recorded || k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
@@ -592,6 +593,7 @@ class GraphBuilder {
         ++graph_launches;
         if (graph_launch_durs.size() < 200000) graph_launch_durs.push_back(ev.dur[i]);
       }
+      blocking.Add(ev, static_cast<uint32_t>(i));
       const int32_t launched = ev.link[i];
       if (launched < 0) continue;
       if (launch_durs.size() < 200000) launch_durs.push_back(ev.dur[i]);
@@ -610,7 +612,7 @@ class GraphBuilder {
         graph_launch_durs.empty()
             ? cold_launch_ns
             : std::max(cold_launch_ns, 10 * Median(graph_launch_durs, graph_launch_durs.front()));
-    launches_block = RunLaunchesBlock(ev);
+    launches_block = blocking.RunBlocks();
     one_time_capture =
         !capture_begins.empty() && graph_launches > static_cast<int64_t>(capture_begins.size());
     if (one_time_capture) g.one_time_capture_begins = std::move(capture_begins);
@@ -630,8 +632,6 @@ class GraphBuilder {
     return ev.end(c) <= ev.end(r) + kBlockingReturnNs ||
            (ev.ts[c] < ev.end(r) && ev.dur[c] * 5 >= ev.dur[r] * 4);
   }
-
-  bool BlocksOnKernel(uint32_t r) const { return LaunchBlocksOnKernel(ev, r); }
 
   // The steps, the main thread and the order of the CPU lanes; whether the allocator is warming.
   void ChooseThreads() {
@@ -782,7 +782,7 @@ class GraphBuilder {
                (ev.ts[r] >= warming_first_step.first && ev.ts[r] < warming_first_step.second));
           // Under CUDA_LAUNCH_BLOCKING a launch waits for its kernel, as a sync would (the
           // wait is the kernel's time, not a lazy load).
-          const bool blocks = launches_block && BlocksOnKernel(static_cast<uint32_t>(r));
+          const bool blocks = launches_block && LaunchBlocksOnKernel(ev, static_cast<uint32_t>(r));
           // A launch of a millisecond or more with the GPU idle is listed as a first call (a
           // lazy module load) even where the run has too few warm launches for cold_launch_ns.
           const bool first_call_launch =

@@ -122,7 +122,13 @@ constexpr int64_t kBlockingKernelMinNs = 20000;
 constexpr double kBlockingLaunchShare = 0.8;
 constexpr int64_t kBlockingLaunchMin = 20;
 bool LaunchBlocksOnKernel(const EventTable& ev, uint32_t launch_row);
-bool RunLaunchesBlock(const EventTable& ev);
+// The count over a run's rows, added in the caller's own pass over them (the graph builder's,
+// RuleContext's).
+struct BlockingLaunchTally {
+  int64_t long_kernels = 0, blocked = 0;
+  void Add(const EventTable& ev, uint32_t row);  // any row; only kernel launches count
+  bool RunBlocks() const;
+};
 
 // A column of time gaps (ns): 4 bytes a node, the rare gap beyond +-2.1 s kept aside, exactly.
 using GapColumn = NarrowInt64Column;

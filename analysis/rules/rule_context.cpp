@@ -18,7 +18,9 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   for (const StepSpan& s : AnalysedSteps(trace)) steps_.push_back({s.number, s.start_ns, s.end_ns});
   std::map<int32_t, int64_t> kernels_per_device;
   double pinned_bytes = 0, pinned_ns = 0;
+  BlockingLaunchTally blocking;  // CUDA_LAUNCH_BLOCKING=1 (causal_graph.h)
   for (size_t i = 0; i < ev.size(); ++i) {
+    blocking.Add(ev, static_cast<uint32_t>(i));
     EventKind k = ev.kind[i];
     if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
     has_gpu_ = true;
@@ -37,7 +39,7 @@ RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
   if (pinned_ns > 0) measured_pinned_gbps_ = pinned_bytes / pinned_ns;
   MergeIntervals(&gpu_busy_);
   first_calls_ = OneTimeFirstCalls(trace, gpu_busy_);
-  launches_block_ = RunLaunchesBlock(ev);
+  launches_block_ = blocking.RunBlocks();
   collective_name_.assign(trace.strings.size(), 0);
   runtime_flags_.assign(trace.strings.size(), 0);
   hash_name_.assign(trace.strings.size(), 0);

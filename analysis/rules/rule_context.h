@@ -89,9 +89,8 @@ class RuleContext {
   // One-time first calls of ops (causal_graph.h): cold start, not steady-state work.
   const std::vector<FirstCall>& first_calls() const { return first_calls_; }
   bool InFirstCall(int32_t row) const { return EnclosingFirstCall(trace_, first_calls_, row) >= 0; }
-  // Whether the run launched with CUDA_LAUNCH_BLOCKING=1 (RunLaunchesBlock, causal_graph.h), and
-  // whether |row| is one of its launches that waited for its kernel.
-  bool launches_block() const { return launches_block_; }
+  // Whether the run launched with CUDA_LAUNCH_BLOCKING=1 (BlockingLaunchTally, causal_graph.h),
+  // and whether |row| is one of its launches that waited for its kernel.
   bool BlockingLaunch(uint32_t row) const {
     return launches_block_ && LaunchBlocksOnKernel(trace_.events, row);
   }
