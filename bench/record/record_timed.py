@@ -82,10 +82,31 @@ WORKLOADS = {
                   "resnet50 224px bs32 bf16 eager inference, profiled from the process's first CUDA "
                   "work (context, cuDNN/cuBLAS handles and workspaces, the allocator's first "
                   "cudaMallocs) (fix variant: the same, steady state)"),
+    "sidestream": ("pageable-copy", "error", "gpu-idle",
+                   "small 3-conv CNN 224px bs128 bf16 channels_last training with a side-stream "
+                   "prefetch: the next 77 MB fp32 batch is copied on a copy stream with "
+                   ".cuda(non_blocking=True) from pageable memory, which blocks the CPU for the whole "
+                   "copy (fix: pinned host buffers, so the copy overlaps compute)"),
+    "moefp32": ("no-tensor-cores", "error", "-",
+                "4-block MoE transformer d1024 (8 experts of 4096, top-2, HF-style torch.where "
+                "routing) on 8 x 512 tokens, fp32 inference with float32 matmul precision "
+                "'highest' (fix: 'high', i.e. TF32)"),
+    "eagerres": ("cpu-overhead", "error", "gpu-idle",
+                 "resnet18 224px batch 1 fp32 eager inference under no_grad, ~60 small kernels a "
+                 "forward (fix: the forward captured once as a CUDA graph and replayed)"),
+    "healthytfm": ("healthy", "-", "-",
+                   "12-layer pre-norm transformer d1024 bs8 seq1024 bf16 training with a 32k "
+                   "vocabulary head and fused AdamW, data on the GPU (fix variant identical: a "
+                   "second control)"),
+    "graphbreak": ("cpu-overhead", "error", "gpu-idle",
+                   "6-layer transformer encoder d512 bs4 seq128 inference under torch.compile with a "
+                   "graph break after every layer, default mode, steady state (compilation in the "
+                   "warm-up) (fix: no graph breaks, mode='reduce-overhead', i.e. CUDA graphs)"),
 }
 ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
          "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2", "graphed",
-         "layout", "zerograd", "samesize", "coldeager"]
+         "layout", "zerograd", "samesize", "coldeager", "sidestream", "moefp32", "eagerres",
+         "healthytfm", "graphbreak"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -526,6 +547,159 @@ def build_compile(variant, torch, nn, F):
     return step
 
 
+def build_sidestream(variant, torch, nn, F):
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.Conv2d(64, 128, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
+    model = model.cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+    pinned = variant != "anti"  # ttap-anti
+    host = [torch.randn(128, 3, 224, 224, pin_memory=pinned) for _ in range(2)]
+    labels = torch.randint(0, 10, (128,), device="cuda")
+    copy_stream = torch.cuda.Stream()
+    state = {"count": 0, "next": None}
+
+    def prefetch():
+        batch = host[state["count"] % 2]
+        state["count"] += 1
+        with torch.cuda.stream(copy_stream):
+            state["next"] = batch.cuda(non_blocking=True)
+
+    prefetch()
+
+    def step():
+        torch.cuda.current_stream().wait_stream(copy_stream)
+        images = state["next"]
+        images.record_stream(torch.cuda.current_stream())
+        prefetch()
+        x = images.contiguous(memory_format=torch.channels_last)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_moefp32(variant, torch, nn, F):
+    torch.set_float32_matmul_precision("highest" if variant == "anti" else "high")  # ttap-anti
+
+    class MoE(nn.Module):
+        def __init__(self, d, hidden, experts):
+            super().__init__()
+            self.router = nn.Linear(d, experts, bias=False)
+            self.experts = nn.ModuleList([nn.Sequential(nn.Linear(d, hidden), nn.GELU(),
+                                                        nn.Linear(hidden, d))
+                                          for _ in range(experts)])
+
+        def forward(self, x):
+            weights = F.softmax(self.router(x), dim=-1)
+            top_w, top_i = weights.topk(2, dim=-1)
+            top_w = top_w / top_w.sum(dim=-1, keepdim=True)
+            out = torch.zeros_like(x)
+            for e, expert in enumerate(self.experts):
+                token, slot = torch.where(top_i == e)
+                if token.numel() == 0:
+                    continue
+                out.index_add_(0, token, expert(x[token]) * top_w[token, slot, None])
+            return out
+
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn = nn.MultiheadAttention(d, 16, batch_first=True)
+            self.moe = MoE(d, 4 * d, 8)
+
+        def forward(self, x):
+            h = self.ln1(x)
+            x = x + self.attn(h, h, h, need_weights=False)[0]
+            b, s, d = x.shape
+            return x + self.moe(self.ln2(x).reshape(b * s, d)).reshape(b, s, d)
+
+    model = nn.Sequential(*[Block(1024) for _ in range(4)]).cuda().eval()
+    x = torch.randn(8, 512, 1024, device="cuda")
+
+    def step():
+        with torch.no_grad():
+            return model(x)
+    return step
+
+
+def build_eagerres(variant, torch, nn, F):
+    import torchvision
+    model = torchvision.models.resnet18().cuda().eval()
+    image = torch.randn(1, 3, 224, 224, device="cuda")
+    if variant == "anti":
+        def step():
+            with torch.no_grad():
+                return model(image)  # ttap-anti
+        return step
+    static_in = image.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(3):
+            model(static_in)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        static_out = model(static_in)
+
+    def step():
+        static_in.copy_(image)
+        graph.replay()
+        return static_out
+    return step
+
+
+def build_healthytfm(variant, torch, nn, F):
+    layers = nn.TransformerEncoder(nn.TransformerEncoderLayer(1024, 16, 4096, dropout=0.0,
+                                                              batch_first=True, norm_first=True),
+                                   num_layers=12, enable_nested_tensor=False).cuda()
+    head = nn.Linear(1024, 32000).cuda()
+    opt = torch.optim.AdamW(list(layers.parameters()) + list(head.parameters()), lr=1e-4, fused=True)
+    x = torch.randn(8, 1024, 1024, device="cuda")
+    y = torch.randint(0, 32000, (8, 1024), device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = head(layers(x))
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_graphbreak(variant, torch, nn, F):
+    class Layer(nn.Module):
+        def __init__(self, breaks):
+            super().__init__()
+            self.inner = nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0, batch_first=True)
+            self.breaks = breaks
+
+        def forward(self, x):
+            x = self.inner(x)
+            if self.breaks:
+                torch._dynamo.graph_break()
+            return x
+
+    breaks = variant == "anti"  # ttap-anti
+    model = nn.Sequential(*[Layer(breaks) for _ in range(6)]).cuda().eval()
+    if variant == "anti":
+        compiled = torch.compile(model)  # ttap-anti
+    else:
+        compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+    x = torch.randn(4, 128, 512, device="cuda")
+
+    def step():
+        with torch.no_grad():
+            return compiled(x)
+    return step
+
+
 # ----------------------------------------------------------------------------------------------
 # One workload in a child process: time both variants without the profiler, then profile each.
 # ----------------------------------------------------------------------------------------------
@@ -569,7 +743,8 @@ def run_child(name, outdir):
     build = globals()["build_" + name]
     # The GPU's name is asked last: asking initialises CUDA, which a cold workload records.
     result = {"name": name, "torch": torch.__version__}
-    steps = {"tf32": 20, "healthy": 15, "emptycache": 20, "checkpoint": 10, "dataloader": 15}.get(name, 40)
+    steps = {"tf32": 20, "healthy": 15, "emptycache": 20, "checkpoint": 10, "dataloader": 15,
+             "moefp32": 20, "healthytfm": 15}.get(name, 40)
     cold = name in ("compile", "coldeager")
     for variant in ("anti", "fix"):
         t0 = time.perf_counter()
@@ -586,7 +761,7 @@ def run_child(name, outdir):
             for _ in range(5):
                 step()
             result[variant + "_ms"] = timed_ms(torch, step, steps)
-            active = 2 if name in ("healthy", "dataloader") else 3
+            active = 2 if name in ("healthy", "dataloader", "healthytfm") else 3
             profile_into(torch, step, trace, 2, active, with_stack=not cold)
         result[variant + "_s"] = round(time.perf_counter() - t0, 2)
         del step
@@ -648,7 +823,7 @@ def drive(script, order, run_child, default_budget, min_left, limit_of, tail_lin
 
 def main():
     return drive(HERE, ORDER, run_child, 400.0, 20,
-                 lambda name: 150 if name == "compile" else 75)
+                 lambda name: 150 if name in ("compile", "graphbreak") else 75)
 
 
 if __name__ == "__main__":
