@@ -102,11 +102,21 @@ WORKLOADS = {
                    "6-layer transformer encoder d512 bs4 seq128 inference under torch.compile with a "
                    "graph break after every layer, default mode, steady state (compilation in the "
                    "warm-up) (fix: no graph breaks, mode='reduce-overhead', i.e. CUDA graphs)"),
+    "coldfirstfwd": ("cold-start", "error", "-",
+                     "6-layer GPT-style LM d768 (32k vocabulary) bs8 seq256 bf16 inference, moved to "
+                     "the GPU before profiling and profiled from its first forward: the CUDA context "
+                     "exists, but cuBLAS's handle and workspace, lazily loaded kernels and the "
+                     "allocator's first blocks come inside the first embedding and matmuls (fix "
+                     "variant: the same, steady state)"),
+    "graphbreak1": ("cpu-overhead", "error", "gpu-idle",
+                    "the graphbreak model (6 layers d512, a graph break after each) at batch 1, "
+                    "16 tokens: compiled with default mode, steady state (fix: no graph breaks, "
+                    "mode='reduce-overhead')"),
 }
 ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
          "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2", "graphed",
          "layout", "zerograd", "samesize", "coldeager", "sidestream", "moefp32", "eagerres",
-         "healthytfm", "graphbreak"]
+         "healthytfm", "graphbreak", "coldfirstfwd", "graphbreak1"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -673,7 +683,7 @@ def build_healthytfm(variant, torch, nn, F):
     return step
 
 
-def build_graphbreak(variant, torch, nn, F):
+def build_graphbreak(variant, torch, nn, F, batch=4, tokens=128):
     class Layer(nn.Module):
         def __init__(self, breaks):
             super().__init__()
@@ -692,11 +702,38 @@ def build_graphbreak(variant, torch, nn, F):
         compiled = torch.compile(model)  # ttap-anti
     else:
         compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
-    x = torch.randn(4, 128, 512, device="cuda")
+    x = torch.randn(batch, tokens, 512, device="cuda")
 
     def step():
         with torch.no_grad():
             return compiled(x)
+    return step
+
+
+def build_graphbreak1(variant, torch, nn, F):
+    return build_graphbreak(variant, torch, nn, F, batch=1, tokens=16)
+
+
+def build_coldfirstfwd(variant, torch, nn, F):
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(32000, 768)
+            self.layers = nn.TransformerEncoder(
+                nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, batch_first=True,
+                                           norm_first=True),
+                num_layers=6, enable_nested_tensor=False)
+            self.head = nn.Linear(768, 32000)
+
+        def forward(self, tokens):
+            return self.head(self.layers(self.embed(tokens)))
+
+    model = LM().cuda().eval()
+    tokens = torch.randint(0, 32000, (8, 256), device="cuda")
+
+    def step():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            return model(tokens)
     return step
 
 
@@ -745,7 +782,7 @@ def run_child(name, outdir):
     result = {"name": name, "torch": torch.__version__}
     steps = {"tf32": 20, "healthy": 15, "emptycache": 20, "checkpoint": 10, "dataloader": 15,
              "moefp32": 20, "healthytfm": 15}.get(name, 40)
-    cold = name in ("compile", "coldeager")
+    cold = name in ("compile", "coldeager", "coldfirstfwd")
     for variant in ("anti", "fix"):
         t0 = time.perf_counter()
         step = build(variant, torch, nn, F)
@@ -823,7 +860,7 @@ def drive(script, order, run_child, default_budget, min_left, limit_of, tail_lin
 
 def main():
     return drive(HERE, ORDER, run_child, 400.0, 20,
-                 lambda name: 150 if name in ("compile", "graphbreak") else 75)
+                 lambda name: 150 if name in ("compile", "graphbreak", "graphbreak1") else 75)
 
 
 if __name__ == "__main__":
