@@ -112,11 +112,26 @@ WORKLOADS = {
                     "the graphbreak model (6 layers d512, a graph break after each) at batch 1, "
                     "16 tokens: compiled with default mode, steady state (fix: no graph breaks, "
                     "mode='reduce-overhead')"),
+    "healthyinf": ("healthy", "-", "-",
+                   "resnet50 224px bs256 bf16 channels_last inference under inference_mode, data on "
+                   "the GPU: GPU-bound (fix variant identical: a third control)"),
+    "healthyprefill": ("healthy", "-", "-",
+                       "8-layer pre-norm transformer d2048 bs4 seq2048 bf16 forward under "
+                       "inference_mode (an LLM prefill): GPU-bound (fix variant identical: a fourth "
+                       "control)"),
+    "fewworkers": ("dataloader", "error", "gpu-idle",
+                   "resnet18 96px bs256 bf16 training; DataLoader with num_workers=2 and FFT "
+                   "augmentation in __getitem__, so two workers cannot keep up (fix: 12 workers)"),
+    "itemsync": ("host-sync", "warning", "cpu-overhead,gpu-idle",
+                 "6-layer transformer encoder d512 bs16 seq256 bf16 training with gradient clipping; "
+                 "loss.item() and the clipped norm's .item() logged every step (fix: both kept on "
+                 "the GPU)"),
 }
 ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
          "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2", "graphed",
          "layout", "zerograd", "samesize", "coldeager", "sidestream", "moefp32", "eagerres",
-         "healthytfm", "graphbreak", "coldfirstfwd", "graphbreak1"]
+         "healthytfm", "graphbreak", "coldfirstfwd", "graphbreak1", "healthyinf", "healthyprefill", "fewworkers",
+         "itemsync"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -737,6 +752,91 @@ def build_coldfirstfwd(variant, torch, nn, F):
     return step
 
 
+def build_healthyinf(variant, torch, nn, F):
+    import torchvision
+    torch.backends.cudnn.benchmark = True
+    model = torchvision.models.resnet50().cuda().eval().to(memory_format=torch.channels_last)
+    images = torch.randn(256, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+
+    def step():
+        with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+            return model(images)
+    return step
+
+
+def build_healthyprefill(variant, torch, nn, F):
+    layers = nn.TransformerEncoder(nn.TransformerEncoderLayer(2048, 16, 8192, dropout=0.0,
+                                                              batch_first=True, norm_first=True),
+                                   num_layers=8, enable_nested_tensor=False).cuda().eval()
+    x = torch.randn(4, 2048, 2048, device="cuda")
+
+    def step():
+        with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+            return layers(x)
+    return step
+
+
+def build_fewworkers(variant, torch, nn, F):
+    import numpy as np
+    import torchvision
+
+    class AugmentedImages(torch.utils.data.Dataset):
+        def __len__(self):
+            return 1 << 30
+
+        def __getitem__(self, index):
+            rng = np.random.default_rng(index)
+            image = rng.random((3, 96, 96), dtype=np.float32)
+            spectrum = np.fft.rfft2(image) * np.exp(-0.01 * np.arange(49))
+            image = np.fft.irfft2(spectrum, s=(96, 96)).astype(np.float32)
+            return torch.from_numpy(image), index % 10
+
+    workers = 2 if variant == "anti" else 12  # ttap-anti
+    loader = torch.utils.data.DataLoader(AugmentedImages(), batch_size=256, num_workers=workers,
+                                         pin_memory=True, persistent_workers=True)
+    batches = iter(loader)
+    model = torchvision.models.resnet18(num_classes=10).cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+
+    def step():
+        images, labels = next(batches)
+        images = images.cuda(non_blocking=True)
+        labels = labels.cuda(non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_itemsync(variant, torch, nn, F):
+    layers = nn.TransformerEncoder(nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0,
+                                                              batch_first=True),
+                                   num_layers=6, enable_nested_tensor=False).cuda()
+    head = nn.Linear(512, 1000).cuda()
+    params = list(layers.parameters()) + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    x = torch.randn(16, 256, 512, device="cuda")
+    y = torch.randint(0, 1000, (16, 256), device="cuda")
+    log = []
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(head(layers(x)).flatten(0, 1).float(), y.flatten())
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        opt.zero_grad()
+        if variant == "anti":
+            log.append((loss.item(), norm.item()))  # ttap-anti
+        else:
+            log.append((loss.detach(), norm.detach()))
+        if len(log) > 100:
+            del log[:50]
+    return step
+
+
 # ----------------------------------------------------------------------------------------------
 # One workload in a child process: time both variants without the profiler, then profile each.
 # ----------------------------------------------------------------------------------------------
@@ -781,7 +881,8 @@ def run_child(name, outdir):
     # The GPU's name is asked last: asking initialises CUDA, which a cold workload records.
     result = {"name": name, "torch": torch.__version__}
     steps = {"tf32": 20, "healthy": 15, "emptycache": 20, "checkpoint": 10, "dataloader": 15,
-             "moefp32": 20, "healthytfm": 15}.get(name, 40)
+             "moefp32": 20, "healthytfm": 15, "healthyinf": 15, "healthyprefill": 15,
+             "fewworkers": 15}.get(name, 40)
     cold = name in ("compile", "coldeager", "coldfirstfwd")
     for variant in ("anti", "fix"):
         t0 = time.perf_counter()
@@ -798,7 +899,8 @@ def run_child(name, outdir):
             for _ in range(5):
                 step()
             result[variant + "_ms"] = timed_ms(torch, step, steps)
-            active = 2 if name in ("healthy", "dataloader", "healthytfm") else 3
+            active = 2 if name in ("healthy", "dataloader", "healthytfm", "healthyinf", "healthyprefill",
+                                     "fewworkers") else 3
             profile_into(torch, step, trace, 2, active, with_stack=not cold)
         result[variant + "_s"] = round(time.perf_counter() - t0, 2)
         del step
