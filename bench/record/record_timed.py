@@ -126,12 +126,22 @@ WORKLOADS = {
                  "6-layer transformer encoder d512 bs16 seq256 bf16 training with gradient clipping; "
                  "loss.item() and the clipped norm's .item() logged every step (fix: both kept on "
                  "the GPU)"),
+    "compilecold": ("cpu-overhead", "error", "gpu-idle",
+                    "the graphbreak1 model (6 layers, a graph break after each, batch 1) under "
+                    "torch.compile, profiled from its first call for 8 steps, as a user profiles a "
+                    "script from its start: compilation in step 1, launch-bound steps after it. "
+                    "The steady state's cause comes first; the compilation is one-time (fix: no "
+                    "graph breaks, mode='reduce-overhead', steady state)"),
+    "evalloop": ("host-sync", "warning", "cpu-overhead,gpu-idle",
+                 "resnet50 224px bs32 bf16 channels_last evaluation under inference_mode; the "
+                 "batch's correct count read with .item() every batch (fix: counts kept on the "
+                 "GPU)"),
 }
 ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
          "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2", "graphed",
          "layout", "zerograd", "samesize", "coldeager", "sidestream", "moefp32", "eagerres",
          "healthytfm", "graphbreak", "coldfirstfwd", "graphbreak1", "healthyinf", "healthyprefill", "fewworkers",
-         "itemsync"]
+         "itemsync", "compilecold", "evalloop"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -837,6 +847,29 @@ def build_itemsync(variant, torch, nn, F):
     return step
 
 
+def build_compilecold(variant, torch, nn, F):
+    return build_graphbreak1(variant, torch, nn, F)
+
+
+def build_evalloop(variant, torch, nn, F):
+    import torchvision
+    model = torchvision.models.resnet50().cuda().eval().to(memory_format=torch.channels_last)
+    images = torch.randn(32, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    labels = torch.randint(0, 1000, (32,), device="cuda")
+    correct = []
+
+    def step():
+        with torch.inference_mode(), torch.autocast("cuda", dtype=torch.bfloat16):
+            hits = (model(images).argmax(dim=1) == labels).sum()
+        if variant == "anti":
+            correct.append(hits.item())  # ttap-anti
+        else:
+            correct.append(hits)
+        if len(correct) > 100:
+            del correct[:50]
+    return step
+
+
 # ----------------------------------------------------------------------------------------------
 # One workload in a child process: time both variants without the profiler, then profile each.
 # ----------------------------------------------------------------------------------------------
@@ -883,7 +916,7 @@ def run_child(name, outdir):
     steps = {"tf32": 20, "healthy": 15, "emptycache": 20, "checkpoint": 10, "dataloader": 15,
              "moefp32": 20, "healthytfm": 15, "healthyinf": 15, "healthyprefill": 15,
              "fewworkers": 15}.get(name, 40)
-    cold = name in ("compile", "coldeager", "coldfirstfwd")
+    cold = name in ("compile", "coldeager", "coldfirstfwd", "compilecold")
     for variant in ("anti", "fix"):
         t0 = time.perf_counter()
         step = build(variant, torch, nn, F)
@@ -892,7 +925,8 @@ def run_child(name, outdir):
             # Profiled from the very first call: compilation (or the process's first CUDA work) is
             # inside the trace. No Python stacks for compile (the Python tracer would record every
             # frame of the compiler).
-            profile_into(torch, step, trace, 0, 3, with_stack=name != "compile")
+            profile_into(torch, step, trace, 0, 8 if name == "compilecold" else 3,
+                         with_stack=name not in ("compile", "compilecold"))
             result["anti_ms"] = timed_ms(torch, step, steps)
             result["anti_build_s"] = round(time.perf_counter() - t0, 2)
         else:
@@ -962,7 +996,7 @@ def drive(script, order, run_child, default_budget, min_left, limit_of, tail_lin
 
 def main():
     return drive(HERE, ORDER, run_child, 400.0, 20,
-                 lambda name: 150 if name in ("compile", "graphbreak", "graphbreak1") else 75)
+                 lambda name: 150 if name in ("compile", "graphbreak", "graphbreak1", "compilecold") else 75)
 
 
 if __name__ == "__main__":
