@@ -387,6 +387,7 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     int64_t step_end = INT64_MIN;  // the end of the first run's step (INT64_MIN: no steps)
   };
   constexpr size_t kSample = 64;
+  constexpr size_t kLoaderLaterBatches = 3;
   // Per name: an op (not a region: ProfilerStep#, Optimizer.step#), or a DataLoader iterator's
   // __next__, whose first call starts the worker processes (seconds, against milliseconds for
   // the batches after it).
@@ -470,7 +471,7 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     const int64_t d = ev.dur[r.first];
     if (d < kFirstCallMinNs) continue;
     if (!r.later.empty()) {
-      const int64_t typical = Median(r.later, 0);
+      int64_t typical = Median(r.later, 0);
       // A run in a later step that costs as much (half of it or more) says the cost repeats
       // every step: a step's torch.tensor() from a Python list, under the same aten::to as the
       // small casts, is steady-state work, not a first call. (Within the first step, first
@@ -486,6 +487,15 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       const bool library_setup = d >= kFirstCallMinNs && d >= 2 * typical &&
                                  IsMathLibraryOp(trace.Name(r.first)) &&
                                  gpu_idle_through(r.first) && launches_gpu(r.first);
+      // A loader's first batch against a single later one says nothing: two workers that cannot
+      // keep up hand over a batch after a long wait, then the other's at once (an H200 run's two
+      // profiled steps waited 117 ms and 1 ms; 115 ms a step without the profiler). Against two,
+      // it must be 10x the longer (a V100 evaluation's 4.5 s, then 1.5 and 105 ms).
+      const bool loader = eligible[ev.name[r.first]] == kLoaderNext;
+      if (loader && r.later.size() < 2) continue;
+      if (loader && r.later.size() < kLoaderLaterBatches) {
+        typical = *std::max_element(r.later.begin(), r.later.end());
+      }
       // (A loader's __next__ encloses the ops that rebuild the batch's tensors: not a region.)
       if ((static_cast<double>(d) >= kFirstCallRatio * static_cast<double>(typical) ||
            library_setup) &&

@@ -564,6 +564,40 @@ TEST_CASE("causal: a DataLoader's first batch starts its workers: one-time, not 
   CHECK(all.findings.front().evidence.at("calls").number == 1);
 }
 
+TEST_CASE("causal: a loader's long wait then a short one is a stalling loader, not its first batch",
+          "[rules][causal][TTA015][TTA001]") {
+  // Two profiled steps of a training loop whose two workers cannot keep up (an H200 recording:
+  // 115 ms a step without the profiler against 20 ms with 12 workers): the first __next__ waits
+  // 117 ms, the second gets the other worker's batch at once. The iterator was made before the
+  // profiler started; one later batch cannot tell a first batch from a stall.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H200", 9, 0);
+  const std::string next = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  double cpu = 1000;
+  for (int s = 0; s < 2; ++s) {
+    const double start = cpu;
+    const double load = s == 0 ? 117000 : 1000;
+    t.Cpu(next, cpu, load, "user_annotation");
+    cpu += load + 10;
+    for (int k = 0; k < 10; ++k) {
+      t.Cpu("aten::mm", cpu + 40 * k, 30);
+      t.Launch("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", cpu + 40 * k + 5, 10,
+               cpu + 90 + 2000 * k, 2000);
+    }
+    cpu += 400;
+    t.Runtime("cudaDeviceSynchronize", cpu, 19700);
+    cpu += 19710;
+    t.Step(s + 1, start, cpu - start);
+    cpu += 5;
+  }
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA001");
+  CHECK(FindingsWithCode(*trace, "TTA015").empty());
+}
+
 TEST_CASE("causal: a region run many times a step is captured run by run, not across the others",
           "[rules][causal][TTA017]") {
   // One ProfilerStep holding ten iterations of a small MLP's loop (CPU-bound): a forward block
