@@ -78,7 +78,10 @@ nlohmann::json RunJson(const RuleResult& rr) {
           {"profiler_overhead_us_per_step", Round3(rr.profiler_overhead_ns / 1000.0 / steps)},
           {"critical_path_us_per_step", causes},
           {"fixes_save_us_per_step", Round3(rr.joint_saving_ns / 1000.0 / steps)},
-          {"speedup", Round3(rr.speedup)}};
+          {"speedup", Round3(rr.speedup)},
+          // The leading steps analysed apart as a cold start (RunRulesSteadyFirst).
+          {"cold_steps", rr.cold_steps},
+          {"cold_us", Round3(rr.cold_ns / 1000.0)}};
 }
 
 nlohmann::json ScanResultToJson(const ScanResult& r) {
@@ -192,9 +195,20 @@ std::string RunSummaryText(const ScanResult& r) {
                " recorded ops" + per + "): without it " +
                (whole ? "the run takes " : "a step takes ") + FormatMs(rr.run_ns / 1000.0 / steps);
   }
-  return r.trace_path + (whole ? ": where the run's " : ": where each step's ") +
-         FormatMs(rr.traced_run_ns / 1000.0 / steps) +
-         " went: " + FormatCauses(rr.time.overall, 4) + profiler + "; the findings together save " +
+  // The cold steps analysed apart (RunRulesSteadyFirst).
+  std::string cold;
+  if (rr.cold_steps > 0) {
+    cold = " (after " +
+           (rr.cold_steps == 1 ? std::string("the first step's ")
+                               : "the first " + std::to_string(rr.cold_steps) + " steps' ") +
+           FormatMs(rr.cold_ns / 1000.0) + " of one-time work, analysed apart)";
+  }
+  return r.trace_path +
+         (whole          ? ": where the run's "
+          : cold.empty() ? ": where each step's "
+                         : ": where each steady step's ") +
+         FormatMs(rr.traced_run_ns / 1000.0 / steps) + " went" + cold + ": " +
+         FormatCauses(rr.time.overall, 4) + profiler + "; the findings together save " +
          FormatMs(rr.joint_saving_ns / 1000.0 / steps) + std::string(whole ? "" : "/step") + ": " +
          rr.SavingsVerdict() + "\n";
 }

@@ -323,13 +323,17 @@ bool TrailingStubStep(const Trace& trace, const std::vector<StepSpan>& steps) {
   return true;
 }
 
-std::vector<StepSpan> AnalysedSteps(const Trace& trace) {
+std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading) {
   std::vector<StepSpan> out;
   for (const Step& s : trace.steps) {
     out.push_back({s.number, s.start(), s.end(), s.cpu_end,
                    s.event >= 0 ? static_cast<int32_t>(trace.events.track[s.event]) : -1, false});
   }
   if (TrailingStubStep(trace, out)) out.pop_back();
+  if (skip_leading > 0 && out.size() > 1) {
+    out.erase(out.begin(),
+              out.begin() + static_cast<std::ptrdiff_t>(std::min(skip_leading, out.size() - 1)));
+  }
   if (out.empty()) {
     out = InferSteps(trace);
     // As the trace builder ends ProfilerStep# steps: at the later of the CPU end and the end of
@@ -558,6 +562,7 @@ class GraphBuilder {
  public:
   GraphBuilder(const Trace& trace, CausalGraph* graph)
       : trace(trace), ev(trace.events), g(*graph), n_rows(trace.events.size()) {}
+  size_t skip_leading_steps = 0;  // AnalysedSteps'
 
   // Rows per track, name classes, kept rows, the cold-launch bound and the one-time first calls.
   void IndexRows(const std::vector<int32_t>& keep_rows, const std::vector<FirstCall>* first_calls) {
@@ -647,7 +652,7 @@ class GraphBuilder {
   void ChooseThreads() {
     // The main thread: the one that runs the ProfilerStep annotations (or the inferred steps'
     // marker), else the busiest CPU one.
-    g.spans = AnalysedSteps(trace);
+    g.spans = AnalysedSteps(trace, skip_leading_steps);
     const std::vector<StepSpan>& spans = g.spans;
     if (!spans.empty() && spans.front().marker_track >= 0) {
       main_track = spans.front().marker_track;
@@ -1629,7 +1634,7 @@ class GraphBuilder {
 }  // namespace
 
 CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows,
-                             const std::vector<FirstCall>* first_calls) {
+                             const std::vector<FirstCall>* first_calls, size_t skip_leading_steps) {
   CausalGraph g;
   const size_t n_rows = trace.events.size();
   g.node_of_row.assign(n_rows, -1);
@@ -1637,6 +1642,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
   if (n_rows == 0) return g;
   g.Reserve(2 * n_rows);
   GraphBuilder b(trace, &g);
+  b.skip_leading_steps = skip_leading_steps;
   b.IndexRows(keep_rows, first_calls);
   b.ChooseThreads();
   for (uint32_t track : b.cpu_tracks) b.AddCpuLane(track);

@@ -58,6 +58,8 @@ enum class NodeRole : uint8_t {
 // The analysed steps of a trace (the list RuleContext uses too): its ProfilerStep# steps; else
 // steps inferred from a marker the loop repeats on one thread (the ends of Optimizer.step#, or
 // the starts of a top-level annotation seen at least three times); else one span.
+// |skip_leading| ProfilerStep# steps are left out (a cold start analysed apart:
+// RunRulesSteadyFirst); at least one stays.
 struct StepSpan {
   int64_t number = -1;
   int64_t start_ns = 0;
@@ -66,7 +68,7 @@ struct StepSpan {
   int32_t marker_track = -1;  // the thread whose annotations bound the steps, -1 for one span
   bool inferred = false;
 };
-std::vector<StepSpan> AnalysedSteps(const Trace& trace);
+std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading = 0);
 
 // One-time first calls: the first run of a framework op (cpu_op) on its thread that costs what
 // later runs do not (CUDA context creation under the first aten::zeros, cuBLAS / cuDNN workspaces
@@ -284,8 +286,10 @@ struct CausalGraph {
 // kMergedSliceMaxNs (a longer slice may be a wait, and where another thread's work ends decides
 // what a wait waited for: see the joins in docs/causal_model.md).
 // |first_calls|: OneTimeFirstCalls(trace) when the caller has it already (else computed here).
+// |skip_leading_steps|: AnalysedSteps'.
 CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows = {},
-                             const std::vector<FirstCall>* first_calls = nullptr);
+                             const std::vector<FirstCall>* first_calls = nullptr,
+                             size_t skip_leading_steps = 0);
 constexpr int64_t kMergedSliceMaxNs = 20000;
 
 // A what-if's new values of one graph column for the nodes it changes, one slot a node (4 bytes;

@@ -13,9 +13,11 @@ namespace ttap {
 
 namespace {}  // namespace
 
-RuleContext::RuleContext(const Trace& trace) : trace_(trace) {
+RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_(trace) {
   const EventTable& ev = trace.events;
-  for (const StepSpan& s : AnalysedSteps(trace)) steps_.push_back({s.number, s.start_ns, s.end_ns});
+  for (const StepSpan& s : AnalysedSteps(trace, skip_leading_steps)) {
+    steps_.push_back({s.number, s.start_ns, s.end_ns});
+  }
   std::map<int32_t, int64_t> kernels_per_device;
   double pinned_bytes = 0, pinned_ns = 0;
   BlockingLaunchTally blocking;  // CUDA_LAUNCH_BLOCKING=1 (causal_graph.h)

@@ -26,7 +26,8 @@ struct AnalysedStep {
 
 class RuleContext {
  public:
-  explicit RuleContext(const Trace& trace);
+  // |skip_leading_steps|: AnalysedSteps'.
+  explicit RuleContext(const Trace& trace, size_t skip_leading_steps = 0);
 
   const Trace& trace() const { return trace_; }
   const EventTable& ev() const { return trace_.events; }

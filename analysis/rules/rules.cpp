@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include "analysis/base/median.h"
 #include "analysis/causal/what_if.h"
 #include "analysis/rules/rule_registry.h"
 #include "analysis/rules/rule_util.h"
@@ -223,6 +224,84 @@ std::string FindingMessage(const Finding& f) {
   return text + (detail.empty() ? "" : ": " + detail) + saving + one_off;
 }
 
+RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
+  RuleResult all = RunRules(trace, options);
+  if (trace.steps.size() < 4 || options.Get("skip_leading_steps", 0) > 0) return all;
+  auto one_time = [](const Finding& f) {
+    const RuleSpec* spec = FindRuleSpec(f.code);
+    return spec && spec->one_time;
+  };
+  const Finding* cold_finding = nullptr;
+  for (const Finding& f : all.findings) {
+    if (one_time(f) && f.severity <= Severity::kWarning) {
+      cold_finding = &f;
+      break;
+    }
+  }
+  if (!cold_finding) return all;
+  // The leading steps at 3x the median of the steps after them, or more; three steady ones stay.
+  const std::vector<StepSpan> spans = AnalysedSteps(trace);
+  size_t cold = 0;
+  for (size_t k = 0; k + 3 < spans.size(); ++k) {
+    std::vector<int64_t> rest;
+    for (size_t j = k + 1; j < spans.size(); ++j)
+      rest.push_back(spans[j].end_ns - spans[j].start_ns);
+    const int64_t typical = Median(std::move(rest), 0);
+    if (spans[k].end_ns - spans[k].start_ns < 3 * typical) break;
+    cold = k + 1;
+  }
+  if (cold == 0) return all;
+  std::set<int64_t> cold_numbers;
+  int64_t cold_ns = 0;
+  for (size_t k = 0; k < cold; ++k) {
+    cold_numbers.insert(spans[k].number);
+    cold_ns += spans[k].end_ns - spans[k].start_ns;
+  }
+  // Nearly all of the one-time finding in those steps.
+  auto in_cold_share = [&](const Finding& f) {
+    double total = 0, in_cold = 0;
+    for (const auto& [step, lost] : f.per_step) {
+      total += lost;
+      if (cold_numbers.count(step)) in_cold += lost;
+    }
+    return total > 0 ? in_cold / total : 0.0;
+  };
+  if (in_cold_share(*cold_finding) < 0.8) return all;
+  RuleOptions steady_options = options;
+  steady_options.values["skip_leading_steps"] = static_cast<double>(cold);
+  RuleResult out = RunRules(trace, steady_options);
+  out.cold_steps = cold;
+  out.cold_ns = cold_ns;
+  // The cold steps' own findings (the one-time ones, and those nearly all in those steps),
+  // counted over the whole recorded run.
+  std::vector<Finding> once;
+  const double run_us = all.traced_run_ns / 1000.0;
+  const double all_steps = static_cast<double>(std::max<size_t>(1, all.time.steps.size()));
+  for (Finding& f : all.findings) {
+    if (!one_time(f) && in_cold_share(f) < 0.8) continue;
+    const double total = f.time_lost_us_per_step * all_steps;
+    auto detected = f.evidence.find("detected_us_per_step");
+    if (detected != f.evidence.end()) detected->second.number *= all_steps;
+    f.per_step = {{-1, total}};
+    f.time_lost_us_per_step = total;
+    f.share_of_step = run_us > 0 ? std::min(1.0, total / run_us) : 0.0;
+    f.evidence.erase("saving_after_larger_fixes_us_per_step");
+    f.evidence.erase("one_off_step");
+    f.message = FindingMessage(f);
+    once.push_back(std::move(f));
+  }
+  std::vector<Finding> ordered;
+  for (Finding& f : out.findings) {
+    if (f.severity <= Severity::kWarning && !one_time(f)) ordered.push_back(std::move(f));
+  }
+  for (Finding& f : once) ordered.push_back(std::move(f));
+  for (Finding& f : out.findings) {
+    if (!f.code.empty()) ordered.push_back(std::move(f));  // (moved-from ones are empty)
+  }
+  out.findings = std::move(ordered);
+  return out;
+}
+
 std::string RuleResult::SavingsVerdict() const {
   if (trace_incomplete && joint_saving_ns <= 0) {
     return "what fixes would save cannot be judged: the trace lacks the GPU's activity (TTA016)";
@@ -248,7 +327,9 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   if (trace.events.size() == 0) return result;
   // The context's per-kernel intervals are the size of the trace: it goes before the costing,
   // whose replays are the run's peak.
-  auto ctx_holder = std::make_unique<RuleContext>(trace);
+  const size_t skip_leading_steps =
+      static_cast<size_t>(std::max(0.0, options.Get("skip_leading_steps", 0)));
+  auto ctx_holder = std::make_unique<RuleContext>(trace, skip_leading_steps);
   RuleContext& ctx = *ctx_holder;
   std::vector<Finding> raw;
   // A detector's findings go when the options disable their code (disable_TTA0xx = 1).
@@ -268,7 +349,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   std::vector<int32_t> finding_rows;
   for (const Finding& f : raw)
     finding_rows.insert(finding_rows.end(), f.rows.begin(), f.rows.end());
-  CausalGraph graph = BuildCausalGraph(trace, finding_rows, &ctx.first_calls());
+  CausalGraph graph = BuildCausalGraph(trace, finding_rows, &ctx.first_calls(), skip_leading_steps);
   end_phase("causal graph");
   Replay base = RunReplay(graph);
   end_phase("replay");

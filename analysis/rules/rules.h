@@ -66,12 +66,24 @@ struct RuleResult {
   // when the trace lacks its GPU activity and no fix saves anything, that this cannot be judged.
   std::string SavingsVerdict() const;
   TimeBreakdown time;  // where each step's time went (critical path)
+  // RunRulesSteadyFirst: the leading steps analysed apart as a cold start (0: none), and their
+  // recorded time together.
+  size_t cold_steps = 0;
+  int64_t cold_ns = 0;
   // Wall milliseconds per phase, in order ("rule detectors", "causal graph", "replay",
   // "attribution", "causal detectors", "what-ifs", "window scores"): `ttap stats --timing`.
   std::vector<std::pair<std::string, double>> phases;
 };
 
 RuleResult RunRules(const Trace& trace, const RuleOptions& options);
+
+// A trace profiled from a script's start: its first ProfilerStep# steps hold the one-time work
+// (compilation, context and library set-up: a TTA015 finding, nearly all of it in them, each of
+// those steps 3x the median of the rest or more) and at least three steady steps follow. The
+// rules run again on the steady steps alone: what the user's loop costs every step comes first,
+// then the one-time findings of the cold steps, counted over the run ("a fix saves 3564 ms (78% of
+// the run)"), then the rest. Any other trace: RunRules. `ttap scan` and the LSP call it.
+RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options);
 
 // The one-line message of a merged finding, with its numbers.
 std::string FindingMessage(const Finding& f);

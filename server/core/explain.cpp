@@ -40,6 +40,12 @@ std::string SummaryHead(const ScanResult& scan, const JobAnalysis& job, int rank
         ", data movement " + FormatPercent(s.overall.Pct(s.overall.data_movement_ns) / 100) +
         ", idle " + FormatPercent(s.overall.Pct(s.overall.idle_ns) / 100) + "\n\n";
   const StepAttribution& all = rr.time.overall;  // the steps added up
+  if (rr.cold_steps > 0) {
+    md += "The first " + std::to_string(rr.cold_steps) + " step(s) (" +
+          FormatMs(rr.cold_ns / 1000.0) +
+          ") hold one-time work (compilation, start-up): they are analysed apart, and the "
+          "numbers below are the steady steps'.\n\n";
+  }
   if (all.total() > 0)
     md += "Where the steps' time went (critical path): " + FormatCauses(all, 5) + "\n\n";
   if (rr.run_ns > 0 && !rr.time.steps.empty()) {

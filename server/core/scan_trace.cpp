@@ -220,9 +220,9 @@ ScanResult ScanTrace(std::unique_ptr<Trace> trace, const ScanOptions& options) {
   if (unusual && !unusual->flagged.empty()) {
     RuleOptions with_windows = options.rules;
     with_windows.unusual_windows = unusual->flagged;
-    r.rules = RunRules(*trace, with_windows);
+    r.rules = RunRulesSteadyFirst(*trace, with_windows);
   } else {
-    r.rules = RunRules(*trace, options.rules);
+    r.rules = RunRulesSteadyFirst(*trace, options.rules);
   }
   if (unusual) {
     const WindowFusion* fusion =

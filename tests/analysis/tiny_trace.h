@@ -159,11 +159,11 @@ struct StreamClock {
 // logic); |frames|: a Python frame model.py(10): forward around each step's ops.
 inline TinyTrace Eager(int ops, double dispatch_us, double launch_us, double kernel_us,
                        bool cold_first = false, bool no_gpu = false, double python_gap_us = 0,
-                       bool frames = false) {
+                       bool frames = false, int steps = 3) {
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
   double cpu = 1000, gpu_free = 0;
-  for (int s = 0; s < 3; ++s) {
+  for (int s = 0; s < steps; ++s) {
     const double start = cpu;
     cpu += 2;
     const double forward_start = cpu;

@@ -799,6 +799,38 @@ TEST_CASE("causal: a cold first iteration is cold-start, not gpu-idle", "[rules]
   }
 }
 
+TEST_CASE("causal: a cold first step before a steady loop: the steady state's cause comes first",
+          "[rules][causal][TTA015][TTA017]") {
+  // Profiled from the script's start: the first step's first four launches take 40 ms each
+  // (lazy loading), then five steady steps of 200 tiny kernels bound by the CPU's dispatch.
+  auto trace = Eager(200, 10, 5, 6, /*cold_first=*/true, false, 0, false, /*steps=*/6).Load();
+  // Over all six steps, the one-time work is most of the average step.
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA015");
+  auto steady = ttap::RunRulesSteadyFirst(*trace, {});
+  CHECK(steady.cold_steps == 1);
+  CHECK(steady.time.steps.size() == 5);
+  REQUIRE(!steady.findings.empty());
+  INFO(steady.findings.front().message);
+  CHECK(steady.findings.front().code == "TTA017");
+  CHECK(steady.findings.front().severity <= ttap::Severity::kWarning);
+  // The one-time finding stays, counted over the recorded run.
+  const ttap::Finding* cold = nullptr;
+  for (const auto& f : steady.findings) {
+    if (f.code == "TTA015") cold = &f;
+  }
+  REQUIRE(cold != nullptr);
+  CHECK(cold->severity <= ttap::Severity::kWarning);
+  CHECK(cold->message.find("of the run") != std::string::npos);
+  CHECK(cold->time_lost_us_per_step > 100000);  // the 160 ms of lazy launches, not a step's share
+  // Three steps (two steady ones after the cold one) are too few to call a steady state.
+  auto short_trace = Eager(200, 10, 5, 6, true, false, 0, false, /*steps=*/3).Load();
+  auto short_run = ttap::RunRulesSteadyFirst(*short_trace, {});
+  CHECK(short_run.cold_steps == 0);
+  CHECK(short_run.findings.front().code == "TTA015");
+}
+
 TEST_CASE("causal: launches without GPU activity make the trace incomplete",
           "[rules][causal][TTA016]") {
   auto trace = Eager(50, 10, 5, 6, false, /*no_gpu=*/true).Load();
