@@ -136,12 +136,22 @@ WORKLOADS = {
                  "resnet50 224px bs32 bf16 channels_last evaluation under inference_mode; the "
                  "batch's correct count read with .item() every batch (fix: counts kept on the "
                  "GPU)"),
+    "coldvit": ("cold-start", "error", "-",
+                "timm vit_base_patch16_224 bs32 bf16 inference, profiled from the model's creation: "
+                "its weights initialised on the CPU, moved to the GPU, then its first forwards "
+                "(fix variant: the same, steady state)"),
+    "coldtrain": ("cold-start", "error", "-",
+                  "resnet50 224px bs64 bf16 channels_last training with fused AdamW, the model on the "
+                  "GPU before profiling, profiled from its first step for 6 steps without a "
+                  "warm-up: the first step sets up cuDNN/cuBLAS, the optimizer's state and the "
+                  "allocator's blocks; the steps after it are GPU-bound (fix variant: the same, "
+                  "steady state)"),
 }
 ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
          "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2", "graphed",
          "layout", "zerograd", "samesize", "coldeager", "sidestream", "moefp32", "eagerres",
          "healthytfm", "graphbreak", "coldfirstfwd", "graphbreak1", "healthyinf", "healthyprefill", "fewworkers",
-         "itemsync", "compilecold", "evalloop"]
+         "itemsync", "compilecold", "evalloop", "coldvit", "coldtrain"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -870,6 +880,36 @@ def build_evalloop(variant, torch, nn, F):
     return step
 
 
+def build_coldvit(variant, torch, nn, F):
+    import timm
+    state = {}
+
+    def step():
+        if "model" not in state:
+            model = timm.create_model("vit_base_patch16_224", pretrained=False)
+            state["model"] = model.cuda().eval()
+            state["x"] = torch.randn(32, 3, 224, 224, device="cuda")
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            return state["model"](state["x"])
+    return step
+
+
+def build_coldtrain(variant, torch, nn, F):
+    import torchvision
+    model = torchvision.models.resnet50(num_classes=100).cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    images = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    labels = torch.randint(0, 100, (64,), device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
 # ----------------------------------------------------------------------------------------------
 # One workload in a child process: time both variants without the profiler, then profile each.
 # ----------------------------------------------------------------------------------------------
@@ -916,7 +956,7 @@ def run_child(name, outdir):
     steps = {"tf32": 20, "healthy": 15, "emptycache": 20, "checkpoint": 10, "dataloader": 15,
              "moefp32": 20, "healthytfm": 15, "healthyinf": 15, "healthyprefill": 15,
              "fewworkers": 15}.get(name, 40)
-    cold = name in ("compile", "coldeager", "coldfirstfwd", "compilecold")
+    cold = name in ("compile", "coldeager", "coldfirstfwd", "compilecold", "coldvit", "coldtrain")
     for variant in ("anti", "fix"):
         t0 = time.perf_counter()
         step = build(variant, torch, nn, F)
@@ -925,7 +965,7 @@ def run_child(name, outdir):
             # Profiled from the very first call: compilation (or the process's first CUDA work) is
             # inside the trace. No Python stacks for compile (the Python tracer would record every
             # frame of the compiler).
-            profile_into(torch, step, trace, 0, 8 if name == "compilecold" else 3,
+            profile_into(torch, step, trace, 0, {"compilecold": 8, "coldtrain": 6}.get(name, 3),
                          with_stack=name not in ("compile", "compilecold"))
             result["anti_ms"] = timed_ms(torch, step, steps)
             result["anti_build_s"] = round(time.perf_counter() - t0, 2)
