@@ -287,6 +287,12 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
     f.share_of_step = run_us > 0 ? std::min(1.0, total / run_us) : 0.0;
     f.evidence.erase("saving_after_larger_fixes_us_per_step");
     f.evidence.erase("one_off_step");
+    // Another cause's finding of the cold steps alone is their set-up seen another way (the
+    // first step's CPU-bound convolutions are cuDNN choosing kernels): once, so at most info.
+    if (!one_time(f)) {
+      f.severity = std::max(f.severity, Severity::kInfo);
+      f.evidence["occurs"] = {false, 0, "once (the cold steps)"};
+    }
     f.message = FindingMessage(f);
     once.push_back(std::move(f));
   }
