@@ -146,12 +146,21 @@ WORKLOADS = {
                   "warm-up: the first step sets up cuDNN/cuBLAS, the optimizer's state and the "
                   "allocator's blocks; the steps after it are GPU-bound (fix variant: the same, "
                   "steady state)"),
+    "ddp1": ("healthy", "-", "-",
+             "resnet50 224px bs64 bf16 channels_last training wrapped in DistributedDataParallel "
+             "with one rank (NCCL), as users profile DDP code on one GPU: its all-reduces have "
+             "no peer to wait for (fix variant: the same model without DDP; a control)"),
+    "fp16scaler": ("healthy", "-", "host-sync",
+                   "resnet50 224px bs64 channels_last training with fp16 autocast and GradScaler, "
+                   "whose step reads the inf check every step (fix: bf16 autocast, no scaler); "
+                   "GPU-bound either way"),
 }
 ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
          "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2", "graphed",
          "layout", "zerograd", "samesize", "coldeager", "sidestream", "moefp32", "eagerres",
          "healthytfm", "graphbreak", "coldfirstfwd", "graphbreak1", "healthyinf", "healthyprefill", "fewworkers",
-         "itemsync", "compilecold", "evalloop", "coldvit", "coldtrain"]
+         "itemsync", "compilecold", "evalloop", "coldvit", "coldtrain", "ddp1",
+         "fp16scaler"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -906,6 +915,48 @@ def build_coldtrain(variant, torch, nn, F):
             loss = F.cross_entropy(model(images), labels)
         loss.backward()
         opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_ddp1(variant, torch, nn, F):
+    import torch.distributed as dist
+    import torchvision
+    if not dist.is_initialized():
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29531")
+        dist.init_process_group("nccl", rank=0, world_size=1)
+    model = torchvision.models.resnet50(num_classes=100).cuda().to(memory_format=torch.channels_last)
+    if variant == "anti":
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])  # ttap-anti
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
+    images = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    labels = torch.randint(0, 100, (64,), device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def build_fp16scaler(variant, torch, nn, F):
+    import torchvision
+    model = torchvision.models.resnet50(num_classes=100).cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda", enabled=variant == "anti")  # ttap-anti
+    dtype = torch.float16 if variant == "anti" else torch.bfloat16  # ttap-anti
+    images = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    labels = torch.randint(0, 100, (64,), device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=dtype):
+            loss = F.cross_entropy(model(images), labels)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         opt.zero_grad()
     return step
 
