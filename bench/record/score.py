@@ -36,9 +36,11 @@ def main():
     print("| workload | verdict | measured saving | ttap's first warning+ | ttap's saving | verdict | cost | fixed |")
     print("|---|---|---|---|---|---|---|---|")
     totals = {"verdict": [0, 0], "cost": [0, 0], "fixed": [0, 0]}
-    # Run-to-run noise: the control's two identical variants differ by this share; a smaller
-    # measured saving is not a cost to compare against.
-    noise = max([abs(r["saving_share"]) for r in rows if r["verdict"] == "healthy"] or [0.0])
+    # Run-to-run noise: the controls' two identical variants differ by this share; a smaller
+    # measured saving is not a cost to compare against. (A healthy verdict whose variants differ,
+    # such as DDP against none, is no control.)
+    noise = max([abs(r["saving_share"]) for r in rows
+                 if r["verdict"] == "healthy" and "variant identical" in r["workload"]] or [0.0])
     for r in rows:
         anti = os.path.join(a.dir, "traces", r["name"] + "-anti.pt.trace.json.gz")
         fix = os.path.join(a.dir, "traces", r["name"] + "-fix.pt.trace.json.gz")
