@@ -275,6 +275,32 @@ def build_optimizer(variant, torch, nn, F):
     return step
 
 
+def eager_or_graphed(variant, torch, model, example):
+    """An inference step under no_grad: eager (the anti variant), or captured once as a CUDA
+    graph and replayed (the fix)."""
+    if variant == "anti":
+        def step():
+            with torch.no_grad():
+                return model(example)  # ttap-anti
+        return step
+    static_in = example.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(3):
+            model(static_in)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        static_out = model(static_in)
+
+    def step():
+        static_in.copy_(example)
+        graph.replay()
+        return static_out
+    return step
+
+
 def build_decode(variant, torch, nn, F):
     class Block(nn.Module):
         def __init__(self, d):
@@ -294,27 +320,7 @@ def build_decode(variant, torch, nn, F):
 
     model = nn.Sequential(*[Block(384) for _ in range(12)]).cuda().to(torch.bfloat16).eval()
     token = torch.randn(1, 1, 384, device="cuda", dtype=torch.bfloat16)
-    if variant == "anti":
-        def step():
-            with torch.no_grad():
-                return model(token)  # ttap-anti
-        return step
-    static_in = token.clone()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side), torch.no_grad():
-        for _ in range(3):
-            model(static_in)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph), torch.no_grad():
-        static_out = model(static_in)
-
-    def step():
-        static_in.copy_(token)
-        graph.replay()
-        return static_out
-    return step
+    return eager_or_graphed(variant, torch, model, token)
 
 
 def build_tf32(variant, torch, nn, F):
@@ -685,27 +691,7 @@ def build_eagerres(variant, torch, nn, F):
     import torchvision
     model = torchvision.models.resnet18().cuda().eval()
     image = torch.randn(1, 3, 224, 224, device="cuda")
-    if variant == "anti":
-        def step():
-            with torch.no_grad():
-                return model(image)  # ttap-anti
-        return step
-    static_in = image.clone()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side), torch.no_grad():
-        for _ in range(3):
-            model(static_in)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph), torch.no_grad():
-        static_out = model(static_in)
-
-    def step():
-        static_in.copy_(image)
-        graph.replay()
-        return static_out
-    return step
+    return eager_or_graphed(variant, torch, model, image)
 
 
 def build_healthytfm(variant, torch, nn, F):
