@@ -272,28 +272,23 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
   RuleResult out = RunRules(trace, steady_options);
   out.cold_steps = cold;
   out.cold_ns = cold_ns;
-  // The cold steps' own findings (the one-time ones, and those nearly all in those steps),
-  // counted over the whole recorded run.
+  // The cold steps' own findings (the one-time ones, and those nearly all in those steps), with
+  // their numbers per recorded step as the whole run's analysis gave them (what --format json's
+  // per-step fields mean everywhere), and the total the cold steps hold.
   std::vector<Finding> once;
-  const double run_us = all.traced_run_ns / 1000.0;
   const double all_steps = static_cast<double>(std::max<size_t>(1, all.time.steps.size()));
   for (Finding& f : all.findings) {
     if (!one_time(f) && in_cold_share(f) < 0.8) continue;
-    const double total = f.time_lost_us_per_step * all_steps;
-    auto detected = f.evidence.find("detected_us_per_step");
-    if (detected != f.evidence.end()) detected->second.number *= all_steps;
-    f.per_step = {{-1, total}};
-    f.time_lost_us_per_step = total;
-    f.share_of_step = run_us > 0 ? std::min(1.0, total / run_us) : 0.0;
-    f.evidence.erase("saving_after_larger_fixes_us_per_step");
-    f.evidence.erase("one_off_step");
     // Another cause's finding of the cold steps alone is their set-up seen another way (the
     // first step's CPU-bound convolutions are cuDNN choosing kernels): once, so at most info.
     if (!one_time(f)) {
       f.severity = std::max(f.severity, Severity::kInfo);
       f.evidence["occurs"] = {false, 0, "once (the cold steps)"};
     }
-    f.message = FindingMessage(f);
+    f.message = FindingMessage(f) + "; over the " + std::to_string(all.time.steps.size()) +
+                " recorded steps, all in the cold first " +
+                (cold == 1 ? std::string("step") : std::to_string(cold) + " steps") + ": " +
+                Ms(f.time_lost_us_per_step * all_steps) + " in all";
     once.push_back(std::move(f));
   }
   std::vector<Finding> ordered;
