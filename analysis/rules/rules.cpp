@@ -292,12 +292,14 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
     once.push_back(std::move(f));
   }
   std::vector<Finding> ordered;
-  for (Finding& f : out.findings) {
-    if (f.severity <= Severity::kWarning && !one_time(f)) ordered.push_back(std::move(f));
+  std::vector<bool> first(out.findings.size());
+  for (size_t i = 0; i < out.findings.size(); ++i) {
+    first[i] = out.findings[i].severity <= Severity::kWarning && !one_time(out.findings[i]);
+    if (first[i]) ordered.push_back(std::move(out.findings[i]));
   }
   for (Finding& f : once) ordered.push_back(std::move(f));
-  for (Finding& f : out.findings) {
-    if (!f.code.empty()) ordered.push_back(std::move(f));  // (moved-from ones are empty)
+  for (size_t i = 0; i < out.findings.size(); ++i) {
+    if (!first[i]) ordered.push_back(std::move(out.findings[i]));
   }
   out.findings = std::move(ordered);
   return out;
