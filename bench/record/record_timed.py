@@ -158,8 +158,8 @@ WORKLOADS = {
 ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "emptycache",
          "pingpong", "smallcopies", "healthy", "checkpoint", "compile", "hostsync2", "graphed",
          "layout", "zerograd", "samesize", "coldeager", "sidestream", "moefp32", "eagerres",
-         "healthytfm", "graphbreak", "coldfirstfwd", "graphbreak1", "healthyinf", "healthyprefill", "fewworkers",
-         "itemsync", "compilecold", "evalloop", "coldvit", "coldtrain", "ddp1",
+         "healthytfm", "graphbreak", "coldfirstfwd", "graphbreak1", "healthyinf", "healthyprefill",
+         "fewworkers", "itemsync", "compilecold", "evalloop", "coldvit", "coldtrain", "ddp1",
          "fp16scaler"]
 
 
@@ -167,7 +167,21 @@ ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "e
 # Workloads: build(variant) -> step() callable. Imports happen in the child process only.
 # ----------------------------------------------------------------------------------------------
 
-def build_dataloader(variant, torch, nn, F):
+def bf16_training_step(torch, F, model, opt, images, labels):
+    """One training step on fixed GPU tensors under bf16 autocast: the loop several workloads
+    share (the controls, the layout, DDP and cold-training workloads)."""
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def fft_loader_training(torch, F, workers, batch_size, pin_memory):
+    """ResNet-18 at 96 px trained from a DataLoader whose __getitem__ runs an FFT augmentation
+    (the dataloader and fewworkers workloads)."""
     import numpy as np
     import torchvision
 
@@ -182,9 +196,9 @@ def build_dataloader(variant, torch, nn, F):
             image = np.fft.irfft2(spectrum, s=(96, 96)).astype(np.float32)
             return torch.from_numpy(image), index % 10
 
-    workers = 0 if variant == "anti" else 8  # ttap-anti
-    loader = torch.utils.data.DataLoader(AugmentedImages(), batch_size=128, num_workers=workers,
-                                         pin_memory=variant != "anti", persistent_workers=workers > 0)
+    loader = torch.utils.data.DataLoader(AugmentedImages(), batch_size=batch_size,
+                                         num_workers=workers, pin_memory=pin_memory,
+                                         persistent_workers=workers > 0)
     batches = iter(loader)
     model = torchvision.models.resnet18(num_classes=10).cuda().to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
@@ -199,6 +213,11 @@ def build_dataloader(variant, torch, nn, F):
         opt.step()
         opt.zero_grad()
     return step
+
+
+def build_dataloader(variant, torch, nn, F):
+    workers = 0 if variant == "anti" else 8  # ttap-anti
+    return fft_loader_training(torch, F, workers, 128, pin_memory=variant != "anti")
 
 
 def build_hostsync(variant, torch, nn, F):
@@ -403,14 +422,7 @@ def build_healthy(variant, torch, nn, F):
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
     images = torch.randn(128, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
     labels = torch.randint(0, 1000, (128,), device="cuda")
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-    return step
+    return bf16_training_step(torch, F, model, opt, images, labels)
 
 
 def build_checkpoint(variant, torch, nn, F):
@@ -518,14 +530,7 @@ def build_layout(variant, torch, nn, F):
     if variant != "anti":
         images = images.contiguous(memory_format=torch.channels_last)
     labels = torch.randint(0, 100, (64,), device="cuda")
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-    return step
+    return bf16_training_step(torch, F, model, opt, images, labels)
 
 
 def build_zerograd(variant, torch, nn, F):
@@ -792,37 +797,8 @@ def build_healthyprefill(variant, torch, nn, F):
 
 
 def build_fewworkers(variant, torch, nn, F):
-    import numpy as np
-    import torchvision
-
-    class AugmentedImages(torch.utils.data.Dataset):
-        def __len__(self):
-            return 1 << 30
-
-        def __getitem__(self, index):
-            rng = np.random.default_rng(index)
-            image = rng.random((3, 96, 96), dtype=np.float32)
-            spectrum = np.fft.rfft2(image) * np.exp(-0.01 * np.arange(49))
-            image = np.fft.irfft2(spectrum, s=(96, 96)).astype(np.float32)
-            return torch.from_numpy(image), index % 10
-
     workers = 2 if variant == "anti" else 12  # ttap-anti
-    loader = torch.utils.data.DataLoader(AugmentedImages(), batch_size=256, num_workers=workers,
-                                         pin_memory=True, persistent_workers=True)
-    batches = iter(loader)
-    model = torchvision.models.resnet18(num_classes=10).cuda().to(memory_format=torch.channels_last)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
-
-    def step():
-        images, labels = next(batches)
-        images = images.cuda(non_blocking=True)
-        labels = labels.cuda(non_blocking=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-    return step
+    return fft_loader_training(torch, F, workers, 256, pin_memory=True)
 
 
 def build_itemsync(variant, torch, nn, F):
@@ -895,14 +871,7 @@ def build_coldtrain(variant, torch, nn, F):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     images = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
     labels = torch.randint(0, 100, (64,), device="cuda")
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-    return step
+    return bf16_training_step(torch, F, model, opt, images, labels)
 
 
 def build_ddp1(variant, torch, nn, F):
@@ -918,14 +887,7 @@ def build_ddp1(variant, torch, nn, F):
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, fused=True)
     images = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
     labels = torch.randint(0, 100, (64,), device="cuda")
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-    return step
+    return bf16_training_step(torch, F, model, opt, images, labels)
 
 
 def build_fp16scaler(variant, torch, nn, F):
