@@ -167,15 +167,22 @@ ORDER = ["dataloader", "hostsync", "pageable", "optimizer", "decode", "tf32", "e
 # Workloads: build(variant) -> step() callable. Imports happen in the child process only.
 # ----------------------------------------------------------------------------------------------
 
+def bf16_train(torch, F, model, opt, images, labels):
+    """One classifier training step under bf16 autocast, the step most workloads share; returns
+    the loss."""
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = F.cross_entropy(model(images), labels)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
 def bf16_training_step(torch, F, model, opt, images, labels):
-    """One training step on fixed GPU tensors under bf16 autocast: the loop several workloads
-    share (the controls, the layout, DDP and cold-training workloads)."""
+    """bf16_train on fixed GPU tensors, as a step: the controls', the layout, DDP and
+    cold-training workloads' loop."""
     def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
+        bf16_train(torch, F, model, opt, images, labels)
     return step
 
 
@@ -207,11 +214,7 @@ def fft_loader_training(torch, F, workers, batch_size, pin_memory):
         images, labels = next(batches)
         images = images.cuda(non_blocking=True)
         labels = labels.cuda(non_blocking=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
+        bf16_train(torch, F, model, opt, images, labels)
     return step
 
 
@@ -267,11 +270,7 @@ def build_pageable(variant, torch, nn, F):
         else:
             images = batch.cuda(non_blocking=True)
         images = images.contiguous(memory_format=torch.channels_last)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
+        bf16_train(torch, F, model, opt, images, labels)
     return step
 
 
@@ -466,11 +465,7 @@ def build_hostsync2(variant, torch, nn, F):
         images, labels = next(batches)
         images = images.cuda(non_blocking=True).contiguous(memory_format=torch.channels_last)
         labels = labels.cuda(non_blocking=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
+        loss = bf16_train(torch, F, model, opt, images, labels)
         if variant == "anti":
             history.append(loss.item())  # ttap-anti
         else:
@@ -573,11 +568,7 @@ def build_samesize(variant, torch, nn, F):
         augmented = torch.flip(images, dims=[3]) * 0.5 + 0.25
         kept.copy_(augmented, non_blocking=True)
         x = augmented.contiguous(memory_format=torch.channels_last)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(x), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
+        bf16_train(torch, F, model, opt, x, labels)
     return step
 
 
@@ -639,11 +630,7 @@ def build_sidestream(variant, torch, nn, F):
         images.record_stream(torch.cuda.current_stream())
         prefetch()
         x = images.contiguous(memory_format=torch.channels_last)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(model(x), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
+        bf16_train(torch, F, model, opt, x, labels)
     return step
 
 
