@@ -24,9 +24,6 @@ namespace {
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 // Latencies and durations used as multiples are capped here (an hour) against hostile input.
 constexpr int64_t kLatencyCapNs = int64_t{3600} * 1000000000;
-// A synchronize returns within microseconds of the work it waits for: one that goes on this
-// long after it (or waits this long for nothing recorded) waited for work the trace lacks.
-constexpr int64_t kBlindSyncTailNs = 1000000;
 // The usual launch latency a run of fewer than three samples is taken to have at most.
 constexpr int64_t kFewLatenciesCapNs = 100000;
 // A stream gap longer than this is not the GPU's own spacing between queued work.

@@ -292,6 +292,12 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
                              size_t skip_leading_steps = 0);
 constexpr int64_t kMergedSliceMaxNs = 20000;
 
+// A synchronize returns within microseconds of the work it waits for: one that goes on this
+// long after it (or waits this long for nothing recorded) waited for work the trace lacks. The
+// graph's attribution uses it; the rules' trace_incomplete_min_wait_us option defaults to it
+// (TTA002 leaves such syncs to TTA016, which counts them).
+constexpr int64_t kBlindSyncTailNs = 1000000;
+
 // A what-if's new values of one graph column for the nodes it changes, one slot a node (4 bytes;
 // a value beyond int32 kept aside, exactly): what a fix that changes most of the graph (CUDA
 // graphs over a whole region) holds instead of a list of 16-byte pairs. Empty until Init.

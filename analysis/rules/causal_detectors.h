@@ -26,7 +26,8 @@ inline void DetectBlindWaits(const RuleContext& ctx, const RuleOptions& o,
                              std::vector<Finding>* out) {
   if (!ctx.has_gpu()) return;
   const EventTable& ev = ctx.ev();
-  const int64_t min_wait = static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", 1000) * 1000);
+  const int64_t min_wait =
+      static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", kBlindSyncTailNs / 1000.0) * 1000);
   const int64_t run = StepsNs(ctx);
   if (run <= 0) return;
   int64_t blind = 0, calls = 0;

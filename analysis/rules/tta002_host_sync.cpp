@@ -16,7 +16,7 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
   const double min_share = o.Get("host_sync_share", 0.01);
   const int64_t min_drain_ns = static_cast<int64_t>(o.Get("host_sync_min_drain_us", 10) * 1000);
   const int64_t blind_wait_ns =
-      static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", 1000) * 1000);
+      static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", kBlindSyncTailNs / 1000.0) * 1000);
   // Launch rows of device-to-host copies that block the CPU like a synchronize: into pageable
   // memory, or by a call that returns only once its copy is done (cudaMemcpy; ROCm's
   // hipMemcpyWithStream, which is how `.item()` reads a value there).

@@ -44,7 +44,8 @@ void DetectUnrecordedDeviceWaits(const RuleContext& ctx, const RuleOptions& o,
   const EventTable& ev = ctx.ev();
   const StringId scalar_read = ctx.trace().strings.Find("aten::_local_scalar_dense");
   if (scalar_read == kEmptyString) return;
-  const int64_t min_wait = static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", 1000) * 1000);
+  const int64_t min_wait =
+      static_cast<int64_t>(o.Get("trace_incomplete_min_wait_us", kBlindSyncTailNs / 1000.0) * 1000);
   std::vector<int32_t> reads;  // candidate rows, in row order
   for (size_t i = 0; i < ev.size(); ++i) {
     // (kOther: the legacy profiler's export names no category.)
