@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -370,6 +371,12 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace) {
   return OneTimeFirstCalls(trace, gpu_busy);
 }
 
+bool IsCompilePhaseName(std::string_view n) {
+  // Recent releases also write the outer phases without the suffix.
+  return EndsWith(n, " (dynamo_timed)") || n == "dynamo" || n == "entire_frame_compile" ||
+         n == "backend_compile" || n == "inductor_compile";
+}
+
 // Ops whose first call sets up a math library: convolutions and matrix products.
 bool IsMathLibraryOp(std::string_view n) {
   return Contains(n, "convolution") || Contains(n, "conv2d") || Contains(n, "conv1d") ||
@@ -509,6 +516,29 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
                launches_gpu(r.first) && !is_region(r.first)) {
       out.push_back({r.first, kFirstCallMinNs / 10});
     }
+  }
+  // torch.compile's compilation (Dynamo's tracing, AOTAutograd, Inductor's lowering, codegen and
+  // autotuning, each a record_function "<phase> (dynamo_timed)"): once per frame and guard set,
+  // a one-time cost like a library's set-up, unless it recurs in most steps (a recompile every
+  // step is the steady state's).
+  std::vector<int32_t> compiles;
+  std::set<size_t> compile_steps;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if ((ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) ||
+        ev.dur[i] < kFirstCallMinNs || !IsCompilePhaseName(trace.Name(i))) {
+      continue;
+    }
+    compiles.push_back(static_cast<int32_t>(i));
+    for (size_t s = 0; s < trace.steps.size(); ++s) {
+      if (trace.steps[s].start() <= ev.ts[i] && ev.ts[i] < trace.steps[s].end()) {
+        compile_steps.insert(s);
+      }
+    }
+  }
+  const bool recompiles_each_step =
+      compile_steps.size() >= kRecompileMinSteps && 2 * compile_steps.size() > trace.steps.size();
+  if (!recompiles_each_step) {
+    for (int32_t row : compiles) out.push_back({row, kFirstCallMinNs / 100});
   }
   std::sort(out.begin(), out.end(),
             [](const FirstCall& a, const FirstCall& b) { return a.row < b.row; });

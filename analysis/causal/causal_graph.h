@@ -96,6 +96,13 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace);
 // |gpu_busy| (RuleContext has it).
 std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
                                          const std::vector<std::pair<int64_t, int64_t>>& gpu_busy);
+// torch.compile's compilation phases: Dynamo's dynamo_timed record_function ("<phase>
+// (dynamo_timed)": _compile.compile_inner, GraphLowering.run, autotuning; recent releases also
+// write "dynamo", "entire_frame_compile", "backend_compile" and "inductor_compile"). Each
+// of a millisecond or more is a first call, unless compilation recurs in kRecompileMinSteps steps
+// or more and in most steps (recompiling every step is steady-state work).
+bool IsCompilePhaseName(std::string_view n);
+constexpr size_t kRecompileMinSteps = 3;
 constexpr int64_t kFirstCallMinNs = 1000000;
 constexpr double kFirstCallRatio = 10.0;
 constexpr int64_t kFirstCallAloneNs = 50000000;

@@ -21,6 +21,7 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
   double calls = 0, call_us = 0, longest_us = -1;
   int captures = 0;       // one-time CUDA/HIP graph captures (their begin calls)
   int loader_starts = 0;  // a DataLoader iterator's first batch (its workers start)
+  double compile_us = 0;  // torch.compile's compilation phases among the calls
   std::string longest;
   // A run with GPU activity, a GPU's properties or runtime calls (a trace whose kernels were not
   // recorded) has a context and kernels to load; a CPU-only one does not.
@@ -31,6 +32,7 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
     for (int32_t r : f.rows) {
       captures += (ctx.RuntimeFlags(r) & kRuntimeCaptureBegin) != 0;
       loader_starts += ctx.IsDataLoaderName(ctx.Name(r));
+      if (IsCompilePhaseName(ctx.Name(r))) compile_us += ctx.ev().dur[r] / 1000.0;
     }
     calls += f.evidence["calls"].number;
     call_us += f.evidence["call_us"].number;
@@ -55,9 +57,16 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
         loader_starts > 0 ? "; a DataLoader's first batch starts its worker processes "
                             "(persistent_workers=True keeps them from one epoch to the next)"
                           : "";
+    const std::string compile =
+        compile_us > 0
+            ? "; torch.compile compiles for " + FormatNumber("%.1f ms", compile_us / 1000.0) +
+                  " (once per function and input shapes; a later call with new shapes "
+                  "or guards compiles again)"
+            : "";
     AddText(&f, "detail",
             "one-time: " + what + " (" + FormatNumber("%.1f ms", call_us / 1000.0) + ", longest " +
-                longest + ")" + loader + "; they happen once per process, not every step: " +
+                longest + ")" + loader + compile +
+                "; they happen once per process, not every step: " +
                 (captures > 0 ? "capture the graphs before serving or profiling, or " : "") +
                 "profile after a warm-up, e.g. schedule(wait=1, warmup=1, active=3)");
     out->push_back(std::move(f));

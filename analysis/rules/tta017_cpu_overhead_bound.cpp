@@ -9,6 +9,10 @@ namespace ttap {
 // The causal family's helpers it uses (causal_detectors.h).
 using causal_detail::Share;
 
+// The op torch.compile writes around each compiled frame it runs ("Torch-Compiled Region: 0/0":
+// frame 0, its first compilation); a frame resumed after a graph break is a region nested in it.
+constexpr std::string_view kCompiledRegionPrefix = "Torch-Compiled Region";
+
 // TTA017: the CPU's per-op work (Python, the dispatcher, autocast casts, autograd, the launch
 // calls) bounds the step while the GPU waits for it: CPU work and launches hold a large share of
 // the critical path, GPU work a small one, and the kernels are short. One finding per region
@@ -39,13 +43,14 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     }
   }
   // Name classes, once per distinct name (the loops below visit every kernel).
-  enum : uint8_t { kStep = 1, kOptimizer = 2, kHash = 4, kGraph = 8 };
+  enum : uint8_t { kStep = 1, kOptimizer = 2, kHash = 4, kGraph = 8, kCompiled = 16 };
   std::vector<uint8_t> cls(ctx.trace().strings.size(), 0);
   for (size_t id = 0; id < cls.size(); ++id) {
     const std::string_view n = ctx.trace().strings.Get(static_cast<StringId>(id));
     cls[id] = (StartsWith(n, "ProfilerStep#") ? kStep : 0) |
               (StartsWith(n, "Optimizer.") ? kOptimizer : 0) | (Contains(n, "#") ? kHash : 0) |
-              (HasRuntimeFlag(n, kRuntimeGraphLaunch) ? kGraph : 0);
+              (HasRuntimeFlag(n, kRuntimeGraphLaunch) ? kGraph : 0) |
+              (StartsWith(n, kCompiledRegionPrefix) ? kCompiled : 0);
   }
   auto eligible = [&](size_t n) {  // a kernel a captured region would replay
     if (g.role[n] != NodeRole::kGpu || ev.kind[g.row[n]] != EventKind::kKernel) return false;
@@ -60,8 +65,19 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
   if (durs.size() < o.Get("cpu_overhead_min_kernels", 16)) return;
   const int64_t median = Median(std::move(durs));
   if (median > o.Get("cpu_overhead_max_median_kernel_us", 50) * 1000) return;
-  // The region of a launch: the outermost annotation (or Optimizer.* op) around it below the
-  // step, as its name id; else kBackward on a thread other than the steps', else kEager.
+  // A compiled function that replays CUDA graphs (mode="reduce-overhead") is captured already:
+  // its eager launches (between its graphs) are regions of their own, not the function's.
+  std::vector<uint8_t> replays_graph(ev.size(), 0);
+  for (size_t r = 0; r < ev.size(); ++r) {
+    if (!(cls[ev.name[r]] & kGraph) || ev.kind[r] == EventKind::kKernel) continue;
+    for (int32_t p = ev.parent[r], depth = 0; p >= 0 && depth < 4096; p = ev.parent[p], ++depth) {
+      if (cls[ev.name[p]] & kCompiled) replays_graph[p] = 1;
+    }
+  }
+  // The region of a launch: the outermost annotation (or Optimizer.* op, or compiled function
+  // that replays no graph) around it below the step, as its name id; else kBackward on a thread
+  // other than the steps', else kEager. A compiled function is one region with its graph breaks:
+  // the fix (no breaks, reduce-overhead) captures it whole, the Python between its graphs too.
   constexpr int64_t kBackward = -1, kEager = -2;
   constexpr int64_t kClaimed = -3;  // inside a region TTA005 / TTA006 report
   // *annotation_row: that annotation's row (-1 for backward and eager ops).
@@ -74,7 +90,8 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
       const uint8_t c = cls[ev.name[p]];
       if (c & kStep) break;
       if (claimed_region[p]) return kClaimed;
-      if (ev.kind[p] == EventKind::kUserAnnotation || (c & kOptimizer)) {
+      if (ev.kind[p] == EventKind::kUserAnnotation || (c & kOptimizer) ||
+          ((c & kCompiled) && !replays_graph[p])) {
         annotation = ev.name[p];
         *annotation_row = p;
       }
@@ -88,8 +105,22 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     const std::string_view n = ctx.trace().strings.Get(static_cast<StringId>(key));
     if (StartsWith(n, "Optimizer.step")) return "the optimizer step";
     if (StartsWith(n, "Optimizer.zero_grad")) return "zero_grad";
+    if (StartsWith(n, kCompiledRegionPrefix))
+      return "the compiled function (" + std::string(n) + ")";
     return std::string(n);
   };
+  // Graph breaks: each compiled frame resumed inside an outer one (Dynamo's resume function after
+  // a break runs as a region nested in the frame it broke), counted at the outermost.
+  std::map<int32_t, int> breaks_in;  // outermost compiled region's row -> regions nested in it
+  for (size_t r = 0; r < ev.size(); ++r) {
+    if (ev.kind[r] != EventKind::kCpuOp || !(cls[ev.name[r]] & kCompiled)) continue;
+    int32_t outer = -1;
+    for (int32_t p = ev.parent[r], depth = 0; p >= 0 && depth < 4096; p = ev.parent[p], ++depth) {
+      if (cls[ev.name[p]] & kStep) break;
+      if (cls[ev.name[p]] & kCompiled) outer = p;
+    }
+    if (outer >= 0) ++breaks_in[outer];
+  }
   // Per region and step: the raw finding and plain tallies (set as evidence at the end).
   struct StepTally {
     Finding f;
@@ -165,7 +196,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     int32_t op = -1;
     for (int32_t p = ev.parent[launch_row], depth = 0; p >= 0 && depth < 4096;
          p = ev.parent[p], ++depth) {
-      if (ev.kind[p] != EventKind::kCpuOp || (cls[ev.name[p]] & kHash)) break;
+      if (ev.kind[p] != EventKind::kCpuOp || (cls[ev.name[p]] & (kHash | kCompiled))) break;
       op = p;
     }
     if (op >= 0 && !op_seen[op]) {
@@ -221,6 +252,18 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
       ops += (k ? ", " : "") + std::string(ctx.trace().strings.Get(by_cpu[k].second)) +
              FormatNumber(" %.2f ms", by_cpu[k].first / 1e6 / n_steps);
     }
+    // A compiled function's graph breaks, a run: each splits it into graphs launched op by op,
+    // and keeps reduce-overhead's CUDA graphs from capturing it whole.
+    int runs = 0, breaks = 0;
+    for (const auto& [step, t] : by_step) {
+      for (int32_t a : t.annotations) {
+        if (!(cls[ev.name[a]] & kCompiled)) continue;
+        ++runs;
+        auto it = breaks_in.find(a);
+        if (it != breaks_in.end()) breaks += it->second;
+      }
+    }
+    const double breaks_per_run = runs ? static_cast<double>(breaks) / runs : 0.0;
     const double kernels = static_cast<double>(all_durs.size()) / n_steps;
     const int64_t region_median = Median(std::move(all_durs));
     const bool one = kernels < 1.5;
@@ -233,8 +276,15 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
         FormatNumber("%.0f%%", 100.0 * (launch + cpu) / total) + " CPU work and launches, " +
         FormatNumber("%.0f%%", 100.0 * gpu / total) + " GPU work" +
         (ops.empty() ? "" : "; most CPU time" + std::string(a_step) + " in " + ops) +
-        ". Capture it with CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
-        "use fewer, larger ops, or a bigger batch";
+        (breaks_per_run >= 0.5
+             ? FormatNumber("; %.0f graph break", breaks_per_run) +
+                   (breaks_per_run >= 1.5 ? "s" : "") +
+                   " a call split it into graphs launched one by one, with Python between them. "
+                   "Remove the graph breaks (torch._dynamo.explain lists them; fullgraph=True "
+                   "makes each an error) and compile with mode=\"reduce-overhead\" so that one "
+                   "CUDA graph replays it, or use a bigger batch"
+             : ". Capture it with CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
+               "use fewer, larger ops, or a bigger batch");
     for (auto& [step, t] : by_step) {
       Finding& f = t.f;
       std::sort(f.occurrences.begin(), f.occurrences.end());
@@ -249,6 +299,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
       AddNumber(&f, "kernel_us", t.kernel_ns / 1000.0);
       AddNumber(&f, "op_cpu_us", t.op_ns / 1000.0);
       AddText(&f, "region", name);
+      if (breaks_per_run >= 0.5) AddMean(&f, "graph_breaks_per_call", breaks_per_run);
       AddMean(&f, "median_kernel_us", Median(std::move(t.kernel_durs)) / 1000.0);
       AddText(&f, "detail", detail);
       out->push_back(std::move(f));

@@ -1511,3 +1511,147 @@ TEST_CASE("causal: a first call's kernel that starts late delays the whole GPU: 
   REQUIRE(!all.findings.empty());
   CHECK(all.findings.front().code == "TTA015");
 }
+
+// Three steps of a torch.compile'd model with |breaks| graph breaks: one outer compiled frame
+// ("Torch-Compiled Region: 0/0") whose graphs run in resumed frames ("1/0") nested in it, each a
+// 60 us guard check, a "## Call CompiledFxGraph ##" of 10 ops (10 us dispatch, 5 us launch, 6 us
+// kernel), then 150 us of Python to the next frame (the break). |graph_replay|: the outer frame
+// also replays a CUDA graph (mode="reduce-overhead" on a part of it).
+TinyTrace CompiledWithBreaks(int breaks, bool graph_replay) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA H200", 9, 0);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int s = 0; s < 3; ++s) {
+    const double start = cpu;
+    const double outer = cpu + 2;
+    cpu = outer + 40;
+    if (graph_replay) {
+      t.GraphLaunch(cpu, 20, {{"triton_poi_fused_0", std::max(gpu.free + 1, cpu + 25), 30}});
+      gpu.free = std::max(gpu.free + 1, cpu + 25) + 30;
+      cpu += 22;
+    }
+    for (int frame = 0; frame <= breaks; ++frame) {
+      const double region = cpu;
+      const double call = cpu + 60;
+      cpu = call + 2;
+      for (int k = 0; k < 10; ++k) {
+        t.Cpu("aten::addmm", cpu, 16);
+        gpu.Kernel(t, "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize64x64x32", cpu + 10, 5, 3, 6);
+        cpu += 17;
+      }
+      t.Cpu("## Call CompiledFxGraph abc123 ##", call, cpu - call + 1, "user_annotation");
+      cpu += 2;
+      if (frame > 0) t.Cpu("Torch-Compiled Region: 1/0", region, cpu - region);
+      cpu += 150;
+    }
+    t.Cpu("Torch-Compiled Region: 0/0", outer, cpu - outer);
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu + 2);
+  }
+  return t;
+}
+
+TEST_CASE(
+    "causal: a compiled function with graph breaks is one region, its Python between graphs too",
+    "[rules][causal][TTA017]") {
+  // Four graph breaks: five graphs of 10 ops a step (170 us of dispatch and launches each), with
+  // 212 us of guards and Python between them. The fix (no breaks, mode="reduce-overhead")
+  // replays the whole function as one graph: about 1.8 ms of the 1.9 ms step. As five regions
+  // of "Call CompiledFxGraph" it saved their dispatch only, and TTA008 named the compiled
+  // region's Python apart (0.93 ms, the fix's other half).
+  auto trace = CompiledWithBreaks(4, false).Load();
+  auto all = ttap::RunRules(*trace, ExactWhatIfs());
+  REQUIRE(!all.findings.empty());
+  const auto& top = all.findings.front();
+  INFO(top.message);
+  CHECK(top.code == "TTA017");
+  CHECK(top.cause_key == "the compiled function (Torch-Compiled Region: 0/0)");
+  CHECK(top.message.find("4 graph breaks a call") != std::string::npos);
+  CHECK(top.message.find("fullgraph=True") != std::string::npos);
+  CHECK(top.evidence.at("graph_breaks_per_call").number == Approx(4));
+  CHECK(top.time_lost_us_per_step > 1500);
+  for (const auto& f : all.findings) {
+    INFO(f.message);
+    if (f.code == "TTA008") CHECK(f.severity >= ttap::Severity::kInfo);
+  }
+  CheckOneStory(all);
+  // Without graph breaks the compiled function is still the region, with no break to name.
+  auto whole = FindingsWithCode(*CompiledWithBreaks(0, false).Load(), "TTA017", ExactWhatIfs());
+  REQUIRE(whole.size() == 1);
+  CHECK(whole[0].cause_key == "the compiled function (Torch-Compiled Region: 0/0)");
+  CHECK(whole[0].message.find("graph break") == std::string::npos);
+  // A compiled function that replays a CUDA graph is captured already: the eager graphs of its
+  // resumed frames are regions of their own, the Python around its graph is not theirs.
+  auto replayed = FindingsWithCode(*CompiledWithBreaks(4, true).Load(), "TTA017", ExactWhatIfs());
+  REQUIRE(!replayed.empty());
+  for (const auto& f : replayed) {
+    INFO(f.message);
+    CHECK(f.cause_key != "the compiled function (Torch-Compiled Region: 0/0)");
+  }
+  CHECK(replayed[0].cause_key == "the compiled function (Torch-Compiled Region: 1/0)");
+}
+
+// A run without steps that compiles on its first call (|recompile|: in each of four steps).
+TinyTrace CompileThenCalls(bool recompile) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3090", 8, 6);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int s = 0; s < 4; ++s) {
+    const double start = cpu;
+    if (s == 0 || recompile) {
+      // Dynamo's tracing (fake-tensor ops, no launch), then Inductor's lowering and codegen.
+      const double compile = cpu;
+      cpu += 5;
+      for (int k = 0; k < 50; ++k) {
+        t.Cpu("aten::mul", cpu, 100);
+        cpu += 110;
+      }
+      t.Cpu("GraphLowering.run (dynamo_timed)", cpu, 20000, "user_annotation");
+      cpu += 20001;
+      t.Cpu("GraphLowering.compile_to_module (dynamo_timed)", cpu, 60000, "user_annotation");
+      cpu += 60001;
+      t.Cpu("_compile.<locals>.compile_inner (dynamo_timed)", compile, cpu - compile,
+            "user_annotation");
+      cpu += 5;
+    }
+    // The compiled call: a GEMM and a fused Triton kernel, GPU-bound.
+    const double call = cpu;
+    t.Cpu("aten::mm", cpu, 12);
+    gpu.Kernel(t, "ampere_sgemm_128x64_tn", cpu + 4, 5, 3, 2000);
+    cpu += 14;
+    gpu.Kernel(t, "triton_poi_fused_mul_relu_0", cpu, 5, 3, 190);
+    cpu += 7;
+    t.Cpu("Torch-Compiled Region: 0/0", call, cpu - call);
+    cpu = recompile ? gpu.SyncAndStep(t, s + 1, start, cpu) : cpu + 2;
+  }
+  if (!recompile) t.Runtime("cudaDeviceSynchronize", cpu, gpu.free - cpu + 3);
+  return t;
+}
+
+TEST_CASE("causal: torch.compile's compilation is one-time cold start, not gpu-idle",
+          "[rules][causal][TTA015]") {
+  // A book example profiled from its first call: 86 ms of compilation with the GPU idle, then
+  // four compiled calls of 2.2 ms on the GPU. The compilation was TTA008 gpu-idle at 97% of the
+  // run ("while the CPU runs compile_inner"): it happens once per function and input shapes.
+  auto trace = CompileThenCalls(false).Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  const auto& top = all.findings.front();
+  INFO(top.message);
+  CHECK(top.code == "TTA015");
+  CHECK(top.message.find("torch.compile compiles for 85.5 ms") != std::string::npos);
+  CHECK(top.severity == ttap::Severity::kError);
+  for (const auto& f : all.findings) {
+    INFO(f.message);
+    if (f.code == "TTA008") CHECK(f.severity == ttap::Severity::kHint);
+  }
+  CheckOneStory(all);
+  // Recompiling in every step (new shapes each step) is the steady state's, never start-up.
+  auto again = CompileThenCalls(true).Load();
+  for (const auto& f : FindingsWithCode(*again, "TTA015")) {
+    INFO(f.message);
+    CHECK(f.message.find("torch.compile") == std::string::npos);
+  }
+  CHECK(!FindingsWithCode(*again, "TTA008").empty());
+}
