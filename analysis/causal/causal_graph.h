@@ -58,8 +58,8 @@ enum class NodeRole : uint8_t {
 // The analysed steps of a trace (the list RuleContext uses too): its ProfilerStep# steps; else
 // steps inferred from a marker the loop repeats on one thread (the ends of Optimizer.step#, or
 // the starts of a top-level annotation seen at least three times); else one span.
-// |skip_leading| ProfilerStep# steps are left out (a cold start analysed apart:
-// RunRulesSteadyFirst); at least one stays.
+// |skip_leading| leading steps (ProfilerStep# or inferred) are left out (a cold start analysed
+// apart: RunRulesSteadyFirst); at least one stays.
 struct StepSpan {
   int64_t number = -1;
   int64_t start_ns = 0;

@@ -226,7 +226,7 @@ std::string FindingMessage(const Finding& f) {
 
 RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
   RuleResult all = RunRules(trace, options);
-  if (trace.steps.size() < 4 || options.Get("skip_leading_steps", 0) > 0) return all;
+  if (all.time.steps.size() < 4 || options.Get("skip_leading_steps", 0) > 0) return all;
   auto one_time = [](const Finding& f) {
     const RuleSpec* spec = FindRuleSpec(f.code);
     return spec && spec->one_time;

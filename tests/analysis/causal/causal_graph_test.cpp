@@ -362,9 +362,9 @@ TEST_CASE(
 
 TEST_CASE("steps inferred from Optimizer.step end where their GPU work ends, as ProfilerStep's do",
           "[causal]") {
-  // No ProfilerStep: four optimizer steps bound three steps. The last one launches a collective
-  // that runs 2 ms past the loop's end: that tail is the last step's time (clipped elsewhere at
-  // the next step's start).
+  // No ProfilerStep: four optimizer steps end four steps (the first from the thread's first
+  // event). The last one launches a collective that runs 2 ms past the loop's end: that tail is
+  // the last step's time (clipped elsewhere at the next step's start).
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
   for (int k = 0; k < 4; ++k) {
@@ -377,15 +377,17 @@ TEST_CASE("steps inferred from Optimizer.step end where their GPU work ends, as 
   auto trace = t.Load();
   REQUIRE(trace->steps.empty());
   auto spans = AnalysedSteps(*trace);
-  REQUIRE(spans.size() == 3);
-  CHECK(spans[0].end_ns == spans[0].cpu_end_ns);
+  REQUIRE(spans.size() == 4);
+  CHECK(spans[0].start_ns == 1000000);
+  CHECK(spans[0].end_ns == 1600000);
   CHECK(spans[1].end_ns == spans[1].cpu_end_ns);
-  CHECK(spans[2].cpu_end_ns == 4600000);
-  CHECK(spans[2].end_ns == 6560000);
+  CHECK(spans[2].end_ns == spans[2].cpu_end_ns);
+  CHECK(spans[3].cpu_end_ns == 4600000);
+  CHECK(spans[3].end_ns == 6560000);
   CausalGraph g = BuildCausalGraph(*trace);
   Replay r = RunReplay(g);
-  REQUIRE(r.step_end.size() == 3);
-  CHECK(r.step_end[2] == spans[2].end_ns);
+  REQUIRE(r.step_end.size() == 4);
+  CHECK(r.step_end[3] == spans[3].end_ns);
 }
 
 TEST_CASE("a serving loop's last, empty mark is a stub, not a step", "[causal]") {

@@ -1655,3 +1655,47 @@ TEST_CASE("causal: torch.compile's compilation is one-time cold start, not gpu-i
   }
   CHECK(!FindingsWithCode(*again, "TTA008").empty());
 }
+
+TEST_CASE("causal: steps inferred from the optimizer keep the first iteration, cold or not",
+          "[rules][causal][TTA015]") {
+  // No ProfilerStep: five iterations of 60 eager ops (10 us dispatch, 5 us launch, 6 us
+  // kernels) and an Optimizer.step, profiled from the first iteration, whose first launches load
+  // their modules lazily (4 x 30 ms). The steps ran from one optimizer step's end to the next:
+  // the first iteration, 120 ms of a 125 ms run, was in no step and no figure.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int it = 0; it < 5; ++it) {
+    for (int k = 0; k < 60; ++k) {
+      const double lazy = it == 0 && k < 4 ? 30000 : 0;
+      t.Cpu("aten::linear", cpu, 16 + lazy);
+      gpu.Kernel(t, "void gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4>()",
+                 cpu + 10, 5 + lazy, 3, 6);
+      cpu += 17 + lazy;
+    }
+    const double opt = cpu;
+    t.Cpu("aten::_foreach_add_", cpu + 2, 20);
+    gpu.Kernel(t, "void at::native::multi_tensor_apply_kernel<FunctorAdd>()", cpu + 10, 5, 3, 6);
+    cpu += 24;
+    t.Cpu("Optimizer.step#SGD.step", opt, cpu - opt, "user_annotation");
+    cpu += 2;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu.free - cpu + 3));
+  auto trace = t.Load();
+  REQUIRE(trace->steps.empty());
+  const auto spans = ttap::AnalysedSteps(*trace);
+  REQUIRE(spans.size() == 5);
+  CHECK(spans[0].start_ns == 1000000);  // the first iteration is a step
+  // The steady steps' cause first, the first iteration's lazy loading after it with its total.
+  auto all = ttap::RunRulesSteadyFirst(*trace, {});
+  CHECK(all.cold_steps == 1);
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA017");
+  auto cold = std::find_if(all.findings.begin(), all.findings.end(),
+                           [](const ttap::Finding& f) { return f.code == "TTA015"; });
+  REQUIRE(cold != all.findings.end());
+  INFO(cold->message);
+  CHECK(cold->message.find("all in the cold first step: 1") != std::string::npos);  // 120 ms
+}
