@@ -276,11 +276,11 @@ std::vector<StepSpan> InferSteps(const Trace& trace) {
     }
     if (launches) {
       out.push_back(
-          {1, first_start, optimizer[0].second, optimizer[0].second, optimizer_track, true});
+          {1, first_start, optimizer[0].second, optimizer[0].second, optimizer_track, true, true});
     }
     for (size_t k = 1; k < optimizer.size(); ++k) {
       out.push_back({static_cast<int64_t>(out.size() + 1), optimizer[k - 1].second,
-                     optimizer[k].second, optimizer[k].second, optimizer_track, true});
+                     optimizer[k].second, optimizer[k].second, optimizer_track, true, true});
     }
     return out;
   }
@@ -493,9 +493,16 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       out.push_back({static_cast<int32_t>(i), kFirstCallMinNs / 100});
     }
   }
+  // In a run of a few milliseconds (a microbenchmark of a handful of calls) a first call's
+  // set-up under a millisecond is still much of it: the floor is a tenth of the run there.
+  const double span =
+      static_cast<double>(trace.span_end()) - static_cast<double>(trace.span_start());
+  const int64_t floor_ns = static_cast<int64_t>(
+      std::clamp(kShortRunFirstCallShare * span, static_cast<double>(kShortRunFirstCallNs),
+                 static_cast<double>(kFirstCallMinNs)));
   for (auto& [key, r] : runs) {
     const int64_t d = ev.dur[r.first];
-    if (d < kFirstCallMinNs) continue;
+    if (d < floor_ns || (d < kFirstCallMinNs && r.later.empty())) continue;
     if (!r.later.empty()) {
       int64_t typical = Median(r.later, 0);
       // A run in a later step that costs as much (half of it or more) says the cost repeats

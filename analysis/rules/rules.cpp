@@ -240,7 +240,10 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
   }
   if (!cold_finding) return all;
   // The leading steps at 3x the median of the steps after them, or more; three steady ones stay.
+  // Steps are ProfilerStep#'s or a training loop's iterations (inferred from its optimizer
+  // steps); a serving engine's marks (vLLM's execute_*) are no iterations of one program.
   const std::vector<StepSpan> spans = AnalysedSteps(trace);
+  if (spans.empty() || (spans.front().inferred && !spans.front().optimizer_marked)) return all;
   size_t cold = 0;
   for (size_t k = 0; k + 3 < spans.size(); ++k) {
     std::vector<int64_t> rest;

@@ -1699,3 +1699,42 @@ TEST_CASE("causal: steps inferred from the optimizer keep the first iteration, c
   INFO(cold->message);
   CHECK(cold->message.find("all in the cold first step: 1") != std::string::npos);  // 120 ms
 }
+
+// |calls| eager Linear calls of a 3 us GEMV, without steps; the first one's set-up takes 540 us
+// before its launch (a first call of the shape), the others 24 us.
+TinyTrace LinearCalls(int calls) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3060 Ti", 8, 6);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int k = 0; k < calls; ++k) {
+    const double setup = k == 0 ? 540 : 0;
+    t.Cpu("aten::linear", cpu, 22 + setup);
+    t.Cpu("aten::addmm", cpu + 2, 19 + setup);
+    gpu.Kernel(t, "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 4, 4, true>()", cpu + 16 + setup, 4,
+               3, 3);
+    cpu += 24 + setup;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu.free - cpu + 3));
+  return t;
+}
+
+TEST_CASE("causal: in a run of a millisecond, a first call's set-up under a millisecond is cold start",
+          "[rules][causal][TTA015]") {
+  // 20 calls in 1.0 ms, half of it the first call's set-up: it was TTA008 gpu-idle at error
+  // ("while the CPU runs aten::linear", 79%), advice that saves nothing once the shape is warm.
+  auto trace = LinearCalls(20).Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA015");
+  CHECK(all.findings.front().message.find("aten::linear") != std::string::npos);
+  for (const auto& f : all.findings) {
+    INFO(f.message);
+    if (f.code == "TTA008") CHECK(f.severity == ttap::Severity::kHint);
+  }
+  CheckOneStory(all);
+  // In a run of 1,000 calls the same 0.56 ms is no first call worth naming (under a
+  // millisecond, 2% of the run).
+  CHECK(FindingsWithCode(*LinearCalls(1000).Load(), "TTA015").empty());
+}
