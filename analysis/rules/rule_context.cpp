@@ -18,7 +18,7 @@ RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_
   for (const StepSpan& s : AnalysedSteps(trace, skip_leading_steps)) {
     steps_.push_back({s.number, s.start_ns, s.end_ns});
   }
-  std::map<int32_t, int64_t> kernels_per_device;
+  std::map<int32_t, int64_t> kernels_per_device, copies_per_device;
   double pinned_bytes = 0, pinned_ns = 0;
   BlockingLaunchTally blocking;  // CUDA_LAUNCH_BLOCKING=1 (causal_graph.h)
   for (size_t i = 0; i < ev.size(); ++i) {
@@ -27,6 +27,8 @@ RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_
     if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
     has_gpu_ = true;
     gpu_busy_.push_back({ev.ts[i], ev.end(i)});
+    // (A run of copies alone, no kernel, still names its GPU by them.)
+    copies_per_device[trace.tracks[ev.track[i]].device]++;
     if (k == EventKind::kKernel) {
       kernel_busy_.push_back({ev.ts[i], ev.end(i)});
       kernels_per_device[trace.tracks[ev.track[i]].device]++;
@@ -64,6 +66,7 @@ RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_
   }
   int32_t main_device = -1;
   int64_t most = -1;
+  if (kernels_per_device.empty()) kernels_per_device = copies_per_device;
   for (auto& [d, n] : kernels_per_device) {
     if (n > most) {
       most = n;

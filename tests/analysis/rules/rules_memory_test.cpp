@@ -194,10 +194,10 @@ namespace {
 // Three 4 ms steps of host work around x.to("cuda") of 16 MiB that blocks for its copy
 // (|copy_us| on an idle GPU: |runtime| returns |call_tail_us| after it is done; negative: the
 // copy's end is recorded after the call's, the GPU's clock against the CPU's), then 10 kernels
-// of 100 us.
+// of 100 us (none when |kernels| is false: a benchmark of uploads alone).
 TinyTrace BlockingUpload(const std::string& copy_name, const std::string& runtime,
                          const std::string& device, int major, int minor, double copy_us,
-                         double call_tail_us = 100) {
+                         double call_tail_us = 100, bool kernels = true) {
   TinyTrace t;
   t.Device(0, device, major, minor);
   double base = 1000;
@@ -207,7 +207,7 @@ TinyTrace BlockingUpload(const std::string& copy_name, const std::string& runtim
     t.Launch(copy_name, base + 105, copy_us + 10 + call_tail_us, base + 115, copy_us, "gpu_memcpy",
              7, runtime, 16 << 20);
     double cpu = base + copy_us + 300, gpu = cpu + 10;
-    for (int k = 0; k < 10; ++k) {
+    for (int k = 0; k < (kernels ? 10 : 0); ++k) {
       t.Kernel("Cijk_Ailk_Bljk_SB_MT128x128x16_MI32x32x2x1", cpu, 5, gpu, 100);
       cpu += 10;
       gpu += 100;
@@ -240,6 +240,12 @@ TEST_CASE(
                              "AMD Instinct MI300X", 9, 4, 400)
                   .Load();
   CHECK(FindingsWithCode(*fast, "TTA003").empty());
+  // A run of uploads alone, no kernel: the GPU is still the MI300X its copies ran on (its host
+  // link was unknown without a kernel, so no copy was found staged from pageable memory).
+  auto alone = BlockingUpload("Memcpy HtoD (Host -> Device)", "hipMemcpyWithStream",
+                              "AMD Instinct MI300X", 9, 4, 2000, 100, /*kernels=*/false)
+                   .Load();
+  CHECK(FindingsWithCode(*alone, "TTA003").size() == 1);
   // CUDA names it: a pageable cudaMemcpyAsync that blocks 2 ms a step is TTA003, not TTA015.
   auto cuda = BlockingUpload(kPageableH2D, "cudaMemcpyAsync", "NVIDIA H200", 9, 0, 2000).Load();
   CHECK(FindingsWithCode(*cuda, "TTA003").size() == 1);
