@@ -5,10 +5,14 @@
 
 namespace ttap {
 
+bool IsGeForceName(std::string_view device_name) {
+  return device_name.find("GeForce") != std::string_view::npos ||
+         device_name.find("TITAN") != std::string_view::npos;
+}
+
 double TensorCoreRatio(int arch, std::string_view device_name) {
   if (arch < 70) return 1.0;
-  const bool geforce = device_name.find("GeForce") != std::string_view::npos ||
-                       device_name.find("TITAN") != std::string_view::npos;
+  const bool geforce = IsGeForceName(device_name);
   if (arch == 75 && geforce) return 4.0;
   switch (arch) {
     case 70:   // V100

@@ -15,6 +15,9 @@ namespace ttap {
 // (fp16 with fp32 accumulation) 4x. Measured on an H200 (bench/record/record_calib.py): a 4096^3
 // GEMM 2.67 ms fp32, 0.34 ms TF32.
 double TensorCoreRatio(int arch, std::string_view device_name);
+// A consumer card (GeForce, TITAN): its tensor cores run TF32 no faster than its fp32 pipe, and
+// fp16/bf16 with fp32 accumulation at half their datacenter rate.
+bool IsGeForceName(std::string_view device_name);
 // A kernel of |fp32_ns| on tensor cores: its work |ratio| times faster plus kTensorCoreFloorNs (a
 // small GEMM is bound by latency, not arithmetic: 256^3 took 30 us fp32, 19 us TF32), never
 // slower than it was.

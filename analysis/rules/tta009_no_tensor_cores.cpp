@@ -38,10 +38,16 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
                            : TensorCoreRatio(arch, ctx.device_name());
   if (ratio <= 1.0) return;
   const bool tf32 = arch >= 80;
+  // A GeForce card's tensor cores run TF32 at its fp32 SIMT rate (an RTX 3090: 35.6 TFLOPS both;
+  // an RTX 4090: 82.6): only fp16/bf16 gains there.
+  const bool tf32_gains = tf32 && !IsGeForceName(ctx.device_name());
   const std::string sm = "sm_" + std::to_string(arch);
   const std::string remedy =
-      tf32 ? "TF32 (torch.backends.cuda.matmul.allow_tf32 / cudnn.allow_tf32) or bf16 autocast"
-           : "fp16 autocast (torch.autocast(\"cuda\", dtype=torch.float16))";
+      tf32_gains
+          ? "TF32 (torch.backends.cuda.matmul.allow_tf32 / cudnn.allow_tf32) or bf16 autocast"
+      : tf32 ? "bf16 autocast (torch.autocast(\"cuda\", dtype=torch.bfloat16); TF32 would not: a "
+               "GeForce runs it at its fp32 rate)"
+             : "fp16 autocast (torch.autocast(\"cuda\", dtype=torch.float16))";
   // Whether TF32 is on already, for convolutions (cudnn.allow_tf32) and for matrix products
   // (matmul.allow_tf32): other kernels of that kind run TF32. Then the library picked fp32
   // kernels for these shapes, and only bf16 autocast moves them to tensor cores.
@@ -87,7 +93,7 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
       if (top.size() > 2) kernels += ", ...";
       std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
       AddText(&f, "arch", sm);
-      AddText(&f, "precision", tf32 ? "tf32" : "fp16");
+      AddText(&f, "precision", tf32_gains ? "tf32" : tf32 ? "bf16" : "fp16");
       if (!op.empty()) AddText(&f, "op", op);
       // The kernels' speedup as a whole (small kernels gain less than the GPU's ratio).
       const double fp32_us = Num(f, "fp32_kernel_us");

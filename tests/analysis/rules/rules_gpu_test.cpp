@@ -253,13 +253,35 @@ TEST_CASE("TTA009: fp32 convolutions on an A100 suggest TF32, the speedup is con
   CHECK(f4[0].time_lost_us_per_step == Approx(4 * 735).margin(1));
 }
 
+TEST_CASE("TTA009: on a GeForce card, which runs TF32 at its fp32 rate, only bf16 is advised",
+          "[rules][TTA009]") {
+  // An RTX 3060 Ti (sm_86): fp16/bf16 with fp32 accumulation runs ~2x its fp32 pipe, TF32 no
+  // faster (a book's fp32 training loop was told to turn TF32 on).
+  auto trace =
+      MatrixSteps("ampere_sgemm_128x64_tn", "aten::addmm", 8, 6, "NVIDIA GeForce RTX 3060 Ti")
+          .Load();
+  auto f = FindingsWithCode(*trace, "TTA009");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].evidence.at("precision").text == "bf16");
+  CHECK(f[0].evidence.at("tensor_core_ratio").number == Approx(2.0));
+  CHECK(f[0].message.find("allow_tf32") == std::string::npos);
+  CHECK(f[0].message.find("bf16 autocast") != std::string::npos);
+  // An A10 (sm_86, a datacenter part) runs TF32 at twice its fp32 rate: TF32 is advised.
+  auto a10 = FindingsWithCode(
+      *MatrixSteps("ampere_sgemm_128x64_tn", "aten::addmm", 8, 6, "NVIDIA A10").Load(), "TTA009");
+  REQUIRE(a10.size() == 1);
+  CHECK(a10[0].evidence.at("precision").text == "tf32");
+  CHECK(a10[0].message.find("allow_tf32") != std::string::npos);
+}
+
 TEST_CASE("TTA009: where other convolutions run TF32 already, only bf16 autocast is advised",
           "[rules][TTA009]") {
-  // An RTX 3080 training loop: cuDNN's default allow_tf32 runs most convolutions on TF32 kernels,
+  // An A40 training loop: cuDNN's default allow_tf32 runs most convolutions on TF32 kernels,
   // but picks an fp32 SIMT kernel for one shape. Advising to enable TF32 is advising what is on.
   auto loop = [](bool tf32_elsewhere) {
     TinyTrace t = MatrixSteps("cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>",
-                              "aten::convolution_backward", 8, 6, "NVIDIA GeForce RTX 3080");
+                              "aten::convolution_backward", 8, 6, "NVIDIA A40");
     if (tf32_elsewhere) {
       t.Cpu("aten::cudnn_convolution", 50000, 15);
       t.Kernel("sm86_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw", 50002, 10, 50030,
