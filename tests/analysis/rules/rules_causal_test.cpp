@@ -1719,8 +1719,9 @@ TinyTrace LinearCalls(int calls) {
   return t;
 }
 
-TEST_CASE("causal: in a run of a millisecond, a first call's set-up under a millisecond is cold start",
-          "[rules][causal][TTA015]") {
+TEST_CASE(
+    "causal: in a run of a millisecond, a first call's set-up under a millisecond is cold start",
+    "[rules][causal][TTA015]") {
   // 20 calls in 1.0 ms, half of it the first call's set-up: it was TTA008 gpu-idle at error
   // ("while the CPU runs aten::linear", 79%), advice that saves nothing once the shape is warm.
   auto trace = LinearCalls(20).Load();
