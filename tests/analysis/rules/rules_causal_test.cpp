@@ -1739,3 +1739,39 @@ TEST_CASE(
   // millisecond, 2% of the run).
   CHECK(FindingsWithCode(*LinearCalls(1000).Load(), "TTA015").empty());
 }
+
+TEST_CASE("causal: a serving engine's cold first mark is not analysed apart as a loop's",
+          "[rules][causal][TTA015]") {
+  // No ProfilerStep: five marks of a serving engine (vLLM's execute_new_<n>_cached_<m>), each 60
+  // eager ops, the first with four lazy loads of 30 ms. The marks are batches of requests, not
+  // iterations of one program: the run keeps its findings in one story (a vLLM run's first
+  // steps without stacks had read a designed per-step sync first once its cold mark was set
+  // apart).
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3090", 8, 6);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int it = 0; it < 5; ++it) {
+    const double mark = cpu;
+    for (int k = 0; k < 60; ++k) {
+      const double lazy = it == 0 && k < 4 ? 30000 : 0;
+      t.Cpu("aten::linear", cpu, 16 + lazy);
+      gpu.Kernel(t, "void gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4>()",
+                 cpu + 10, 5 + lazy, 3, 6);
+      cpu += 17 + lazy;
+    }
+    t.Cpu("execute_new_" + std::to_string(it + 1) + "_cached_0", mark, cpu - mark,
+          "user_annotation");
+    cpu += 30;
+  }
+  auto trace = t.Load();
+  const auto spans = ttap::AnalysedSteps(*trace);
+  REQUIRE(spans.size() == 5);
+  CHECK(spans[0].inferred);
+  CHECK_FALSE(spans[0].optimizer_marked);
+  auto all = ttap::RunRulesSteadyFirst(*trace, {});
+  CHECK(all.cold_steps == 0);
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA015");
+}
