@@ -1656,17 +1656,17 @@ TEST_CASE("causal: torch.compile's compilation is one-time cold start, not gpu-i
   CHECK(!FindingsWithCode(*again, "TTA008").empty());
 }
 
-TEST_CASE("causal: steps inferred from the optimizer keep the first iteration, cold or not",
-          "[rules][causal][TTA015]") {
-  // No ProfilerStep: five iterations of 60 eager ops (10 us dispatch, 5 us launch, 6 us
-  // kernels) and an Optimizer.step, profiled from the first iteration, whose first launches load
-  // their modules lazily (4 x 30 ms). The steps ran from one optimizer step's end to the next:
-  // the first iteration, 120 ms of a 125 ms run, was in no step and no figure.
+// Five iterations of 60 eager ops (10 us dispatch, 5 us launch, 6 us kernels) without
+// ProfilerStep, the first with four lazy loads of 30 ms. |optimizer|: each ends with an
+// Optimizer.step (a training loop); else each is a serving engine's mark
+// (execute_new_<n>_cached_0) around its ops.
+TinyTrace ColdFirstIterations(bool optimizer) {
   TinyTrace t;
   t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
   double cpu = 1000;
   StreamClock gpu;
   for (int it = 0; it < 5; ++it) {
+    const double mark = cpu;
     for (int k = 0; k < 60; ++k) {
       const double lazy = it == 0 && k < 4 ? 30000 : 0;
       t.Cpu("aten::linear", cpu, 16 + lazy);
@@ -1674,15 +1674,30 @@ TEST_CASE("causal: steps inferred from the optimizer keep the first iteration, c
                  cpu + 10, 5 + lazy, 3, 6);
       cpu += 17 + lazy;
     }
-    const double opt = cpu;
-    t.Cpu("aten::_foreach_add_", cpu + 2, 20);
-    gpu.Kernel(t, "void at::native::multi_tensor_apply_kernel<FunctorAdd>()", cpu + 10, 5, 3, 6);
-    cpu += 24;
-    t.Cpu("Optimizer.step#SGD.step", opt, cpu - opt, "user_annotation");
-    cpu += 2;
+    if (optimizer) {
+      const double opt = cpu;
+      t.Cpu("aten::_foreach_add_", cpu + 2, 20);
+      gpu.Kernel(t, "void at::native::multi_tensor_apply_kernel<FunctorAdd>()", cpu + 10, 5, 3, 6);
+      cpu += 24;
+      t.Cpu("Optimizer.step#SGD.step", opt, cpu - opt, "user_annotation");
+      cpu += 2;
+    } else {
+      t.Cpu("execute_new_" + std::to_string(it + 1) + "_cached_0", mark, cpu - mark,
+            "user_annotation");
+      cpu += 30;
+    }
   }
   t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu.free - cpu + 3));
-  auto trace = t.Load();
+  return t;
+}
+
+TEST_CASE("causal: steps inferred from the optimizer keep the first iteration, cold or not",
+          "[rules][causal][TTA015]") {
+  // No ProfilerStep: five iterations of 60 eager ops (10 us dispatch, 5 us launch, 6 us
+  // kernels) and an Optimizer.step, profiled from the first iteration, whose first launches load
+  // their modules lazily (4 x 30 ms). The steps ran from one optimizer step's end to the next:
+  // the first iteration, 120 ms of a 125 ms run, was in no step and no figure.
+  auto trace = ColdFirstIterations(/*optimizer=*/true).Load();
   REQUIRE(trace->steps.empty());
   const auto spans = ttap::AnalysedSteps(*trace);
   REQUIRE(spans.size() == 5);
@@ -1747,24 +1762,7 @@ TEST_CASE("causal: a serving engine's cold first mark is not analysed apart as a
   // iterations of one program: the run keeps its findings in one story (a vLLM run's first
   // steps without stacks had read a designed per-step sync first once its cold mark was set
   // apart).
-  TinyTrace t;
-  t.Device(0, "NVIDIA GeForce RTX 3090", 8, 6);
-  double cpu = 1000;
-  StreamClock gpu;
-  for (int it = 0; it < 5; ++it) {
-    const double mark = cpu;
-    for (int k = 0; k < 60; ++k) {
-      const double lazy = it == 0 && k < 4 ? 30000 : 0;
-      t.Cpu("aten::linear", cpu, 16 + lazy);
-      gpu.Kernel(t, "void gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4>()",
-                 cpu + 10, 5 + lazy, 3, 6);
-      cpu += 17 + lazy;
-    }
-    t.Cpu("execute_new_" + std::to_string(it + 1) + "_cached_0", mark, cpu - mark,
-          "user_annotation");
-    cpu += 30;
-  }
-  auto trace = t.Load();
+  auto trace = ColdFirstIterations(/*optimizer=*/false).Load();
   const auto spans = ttap::AnalysedSteps(*trace);
   REQUIRE(spans.size() == 5);
   CHECK(spans[0].inferred);
