@@ -342,10 +342,6 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading) {
                    s.event >= 0 ? static_cast<int32_t>(trace.events.track[s.event]) : -1, false});
   }
   if (TrailingStubStep(trace, out)) out.pop_back();
-  if (skip_leading > 0 && out.size() > 1) {
-    out.erase(out.begin(),
-              out.begin() + static_cast<std::ptrdiff_t>(std::min(skip_leading, out.size() - 1)));
-  }
   if (out.empty()) {
     out = InferSteps(trace);
     // As the trace builder ends ProfilerStep# steps: at the later of the CPU end and the end of
@@ -365,10 +361,11 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading) {
     // A serving engine's last marks are often empty (vLLM's execute_context_0(0)_generation_0(0)
     // once the requests are done): stubs, not steps.
     for (int k = 0; k < 3 && TrailingStubStep(trace, out); ++k) out.pop_back();
-    if (skip_leading > 0 && out.size() > 1) {
-      out.erase(out.begin(),
-                out.begin() + static_cast<std::ptrdiff_t>(std::min(skip_leading, out.size() - 1)));
-    }
+  }
+  // The cold leading steps analysed apart, ProfilerStep#'s or inferred ones.
+  if (skip_leading > 0 && out.size() > 1) {
+    out.erase(out.begin(),
+              out.begin() + static_cast<std::ptrdiff_t>(std::min(skip_leading, out.size() - 1)));
   }
   if (out.empty() && trace.events.size() > 0) {
     out.push_back({-1, trace.span_start(), trace.span_end(), trace.span_end(), -1, false});

@@ -27,12 +27,14 @@ RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_
     if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
     has_gpu_ = true;
     gpu_busy_.push_back({ev.ts[i], ev.end(i)});
-    // (A run of copies alone, no kernel, still names its GPU by them.)
-    copies_per_device[trace.tracks[ev.track[i]].device]++;
     if (k == EventKind::kKernel) {
       kernel_busy_.push_back({ev.ts[i], ev.end(i)});
       kernels_per_device[trace.tracks[ev.track[i]].device]++;
-    } else if (k == EventKind::kMemcpy && ev.bytes[i] >= kBandwidthCopyMinBytes) {
+      continue;
+    }
+    // (A run of copies alone, no kernel, still names its GPU by them.)
+    copies_per_device[trace.tracks[ev.track[i]].device]++;
+    if (k == EventKind::kMemcpy && ev.bytes[i] >= kBandwidthCopyMinBytes) {
       const std::string_view name = trace.Name(i);
       if (IsHostCopy(name) && HostMemoryOf(name) == HostMemory::kPinned) {
         pinned_bytes += static_cast<double>(ev.bytes[i]);

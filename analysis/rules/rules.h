@@ -77,9 +77,10 @@ struct RuleResult {
 
 RuleResult RunRules(const Trace& trace, const RuleOptions& options);
 
-// A trace profiled from a script's start: its first ProfilerStep# steps hold the one-time work
-// (compilation, context and library set-up: a TTA015 finding, nearly all of it in them, each of
-// those steps 3x the median of the rest or more) and at least three steady steps follow. The
+// A trace profiled from a script's start: its first steps (ProfilerStep#'s, or a training loop's
+// iterations inferred from its optimizer steps; not a serving engine's marks) hold the one-time
+// work (compilation, context and library set-up: a TTA015 finding, nearly all of it in them, each
+// of those steps 3x the median of the rest or more) and at least three steady steps follow. The
 // rules run again on the steady steps alone: what the user's loop costs every step comes first,
 // then the one-time findings of the cold steps (per recorded step as RunRules gives them, with
 // the total the cold steps hold), then the rest. Any other trace: RunRules. `ttap scan` and the

@@ -526,6 +526,18 @@ TEST_CASE("causal: a lazy first launch in a run of few launches is cold start",
   CHECK(all.time.overall.ns[static_cast<int>(ttap::Cause::kColdStart)] >= 1700000);
 }
 
+// A loop body after its batch: ten aten::mm of 2 ms GEMMs (|kernel|) launched 40 us apart, then a
+// cudaDeviceSynchronize that waits for them; returns where the CPU goes on.
+double GemmsThenSync(TinyTrace& t, double cpu, const std::string& kernel) {
+  for (int k = 0; k < 10; ++k) {
+    t.Cpu("aten::mm", cpu + 40 * k, 30);
+    t.Launch(kernel, cpu + 40 * k + 5, 10, cpu + 90 + 2000 * k, 2000);
+  }
+  cpu += 400;
+  t.Runtime("cudaDeviceSynchronize", cpu, 19700);
+  return cpu + 19710;
+}
+
 TEST_CASE("causal: a DataLoader's first batch starts its workers: one-time, not a stalling loader",
           "[rules][causal][TTA015][TTA001]") {
   // An evaluation loop profiled from the iterator's creation, no steps: the first __next__ waits
@@ -545,13 +557,7 @@ TEST_CASE("causal: a DataLoader's first batch starts its workers: one-time, not 
     t.Launch("Memcpy HtoD (Pageable -> Device)", cpu + 5, 30000, cpu + 10, 30075, "gpu_memcpy", 7,
              "cudaMemcpyAsync", 150 << 20);
     cpu += 30030;
-    for (int k = 0; k < 10; ++k) {
-      t.Cpu("aten::mm", cpu + 40 * k, 30);
-      t.Launch("ampere_sgemm_128x64_nn", cpu + 40 * k + 5, 10, cpu + 90 + 2000 * k, 2000);
-    }
-    cpu += 400;
-    t.Runtime("cudaDeviceSynchronize", cpu, 19700);
-    cpu += 19710;
+    cpu = GemmsThenSync(t, cpu, "ampere_sgemm_128x64_nn");
   }
   auto trace = t.Load();
   auto all = ttap::RunRules(*trace, {});
@@ -579,14 +585,7 @@ TEST_CASE("causal: a loader's long wait then a short one is a stalling loader, n
     const double load = s == 0 ? 117000 : 1000;
     t.Cpu(next, cpu, load, "user_annotation");
     cpu += load + 10;
-    for (int k = 0; k < 10; ++k) {
-      t.Cpu("aten::mm", cpu + 40 * k, 30);
-      t.Launch("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", cpu + 40 * k + 5, 10,
-               cpu + 90 + 2000 * k, 2000);
-    }
-    cpu += 400;
-    t.Runtime("cudaDeviceSynchronize", cpu, 19700);
-    cpu += 19710;
+    cpu = GemmsThenSync(t, cpu, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n");
     t.Step(s + 1, start, cpu - start);
     cpu += 5;
   }
