@@ -1164,11 +1164,20 @@ struct FixCoster {
                                                              ""};
       f.time_lost_us_per_step = claim / 1000.0 / n_steps;
       f.share_of_step = out.run_ns > 0 ? claim / out.run_ns : 0.0;
+      // Per step, the claim shared out as the replay shortened each step. A fix that lets the
+      // CPU run ahead (a sync removed) shortens every step's CPU side while the last step holds
+      // the GPU's tail: the steps' own shortening then adds up to more than the run saves, so
+      // the shares are scaled to the claim (they add up to it wherever they are positive).
+      double shortened_ns = 0;
       for (auto& [step, lost] : f.per_step) {
         auto it = step_index.find(step);
-        lost = it != step_index.end() ? std::max<int64_t>(0, e.steps[it->second]) * scale / 1000.0
-                                      : 0.0;
+        lost = it != step_index.end()
+                   ? static_cast<double>(std::max<int64_t>(0, e.steps[it->second]))
+                   : 0.0;
+        shortened_ns += lost;
       }
+      const double to_claim = shortened_ns > 0 ? claim / shortened_ns : 0.0;
+      for (auto& [step, lost] : f.per_step) lost = lost * to_claim / 1000.0;
     }
     return out;
   }
