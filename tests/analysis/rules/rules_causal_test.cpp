@@ -1754,6 +1754,47 @@ TEST_CASE(
   CHECK(FindingsWithCode(*LinearCalls(1000).Load(), "TTA015").empty());
 }
 
+// Two out-of-place multiplies of a 268 MB tensor (1.3 ms kernels), without steps: each
+// allocates its output (cudaMalloc 166 us, then 90 us: the cache is cold for both); the first
+// also spends 600 us on its own set-up (dispatch, lazy initialisation) before it launches.
+TinyTrace OutOfPlaceMuls() {
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3060 Ti", 8, 6);
+  StreamClock gpu;
+  double cpu = 1000;
+  for (int k = 0; k < 2; ++k) {
+    const double setup = k == 0 ? 600 : 10;
+    const double malloc_us = k == 0 ? 166 : 90;
+    const double launch_us = k == 0 ? 55 : 8;
+    t.Cpu("aten::mul", cpu, setup + malloc_us + launch_us + 5);
+    t.Runtime("cudaMalloc", cpu + setup, malloc_us);
+    gpu.Kernel(t, "void at::native::vectorized_elementwise_kernel<4, at::native::binary_op>()",
+               cpu + setup + malloc_us + 1, launch_us, 3, 1320);
+    cpu += setup + malloc_us + launch_us + 20;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu.free - cpu + 3));
+  return t;
+}
+
+TEST_CASE("causal: a first call's own set-up counts though its later call allocates too",
+          "[rules][causal][TTA015]") {
+  // The first aten::mul takes 826 us, the second 113 us: 7.3x, under the 10x of a first call,
+  // because the second allocates its output as well. Without their allocations, 605 us against
+  // 13 us. It was TTA008 gpu-idle "while the CPU runs aten::mul" at warning (18%).
+  auto trace = OutOfPlaceMuls().Load();
+  const auto first_calls = ttap::OneTimeFirstCalls(*trace);
+  REQUIRE(first_calls.size() == 1);
+  CHECK(trace->Name(first_calls[0].row) == "aten::mul");
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  INFO(all.findings.front().message);
+  CHECK(all.findings.front().code == "TTA015");
+  for (const auto& f : all.findings) {
+    INFO(f.message);
+    if (f.code == "TTA008") CHECK(f.severity >= ttap::Severity::kInfo);
+  }
+}
+
 TEST_CASE("causal: a serving engine's cold first mark is not analysed apart as a loop's",
           "[rules][causal][TTA015]") {
   // No ProfilerStep: five marks of a serving engine (vLLM's execute_new_<n>_cached_<m>), each 60
