@@ -596,6 +596,10 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
             [&](const Finding& a, const Finding& b) {
               // An incomplete trace comes first: it qualifies everything after it.
               if (incomplete(a) != incomplete(b)) return incomplete(a);
+              // Then by severity, which follows the saving but for the findings kept at info
+              // (a one-off stall, a saving that rests on the profiler's cost): those come after
+              // the warnings whatever they save.
+              if (a.severity != b.severity) return a.severity < b.severity;
               if (a.time_lost_us_per_step != b.time_lost_us_per_step) {
                 return a.time_lost_us_per_step > b.time_lost_us_per_step;
               }
