@@ -719,10 +719,12 @@ class GraphBuilder {
     if (c < 0 || (ev.kind[c] != EventKind::kMemcpy && ev.kind[c] != EventKind::kMemset)) {
       return false;
     }
-    // (Or it lasted as long as its copy: a GPU clock a little ahead of the CPU's puts a 40 ms
-    // pageable upload's end 80 us after its call's.)
+    // (Or it lasted as long as its copy, or most of its copy ran before it returned: a GPU clock
+    // a little ahead of the CPU's puts a 40 ms pageable upload's end 80 us after its call's, and
+    // a 28 ms one's, after a 350 ms wait for the GEMMs queued before it, 250 us after.)
     return ev.end(c) <= ev.end(r) + kBlockingReturnNs ||
-           (ev.ts[c] < ev.end(r) && ev.dur[c] * 5 >= ev.dur[r] * 4);
+           (ev.ts[c] < ev.end(r) &&
+            (ev.dur[c] * 5 >= ev.dur[r] * 4 || (ev.end(c) - ev.end(r)) * 2 <= ev.dur[c]));
   }
 
   // The steps, the main thread and the order of the CPU lanes; whether the allocator is warming.

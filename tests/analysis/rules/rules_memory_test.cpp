@@ -275,6 +275,46 @@ TEST_CASE(
   CHECK(FindingsWithCode(*async, "TTA003").empty());
 }
 
+TEST_CASE(
+    "TTA003: a pageable upload that waits for the GEMMs queued before it is the copy, not a lazy "
+    "load, though its end is recorded after its call's",
+    "[rules][TTA003][TTA015]") {
+  // Four steps: x.to("cuda") of 96 MiB from pageable memory, then ten 3 ms fp32 GEMMs launched at
+  // once. Each upload's cudaMemcpyAsync waits for the previous step's GEMMs (27 ms) before its
+  // 3 ms copy, which the GPU's clock, 250 us ahead of the CPU's, records ending after the call.
+  // The book's RTX 3060 Ti loop said "one-time: 24 call(s) ... (6996.5 ms, longest
+  // cudaMemcpyAsync)" for 18 such uploads, one a step.
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3060 Ti", 8, 6);
+  double cpu = 1000, gpu_free = 0;
+  for (int s = 0; s < 4; ++s) {
+    const double start = cpu;
+    const double copy_start = std::max(cpu + 20, gpu_free + 1);
+    const double call_us = copy_start + 3000 - 250 - (cpu + 2);
+    t.Cpu("aten::to", cpu, call_us + 10);
+    t.Launch(kPageableH2D, cpu + 2, call_us, copy_start, 3000, "gpu_memcpy", 7, "cudaMemcpyAsync",
+             96 << 20);
+    cpu += call_us + 15;
+    double gpu = copy_start + 3000 + 5;
+    for (int k = 0; k < 10; ++k) {
+      t.Kernel("ampere_sgemm_128x64_tn", cpu, 8, std::max(gpu, cpu + 12), 3000);
+      gpu = std::max(gpu, cpu + 12) + 3000;
+      cpu += 10;
+    }
+    gpu_free = gpu;
+    t.Step(s, start, cpu + 5 - start);
+    cpu += 5;
+  }
+  auto trace = t.Load();
+  CHECK(FindingsWithCode(*trace, "TTA003").size() == 1);
+  // Each call is its copy's wait, never a lazy load's cold call.
+  CHECK(ttap::BuildCausalGraph(*trace).stats.cold_calls == 0);
+  for (const auto& f : FindingsWithCode(*trace, "TTA015")) {
+    INFO(f.message);
+    CHECK(f.message.find("cudaMemcpyAsync") == std::string::npos);
+  }
+}
+
 namespace {
 
 // Three 2 ms steps where the copy is on the GPU's path: a 1 ms kernel, then x.to("cuda") of
