@@ -593,6 +593,31 @@ TEST_CASE("TTA013: allocations only in the first step, or a single step, are war
   one.Runtime("cudaMalloc", 1200, 150);
   one.Runtime("cudaFree", 1400, 150);
   CHECK(FindingsWithCode(*one.Load(), "TTA013").empty());
+  // A run without steps (one cold iteration) that allocates in 40 ops, each between the GPU's
+  // work, and frees twice: the caching allocator filling up, which keeps what it allocated. A
+  // LoRA step profiled from the process's start (56 cudaMalloc, 2 cudaFree) said TTA013 "in
+  // steady-state steps". The same allocations each freed again are churn (the allocator off).
+  auto cold_iteration = [](bool frees_each) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+    ttap_test::StreamClock gpu;
+    double cpu = 1000;
+    for (int k = 0; k < 40; ++k) {
+      t.Cpu("aten::empty", cpu, 310);
+      t.Runtime("cudaMalloc", cpu + 5, 300);
+      cpu += 320;
+      gpu.Kernel(t, "ampere_sgemm_128x64_nn", cpu, 5, 3, 100);
+      cpu += 10;
+      if (frees_each || k % 20 == 0) {
+        t.Runtime("cudaFree", cpu, 200);
+        cpu += 210;
+      }
+    }
+    t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu.free - cpu + 3));
+    return t;
+  };
+  CHECK(FindingsWithCode(*cold_iteration(false).Load(), "TTA013").empty());
+  CHECK(FindingsWithCode(*cold_iteration(true).Load(), "TTA013").size() == 1);
 }
 
 // ---- TTA014 device-ping-pong ----
