@@ -288,10 +288,23 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
       f.severity = std::max(f.severity, Severity::kInfo);
       f.evidence["occurs"] = {false, 0, "once (the cold steps)"};
     }
-    f.message = FindingMessage(f) + "; over the " + std::to_string(all.time.steps.size()) +
-                " recorded steps, all in the cold first " +
-                (cold == 1 ? std::string("step") : std::to_string(cold) + " steps") + ": " +
-                Ms(f.time_lost_us_per_step * all_steps) + " in all";
+    // Its message speaks of the run, not of a step: a per-step figure averaged over the
+    // recorded steps (30.9 ms/step, 95% of the step) beside the steady step's 1.4 ms reads as
+    // every step's. (Its fields stay per recorded step.)
+    Finding of_run = f;
+    for (const char* key : {"detected_us_per_step", "saving_alone_us_per_step",
+                            "saving_after_larger_fixes_us_per_step"}) {
+      auto it = of_run.evidence.find(key);
+      if (it != of_run.evidence.end() && it->second.is_number) it->second.number *= all_steps;
+    }
+    of_run.time_lost_us_per_step *= all_steps;
+    of_run.per_step = {{-1, of_run.time_lost_us_per_step}};
+    const double in_cold = in_cold_share(f);
+    f.message = FindingMessage(of_run) + "; " +
+                (in_cold >= 0.995 ? std::string("all") : "nearly all (" + Pct(in_cold) + ")") +
+                " of it in the cold first " +
+                (cold == 1 ? std::string("step") : std::to_string(cold) + " steps") + " of the " +
+                std::to_string(all.time.steps.size()) + " recorded, analysed apart";
     once.push_back(std::move(f));
   }
   std::vector<Finding> ordered;
