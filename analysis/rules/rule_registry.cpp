@@ -52,6 +52,7 @@ std::vector<RuleSpec> Build() {
       {"TTA007", "launch-bound", "kernels shorter than their launches, the GPU idle between them",
        "cuda-graphs-or-compile"},
       DetectLaunchBound, nullptr, FM::kGraphBursts, SS::kNone));
+  r.back().message = LaunchBoundMessage;
   r.back().plan.role = CostRole::kLaunchBound;
   r.back().launch_burst_rows = true;
   r.back().needs_gpu_activity = true;

@@ -122,6 +122,7 @@ std::string DataLoaderStallMessage(const Finding&, const std::string&, const std
 std::string CommNotOverlappedMessage(const Finding&, const std::string&, const std::string&);
 std::string HostSyncMessage(const Finding&, const std::string&, const std::string&);
 std::string GpuIdleMessage(const Finding&, const std::string&, const std::string&);
+std::string LaunchBoundMessage(const Finding&, const std::string&, const std::string&);
 std::string PeerWaitMessage(const Finding&, const std::string&, const std::string&);
 
 // Detectors over the causal model (tta013, tta015-tta017, tta020-tta022_*.cpp), run after the graph

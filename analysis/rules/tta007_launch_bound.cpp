@@ -125,19 +125,31 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
       AddNumber(&f, "launch_us", g.launch_ns / 1000.0);
       const double n = static_cast<double>(g.kernels);
       const std::string op_name = g.op >= 0 ? std::string(ctx.Name(g.op)) : "";
-      AddText(&f, "detail",
-              std::to_string(g.kernels) + " kernels in " + std::to_string(g.bursts) +
-                  " burst(s) average " + FormatNumber("%.1f", g.kernel_ns / 1000.0 / n) +
-                  " us on the GPU but " + FormatNumber("%.1f", g.launch_ns / 1000.0 / n) +
-                  " us to launch; the GPU idles " + FormatNumber("%.1f", g.lost_ns / 1000.0 / n) +
-                  " us after each, " + FormatMs(g.lost_ns / 1000.0) +
-                  (step.number >= 0 ? " a step" : " in all") +
-                  (op_name.empty() ? "" : " (launched by " + op_name + ")"));
+      (void)n;
       if (!op_name.empty()) AddText(&f, "op", op_name);
       for (auto& [name, e] : g.kernel_names) AddEvent(&f, name, e.first, e.second);
       out->push_back(std::move(f));
     }
   }
+}
+
+// From the merged counts (every step's bursts, not one step's): per step where it occurs.
+std::string LaunchBoundMessage(const Finding& f, const std::string& /*detected*/,
+                               const std::string& saving) {
+  const double kernels = Num(f, "short_kernels");
+  const double steps = std::max(1.0, Num(f, "steps_affected"));
+  const bool whole_run = OfWholeRun(f);
+  const std::string per = whole_run ? " in the run" : steps > 1 ? " a step" : " in its step";
+  const double n = std::max(1.0, kernels);
+  const std::string op = TextOf(f, "op");
+  return std::string("kernels shorter than their launches, the GPU idle between them: ") +
+         FormatNumber("%.0f", kernels / steps) + " kernels in " +
+         FormatNumber("%.0f", Num(f, "bursts") / steps) + " burst(s)" + per + ", average " +
+         FormatNumber("%.1f", Num(f, "kernel_us") / n) + " us on the GPU but " +
+         FormatNumber("%.1f", Num(f, "launch_us") / n) + " us to launch; the GPU idles " +
+         FormatNumber("%.1f", Num(f, "gpu_idle_between_us") / n) + " us after each, " +
+         FormatMs(Num(f, "gpu_idle_between_us") / steps) + per +
+         (op.empty() ? "" : " (launched by " + op + ")") + saving;
 }
 
 }  // namespace ttap

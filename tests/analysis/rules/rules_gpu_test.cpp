@@ -24,7 +24,7 @@ namespace {
 // aten::add_ per kernel), each launch taking 10 us on the CPU and its kernel |kernel_us| on the
 // GPU, starting when the launch returns. Then one long matmul.
 TinyTrace LaunchLoop(int kernels, double kernel_us, const std::string& runtime = "cudaLaunchKernel",
-                     int break_every = 0) {
+                     int break_every = 0, int last_step_kernels = -1) {
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
   double base = 1000;
@@ -32,7 +32,8 @@ TinyTrace LaunchLoop(int kernels, double kernel_us, const std::string& runtime =
     double cpu = base + 10;
     double gpu_free = 0;
     const double opt_start = cpu;
-    for (int k = 0; k < kernels; ++k) {
+    const int step_kernels = s == 2 && last_step_kernels >= 0 ? last_step_kernels : kernels;
+    for (int k = 0; k < step_kernels; ++k) {
       const bool long_kernel = break_every > 0 && k % break_every == break_every - 1;
       const double dur = long_kernel ? 30 : kernel_us;
       t.Cpu("aten::add_", cpu, 12);
@@ -127,6 +128,19 @@ TEST_CASE("TTA007: a burst of kernels shorter than their launches is launch-boun
   REQUIRE(alone.size() == 1);
   CHECK(alone[0].time_lost_us_per_step == Approx(39 * 11).epsilon(0.1));
   CHECK(alone[0].severity == ttap::Severity::kWarning);
+}
+
+TEST_CASE("TTA007: its message counts every step's bursts, not the last step's",
+          "[rules][TTA007]") {
+  // 40, 40 and 10 short kernels in the three steps: 30 a step. A TensorRT validation loop's
+  // message gave its last step's 8 kernels and 0.009 ms where its 10 steps held 216 kernels and
+  // 0.26 ms a step of idle time.
+  auto trace = LaunchLoop(/*kernels=*/40, /*kernel_us=*/2, "cudaLaunchKernel", 0, 10).Load();
+  auto f = FindingsWithCode(*trace, "TTA007", ExactWhatIfs());
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].evidence.at("short_kernels").number == 90);
+  CHECK(f[0].message.find("30 kernels in 1 burst(s) a step") != std::string::npos);
 }
 
 TEST_CASE("TTA007: kernels longer than their launches are not launch-bound", "[rules][TTA007]") {
