@@ -40,6 +40,8 @@ void DetectDataloaderStall(const RuleContext& ctx, const RuleOptions& o,
       AccumulateNumber(&f, "calls", 1);
       // A loader with worker processes already: they do not keep up with the loop.
       if (Contains(ctx.Name(i), "MultiProcessing")) AddText(&f, "workers", "yes");
+      // One that loads in the main process (num_workers=0), by its iterator's name.
+      if (Contains(ctx.Name(i), "SingleProcess")) AddText(&f, "main_process", "yes");
       AddEvent(&f, std::string(ctx.Name(i)), 1, load_us);
     }
     for (auto& [key, f] : by_cause) {
@@ -71,11 +73,19 @@ std::string DataLoaderStallMessage(const Finding& f, const std::string& detected
   // A trace without GPU activity (a CPU-only run, or one profiled without the CUDA activity): the
   // loop itself waits.
   const bool cpu_only = Num(f, "no_gpu_activity") > 0;
+  // The fix in the message too, not only in the hover and the quick fix: the scan's reader has
+  // the message alone.
   const std::string workers =
-      TextOf(f, "workers").empty()
-          ? ""
-          : "; its worker processes do not keep up: more workers (num_workers), or cheaper "
-            "per-sample work (transforms vectorised over the batch, data decoded once)";
+      !TextOf(f, "workers").empty()
+          ? "; its worker processes do not keep up: more workers (num_workers), or cheaper "
+            "per-sample work (transforms vectorised over the batch, data decoded once)"
+      : !TextOf(f, "main_process").empty()
+          ? std::string("; it loads in the main process (num_workers=0): ") +
+                (cpu_only ? "DataLoader(num_workers=N)"
+                          : "DataLoader(num_workers=N, pin_memory=True)") +
+                " loads the next batches in worker processes while the " +
+                (cpu_only ? "loop computes" : "GPU runs")
+          : "";
   return runs + (cpu_only ? " (the loop waits " : " (GPU idle ") + detected + ")" + workers +
          saving;
 }

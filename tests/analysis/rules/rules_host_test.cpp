@@ -89,6 +89,11 @@ TEST_CASE("TTA001: data loading that idles the GPU is found with its share", "[r
   CHECK(trace->Name(f[0].anchor_row).find("DataLoader") != std::string_view::npos);
   CHECK_FALSE(f[0].window_indices.empty());
   CHECK(f[0].message.find("56.") != std::string::npos);
+  // The message names the fix (a scan's reader has no hover): the loader runs in the main
+  // process (_SingleProcessDataLoaderIter).
+  INFO(f[0].message);
+  CHECK(f[0].message.find("it loads in the main process (num_workers=0): "
+                          "DataLoader(num_workers=N, pin_memory=True)") != std::string::npos);
 }
 
 TEST_CASE("TTA001: a marker around the last prof.step() only is not the step", "[rules][TTA001]") {
