@@ -41,6 +41,19 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
       longest = f.top_events.front().name;
     }
   }
+  // A trace whose first step is ProfilerStep#N, N > 0, was recorded after a schedule's wait and
+  // warm-up steps: advising one says nothing new, the warm-up was too short for these.
+  int64_t first_step = -1;
+  for (const Step& s : ctx.trace().steps) {
+    if (first_step < 0 || s.number < first_step) first_step = s.number;
+  }
+  const std::string warm_up =
+      first_step > 0
+          ? "the profiler's schedule skipped " + std::to_string(first_step) +
+                " step(s) already (the trace starts at ProfilerStep#" + std::to_string(first_step) +
+                "): warm up for longer (a larger wait or warmup), or run each input "
+                "shape once before profiling"
+          : "profile after a warm-up, e.g. schedule(wait=1, warmup=1, active=3)";
   for (auto& [step, f] : by_step) {
     const std::string what =
         captures > 0
@@ -63,12 +76,11 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
                   " (once per function and input shapes; a later call with new shapes "
                   "or guards compiles again)"
             : "";
-    AddText(&f, "detail",
-            "one-time: " + what + " (" + FormatNumber("%.1f ms", call_us / 1000.0) + ", longest " +
-                longest + ")" + loader + compile +
-                "; they happen once per process, not every step: " +
-                (captures > 0 ? "capture the graphs before serving or profiling, or " : "") +
-                "profile after a warm-up, e.g. schedule(wait=1, warmup=1, active=3)");
+    AddText(
+        &f, "detail",
+        "one-time: " + what + " (" + FormatNumber("%.1f ms", call_us / 1000.0) + ", longest " +
+            longest + ")" + loader + compile + "; they happen once per process, not every step: " +
+            (captures > 0 ? "capture the graphs before serving or profiling, or " : "") + warm_up);
     out->push_back(std::move(f));
   }
 }

@@ -356,6 +356,12 @@ TEST_CASE("causal: a first-call stall is cold-start, not gpu-idle", "[rules][cau
   INFO(cold[0].message);
   CHECK(cold[0].message.find("aten::embedding") != std::string::npos);
   CHECK(cold[0].time_lost_us_per_step * 3 > 1500);  // most of the 2.33 ms stall
+  // Recorded from ProfilerStep#1: a schedule's step ran before, so advising one says nothing
+  // new (a Llama block on a CPU, recorded from ProfilerStep#2, was told to use
+  // schedule(wait=1, warmup=1, active=3)).
+  CHECK(cold[0].message.find("the profiler's schedule skipped 1 step(s) already") !=
+        std::string::npos);
+  CHECK(cold[0].message.find("schedule(wait=1") == std::string::npos);
   CheckOneStory(all);
 }
 
@@ -1748,6 +1754,9 @@ TEST_CASE(
   INFO(all.findings.front().message);
   CHECK(all.findings.front().code == "TTA015");
   CHECK(all.findings.front().message.find("aten::linear") != std::string::npos);
+  // No steps recorded: a schedule with a warm-up is the advice.
+  CHECK(all.findings.front().message.find("schedule(wait=1, warmup=1, active=3)") !=
+        std::string::npos);
   for (const auto& f : all.findings) {
     INFO(f.message);
     if (f.code == "TTA008") CHECK(f.severity == ttap::Severity::kHint);
