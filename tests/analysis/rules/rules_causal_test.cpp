@@ -1597,6 +1597,11 @@ TEST_CASE(
     CHECK(f.cause_key != "the compiled function (Torch-Compiled Region: 0/0)");
   }
   CHECK(replayed[0].cause_key == "the compiled function (Torch-Compiled Region: 1/0)");
+  // Its advice is not to capture CUDA graphs, which the run replays already (vLLM's prefill ops
+  // outside its piecewise graphs were told to): these ops are outside them.
+  CHECK(replayed[0].message.find("The run replays CUDA graphs already") != std::string::npos);
+  CHECK(replayed[0].message.find("Capture it with CUDA graphs") == std::string::npos);
+  CHECK(whole[0].message.find("replays CUDA graphs already") == std::string::npos);
 }
 
 // A run without steps that compiles on its first call (|recompile|: in each of four steps).
