@@ -565,11 +565,12 @@ TEST_CASE("TTA008: CPU work between kernels idles the GPU", "[rules][TTA008]") {
   CHECK(ttap::RunRules(*TrainingLoop(0).Load(), {}).trace_score < rr.trace_score);
 }
 
-TEST_CASE("TTA008: idle time one step holds nearly all of is a one-off stall, at most info",
-          "[rules][TTA008]") {
-  // Five steps of a T4 CNN loop; in the second, one aten::empty_strided of a label tensor takes
-  // 7 ms (its other runs 20 us) with the GPU idle. It was a warning "1.6 ms/step (9.4%)".
-  ttap_test::TinyTrace t;
+namespace {
+
+// Five steps of a T4 CNN loop, 30 fp32 convolutions of |conv_us| each; in the second step one
+// aten::empty_strided of a label tensor takes 7 ms (its other runs 20 us) with the GPU idle.
+TinyTrace StallInSecondStep(double conv_us) {
+  TinyTrace t;
   t.Device(0, "Tesla T4", 7, 5);
   ttap_test::StreamClock gpu;
   double cpu = 1000;
@@ -581,12 +582,21 @@ TEST_CASE("TTA008: idle time one step holds nearly all of is a one-off stall, at
     cpu += alloc_us + 45;
     for (int k = 0; k < 30; ++k) {
       t.Cpu("aten::conv2d", cpu, 30);
-      gpu.Kernel(t, "implicit_convolve_sgemm", cpu + 20, 5, 3, 300);
+      gpu.Kernel(t, "implicit_convolve_sgemm", cpu + 20, 5, 3, conv_us);
       cpu += 31;
     }
     cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
   }
-  auto trace = t.Load();
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("TTA008: idle time one step holds nearly all of is a one-off stall, at most info",
+          "[rules][TTA008]") {
+  // Five steps of a T4 CNN loop; in the second, one aten::empty_strided of a label tensor takes
+  // 7 ms (its other runs 20 us) with the GPU idle. It was a warning "1.6 ms/step (9.4%)".
+  auto trace = StallInSecondStep(/*conv_us=*/300).Load();
   auto f = FindingsWithCode(*trace, "TTA008");
   REQUIRE(!f.empty());
   INFO(f[0].message);
@@ -601,24 +611,7 @@ TEST_CASE("RunRules: a one-off stall at info comes after the warnings, whatever 
   // in aten::empty_strided: the stall saves more a step (1.4 ms) than the tensor cores (0.4 ms)
   // or the sync at each step's end (0.1 ms) would, but it happens once; a user reads the
   // findings in order.
-  ttap_test::TinyTrace t;
-  t.Device(0, "Tesla T4", 7, 5);
-  ttap_test::StreamClock gpu;
-  double cpu = 1000;
-  for (int s = 0; s < 5; ++s) {
-    const double start = cpu;
-    const double alloc_us = s == 1 ? 7000 : 20;
-    t.Cpu("aten::to", cpu, alloc_us + 40);
-    t.Cpu("aten::empty_strided", cpu + 5, alloc_us);
-    cpu += alloc_us + 45;
-    for (int k = 0; k < 30; ++k) {
-      t.Cpu("aten::conv2d", cpu, 30);
-      gpu.Kernel(t, "implicit_convolve_sgemm", cpu + 20, 5, 3, 40);
-      cpu += 31;
-    }
-    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
-  }
-  auto all = ttap::RunRules(*t.Load(), {});
+  auto all = ttap::RunRules(*StallInSecondStep(/*conv_us=*/40).Load(), {});
   REQUIRE(all.findings.size() >= 2);
   CHECK(all.findings.front().code == "TTA009");
   CHECK(all.findings.front().severity == ttap::Severity::kWarning);
