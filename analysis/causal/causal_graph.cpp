@@ -392,6 +392,17 @@ bool IsCompilePhaseName(std::string_view n) {
          n == "backend_compile" || n == "inductor_compile";
 }
 
+// Ops that return a view of their input without touching its data.
+bool IsViewOpName(std::string_view n) {
+  static constexpr std::string_view kViews[] = {
+      "aten::view",      "aten::flatten",    "aten::_unsafe_view", "aten::transpose",
+      "aten::t",         "aten::permute",    "aten::expand",       "aten::squeeze",
+      "aten::unsqueeze", "aten::as_strided", "aten::slice",        "aten::select",
+      "aten::detach",    "aten::alias",      "aten::narrow",       "aten::unflatten",
+      "aten::split",     "aten::chunk",      "aten::unbind"};
+  return std::find(std::begin(kViews), std::end(kViews), n) != std::end(kViews);
+}
+
 // Ops whose first call sets up a math library: convolutions and matrix products.
 bool IsMathLibraryOp(std::string_view n) {
   return Contains(n, "convolution") || Contains(n, "conv2d") || Contains(n, "conv1d") ||
@@ -419,7 +430,11 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   std::vector<uint8_t> eligible(trace.strings.size(), kNotEligible);
   for (size_t id = 0; id < eligible.size(); ++id) {
     const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
-    eligible[id] = IsDataLoaderName(n) ? kLoaderNext : Contains(n, "#") ? kNotEligible : kOp;
+    // A view (flatten, view, transpose, ...) only makes new metadata: it has nothing to set up,
+    // and a long first run of one is the host stalling, not a first call.
+    eligible[id] = IsDataLoaderName(n)                   ? kLoaderNext
+                   : Contains(n, "#") || IsViewOpName(n) ? kNotEligible
+                                                         : kOp;
   }
   // Per op row, the time of the allocator calls inside it (cudaMalloc of a new output, at any
   // depth): a first call's set-up is its own work, not the allocation every cold call makes.

@@ -76,7 +76,8 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading = 0)
 // and handles made by the first aten::mm, a first index_select's stall): at least
 // kFirstCallMinNs (less in a short run, below) and at least kFirstCallRatio x the median of the
 // op's later runs (or, the allocator calls inside each left out, its own work that ratio of
-// theirs and longer by the floor: later runs that allocate a new output too), with no later run in
+// theirs and longer by the floor: later runs that allocate a new output too; never a view op,
+// which sets nothing up), with no later run in
 // a later step costing half as much or more (a cost that repeats is steady-state); an op that never
 // runs again counts from kFirstCallAloneNs when it launches GPU work. What runs under one is cold
 // start (Cause::kColdStart), never steady-state work, allocator churn or GPU idle time. A math

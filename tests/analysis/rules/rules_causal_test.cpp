@@ -1813,6 +1813,26 @@ TEST_CASE("causal: a first call's own set-up counts though its later call alloca
   }
 }
 
+TEST_CASE("causal: a view's long first run is the host stalling, not a first call",
+          "[rules][causal][TTA015]") {
+  // Five calls each of aten::flatten and aten::index_select; the first of each takes 3 ms, the
+  // others 10 us. A view only makes new metadata: a CPU ResNet-18 whose first aten::flatten took
+  // 277.7 ms (the machine stalled) was TTA015 "longest aten::flatten".
+  TinyTrace t;
+  double cpu = 1000;
+  for (int k = 0; k < 5; ++k) {
+    for (const char* op : {"aten::flatten", "aten::index_select"}) {
+      const double dur = k == 0 ? 3000 : 10;
+      t.Cpu(op, cpu, dur);
+      cpu += dur + 5;
+    }
+  }
+  auto trace = t.Load();
+  const auto first_calls = ttap::OneTimeFirstCalls(*trace);
+  REQUIRE(first_calls.size() == 1);
+  CHECK(trace->Name(first_calls[0].row) == "aten::index_select");
+}
+
 TEST_CASE("causal: a serving engine's cold first mark is not analysed apart as a loop's",
           "[rules][causal][TTA015]") {
   // No ProfilerStep: five marks of a serving engine (vLLM's execute_new_<n>_cached_<m>), each 60
