@@ -428,8 +428,10 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   // the batches after it).
   enum : uint8_t { kNotEligible, kOp, kLoaderNext };
   std::vector<uint8_t> eligible(trace.strings.size(), kNotEligible);
+  std::vector<uint8_t> allocator_name(trace.strings.size(), 0);  // an allocator call's name
   for (size_t id = 0; id < eligible.size(); ++id) {
     const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
+    allocator_name[id] = (RuntimeCallFlags(n) & kRuntimeAllocator) != 0;
     // A view (flatten, view, transpose, ...) only makes new metadata: it has nothing to set up,
     // and a long first run of one is the host stalling, not a first call.
     eligible[id] = IsDataLoaderName(n)                   ? kLoaderNext
@@ -440,9 +442,7 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   // depth): a first call's set-up is its own work, not the allocation every cold call makes.
   std::unordered_map<int32_t, int64_t> allocator_under;
   for (size_t i = 0; i < ev.size(); ++i) {
-    if (!IsLaunchKind(ev.kind[i]) || !(RuntimeCallFlags(trace.Name(i)) & kRuntimeAllocator)) {
-      continue;
-    }
+    if (!IsLaunchKind(ev.kind[i]) || !allocator_name[ev.name[i]]) continue;
     for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 256; p = ev.parent[p], ++g) {
       if (ev.kind[p] == EventKind::kCpuOp) allocator_under[p] += ev.dur[i];
     }
@@ -795,8 +795,7 @@ class GraphBuilder {
       for (size_t i = 0; i < n_rows; ++i) {
         if (!IsLaunchKind(ev.kind[i]) || !(name_class[ev.name[i]] & kNameAllocator)) continue;
         ++allocator_calls;
-        const std::string_view name = trace.Name(i);
-        device_frees += Contains(name, "Free") && !Contains(name, "Host");
+        device_frees += IsDeviceFreeName(trace.Name(i));
       }
     }
     warming_allocator = spans.size() <= 1 &&

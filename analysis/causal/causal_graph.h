@@ -77,20 +77,20 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading = 0)
 // kFirstCallMinNs (less in a short run, below) and at least kFirstCallRatio x the median of the
 // op's later runs (or, the allocator calls inside each left out, its own work that ratio of
 // theirs and longer by the floor: later runs that allocate a new output too; never a view op,
-// which sets nothing up), with no later run in
-// a later step costing half as much or more (a cost that repeats is steady-state); an op that never
-// runs again counts from kFirstCallAloneNs when it launches GPU work. What runs under one is cold
-// start (Cause::kColdStart), never steady-state work, allocator churn or GPU idle time. A math
-// library's op (convolution, matmul) that never runs again counts from kLibraryFirstCallNs when it
-// launches GPU work and the GPU idles through it (cuDNN / MIOpen algorithm search, a cuBLAS
-// handle); so does one from kFirstCallMinNs that runs again at half its first run's cost or less (a
-// cold forward's later layers are slow too, each setting up its own shape). Runtime allocator calls
-// of at least kOneTimeAllocatorCallNs while the GPU is (nearly) idle are listed too: start-up, not
-// churn (a cudaFree waiting for running work is not one); so are kernel launch calls of at least
-// kFirstCallMinNs with the GPU idle (a lazy module load: a launch only takes that long on a full
-// queue, which a busy GPU would show). An op that encloses many ops is a region (a record_function
-// written as an op: the 2021 profiler's "Operator" category, model_inference): only its ops' first
-// calls count. Sorted by row; only the outermost of nested ones is kept.
+// which sets nothing up), with no later run in a later step costing half as much or more (a cost
+// that repeats is steady-state); an op that never runs again counts from kFirstCallAloneNs when it
+// launches GPU work. What runs under one is cold start (Cause::kColdStart), never steady-state
+// work, allocator churn or GPU idle time. A math library's op (convolution, matmul) that never runs
+// again counts from kLibraryFirstCallNs when it launches GPU work and the GPU idles through it
+// (cuDNN / MIOpen algorithm search, a cuBLAS handle); so does one from kFirstCallMinNs that runs
+// again at half its first run's cost or less (a cold forward's later layers are slow too, each
+// setting up its own shape). Runtime allocator calls of at least kOneTimeAllocatorCallNs while the
+// GPU is (nearly) idle are listed too: start-up, not churn (a cudaFree waiting for running work is
+// not one); so are kernel launch calls of at least kFirstCallMinNs with the GPU idle (a lazy module
+// load: a launch only takes that long on a full queue, which a busy GPU would show). An op that
+// encloses many ops is a region (a record_function written as an op: the 2021 profiler's "Operator"
+// category, model_inference): only its ops' first calls count. Sorted by row; only the outermost of
+// nested ones is kept.
 struct FirstCall {
   int32_t row = -1;
   int64_t typical_ns = 0;  // what a later run of the op costs (median), or a warm call's cost

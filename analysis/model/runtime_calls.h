@@ -37,6 +37,10 @@ uint32_t RuntimeCallFlags(std::string_view name);
 inline bool HasRuntimeFlag(std::string_view name, uint32_t flags) {
   return (RuntimeCallFlags(name) & flags) != 0;
 }
+// An allocator call that frees device memory (cudaFree, hipFree, cuMemFree), not host memory.
+inline bool IsDeviceFreeName(std::string_view name) {
+  return name.find("Free") != std::string_view::npos && name.find("Host") == std::string_view::npos;
+}
 // The calls that synchronise the host with the device (stream, device, event, context).
 inline bool IsSyncCall(std::string_view n) { return HasRuntimeFlag(n, kRuntimeSync); }
 // The calls that block the host until device work is done: the synchronisations and the

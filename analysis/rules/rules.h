@@ -82,9 +82,9 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options);
 // work (compilation, context and library set-up: a TTA015 finding, nearly all of it in them, each
 // of those steps 3x the median of the rest or more) and at least three steady steps follow. The
 // rules run again on the steady steps alone: what the user's loop costs every step comes first,
-// then the one-time findings of the cold steps (per recorded step as RunRules gives them, with
-// the total the cold steps hold), then the rest. Any other trace: RunRules. `ttap scan` and the
-// LSP call it.
+// then the one-time findings of the cold steps (their fields per recorded step as RunRules gives
+// them, their messages in the run's totals), then the rest. Any other trace: RunRules. `ttap scan`
+// and the LSP call it.
 RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options);
 
 // The one-line message of a merged finding, with its numbers.

@@ -123,9 +123,7 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
       AddNumber(&f, "gpu_idle_between_us", g.lost_ns / 1000.0);
       AddNumber(&f, "kernel_us", g.kernel_ns / 1000.0);
       AddNumber(&f, "launch_us", g.launch_ns / 1000.0);
-      const double n = static_cast<double>(g.kernels);
       const std::string op_name = g.op >= 0 ? std::string(ctx.Name(g.op)) : "";
-      (void)n;
       if (!op_name.empty()) AddText(&f, "op", op_name);
       for (auto& [name, e] : g.kernel_names) AddEvent(&f, name, e.first, e.second);
       out->push_back(std::move(f));

@@ -1,6 +1,7 @@
 // TTA013 allocator-churn: cudaMalloc/cudaFree in steady-state steps. Its two detectors (per step,
 // and on the causal model's critical path for traces whose steps the first cannot judge);
 // registered in rule_registry.cpp, documented in docs/antipatterns.md#tta013-allocator-churn.
+#include "analysis/model/runtime_calls.h"
 #include "analysis/rules/causal_detectors.h"
 #include "analysis/rules/memory_detectors.h"
 
@@ -36,7 +37,7 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
   // A device free outside any op (user annotations aside).
   auto is_bare_free = [&](size_t i) {
     const std::string_view name = ctx.Name(i);
-    if (!Contains(name, "Free") || Contains(name, "Host")) return false;
+    if (!IsDeviceFreeName(name)) return false;
     if (ctx.InFirstCall(static_cast<int32_t>(i))) return false;
     for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 4096; p = ev.parent[p], ++g) {
       if (ev.kind[p] == EventKind::kCpuOp) return false;
