@@ -11,7 +11,29 @@
 
 namespace ttap {
 
-namespace {}  // namespace
+namespace {
+
+// RuleContext::forward_only: framework ops recorded, none of them backward's or an optimizer's
+// (autograd::engine::evaluate_function, MmBackward0 / the 2021 profiler's AddmmBackward,
+// Optimizer.step#Adam.step, Optimizer.zero_grad#...).
+bool RecordsOnlyForward(const Trace& trace) {
+  const EventTable& ev = trace.events;
+  std::vector<uint8_t> trains(trace.strings.size(), 0);
+  for (size_t id = 0; id < trains.size(); ++id) {
+    const std::string_view name = trace.strings.Get(static_cast<StringId>(id));
+    trains[id] = StartsWith(name, "autograd::engine") || Contains(name, "Backward") ||
+                 StartsWith(name, "Optimizer.");
+  }
+  bool ops = false;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kCpuOp) continue;
+    if (trains[ev.name[i]]) return false;
+    ops = true;
+  }
+  return ops;
+}
+
+}  // namespace
 
 RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_(trace) {
   const EventTable& ev = trace.events;
@@ -56,6 +78,7 @@ RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_
     hash_name_[id] = Contains(name, "#") ? 1 : 0;
   }
   MergeIntervals(&kernel_busy_);
+  forward_only_ = RecordsOnlyForward(trace);
   // Framework ops (outside annotations) with a synchronize call under them.
   syncing_op_.assign(ev.size(), 0);
   for (size_t i = 0; i < ev.size(); ++i) {

@@ -95,6 +95,10 @@ class RuleContext {
   bool BlockingLaunch(uint32_t row) const {
     return launches_block_ && LaunchBlocksOnKernel(trace_.events, row);
   }
+  // Whether the trace records framework ops and none of them is autograd's backward or an
+  // optimizer's (inference: a serving engine's decode, a forward pass). Its collectives are the
+  // forward's (tensor / expert parallel), each waiting for its layer's output: nothing to bucket.
+  bool forward_only() const { return forward_only_; }
 
  private:
   const Trace& trace_;
@@ -109,6 +113,7 @@ class RuleContext {
   double measured_pinned_gbps_ = 0;
   std::vector<FirstCall> first_calls_;
   bool launches_block_ = false;
+  bool forward_only_ = false;
   std::vector<uint8_t> collective_name_;  // per string id
   std::vector<uint32_t> runtime_flags_;   // per string id
   std::vector<uint8_t> hash_name_;        // per string id: the name holds '#' (a region's)

@@ -97,6 +97,7 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
       std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
       if (!op.empty()) AddText(&f, "op", op);
       AddText(&f, "overlap", FormatNumber("%.1f%%", 100.0 * ratio));
+      if (ctx.forward_only()) AddText(&f, "forward_only", "yes");
       // The message (CommNotOverlappedMessage) gives the flagged steps' means.
       AddMean(&f, "overlap_ratio", ratio);
       AddMean(&f, "overlap_min", min_overlap);
@@ -122,6 +123,9 @@ std::string CommNotOverlappedMessage(const Finding& f, const std::string& detect
   const double steps = std::max(1.0, Num(f, "steps_affected"));
   const double exposed_us = Num(f, "exposed_us") / steps;
   const bool p2p = Num(f, "p2p_exposed_us") * 2 >= Num(f, "exposed_us") && exposed_us > 0;
+  // Inference (tensor / expert parallel): each collective carries a layer's output to the next,
+  // so DDP's overlap with backward and bucketing do not apply.
+  const bool forward = !p2p && TextOf(f, "forward_only") == "yes";
   return "collectives run with little concurrent compute: collectives" +
          (op.empty() ? std::string() : " from " + op) + " overlap compute " +
          FormatNumber("%.0f%%", 100.0 * Num(f, "overlap_ratio")) + " of their time (below " +
@@ -134,6 +138,13 @@ std::string CommNotOverlappedMessage(const Finding& f, const std::string& detect
                     "for the peer stage: a pipeline bubble, which more micro-batches or an "
                     "interleaved (1F1B) schedule shrink, not overlap with backward")
               : std::string()) +
+         (forward ? std::string(
+                        "; the run has no backward: these are the forward's tensor- or "
+                        "expert-parallel collectives, each waiting for its layer's output (hide "
+                        "them behind a second micro-batch's compute, or shorten them: a fused "
+                        "all-reduce + norm, a one-shot custom all-reduce, a lower tensor-parallel "
+                        "degree)")
+                  : std::string()) +
          saving;
 }
 

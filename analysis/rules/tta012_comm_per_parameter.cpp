@@ -16,7 +16,10 @@ using comm_detail::StepComm;
 // exposed (compute-free) GPU time, which bucketing amortises (see docs/antipatterns.md).
 void DetectCommPerParameter(const RuleContext& ctx, const RuleOptions& o,
                             std::vector<Finding>* out) {
-  if (!ctx.has_gpu()) return;
+  // A forward-only run's collectives (tensor / expert parallel inference) each carry one layer's
+  // output to the next: none can wait for another to be bucketed with it. Their exposed time is
+  // TTA011's.
+  if (!ctx.has_gpu() || ctx.forward_only()) return;
   const EventTable& ev = ctx.ev();
   const double min_count = o.Get("comm_min_per_step", 64);
   const double min_share = o.Get("comm_per_parameter_share", 0.01);

@@ -30,16 +30,18 @@ void AllReduce(TinyTrace& t, double cpu, double gts, double gdur, int stream = 2
   t.Launch(kAllReduce, cpu + 3, launch_us, gts, gdur, "kernel", stream, "cudaLaunchKernelExC");
 }
 
-// Three steps: compute kernels on stream 7 for 2 ms, then |n| all_reduces of |comm_us| each on
-// stream |stream|, starting |offset_us| after the compute began (offset 0: fully alongside the
-// compute; 2000: after it, exposed).
-TinyTrace DdpSteps(int n, double comm_us, double offset_us, int stream = 20) {
+// Three training steps (a backward op marks each; a run without one is inference, whose
+// collectives TTA012 leaves alone): compute kernels on stream 7 for 2 ms, then |n| all_reduces of
+// |comm_us| each on stream |stream|, starting |offset_us| after the compute began (offset 0:
+// fully alongside the compute; 2000: after it, exposed).
+TinyTrace DdpSteps(int n, double comm_us, double offset_us, int stream = 20, bool training = true) {
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
   double base = 1000;
   for (int s = 0; s < 3; ++s) {
     const double gpu0 = base + 50;
     double cpu = base + 10;
+    if (training) t.Cpu("autograd::engine::evaluate_function: MmBackward0", base + 1, 2);
     for (int k = 0; k < 4; ++k) {
       t.Cpu("aten::mm", cpu, 8);
       t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", cpu + 1, 5,
@@ -387,8 +389,8 @@ TEST_CASE("TTA012: one all_reduce per parameter", "[rules][TTA012]") {
 }
 
 TEST_CASE("TTA012: graph-launched collectives pay no launch of their own", "[rules][TTA012]") {
-  // A decode step replayed as a CUDA graph: one 4 ms cudaGraphLaunch call starts 100 small
-  // collectives (each recorded against that call) beside the step's GEMMs.
+  // A step replayed as a CUDA graph, recorded without its ops: one 4 ms cudaGraphLaunch call
+  // starts 100 small collectives (each recorded against that call) beside the step's GEMMs.
   TinyTrace t;
   t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
   double base = 1000;
@@ -434,6 +436,7 @@ TEST_CASE("TTA012: collectives belong to the step that launched them, wherever t
   // time, 75; the 25 that ran in step 1 were nobody's call overhead).
   TinyTrace t;
   t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  t.Cpu("autograd::engine::evaluate_function: MmBackward0", 1001, 2);
   t.Kernel("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", 1010, 5, 1020, 400);
   double gts = 1510;
   for (int k = 0; k < 100; ++k) {
@@ -454,6 +457,26 @@ TEST_CASE("TTA012: a few bucketed collectives on their own stream are fine", "[r
   CHECK(FindingsWithCode(*trace, "TTA012").empty());
   auto exposed = DdpSteps(2, 800, 2000).Load();  // TTA011's business, not TTA012's
   CHECK(FindingsWithCode(*exposed, "TTA012").empty());
+}
+
+TEST_CASE("TTA012: an inference run's per-layer collectives are not bucketed", "[rules][TTA012]") {
+  // Tensor-parallel inference: 100 all-reduces per forward on the compute stream, each after its
+  // layer's GEMM, and no backward anywhere. As training (one per parameter) TTA012 fires; in a
+  // forward each carries one layer's output to the next, so none could wait to be bucketed with
+  // another: TTA011 reports their exposed time, with the fixes inference has.
+  CHECK(FindingsWithCode(*DdpSteps(100, 30, 2000, 7, /*training=*/true).Load(), "TTA012").size() ==
+        1);
+  auto trace = DdpSteps(100, 30, 2000, 7, /*training=*/false).Load();
+  CHECK(FindingsWithCode(*trace, "TTA012").empty());
+  auto exposed = FindingsWithCode(*trace, "TTA011");
+  REQUIRE(exposed.size() == 1);
+  CHECK(exposed[0].message.find("the run has no backward") != std::string::npos);
+  CHECK(exposed[0].message.find("two-batch") == std::string::npos);
+  CHECK(exposed[0].message.find("second micro-batch") != std::string::npos);
+  // A training run's exposed collectives keep DDP's advice (docs), not inference's.
+  auto ddp = FindingsWithCode(*DdpSteps(2, 800, 2000).Load(), "TTA011");
+  REQUIRE(ddp.size() == 1);
+  CHECK(ddp[0].message.find("no backward") == std::string::npos);
 }
 
 // ---- real traces ----
