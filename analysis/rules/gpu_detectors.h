@@ -18,7 +18,7 @@ inline std::string ShortKernelName(std::string_view n) {
   if (StartsWith(n, "void ")) n.remove_prefix(5);
   size_t cut = n.find_first_of("<(");
   if (cut != std::string_view::npos && cut > 0) n = n.substr(0, cut);
-  if (n.size() > 80) n = n.substr(0, 80);
+  if (n.size() > 100) return std::string(n.substr(0, 97)) + "...";  // said to be cut
   return std::string(n);
 }
 

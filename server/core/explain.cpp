@@ -104,8 +104,9 @@ std::string FindingMarkdown(const ScanResult& scan, const RunFacts& facts, const
   if (!f.top_events.empty()) {
     md += "Top events: ";
     for (size_t i = 0; i < f.top_events.size() && i < 3; ++i) {
-      std::snprintf(buf, sizeof(buf), "%s`%s` x%lld (%s)", i ? ", " : "",
-                    f.top_events[i].name.substr(0, 60).c_str(),
+      const std::string& full = f.top_events[i].name;
+      const std::string name = full.size() > 60 ? full.substr(0, 57) + "..." : full;
+      std::snprintf(buf, sizeof(buf), "%s`%s` x%lld (%s)", i ? ", " : "", name.c_str(),
                     static_cast<long long>(f.top_events[i].count),
                     FormatMs(f.top_events[i].total_us).c_str());
       md += buf;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/load/trace_loader.h"
+#include "analysis/rules/gpu_detectors.h"
 #include "analysis/tiny_trace.h"
 #include "test_support.h"
 
@@ -630,4 +631,14 @@ TEST_CASE("TTA007: bursts launched by different ops are separate findings", "[ru
   std::set<std::string> keys = {f[0].cause_key, f[1].cause_key};
   CHECK(keys == std::set<std::string>{"launch-bound aten::add_", "launch-bound aten::fill_"});
   for (const auto& x : f) CHECK(x.evidence.at("short_kernels").number == 3 * 40);
+}
+
+TEST_CASE("kernel names in messages: short forms say when they are cut", "[rules][TTA009]") {
+  using ttap::gpu_detail::ShortKernelName;
+  // cuBLAS's names end with what matters (ffma: fp32 SIMT); 80 characters cut "ffma" to "ffm".
+  const std::string sgemm =
+      "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma_aligna4";
+  CHECK(ShortKernelName("void " + sgemm + "<float>(Params)") == sgemm);
+  const std::string longer(130, 'k');
+  CHECK(ShortKernelName(longer) == std::string(97, 'k') + "...");
 }
