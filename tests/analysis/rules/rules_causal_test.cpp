@@ -1048,6 +1048,37 @@ TEST_CASE("causal: a CPU-overhead-bound region's ops leave out one-time first ca
   CHECK(f[0].message.find("in aten::add 3.3") != std::string::npos);
 }
 
+TEST_CASE("causal: a CPU-overhead-bound region's ops are those of most of its steps",
+          "[rules][causal][TTA017]") {
+  // Four steps of 200 eager aten::add; the first also creates an optimizer's state: 40
+  // aten::zeros_like of 100 us each (4 ms, 1 ms "a step" over four), none in later steps. The
+  // steps' dispatch is aten::add's (3.4 ms a step); zeros_like runs in one step of four.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-80GB", 8, 0);
+  StreamClock gpu;
+  double cpu = 1000;
+  for (int s = 0; s < 4; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 200; ++k) {
+      t.Cpu("aten::add", cpu, 17);
+      gpu.Kernel(t, "vectorized_elementwise_kernel", cpu + 10, 5, 3, 6);
+      cpu += 17;
+      if (s == 0 && k % 5 == 0) {
+        t.Cpu("aten::zeros_like", cpu, 100);
+        gpu.Kernel(t, "vectorized_elementwise_kernel", cpu + 93, 5, 3, 6);
+        cpu += 100;
+      }
+    }
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA017");
+  REQUIRE(!f.empty());
+  INFO(f[0].message);
+  CHECK(f[0].message.find("most CPU time a step in aten::add 3.4") != std::string::npos);
+  CHECK(f[0].message.find("zeros_like") == std::string::npos);
+}
+
 TEST_CASE("causal: the eager warm-up before a one-time graph capture is not steady-state dispatch",
           "[rules][causal][TTA017]") {
   // vLLM captures a batch size's graph lazily: step 3 first runs the model eagerly (100 ops of
