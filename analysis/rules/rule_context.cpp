@@ -79,6 +79,22 @@ RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_
   }
   MergeIntervals(&kernel_busy_);
   forward_only_ = RecordsOnlyForward(trace);
+  std::vector<int32_t> capture_begins;
+  int64_t graph_launches = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (!IsLaunchKind(ev.kind[i])) continue;
+    if (RuntimeFlags(i) & kRuntimeCaptureBegin) capture_begins.push_back(static_cast<int32_t>(i));
+    if (RuntimeFlags(i) & kRuntimeGraphLaunch) ++graph_launches;
+  }
+  capture_step_.assign(steps_.size(), 0);
+  if (graph_launches > static_cast<int64_t>(capture_begins.size())) {
+    size_t n = 0;
+    for (int32_t r : capture_begins) {
+      const int s = StepOf(ev.ts[r]);
+      if (s >= 0 && !capture_step_[s]) capture_step_[s] = 1, ++n;
+    }
+    if (2 * n >= steps_.size()) capture_step_.assign(steps_.size(), 0);
+  }
   // Framework ops (outside annotations) with a synchronize call under them.
   syncing_op_.assign(ev.size(), 0);
   for (size_t i = 0; i < ev.size(); ++i) {

@@ -23,6 +23,8 @@ void DetectLaunchBound(const RuleContext& ctx, const RuleOptions& o, std::vector
   const size_t min_burst = static_cast<size_t>(std::max(2.0, o.Get("launch_bound_min_burst", 8)));
   const int64_t max_gap_ns = static_cast<int64_t>(o.Get("launch_bound_max_gap_us", 200) * 1000);
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    // A step that captures a CUDA graph the others replay runs its ops eagerly once first.
+    if (ctx.CaptureStep(static_cast<int>(s))) continue;
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     struct Burst {

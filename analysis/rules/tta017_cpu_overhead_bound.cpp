@@ -131,15 +131,6 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     std::map<StringId, std::pair<int64_t, int64_t>> ops;  // op name -> (runs, CPU ns)
     std::vector<int64_t> kernel_durs;                     // its kernels' durations
   };
-  // A step that captures a CUDA graph replayed in other steps runs the captured ops eagerly
-  // first (vLLM's warm-up runs before each lazy capture): one-time work (TTA015's), not the
-  // steady state's dispatch. Such steps are left out while they are under half of the steps.
-  std::set<int> capture_steps;
-  for (int32_t begin : g.one_time_capture_begins) {
-    const int step = ctx.StepOf(ev.ts[begin]);
-    if (step >= 0) capture_steps.insert(step);
-  }
-  if (2 * capture_steps.size() >= ctx.steps().size()) capture_steps.clear();
   std::map<int64_t, std::map<int, StepTally>> regions;
   std::vector<uint8_t> op_seen(ev.size(), 0);
   // Every kernel's launch with its region, in the order of the launching threads: a region's
@@ -166,7 +157,9 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
     }
     if (in_bursts[g.row[n]]) continue;
     // An op that synchronizes inside cannot be captured: its launches are the sync's (TTA002).
-    if (capture_steps.count(step) || ctx.UnderSyncingOp(launch_row)) continue;
+    // A step that captures a CUDA graph replayed in other steps runs the captured ops eagerly
+    // first: one-time work (RuleContext::CaptureStep).
+    if (ctx.CaptureStep(step) || ctx.UnderSyncingOp(launch_row)) continue;
     // A one-time first call (its set-up, TTA015's) is not the steady state's dispatch: its
     // launches and CPU time stay out of the region's tally.
     if (!ctx.first_calls().empty() && ctx.InFirstCall(launch_row)) continue;
