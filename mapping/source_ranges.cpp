@@ -567,11 +567,10 @@ bool Unverifiable(const std::string& fn) {
   return fn.empty() || (fn[0] == '<' && fn != "<module>");
 }
 
-// The def's first call of |callee| when |stmt| is the header of def |fn| on |line0|: PyTorch's
-// tracer names a frame by its def line, and what the frame called says which statement ran.
-Narrowed NarrowToCallee(const PythonSource& src, TSNode stmt, int line0, const std::string& fn,
-                        const std::string& callee) {
-  if (IsNull(stmt) || callee.empty() || Row(stmt) != line0) return {};
+// The body of def |fn| when |stmt| is its header on |line0| (PyTorch's tracer names a frame by
+// its def line); a null node otherwise.
+TSNode DefBodyAt(const PythonSource& src, TSNode stmt, int line0, const std::string& fn) {
+  if (IsNull(stmt) || Row(stmt) != line0) return {};
   if (NodeType(stmt) == "decorated_definition") {
     stmt = ts_node_child_by_field_name(stmt, "definition", 10);
   }
@@ -579,7 +578,15 @@ Narrowed NarrowToCallee(const PythonSource& src, TSNode stmt, int line0, const s
       DefinitionName(src, stmt) != fn) {
     return {};
   }
-  TSNode body = ts_node_child_by_field_name(stmt, "body", 4);
+  return ts_node_child_by_field_name(stmt, "body", 4);
+}
+
+// The def's first call of |callee| when |stmt| is the header of def |fn| on |line0|: what the
+// frame called says which statement ran.
+Narrowed NarrowToCallee(const PythonSource& src, TSNode stmt, int line0, const std::string& fn,
+                        const std::string& callee) {
+  if (callee.empty()) return {};
+  TSNode body = DefBodyAt(src, stmt, line0, fn);
   if (IsNull(body)) return {};
   TSNode call = PickCall(
       CallsIn(body), -1, [&](TSNode c) { return CalleeName(src, c) == callee; }, false);
@@ -588,6 +595,28 @@ Narrowed NarrowToCallee(const PythonSource& src, TSNode stmt, int line0, const s
   while (!IsNull(owner) && !IsStatementNode(NodeType(owner))) owner = ts_node_parent(owner);
   if (IsNull(owner)) return {};
   return OfCall(owner, call, true);
+}
+
+// The one statement of def |fn|'s own body (nested defs aside) with |shape|, when |stmt| is its
+// header on |line0|: the frame is the function itself, with nothing it called in between (an
+// `.item()` in train()'s body is aten::item's frame `train`); several such statements say
+// nothing of which ran, and the def stays.
+Narrowed NarrowToShapeInDef(const PythonSource& src, TSNode stmt, int line0, const std::string& fn,
+                            SourceShape shape) {
+  TSNode body = DefBodyAt(src, stmt, line0, fn);
+  if (IsNull(body)) return {};
+  Narrowed one;
+  int matches = 0;
+  WalkRows(body, Row(body), ts_node_end_point(body).row, [&](TSNode n) {
+    std::string_view t = NodeType(n);
+    if (IsDefinition(t) || t == "decorated_definition" || matches > 1) return false;
+    if (IsStatementNode(t)) {
+      Narrowed m = Narrow(src, n, Row(n), shape);
+      if (m.found && m.strong && ++matches == 1) one = m;
+    }
+    return MayHoldStatements(t);
+  });
+  return matches == 1 ? one : Narrowed{};
 }
 
 bool Encloses(const PythonSource& src, TSNode stmt, int line0, const std::string& fn) {
@@ -779,8 +808,16 @@ MappedRange MapToSource(const PythonSource& src, const RangeQuery& q) {
   }
 
   TSNode stmt = StatementAt(src, line0);
-  if (!has_shape) {
-    Narrowed called = NarrowToCallee(src, stmt, line0, fn, q.callee);
+  {
+    // A frame at its def line: the one statement of the code's shape in the def (a file edited
+    // since the trace re-anchors by shape below), or for a code without a shape what the frame
+    // called.
+    Narrowed called;
+    if (!has_shape) {
+      called = NarrowToCallee(src, stmt, line0, fn, q.callee);
+    } else if (!q.file_newer_than_trace) {
+      called = NarrowToShapeInDef(src, stmt, line0, fn, code_shape);
+    }
     if (called.found) {
       Apply(src, called, called.stmt, line0, &out);
       out.line = src.ToPosition(called.range.start, PositionEncoding::kUtf8).line + 1;

@@ -19,8 +19,10 @@ struct RangeQuery {
   std::string function;  // the frame's function ("<module>", "main", "train_step", ...)
   std::string code;      // finding code, e.g. "TTA005"; picks what to narrow to
   // What the frame called on the way to the finding ("backward", "collect"; CalleeOfFrame).
-  // When |line| is the def line of |function| (PyTorch's tracer names frames by it) and the code
-  // has no shape of its own, the range narrows to the def's first call of that name.
+  // When |line| is the def line of |function| (PyTorch's tracer names frames by it), the range
+  // narrows to the one statement of the def's body with the code's shape (an `.item()` for
+  // TTA002; the file not edited since the trace), or for a code without a shape to the def's
+  // first call of that name.
   std::string callee;
   bool file_newer_than_trace = false;  // the file's mtime is after the trace file's
 };

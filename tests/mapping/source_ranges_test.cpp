@@ -744,6 +744,50 @@ TEST_CASE("ranges: a tutorial-shaped profiling script, the loop inside `with pro
         std::string::npos);
 }
 
+TEST_CASE("ranges: a def line narrows to the def's one statement of the code's shape",
+          "[mapping][ranges]") {
+  // aten::item's only Python frame is the function that called .item() (the tracer names it by
+  // its def line, and a C method has no frame of its own): the finding sat on `def train`.
+  const std::string text =
+      "def train(model, loader, opt):\n"
+      "    for x, y in loader:\n"
+      "        loss = model(x).sum()\n"
+      "        loss.backward()\n"
+      "        print(loss.item())\n"
+      "\n"
+      "    def report(t):\n"
+      "        return t.cpu()\n"
+      "\n"
+      "\n"
+      "def evaluate(model, xs):\n"
+      "    a = xs[0].item()\n"
+      "    b = xs[1].item()\n"
+      "    return a + b\n";
+  auto src = PythonSource::Parse(text);
+  REQUIRE_FALSE(src->HasErrors());
+  auto map = [&](int line, const std::string& fn, const std::string& code, bool edited = false) {
+    RangeQuery q;
+    q.line = line;
+    q.function = fn;
+    q.code = code;
+    q.file_newer_than_trace = edited;
+    return MapToSource(*src, q);
+  };
+  // One .item() in train's own body (report's .cpu() is a nested def's): that call.
+  MappedRange item = map(LineOf(text, "def train"), "train", "TTA002");
+  CHECK(Text(*src, item.range) == "loss.item()");
+  CHECK(item.line == LineOf(text, "loss.item()"));
+  CHECK_FALSE(item.stale);
+  CHECK_FALSE(item.reanchored);
+  // The for loop for a DataLoader stall.
+  CHECK(map(LineOf(text, "def train"), "train", "TTA001").kind == RangeKind::kForHeader);
+  // Two .item() calls: nothing says which ran, the def stays.
+  CHECK(map(LineOf(text, "def evaluate"), "evaluate", "TTA002").line ==
+        LineOf(text, "def evaluate"));
+  // A statement line: as before.
+  CHECK(Text(*src, map(LineOf(text, "a = xs"), "evaluate", "TTA002").range) == "xs[0].item()");
+}
+
 TEST_CASE("ranges: a def line and the frame's callee narrow to the call inside the def",
           "[mapping][ranges]") {
   // PyTorch's tracer names a frame by its def line; what the frame called tells the statement.
