@@ -540,6 +540,36 @@ TEST_CASE("causal: a lazy first launch in a run of few launches is cold start",
   CHECK(all.time.overall.ns[static_cast<int>(ttap::Cause::kColdStart)] >= 1700000);
 }
 
+TEST_CASE("causal: a lazy launch's kernel that starts well after the call still waited for it",
+          "[rules][causal][TTA015]") {
+  // An A100 MoE step: three 1 ms GEMMs queued, then the first gradient accumulation's launch
+  // loads its module for 12 ms while the stream runs dry; its kernel starts 2 ms after the call
+  // returns (the device starting up too), and a synchronize waits for it. The kernel had been
+  // read as queued behind the last GEMM 11 ms before it, a gap kept in every what-if: warming
+  // the launch up saved 2.8 ms of the 9.5 ms the GPU idled.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-40GB", 8, 0);
+  const double start = 1000;
+  for (int k = 0; k < 3; ++k) {
+    t.Cpu("aten::mm", start + 10 + 20 * k, 15);
+    t.Launch("sm80_xmma_gemm_bf16bf16_bf16f32", start + 12 + 20 * k, 8, start + 30 + 1000 * k,
+             1000);
+  }
+  t.Cpu("aten::add_", start + 100, 12020);
+  t.Launch("vectorized_elementwise_kernel", start + 105, 12000, start + 14105, 3);
+  t.Runtime("cudaDeviceSynchronize", start + 12200, 1912);
+  t.Cpu("train_step", start, 13200, "user_annotation");
+  auto trace = t.Load();
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  const auto& top = all.findings.front();
+  INFO(top.message);
+  CHECK(top.code == "TTA015");
+  // Warm, the kernel follows the GEMMs (3.03 ms): the run ends ~11 ms sooner.
+  CHECK(top.time_lost_us_per_step >= 9000);
+  CHECK(all.time.overall.ns[static_cast<int>(ttap::Cause::kGpuWait)] < 1000000);
+}
+
 // A loop body after its batch: ten aten::mm of 2 ms GEMMs (|kernel|) launched 40 us apart, then a
 // cudaDeviceSynchronize that waits for them; returns where the CPU goes on.
 double GemmsThenSync(TinyTrace& t, double cpu, const std::string& kernel) {
