@@ -64,8 +64,16 @@ nlohmann::json EvidenceJson(const Finding& f) {
 }  // namespace
 
 // The run as a whole: step time, where it went, what all the fixes save together.
-nlohmann::json RunJson(const RuleResult& rr) {
+nlohmann::json RunJson(const Trace& trace, const RuleResult& rr) {
   const double steps = std::max<size_t>(1, rr.time.steps.size());
+  nlohmann::json stalls = nlohmann::json::array();  // HostStallsText's, each
+  for (const HostStall& h : rr.host_stalls) {
+    stalls.push_back({{"op", std::string(trace.Name(h.row))},
+                      {"start_us", Us(trace.events.ts[h.row])},
+                      {"dur_us", Round3(trace.events.dur[h.row] / 1000.0)},
+                      {"other_calls", h.others},
+                      {"longest_other_us", Round3(h.longest_other_ns / 1000.0)}});
+  }
   nlohmann::json causes = nlohmann::json::object();
   for (int c = 0; c < kCauseCount; ++c) {
     if (rr.time.overall.ns[c] > 0) {
@@ -79,6 +87,7 @@ nlohmann::json RunJson(const RuleResult& rr) {
           {"critical_path_us_per_step", causes},
           {"fixes_save_us_per_step", Round3(rr.joint_saving_ns / 1000.0 / steps)},
           {"speedup", Round3(rr.speedup)},
+          {"host_stalls", stalls},
           // Of fixes_save: one-time start-up (TTA015), which the process pays once anyway.
           {"one_time_saves_us_per_step", Round3(rr.one_time_saving_ns / 1000.0 / steps)},
           // The leading steps analysed apart as a cold start (RunRulesSteadyFirst).
@@ -147,7 +156,7 @@ nlohmann::json ScanResultToJson(const ScanResult& r) {
           {"rank", t.rank_source == "default" ? nlohmann::json() : nlohmann::json(t.rank)},
           {"steps", t.steps.size()},
           {"trace_score", Round3(r.rules.trace_score)},
-          {"run", RunJson(r.rules)},
+          {"run", RunJson(*r.trace, r.rules)},
           {"window_fusion",
            r.window_fusion.empty() ? nlohmann::json() : nlohmann::json(r.window_fusion)},
           {"windows", windows},
@@ -197,6 +206,8 @@ std::string RunSummaryText(const ScanResult& r) {
                " recorded ops" + per + "): without it " +
                (whole ? "the run takes " : "a step takes ") + FormatMs(rr.run_ns / 1000.0 / steps);
   }
+  std::string stall = HostStallsText(*r.trace, rr.host_stalls);
+  if (!stall.empty()) stall = "; " + stall;
   // The cold steps analysed apart (RunRulesSteadyFirst).
   std::string cold;
   if (rr.cold_steps > 0) {
@@ -212,7 +223,7 @@ std::string RunSummaryText(const ScanResult& r) {
          FormatMs(rr.traced_run_ns / 1000.0 / steps) + " went" + cold + ": " +
          FormatCauses(rr.time.overall, 4) + profiler + "; the findings together save " +
          FormatMs(rr.joint_saving_ns / 1000.0 / steps) + std::string(whole ? "" : "/step") + ": " +
-         rr.SavingsVerdict() + "\n";
+         rr.SavingsVerdict() + stall + "\n";
 }
 
 std::string ScanResultToText(const ScanResult& r) {

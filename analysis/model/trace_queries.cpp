@@ -109,4 +109,67 @@ std::map<std::pair<StringId, int64_t>, int64_t> FastestCollectives(const Trace& 
   return out;
 }
 
+std::vector<HostStall> OneOffHostStalls(const Trace& trace) {
+  const EventTable& ev = trace.events;
+  // Names with a long call (rare): only their calls are tallied.
+  std::vector<uint8_t> candidate(trace.strings.size(), 0);
+  bool any = false;
+  // Ops that move data take as long as their tensors are large (a 400 MB upload beside 4 kB
+  // ones) or wait for the device (.item()): no stall by their length alone.
+  auto moves_data = [](std::string_view n) {
+    return Contains(n, "copy") || n == "aten::to" || Contains(n, "clone") ||
+           Contains(n, "contiguous") || n == "aten::cat" || n == "aten::stack" ||
+           Contains(n, "pin_memory") || Contains(n, "item") || Contains(n, "scalar_dense");
+  };
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] == EventKind::kCpuOp && ev.dur[i] >= kHostStallMinNs && !candidate[ev.name[i]] &&
+        !moves_data(trace.Name(i))) {
+      candidate[ev.name[i]] = 1;
+      any = true;
+    }
+  }
+  if (!any) return {};
+  // The candidates' calls' time in what is recorded under them: the stall is the call's own.
+  std::map<int32_t, int64_t> child_ns;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const int32_t p = ev.parent[i];
+    if (p >= 0 && ev.kind[p] == EventKind::kCpuOp && candidate[ev.name[p]]) {
+      child_ns[p] += ev.dur[i];
+    }
+  }
+  struct Calls {
+    int32_t first = -1;         // the earliest call
+    std::vector<int32_t> rows;  // its calls
+  };
+  std::map<StringId, Calls> calls;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kCpuOp || !candidate[ev.name[i]]) continue;
+    Calls& c = calls[ev.name[i]];
+    if (c.first < 0 || ev.ts[i] < ev.ts[c.first]) c.first = static_cast<int32_t>(i);
+    c.rows.push_back(static_cast<int32_t>(i));
+  }
+  std::vector<HostStall> out;
+  for (const auto& [name, c] : calls) {
+    if (c.rows.size() < kHostStallMinOthers + 1) continue;
+    // The longest call and the longest of the others.
+    int32_t longest = -1;
+    int64_t second = 0;
+    for (int32_t r : c.rows) {
+      if (longest < 0 || ev.dur[r] > ev.dur[longest]) {
+        if (longest >= 0) second = std::max(second, ev.dur[longest]);
+        longest = r;
+      } else {
+        second = std::max(second, ev.dur[r]);
+      }
+    }
+    auto under = child_ns.find(longest);
+    const int64_t own = ev.dur[longest] - (under == child_ns.end() ? 0 : under->second);
+    if (longest == c.first || own < kHostStallMinNs || own < kHostStallRatio * second) continue;
+    out.push_back({longest, c.rows.size() - 1, second});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const HostStall& a, const HostStall& b) { return a.row < b.row; });
+  return out;
+}
+
 }  // namespace ttap

@@ -7,6 +7,7 @@
 #include <map>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "analysis/model/trace.h"
 
@@ -43,5 +44,22 @@ constexpr int64_t kPeerWaitMinNs = 100000;
 inline int64_t PeerWaitNs(int64_t dur, int64_t fastest) {
   return dur >= kPeerWaitFactor * fastest && dur - fastest >= kPeerWaitMinNs ? dur - fastest : 0;
 }
+
+// A call of an op whose own time (beside what is recorded under it) is at least kHostStallMinNs
+// and kHostStallRatio x the longest other call of its name (at least
+// kHostStallMinOthers of them), not the name's first call (TTA015's), nor an op that moves data
+// (copies, .to(), .item(): as long as their tensors are large or the device is busy): the host
+// stalled there (paging, CPU throttling, another process), not the code. A CPU ResNet-18's stem
+// convolution took 7,842 ms once where its 199 other calls took at most 192 ms. The run's figures
+// include the stall: `ttap scan` and the editor's summary say so. Rows in start order.
+constexpr int64_t kHostStallMinNs = 100000000;
+constexpr int64_t kHostStallRatio = 10;
+constexpr size_t kHostStallMinOthers = 4;
+struct HostStall {
+  int32_t row = -1;
+  size_t others = 0;             // the name's other calls
+  int64_t longest_other_ns = 0;  // the longest of them
+};
+std::vector<HostStall> OneOffHostStalls(const Trace& trace);
 
 }  // namespace ttap

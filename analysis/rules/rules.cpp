@@ -347,6 +347,22 @@ std::string RuleResult::SavingsVerdict() const {
   return buf;
 }
 
+std::string HostStallsText(const Trace& trace, const std::vector<HostStall>& stalls) {
+  if (stalls.empty()) return "";
+  const HostStall& most =
+      *std::max_element(stalls.begin(), stalls.end(), [&](const HostStall& a, const HostStall& b) {
+        return trace.events.dur[a.row] < trace.events.dur[b.row];
+      });
+  std::string text = "the host stalled " + Ms(trace.events.dur[most.row] / 1000.0) + " in one " +
+                     std::string(trace.Name(most.row)) + " call, where its " +
+                     std::to_string(most.others) + " other calls took at most " +
+                     Ms(most.longest_other_ns / 1000.0);
+  if (stalls.size() > 1) text += " (and " + std::to_string(stalls.size() - 1) + " more such)";
+  return text +
+         ": the machine (paging, throttling, another process), not the code; these figures "
+         "include it";
+}
+
 RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   RuleResult result;
   auto phase_start = std::chrono::steady_clock::now();
@@ -358,6 +374,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   };
   result.windows.resize(trace.windows.size());
   if (trace.events.size() == 0) return result;
+  result.host_stalls = OneOffHostStalls(trace);
   // The context's per-kernel intervals are the size of the trace: it goes before the costing,
   // whose replays are the run's peak.
   const size_t skip_leading_steps =

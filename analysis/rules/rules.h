@@ -75,6 +75,9 @@ struct RuleResult {
   // recorded time together.
   size_t cold_steps = 0;
   int64_t cold_ns = 0;
+  // One-off host stalls (OneOffHostStalls, trace_queries.h): the machine, not the code; the
+  // figures above include them, so the run's summary names them (HostStallsText).
+  std::vector<HostStall> host_stalls;
   // Wall milliseconds per phase, in order ("rule detectors", "causal graph", "replay",
   // "attribution", "causal detectors", "what-ifs", "window scores"): `ttap stats --timing`.
   std::vector<std::pair<std::string, double>> phases;
@@ -91,6 +94,12 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options);
 // them, their messages in the run's totals), then the rest. Any other trace: RunRules. `ttap scan`
 // and the LSP call it.
 RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options);
+
+// What the run's summary says of its one-off host stalls ("" for none): "the host stalled
+// 7842.0 ms in one aten::mkldnn_convolution call, where its 199 other calls took at most 192.0
+// ms: the machine (paging, throttling, another process), not the code; these figures include
+// it". `ttap scan`'s last line and the editor's trace summary.
+std::string HostStallsText(const Trace& trace, const std::vector<HostStall>& stalls);
 
 // The one-line message of a merged finding, with its numbers.
 std::string FindingMessage(const Finding& f);

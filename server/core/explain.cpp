@@ -60,6 +60,8 @@ std::string SummaryHead(const ScanResult& scan, const JobAnalysis& job, int rank
     md += "The fixes together save " + FormatMs(rr.joint_saving_ns / 1000.0 / steps) +
           " a step: " + rr.SavingsVerdict() + ".\n\n";
   }
+  const std::string stall = HostStallsText(t, rr.host_stalls);
+  if (!stall.empty()) md += "Note: " + stall + ".\n\n";
   if (job.ok) {
     md += "This is rank " + std::to_string(rank) + " of a job of " + std::to_string(job.ranks) +
           " ranks (the traces beside it): ";
