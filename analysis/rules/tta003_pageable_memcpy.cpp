@@ -54,6 +54,14 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       const std::string_view name = ctx.Name(i);
       if (ev.kind[i] == EventKind::kMemcpy && IsPageable(name)) {
         const int32_t launch = ev.link[i];
+        // `.item()`'s read-back of a scalar into a pageable buffer the user never sees: its wait
+        // is TTA002's, and there is no buffer to pin.
+        if (launch >= 0 && IsD2H(name) && ev.bytes[i] >= 0 &&
+            ev.bytes[i] < kBandwidthCopyMinBytes &&
+            ctx.AncestorWithPrefix(launch, "aten::_local_scalar_dense") >= 0) {
+          counted[launch] = 1;
+          continue;
+        }
         int64_t lost = ev.dur[i];
         int64_t a = ev.ts[i];
         if (launch >= 0) {

@@ -104,6 +104,27 @@ TEST_CASE("TTA003: pageable device-to-host copies and synchronous cudaMemcpy cou
   CHECK(total == Approx(200 + 320).epsilon(0.1));
 }
 
+TEST_CASE("TTA003: .item()'s scalar read-back is the host sync's, no buffer to pin",
+          "[rules][TTA003]") {
+  // loss.item() after 2 ms of GEMMs: aten::item > aten::_local_scalar_dense > a 4-byte pageable
+  // device-to-host copy and the stream sync that waits for the queue. It had also been TTA003 "pin
+  // the host buffer and copy with non_blocking=True" (a DDP step on an H100), a buffer the user
+  // never sees.
+  auto trace = Steps(3, [](TinyTrace& t, double base) {
+                 for (int k = 0; k < 4; ++k) {
+                   t.Cpu("aten::mm", base + 10 + 10 * k, 8);
+                   t.Kernel("sm80_xmma_gemm_bf16bf16_bf16f32", base + 11 + 10 * k, 5,
+                            base + 60 + 500 * k, 500);
+                 }
+                 t.Cpu("aten::item", base + 100, 2000);
+                 t.Cpu("aten::_local_scalar_dense", base + 102, 1995);
+                 t.Launch(kPageableD2H, base + 105, 8, base + 2065, 6, "gpu_memcpy", 7,
+                          "cudaMemcpyAsync", 4);
+                 t.Runtime("cudaStreamSynchronize", base + 115, 1955);
+               }).Load();
+  CHECK(FindingsWithCode(*trace, "TTA003").empty());
+}
+
 TEST_CASE("TTA003: pinned asynchronous copies and ROCm host copies are not reported",
           "[rules][TTA003]") {
   auto pinned = Steps(3, [](TinyTrace& t, double base) {
