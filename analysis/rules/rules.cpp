@@ -210,6 +210,7 @@ std::string FindingMessage(const Finding& f) {
                                               : "; moving that work out of the step"
                                   : "; a fix") +
                 " saves " + per_step + " (" + share + (whole_run ? " of the run" : " of the step") +
+                (TextOf(f, "share_without_profiler") == "yes" ? " without the profiler" : "") +
                 after_text + (recording.empty() ? "" : "; " + recording) + ")"
           : "; a fix saves " + per_step + " (" + note + ")";
   // Idle time one step holds nearly all of (RunRules): a one-off stall.
@@ -530,8 +531,12 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
     const RuleSpec* spec = FindRuleSpec(f.code);
     return spec && spec->marks_trace_incomplete;
   };
+  // Where the profiler's own cost is worth saying, a share of the step is of the step without
+  // it (the replay's), not of the recorded one the user sees: the messages say so.
+  const bool profiler_free_shares = result.ProfilerCostMatters();
   for (Finding& f : result.findings) {
     const RuleSpec* spec = FindRuleSpec(f.code);
+    if (profiler_free_shares) f.evidence["share_without_profiler"] = {false, 0, "yes"};
     // Idle time that one step holds nearly all of (a one-off host stall: a 7 ms allocation in
     // one of five steps) is no step's steady state: it says so, and is at most info.
     int64_t one_off_step = -1;
