@@ -291,6 +291,8 @@ TEST_CASE("scan: a recorded GPU-bound run says what the profiler added, and warn
   CHECK(text.out.find("the profiler itself added") != std::string::npos);
   CHECK(text.out.find("warning[") == std::string::npos);
   CHECK(text.out.find("error[") == std::string::npos);
+  // A finding's share is of the step without the profiler, not of the recorded one: it says so.
+  CHECK(text.out.find("of the step without the profiler)") != std::string::npos);
   auto j = nlohmann::json::parse(RunTtap("scan --no-model --format json '" + trace + "'").out);
   const auto& run = j["run"];
   CHECK(run["traced_step_us"].get<double>() > run["step_us"].get<double>());
