@@ -128,7 +128,8 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
       auto explains = [&](int32_t p) {
         std::string_view pn = ctx.Name(p);
         return pn == "aten::item" || pn == "aten::_local_scalar_dense" || pn == "aten::nonzero" ||
-               pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" || ctx.IsSyncCall(p);
+               pn == "aten::to" || pn == "aten::cpu" || pn == "aten::copy_" ||
+               pn == "aten::is_nonzero" || ctx.IsSyncCall(p);
       };
       for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 64; p = ev.parent[p], ++g) {
         if (explains(p)) anchor = p;
@@ -194,6 +195,9 @@ std::string HostSyncMessage(const Finding& f, const std::string& detected,
            saving;
   }
   std::string op = TextOf(f, "op");
+  // aten::is_nonzero is Python's truth test of a one-element tensor: the code branches on a
+  // value still on the GPU (the .item() inside it is not the user's).
+  if (op == "aten::is_nonzero") op += " (an if / while / bool() on a GPU tensor)";
   const std::string inner = TextOf(f, "inner_op");
   return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
          (inner.empty() ? "" : "inside " + inner + ": ") + TextOf(f, "sync_call") + ", " +

@@ -385,11 +385,11 @@ TEST_CASE("TTA002: a run's tail after its last wait is not a drain", "[rules][TT
   CHECK(f[0].evidence.at("gpu_drain_us").number < 5000);
 }
 
-TEST_CASE("TTA002: an .item()'s copy and its sync are one read and one drain", "[rules][TTA002]") {
-  // Per step 20 kernels of 100 us, then `.item()`: a blocking 4-byte copy to pageable memory
-  // (cudaMemcpyAsync, which waits for the queue) and a cudaStreamSynchronize, then 1.5 ms of
-  // logging while the GPU idles, then 10 more kernels. It said "2x per step" and counted the
-  // idle stretch after the read twice.
+// Per step 20 kernels of 100 us, then `.item()`: a blocking 4-byte copy to pageable memory
+// (cudaMemcpyAsync, which waits for the queue) and a cudaStreamSynchronize, then 1.5 ms of
+// logging while the GPU idles, then 10 more kernels. |in_if|: the read is Python's truth test
+// of the tensor (`if loss > 0:`), aten::is_nonzero around the aten::item.
+TinyTrace ItemThenLogging(bool in_if) {
   TinyTrace t;
   t.Device(0, "NVIDIA GeForce RTX 3080", 8, 6);
   double base = 1000;
@@ -402,6 +402,7 @@ TEST_CASE("TTA002: an .item()'s copy and its sync are one read and one drain", "
       cpu += 10;
     }
     const double copy_at = gpu.free + 2;
+    if (in_if) t.Cpu("aten::is_nonzero", cpu - 1, copy_at + 32 - cpu);
     t.Cpu("aten::item", cpu, copy_at + 30 - cpu);
     t.Cpu("aten::_local_scalar_dense", cpu + 1, copy_at + 28 - cpu);
     t.Launch("Memcpy DtoH (Device -> Pageable)", cpu + 2, copy_at + 8 - cpu, copy_at, 3,
@@ -419,7 +420,12 @@ TEST_CASE("TTA002: an .item()'s copy and its sync are one read and one drain", "
     t.Step(s, base, end - base);
     base = end;
   }
-  auto trace = t.Load();
+  return t;
+}
+
+TEST_CASE("TTA002: an .item()'s copy and its sync are one read and one drain", "[rules][TTA002]") {
+  // It said "2x per step" and counted the idle stretch after the read twice.
+  auto trace = ItemThenLogging(false).Load();
   auto f = FindingsWithCode(*trace, "TTA002");
   REQUIRE(f.size() == 1);
   INFO(f[0].message);
@@ -427,6 +433,19 @@ TEST_CASE("TTA002: an .item()'s copy and its sync are one read and one drain", "
   CHECK(f[0].message.find("1x per step") != std::string::npos);
   // The GPU idles from the copy's end to the next kernel: ~1.55 ms a step, once.
   CHECK(f[0].evidence.at("gpu_drain_us").number == Approx(3 * 1550).margin(3 * 60));
+}
+
+TEST_CASE("TTA002: a truth test of a GPU tensor names the branch, not its .item()",
+          "[rules][TTA002]") {
+  // A policy's denoising loop (openpi on an H200) read `while` conditions on GPU tensors:
+  // aten::is_nonzero around each aten::item. "host synchronisation in aten::item" sent the user
+  // looking for an .item() call the code does not have.
+  auto f = FindingsWithCode(*ItemThenLogging(true).Load(), "TTA002");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  CHECK(f[0].message.find("host synchronisation in aten::is_nonzero (an if / while / bool() on a "
+                          "GPU tensor)") != std::string::npos);
+  CHECK(f[0].evidence.at("syncs").number == 3);
 }
 
 TEST_CASE("TTA002: the fix defers the statement that reads the value, not only its wait",
