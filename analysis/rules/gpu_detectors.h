@@ -13,10 +13,17 @@
 
 namespace ttap::gpu_detail {
 
-// A kernel's short display name: without "void ", template arguments and parameters.
+// A kernel's short display name: without "void ", template arguments and parameters. A generic
+// wrapper's first template argument is the kernel itself, and stays:
+// "cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>", not "cutlass::Kernel2".
 inline std::string ShortKernelName(std::string_view n) {
   if (StartsWith(n, "void ")) n.remove_prefix(5);
   size_t cut = n.find_first_of("<(");
+  if (cut != std::string_view::npos && cut > 0 && n[cut] == '<' &&
+      (EndsWith(n.substr(0, cut), "::Kernel") || EndsWith(n.substr(0, cut), "::Kernel2"))) {
+    const size_t arg_end = n.find_first_of(",<>(", cut + 1);
+    if (arg_end != std::string_view::npos && n[arg_end] == '>') cut = arg_end + 1;
+  }
   if (cut != std::string_view::npos && cut > 0) n = n.substr(0, cut);
   if (n.size() > 100) return std::string(n.substr(0, 97)) + "...";  // said to be cut
   return std::string(n);

@@ -639,6 +639,12 @@ TEST_CASE("kernel names in messages: short forms say when they are cut", "[rules
   const std::string sgemm =
       "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma_aligna4";
   CHECK(ShortKernelName("void " + sgemm + "<float>(Params)") == sgemm);
+  // A generic wrapper keeps the kernel it wraps: "cutlass::Kernel2" alone named none.
+  CHECK(ShortKernelName("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>("
+                        "cutlass_80_simt_sgemm_256x128_8x4_nn_align1::Params)") ==
+        "cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>");
+  CHECK(ShortKernelName("void at::native::vectorized_elementwise_kernel<4, at::native::Fn>(int)") ==
+        "at::native::vectorized_elementwise_kernel");
   const std::string longer(130, 'k');
   CHECK(ShortKernelName(longer) == std::string(97, 'k') + "...");
 }
