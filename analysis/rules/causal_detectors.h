@@ -47,6 +47,13 @@ inline void DetectBlindWaits(const RuleContext& ctx, const RuleOptions& o,
     }
   }
   if (blind < o.Get("trace_incomplete_blind_wait_share", 0.2) * run) return;
+  // The trace records GPU activity (else this is no blind wait): CUDA was among the activities.
+  // What it lacks is a replayed graph's kernels where the run launches graphs, else what a full
+  // activity buffer dropped.
+  bool graphs = false;
+  for (size_t i = 0; i < ev.size() && !graphs; ++i) {
+    graphs = IsLaunchKind(ev.kind[i]) && (ctx.RuntimeFlags(i) & kRuntimeGraphLaunch);
+  }
   const auto& steps = ctx.steps();
   Finding f = MakeRawFinding(ctx, "TTA016", 0, steps.front().start_ns, steps.back().end_ns, 0,
                              first, "trace-incomplete");
@@ -58,9 +65,12 @@ inline void DetectBlindWaits(const RuleContext& ctx, const RuleOptions& o,
               FormatNumber("%.0f%%", 100.0 * blind / run) +
               " of the run) while the trace records no GPU activity: the work they wait for is "
               "missing (kernels of replayed CUDA/HIP graphs, a full activity buffer, or a device "
-              "clock far off), so the GPU side of this run cannot be judged; record with "
-              "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and a shorter active "
-              "window");
+              "clock far off), so the GPU side of this run cannot be judged; " +
+              (graphs ? std::string("the run replays graphs, whose kernels this profiler did not "
+                                    "record: read the GPU side from an eager run of the same "
+                                    "code, or a profiler version that records graph kernels")
+                      : std::string("record a shorter active window (schedule(wait=1, warmup=1, "
+                                    "active=3)) so the activity buffers do not overflow")));
   out->push_back(std::move(f));
 }
 
