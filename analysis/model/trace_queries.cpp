@@ -129,43 +129,42 @@ std::vector<HostStall> OneOffHostStalls(const Trace& trace) {
     }
   }
   if (!any) return {};
-  // The candidates' calls' time in what is recorded under them: the stall is the call's own.
-  std::map<int32_t, int64_t> child_ns;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    const int32_t p = ev.parent[i];
-    if (p >= 0 && ev.kind[p] == EventKind::kCpuOp && candidate[ev.name[p]]) {
-      child_ns[p] += ev.dur[i];
-    }
-  }
+  // Per candidate name: its first call, its longest, the longest of the others, how many.
   struct Calls {
-    int32_t first = -1;         // the earliest call
-    std::vector<int32_t> rows;  // its calls
+    int32_t first = -1, longest = -1;
+    int64_t second_ns = 0;
+    size_t count = 0;
+    int64_t under_longest_ns = 0;  // the longest call's time in what is recorded under it
   };
   std::map<StringId, Calls> calls;
+  std::vector<int32_t> longest_of(trace.strings.size(), -1);
   for (size_t i = 0; i < ev.size(); ++i) {
     if (ev.kind[i] != EventKind::kCpuOp || !candidate[ev.name[i]]) continue;
     Calls& c = calls[ev.name[i]];
-    if (c.first < 0 || ev.ts[i] < ev.ts[c.first]) c.first = static_cast<int32_t>(i);
-    c.rows.push_back(static_cast<int32_t>(i));
+    const int32_t r = static_cast<int32_t>(i);
+    ++c.count;
+    if (c.first < 0 || ev.ts[r] < ev.ts[c.first]) c.first = r;
+    if (c.longest < 0 || ev.dur[r] > ev.dur[c.longest]) {
+      if (c.longest >= 0) c.second_ns = std::max(c.second_ns, ev.dur[c.longest]);
+      c.longest = r;
+    } else {
+      c.second_ns = std::max(c.second_ns, ev.dur[r]);
+    }
+    longest_of[ev.name[i]] = c.longest;
+  }
+  // The stall is the call's own time: what is recorded under the longest calls comes off.
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const int32_t p = ev.parent[i];
+    if (p >= 0 && longest_of[ev.name[p]] == p) calls[ev.name[p]].under_longest_ns += ev.dur[i];
   }
   std::vector<HostStall> out;
   for (const auto& [name, c] : calls) {
-    if (c.rows.size() < kHostStallMinOthers + 1) continue;
-    // The longest call and the longest of the others.
-    int32_t longest = -1;
-    int64_t second = 0;
-    for (int32_t r : c.rows) {
-      if (longest < 0 || ev.dur[r] > ev.dur[longest]) {
-        if (longest >= 0) second = std::max(second, ev.dur[longest]);
-        longest = r;
-      } else {
-        second = std::max(second, ev.dur[r]);
-      }
+    if (c.count < kHostStallMinOthers + 1) continue;
+    const int64_t own = ev.dur[c.longest] - c.under_longest_ns;
+    if (c.longest == c.first || own < kHostStallMinNs || own < kHostStallRatio * c.second_ns) {
+      continue;
     }
-    auto under = child_ns.find(longest);
-    const int64_t own = ev.dur[longest] - (under == child_ns.end() ? 0 : under->second);
-    if (longest == c.first || own < kHostStallMinNs || own < kHostStallRatio * second) continue;
-    out.push_back({longest, c.rows.size() - 1, second});
+    out.push_back({c.longest, c.count - 1, c.second_ns});
   }
   std::sort(out.begin(), out.end(),
             [](const HostStall& a, const HostStall& b) { return a.row < b.row; });
