@@ -681,7 +681,7 @@ class GraphBuilder {
     // One pass over the rows: per track, the launch durations, whether the CPU's ops were
     // profiled, graph captures against replays, launches that block on their kernel.
     std::vector<int64_t> launch_durs, graph_launch_durs;
-    std::vector<int32_t> capture_begins;
+    size_t captures = 0;
     int64_t graph_launches = 0;
     BlockingLaunchTally blocking;
     for (size_t i = 0; i < n_rows; ++i) {
@@ -693,9 +693,7 @@ class GraphBuilder {
         rows_of[ev.track[i]].push_back(static_cast<uint32_t>(i));
       }
       if (!IsLaunchKind(k)) continue;
-      if (call_flags[ev.name[i]] & kRuntimeCaptureBegin) {
-        capture_begins.push_back(static_cast<int32_t>(i));
-      }
+      if (call_flags[ev.name[i]] & kRuntimeCaptureBegin) ++captures;
       if (call_flags[ev.name[i]] & kRuntimeGraphLaunch) {
         ++graph_launches;
         if (graph_launch_durs.size() < 200000) graph_launch_durs.push_back(ev.dur[i]);
@@ -720,9 +718,7 @@ class GraphBuilder {
             ? cold_launch_ns
             : std::max(cold_launch_ns, 10 * Median(graph_launch_durs, graph_launch_durs.front()));
     launches_block = blocking.RunBlocks();
-    one_time_capture =
-        !capture_begins.empty() && graph_launches > static_cast<int64_t>(capture_begins.size());
-    if (one_time_capture) g.one_time_capture_begins = std::move(capture_begins);
+    one_time_capture = CapturesAreOneTime(captures, graph_launches);
 
     g.first_calls = first_calls ? *first_calls : OneTimeFirstCalls(trace);
   }

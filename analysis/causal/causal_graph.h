@@ -91,6 +91,13 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading = 0)
 // encloses many ops is a region (a record_function written as an op: the 2021 profiler's "Operator"
 // category, model_inference): only its ops' first calls count. Sorted by row; only the outermost of
 // nested ones is kept.
+// Whether a run's CUDA / HIP graph captures are one-time work (their ops run eagerly once, then
+// the graph is instantiated: cold start): it launches more graphs than it captures. The causal
+// graph's capture calls and RuleContext::CaptureStep read captures by it.
+inline bool CapturesAreOneTime(size_t captures, int64_t graph_launches) {
+  return captures > 0 && graph_launches > static_cast<int64_t>(captures);
+}
+
 struct FirstCall {
   int32_t row = -1;
   int64_t typical_ns = 0;  // what a later run of the op costs (median), or a warm call's cost
@@ -248,9 +255,6 @@ struct CausalGraph {
     std::vector<int32_t> gpu;                  // GPU nodes launched inside the step
   };
   std::vector<FirstCall> first_calls;  // OneTimeFirstCalls(trace): their work is cold start
-  // The begin calls of graph captures when they are one-time (more graph launches than
-  // captures: their work is cold start), in row order; empty otherwise.
-  std::vector<int32_t> one_time_capture_begins;
   // Per trace row: 1 when the row is, or encloses on its thread, a launch of GPU work the trace
   // holds (the ops and frames whose CPU time is dispatch; TTA017's what-if keeps the rest).
   std::vector<uint8_t> launches_gpu;

@@ -50,10 +50,7 @@ inline void DetectBlindWaits(const RuleContext& ctx, const RuleOptions& o,
   // The trace records GPU activity (else this is no blind wait): CUDA was among the activities.
   // What it lacks is a replayed graph's kernels where the run launches graphs, else what a full
   // activity buffer dropped.
-  bool graphs = false;
-  for (size_t i = 0; i < ev.size() && !graphs; ++i) {
-    graphs = IsLaunchKind(ev.kind[i]) && (ctx.RuntimeFlags(i) & kRuntimeGraphLaunch);
-  }
+  const bool graphs = ctx.replays_graphs();
   const auto& steps = ctx.steps();
   Finding f = MakeRawFinding(ctx, "TTA016", 0, steps.front().start_ns, steps.back().end_ns, 0,
                              first, "trace-incomplete");

@@ -11,30 +11,6 @@
 
 namespace ttap {
 
-namespace {
-
-// RuleContext::forward_only: framework ops recorded, none of them backward's or an optimizer's
-// (autograd::engine::evaluate_function, MmBackward0 / the 2021 profiler's AddmmBackward,
-// Optimizer.step#Adam.step, Optimizer.zero_grad#...).
-bool RecordsOnlyForward(const Trace& trace) {
-  const EventTable& ev = trace.events;
-  std::vector<uint8_t> trains(trace.strings.size(), 0);
-  for (size_t id = 0; id < trains.size(); ++id) {
-    const std::string_view name = trace.strings.Get(static_cast<StringId>(id));
-    trains[id] = StartsWith(name, "autograd::engine") || Contains(name, "Backward") ||
-                 StartsWith(name, "Optimizer.");
-  }
-  bool ops = false;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    if (ev.kind[i] != EventKind::kCpuOp) continue;
-    if (trains[ev.name[i]]) return false;
-    ops = true;
-  }
-  return ops;
-}
-
-}  // namespace
-
 RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_(trace) {
   const EventTable& ev = trace.events;
   for (const StepSpan& s : AnalysedSteps(trace, skip_leading_steps)) {
@@ -71,39 +47,50 @@ RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_
   collective_name_.assign(trace.strings.size(), 0);
   runtime_flags_.assign(trace.strings.size(), 0);
   hash_name_.assign(trace.strings.size(), 0);
+  // forward_only: names of backward's or an optimizer's ops (autograd::engine::evaluate_function,
+  // MmBackward0 / the 2021 profiler's AddmmBackward, Optimizer.step#Adam.step, ...).
+  std::vector<uint8_t> trains(trace.strings.size(), 0);
   for (size_t id = 0; id < collective_name_.size(); ++id) {
     const std::string_view name = trace.strings.Get(static_cast<StringId>(id));
     collective_name_[id] = IsCollectiveKernel(name) ? 1 : 0;
     runtime_flags_[id] = RuntimeCallFlags(name);
     hash_name_[id] = Contains(name, "#") ? 1 : 0;
+    trains[id] = StartsWith(name, "autograd::engine") || Contains(name, "Backward") ||
+                 StartsWith(name, "Optimizer.");
   }
   MergeIntervals(&kernel_busy_);
-  forward_only_ = RecordsOnlyForward(trace);
+  // One pass over the ops and runtime calls: whether any op trains, the graph captures and
+  // launches, and the framework ops (outside annotations) with a synchronize call under them.
+  bool ops = false, training_op = false;
   std::vector<int32_t> capture_begins;
   int64_t graph_launches = 0;
+  syncing_op_.assign(ev.size(), 0);
   for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] == EventKind::kCpuOp) {
+      ops = true;
+      training_op = training_op || trains[ev.name[i]];
+      continue;
+    }
     if (!IsLaunchKind(ev.kind[i])) continue;
     if (RuntimeFlags(i) & kRuntimeCaptureBegin) capture_begins.push_back(static_cast<int32_t>(i));
     if (RuntimeFlags(i) & kRuntimeGraphLaunch) ++graph_launches;
+    if (!IsSyncCall(i)) continue;
+    for (int32_t p = ev.parent[i], depth = 0; p >= 0 && depth < 4096 && !syncing_op_[p];
+         p = ev.parent[p], ++depth) {
+      if (!FrameworkOp(p)) break;
+      syncing_op_[p] = 1;
+    }
   }
+  forward_only_ = ops && !training_op;
+  replays_graphs_ = graph_launches > 0;
   capture_step_.assign(steps_.size(), 0);
-  if (graph_launches > static_cast<int64_t>(capture_begins.size())) {
+  if (CapturesAreOneTime(capture_begins.size(), graph_launches)) {
     size_t n = 0;
     for (int32_t r : capture_begins) {
       const int s = StepOf(ev.ts[r]);
       if (s >= 0 && !capture_step_[s]) capture_step_[s] = 1, ++n;
     }
     if (2 * n >= steps_.size()) capture_step_.assign(steps_.size(), 0);
-  }
-  // Framework ops (outside annotations) with a synchronize call under them.
-  syncing_op_.assign(ev.size(), 0);
-  for (size_t i = 0; i < ev.size(); ++i) {
-    if (!IsLaunchKind(ev.kind[i]) || !IsSyncCall(i)) continue;
-    for (int32_t p = ev.parent[i], depth = 0; p >= 0 && depth < 4096 && !syncing_op_[p];
-         p = ev.parent[p], ++depth) {
-      if (!FrameworkOp(p)) break;
-      syncing_op_[p] = 1;
-    }
   }
   int32_t main_device = -1;
   int64_t most = -1;

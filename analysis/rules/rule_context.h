@@ -99,6 +99,8 @@ class RuleContext {
   // optimizer's (inference: a serving engine's decode, a forward pass). Its collectives are the
   // forward's (tensor / expert parallel), each waiting for its layer's output: nothing to bucket.
   bool forward_only() const { return forward_only_; }
+  // Whether the run launches CUDA / HIP graphs (a cudaGraphLaunch or hipGraphLaunch call).
+  bool replays_graphs() const { return replays_graphs_; }
   // Whether steps()[step] begins a CUDA graph capture that other steps replay (more graph
   // launches than captures), while such steps are under half of them: it runs the captured ops
   // eagerly first (vLLM's warm-up before a lazy capture), one-time work (TTA015's), not the
@@ -121,6 +123,7 @@ class RuleContext {
   std::vector<FirstCall> first_calls_;
   bool launches_block_ = false;
   bool forward_only_ = false;
+  bool replays_graphs_ = false;
   std::vector<uint8_t> capture_step_;     // per steps() entry
   std::vector<uint8_t> collective_name_;  // per string id
   std::vector<uint32_t> runtime_flags_;   // per string id

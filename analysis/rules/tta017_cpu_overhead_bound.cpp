@@ -68,10 +68,8 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
   // A compiled function that replays CUDA graphs (mode="reduce-overhead") is captured already:
   // its eager launches (between its graphs) are regions of their own, not the function's.
   std::vector<uint8_t> replays_graph(ev.size(), 0);
-  bool run_replays_graphs = false;  // any graph launch: the advice is not "capture CUDA graphs"
   for (size_t r = 0; r < ev.size(); ++r) {
     if (!(cls[ev.name[r]] & kGraph) || ev.kind[r] == EventKind::kKernel) continue;
-    run_replays_graphs = true;
     for (int32_t p = ev.parent[r], depth = 0; p >= 0 && depth < 4096; p = ev.parent[p], ++depth) {
       if (cls[ev.name[p]] & kCompiled) replays_graph[p] = 1;
     }
@@ -286,7 +284,7 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
                    "Remove the graph breaks (torch._dynamo.explain lists them; fullgraph=True "
                    "makes each an error) and compile with mode=\"reduce-overhead\" so that one "
                    "CUDA graph replays it, or use a bigger batch"
-         : run_replays_graphs
+         : ctx.replays_graphs()  // the advice is not "capture CUDA graphs"
              ? ". The run replays CUDA graphs already, but these ops run eagerly outside them: "
                "capture them too (a full rather than piecewise capture, the region without "
                "graph breaks), use fewer, larger ops, or a bigger batch"
