@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "analysis/base/parallel.h"
+#include "analysis/base/string_util.h"
 #include "analysis/load/trace_loader.h"
 #include "analysis/model/job_analysis.h"
 #include "analysis/rules/rule_registry.h"
@@ -379,7 +380,7 @@ std::string ScanResultToTextWithDrafts(const ScanResult& r, const FindingDrafts&
     if (i >= drafts.size() || !drafts[i]) continue;
     const llm::Draft& d = drafts[i]->draft;
     std::string first = d.explanation_markdown.substr(0, d.explanation_markdown.find('\n'));
-    if (first.size() > 200) first = first.substr(0, 197) + "...";
+    first = CutWithEllipsis(first, 200);
     char conf[32];
     std::snprintf(conf, sizeof(conf), "%.2f", d.confidence);
     out += "  drafted by " + d.model + " (" + d.category + ", confidence " + conf +
@@ -462,8 +463,7 @@ std::string RanksTable(const std::vector<RankRow>& rows) {
                 "findings", "top finding");
   out += line;
   for (const RankRow& r : rows) {
-    std::string name = r.file.substr(r.file.rfind('/') + 1);
-    if (name.size() > 56) name = name.substr(0, 53) + "...";
+    const std::string name = CutWithEllipsis(r.file.substr(r.file.rfind('/') + 1), 56);
     if (!r.usable) {
       std::snprintf(line, sizeof(line), "%-56s %5s %6s %9s  %s\n", name.c_str(), "-", "-", "-",
                     "unusable input");

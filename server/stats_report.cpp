@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "analysis/base/string_util.h"
+
 namespace ttap {
 
 namespace {
@@ -186,8 +188,7 @@ std::string RankStatsToText(const Trace& t, const TraceSummary& s, const TimeBre
   if (!s.top_kernels.empty()) {
     line("  top kernels (GPU time):");
     for (const auto& k : s.top_kernels) {
-      std::string name(t.strings.Get(k.name));
-      if (name.size() > 90) name = name.substr(0, 87) + "...";
+      const std::string name = CutWithEllipsis(t.strings.Get(k.name), 90);
       line("    " + Fmt("%10.3f ms", k.total_ns / 1e6) +
            Fmt(" %5.1f%%", s.total_kernel_ns ? 100.0 * k.total_ns / s.total_kernel_ns : 0) + "  x" +
            std::to_string(k.count) + "  " + name);
@@ -212,8 +213,7 @@ std::string RankStatsToText(const Trace& t, const TraceSummary& s, const TimeBre
     if (!time.overall.cpu_ops.empty()) {
       std::string ops;
       for (size_t i = 0; i < time.overall.cpu_ops.size() && i < 5; ++i) {
-        std::string name(t.strings.Get(time.overall.cpu_ops[i].first));
-        if (name.size() > 60) name = name.substr(0, 57) + "...";
+        const std::string name = CutWithEllipsis(t.strings.Get(time.overall.cpu_ops[i].first), 60);
         ops += (i ? ", " : "") + name + " " + Fmt("%.3f ms", time.overall.cpu_ops[i].second / 1e6);
       }
       line("    CPU work on the critical path: " + ops);

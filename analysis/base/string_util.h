@@ -29,6 +29,12 @@ inline bool ContainsIgnoreCase(std::string_view hay, std::string_view needle) {
   });
   return it != hay.end();
 }
+// |s| when it has at most |max| characters (bytes), else its first |max| - 3 and "...", so that a
+// shortened name says it was cut (|max| > 3).
+inline std::string CutWithEllipsis(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  return std::string(s.substr(0, max - 3)) + "...";
+}
 // ASCII lower case.
 inline std::string Lower(std::string_view s) {
   std::string out(s);

@@ -125,8 +125,7 @@ inline StepComm CollectStep(const RuleContext& ctx, const AnalysedStep& step) {
 inline std::string ShortName(std::string_view n) {
   size_t cut = n.find('(');
   if (cut != std::string_view::npos) n = n.substr(0, cut);
-  if (n.size() > 100) return std::string(n.substr(0, 97)) + "...";  // said to be cut
-  return std::string(n);
+  return CutWithEllipsis(n, 100);
 }
 
 }  // namespace ttap::comm_detail

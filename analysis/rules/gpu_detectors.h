@@ -25,8 +25,7 @@ inline std::string ShortKernelName(std::string_view n) {
     if (arg_end != std::string_view::npos && n[arg_end] == '>') cut = arg_end + 1;
   }
   if (cut != std::string_view::npos && cut > 0) n = n.substr(0, cut);
-  if (n.size() > 100) return std::string(n.substr(0, 97)) + "...";  // said to be cut
-  return std::string(n);
+  return CutWithEllipsis(n, 100);
 }
 
 // The CPU op that launched a GPU activity: the innermost cpu_op around its runtime call (e.g.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "analysis/base/string_util.h"
 #include "analysis/rules/rule_registry.h"
 #include "server/core/markdown_text.h"
 
@@ -106,8 +107,7 @@ std::string FindingMarkdown(const ScanResult& scan, const RunFacts& facts, const
   if (!f.top_events.empty()) {
     md += "Top events: ";
     for (size_t i = 0; i < f.top_events.size() && i < 3; ++i) {
-      const std::string& full = f.top_events[i].name;
-      const std::string name = full.size() > 60 ? full.substr(0, 57) + "..." : full;
+      const std::string name = CutWithEllipsis(f.top_events[i].name, 60);
       std::snprintf(buf, sizeof(buf), "%s`%s` x%lld (%s)", i ? ", " : "", name.c_str(),
                     static_cast<long long>(f.top_events[i].count),
                     FormatMs(f.top_events[i].total_us).c_str());
