@@ -91,7 +91,8 @@ nlohmann::json RunJson(const Trace& trace, const RuleResult& rr) {
           {"host_stalls", stalls},
           // Of fixes_save: one-time start-up (TTA015), which the process pays once anyway.
           {"one_time_saves_us_per_step", Round3(rr.one_time_saving_ns / 1000.0 / steps)},
-          // The leading steps analysed apart as a cold start (RunRulesSteadyFirst).
+          // The cold start analysed apart (RunRulesSteadyFirst): the leading steps, or in a run
+          // without steps (cold_steps 0) the time before its warm part.
           {"cold_steps", rr.cold_steps},
           {"cold_us", Round3(rr.cold_ns / 1000.0)}};
 }
@@ -205,7 +206,10 @@ std::string RunSummaryText(const ScanResult& r) {
     profiler = "; the profiler itself added " + FormatMs(rr.profiler_overhead_ns / 1000.0 / steps) +
                per + " (" + std::to_string(static_cast<size_t>(rr.profiled_ops / steps)) +
                " recorded ops" + per + "): without it " +
-               (whole ? "the run takes " : "a step takes ") + FormatMs(rr.run_ns / 1000.0 / steps);
+               (!whole           ? "a step takes "
+                : rr.cold_ns > 0 ? "the warm part takes "
+                                 : "the run takes ") +
+               FormatMs(rr.run_ns / 1000.0 / steps);
   }
   std::string stall = HostStallsText(*r.trace, rr.host_stalls);
   if (!stall.empty()) stall = "; " + stall;
@@ -216,11 +220,15 @@ std::string RunSummaryText(const ScanResult& r) {
            (rr.cold_steps == 1 ? std::string("the first step's ")
                                : "the first " + std::to_string(rr.cold_steps) + " steps' ") +
            FormatMs(rr.cold_ns / 1000.0) + " of one-time work, analysed apart)";
+  } else if (rr.cold_ns > 0) {
+    cold = " (after the run's first " + FormatMs(rr.cold_ns / 1000.0) +
+           " of one-time work, analysed apart)";
   }
   return r.trace_path +
-         (whole          ? ": where the run's "
-          : cold.empty() ? ": where each step's "
-                         : ": where each steady step's ") +
+         (whole && !cold.empty() ? ": where the warm part's "
+          : whole                ? ": where the run's "
+          : cold.empty()         ? ": where each step's "
+                                 : ": where each steady step's ") +
          FormatMs(rr.traced_run_ns / 1000.0 / steps) + " went" + cold + ": " +
          FormatCauses(rr.time.overall, 4) + profiler + "; the findings together save " +
          FormatMs(rr.joint_saving_ns / 1000.0 / steps) + std::string(whole ? "" : "/step") + ": " +

@@ -335,7 +335,7 @@ bool TrailingStubStep(const Trace& trace, const std::vector<StepSpan>& steps) {
   return true;
 }
 
-std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading) {
+std::vector<StepSpan> AnalysedSteps(const Trace& trace, ColdStartCut cut) {
   std::vector<StepSpan> out;
   for (const Step& s : trace.steps) {
     out.push_back({s.number, s.start(), s.end(), s.cpu_end,
@@ -363,12 +363,14 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading) {
     for (int k = 0; k < 3 && TrailingStubStep(trace, out); ++k) out.pop_back();
   }
   // The cold leading steps analysed apart, ProfilerStep#'s or inferred ones.
-  if (skip_leading > 0 && out.size() > 1) {
-    out.erase(out.begin(),
-              out.begin() + static_cast<std::ptrdiff_t>(std::min(skip_leading, out.size() - 1)));
+  if (cut.leading_steps > 0 && out.size() > 1) {
+    out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(
+                                             std::min(cut.leading_steps, out.size() - 1)));
   }
   if (out.empty() && trace.events.size() > 0) {
-    out.push_back({-1, trace.span_start(), trace.span_end(), trace.span_end(), -1, false});
+    const int64_t start =
+        std::min(trace.span_start() + std::max<int64_t>(0, cut.prefix_ns), trace.span_end());
+    out.push_back({-1, start, trace.span_end(), trace.span_end(), -1, false});
   }
   return out;
 }
@@ -654,7 +656,7 @@ class GraphBuilder {
  public:
   GraphBuilder(const Trace& trace, CausalGraph* graph)
       : trace(trace), ev(trace.events), g(*graph), n_rows(trace.events.size()) {}
-  size_t skip_leading_steps = 0;  // AnalysedSteps'
+  ColdStartCut cut;  // AnalysedSteps'
 
   // Rows per track, name classes, kept rows, the cold-launch bound and the one-time first calls.
   void IndexRows(const std::vector<int32_t>& keep_rows, const std::vector<FirstCall>* first_calls) {
@@ -742,7 +744,9 @@ class GraphBuilder {
   void ChooseThreads() {
     // The main thread: the one that runs the ProfilerStep annotations (or the inferred steps'
     // marker), else the busiest CPU one.
-    g.spans = AnalysedSteps(trace, skip_leading_steps);
+    g.spans = AnalysedSteps(trace, cut);
+    if (cut.prefix_ns > 0 && g.spans.size() == 1 && g.spans.front().number < 0)
+      g.warm_from_ns = g.spans.front().start_ns;
     const std::vector<StepSpan>& spans = g.spans;
     if (!spans.empty() && spans.front().marker_track >= 0) {
       main_track = spans.front().marker_track;
@@ -1739,7 +1743,7 @@ class GraphBuilder {
 }  // namespace
 
 CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows,
-                             const std::vector<FirstCall>* first_calls, size_t skip_leading_steps) {
+                             const std::vector<FirstCall>* first_calls, ColdStartCut cut) {
   CausalGraph g;
   const size_t n_rows = trace.events.size();
   g.node_of_row.assign(n_rows, -1);
@@ -1747,7 +1751,7 @@ CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& kee
   if (n_rows == 0) return g;
   g.Reserve(2 * n_rows);
   GraphBuilder b(trace, &g);
-  b.skip_leading_steps = skip_leading_steps;
+  b.cut = cut;
   b.IndexRows(keep_rows, first_calls);
   b.ChooseThreads();
   for (uint32_t track : b.cpu_tracks) b.AddCpuLane(track);
@@ -1777,7 +1781,8 @@ int64_t Replay::total_step_ns() const {
 namespace {
 
 // Calls |fn| on each node of the lanes that bound a run without steps (Lane::bounds_run), or of
-// every lane when those hold no node. The replay's span and the attribution's last node.
+// every lane when those hold no node; with its cold start analysed apart, only the nodes of its
+// warm part. The replay's span and the attribution's last node.
 template <typename Fn>
 void ForEachNodeBoundingRun(const CausalGraph& g, Fn&& fn) {
   const bool any = std::any_of(g.lanes.begin(), g.lanes.end(), [](const CausalGraph::Lane& l) {
@@ -1785,7 +1790,9 @@ void ForEachNodeBoundingRun(const CausalGraph& g, Fn&& fn) {
   });
   for (const CausalGraph::Lane& lane : g.lanes) {
     if (any && !lane.bounds_run) continue;
-    for (int32_t v = lane.first_node; v < (any ? lane.BoundEnd() : lane.end_node); ++v) fn(v);
+    for (int32_t v = lane.first_node; v < (any ? lane.BoundEnd() : lane.end_node); ++v) {
+      if (g.obs_start[v] >= g.warm_from_ns) fn(v);
+    }
   }
 }
 

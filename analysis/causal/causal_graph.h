@@ -58,8 +58,9 @@ enum class NodeRole : uint8_t {
 // The analysed steps of a trace (the list RuleContext uses too): its ProfilerStep# steps; else
 // steps inferred from a marker the loop repeats on one thread (the ends of Optimizer.step#, or
 // the starts of a top-level annotation seen at least three times); else one span.
-// |skip_leading| leading steps (ProfilerStep# or inferred) are left out (a cold start analysed
-// apart: RunRulesSteadyFirst); at least one stays.
+// |cut| leaves a cold start out (analysed apart: RunRulesSteadyFirst): its leading steps
+// (ProfilerStep# or inferred; at least one stays), or, in a run without steps, what precedes
+// its warm part.
 struct StepSpan {
   int64_t number = -1;
   int64_t start_ns = 0;
@@ -69,7 +70,11 @@ struct StepSpan {
   bool inferred = false;
   bool optimizer_marked = false;  // inferred from Optimizer.step# (a training loop's iterations)
 };
-std::vector<StepSpan> AnalysedSteps(const Trace& trace, size_t skip_leading = 0);
+struct ColdStartCut {
+  size_t leading_steps = 0;  // steps left out
+  int64_t prefix_ns = 0;     // a run without steps: the time from its start left out
+};
+std::vector<StepSpan> AnalysedSteps(const Trace& trace, ColdStartCut cut = {});
 
 // One-time first calls: the first run of a framework op (cpu_op) on its thread that costs what
 // later runs do not (CUDA context creation under the first aten::zeros, cuBLAS / cuDNN workspaces
@@ -260,6 +265,9 @@ struct CausalGraph {
   std::vector<uint8_t> launches_gpu;
   std::vector<StepSpan> spans;   // AnalysedSteps(trace), as the graph was built for them
   std::vector<StepNodes> steps;  // one per spans entry
+  // A run without steps whose cold start is analysed apart (ColdStartCut::prefix_ns): its warm
+  // part's start; nodes observed before it bound no step. INT64_MIN otherwise.
+  int64_t warm_from_ns = std::numeric_limits<int64_t>::min();
 
   // Import-stats style counters of what the model could not represent.
   struct Stats {
@@ -306,10 +314,10 @@ struct CausalGraph {
 // kMergedSliceMaxNs (a longer slice may be a wait, and where another thread's work ends decides
 // what a wait waited for: see the joins in docs/causal_model.md).
 // |first_calls|: OneTimeFirstCalls(trace) when the caller has it already (else computed here).
-// |skip_leading_steps|: AnalysedSteps'.
+// |cut|: AnalysedSteps'.
 CausalGraph BuildCausalGraph(const Trace& trace, const std::vector<int32_t>& keep_rows = {},
                              const std::vector<FirstCall>* first_calls = nullptr,
-                             size_t skip_leading_steps = 0);
+                             ColdStartCut cut = {});
 constexpr int64_t kMergedSliceMaxNs = 20000;
 
 // A synchronize returns within microseconds of the work it waits for: one that goes on this

@@ -11,11 +11,12 @@
 
 namespace ttap {
 
-RuleContext::RuleContext(const Trace& trace, size_t skip_leading_steps) : trace_(trace) {
+RuleContext::RuleContext(const Trace& trace, ColdStartCut cut) : trace_(trace) {
   const EventTable& ev = trace.events;
-  for (const StepSpan& s : AnalysedSteps(trace, skip_leading_steps)) {
+  for (const StepSpan& s : AnalysedSteps(trace, cut)) {
     steps_.push_back({s.number, s.start_ns, s.end_ns});
   }
+  warm_part_only_ = cut.prefix_ns > 0 && steps_.size() == 1 && steps_[0].number < 0;
   std::map<int32_t, int64_t> kernels_per_device, copies_per_device;
   double pinned_bytes = 0, pinned_ns = 0;
   BlockingLaunchTally blocking;  // CUDA_LAUNCH_BLOCKING=1 (causal_graph.h)

@@ -26,8 +26,8 @@ struct AnalysedStep {
 
 class RuleContext {
  public:
-  // |skip_leading_steps|: AnalysedSteps'.
-  explicit RuleContext(const Trace& trace, size_t skip_leading_steps = 0);
+  // |cut|: AnalysedSteps'.
+  explicit RuleContext(const Trace& trace, ColdStartCut cut = {});
 
   const Trace& trace() const { return trace_; }
   const EventTable& ev() const { return trace_.events; }
@@ -101,6 +101,9 @@ class RuleContext {
   bool forward_only() const { return forward_only_; }
   // Whether the run launches CUDA / HIP graphs (a cudaGraphLaunch or hipGraphLaunch call).
   bool replays_graphs() const { return replays_graphs_; }
+  // A run without steps whose cold start is left out (ColdStartCut::prefix_ns): its one
+  // analysed span is its warm part.
+  bool warm_part_only() const { return warm_part_only_; }
   // Whether steps()[step] begins a CUDA graph capture that other steps replay (more graph
   // launches than captures), while such steps are under half of them: it runs the captured ops
   // eagerly first (vLLM's warm-up before a lazy capture), one-time work (TTA015's), not the
@@ -124,6 +127,7 @@ class RuleContext {
   bool launches_block_ = false;
   bool forward_only_ = false;
   bool replays_graphs_ = false;
+  bool warm_part_only_ = false;
   std::vector<uint8_t> capture_step_;     // per steps() entry
   std::vector<uint8_t> collective_name_;  // per string id
   std::vector<uint32_t> runtime_flags_;   // per string id

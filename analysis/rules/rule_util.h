@@ -78,11 +78,19 @@ inline int64_t StepsNs(const RuleContext& ctx) {
 inline bool OfWholeRun(const Finding& f) {
   return f.per_step.size() == 1 && f.per_step[0].first < 0;
 }
+// What a finding of a trace without steps is of: "the run", or "the warm part" when the run's
+// cold start is analysed apart (RunRulesSteadyFirst).
+inline std::string TheRun(const Finding& f) {
+  auto it = f.evidence.find("of_part");
+  return it == f.evidence.end() ? "the run" : it->second.text;
+}
 // " in the step", or " in the run" for a trace without steps (its one analysed span): the
 // detectors' own words for where they counted.
 inline const char* InTheStep(const RuleContext& ctx) {
   const auto& steps = ctx.steps();
-  return steps.size() == 1 && steps[0].number < 0 ? " in the run" : " in the step";
+  return steps.size() == 1 && steps[0].number < 0
+             ? ctx.warm_part_only() ? " in the warm part" : " in the run"
+             : " in the step";
 }
 
 // Identifies a cause by the user-level op and the innermost python frame around |row|, so the

@@ -206,10 +206,11 @@ std::string FindingMessage(const Finding& f) {
   const std::string saving =
       !spec || spec->plan.model == FixModel::kNone ? ""
       : note.empty()
-          ? std::string(idle_time ? whole_run ? "; moving that work out of the run"
+          ? std::string(idle_time ? whole_run ? "; moving that work out of " + TheRun(f)
                                               : "; moving that work out of the step"
                                   : "; a fix") +
-                " saves " + per_step + " (" + share + (whole_run ? " of the run" : " of the step") +
+                " saves " + per_step + " (" + share + " of " +
+                (whole_run ? TheRun(f) : "the step") +
                 (TextOf(f, "share_without_profiler") == "yes" ? " without the profiler" : "") +
                 after_text + (recording.empty() ? "" : "; " + recording) + ")"
           : "; a fix saves " + per_step + " (" + note + ")";
@@ -225,69 +226,156 @@ std::string FindingMessage(const Finding& f) {
   return text + (detail.empty() ? "" : ": " + detail) + saving + one_off;
 }
 
-RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
-  RuleResult all = RunRules(trace, options);
-  if (all.time.steps.size() < 4 || options.Get("skip_leading_steps", 0) > 0) return all;
-  auto one_time = [](const Finding& f) {
-    const RuleSpec* spec = FindRuleSpec(f.code);
-    return spec && spec->one_time;
-  };
-  const Finding* cold_finding = nullptr;
-  for (const Finding& f : all.findings) {
-    if (one_time(f) && f.severity <= Severity::kWarning) {
-      cold_finding = &f;
-      break;
-    }
-  }
-  if (!cold_finding) return all;
-  // The leading steps at 3x the median of the steps after them, or more; three steady ones stay.
+namespace {
+
+bool IsOneTimeFinding(const Finding& f) {
+  const RuleSpec* spec = FindRuleSpec(f.code);
+  return spec && spec->one_time;
+}
+
+// The leading steps of |trace| that may hold its cold start, 0 for none: each 3x the median of
+// the steps after it or more, three steady ones left.
+size_t ColdLeadingSteps(const Trace& trace) {
   // Steps are ProfilerStep#'s or a training loop's iterations (inferred from its optimizer
   // steps); a serving engine's marks (vLLM's execute_*) are no iterations of one program.
   const std::vector<StepSpan> spans = AnalysedSteps(trace);
-  if (spans.empty() || (spans.front().inferred && !spans.front().optimizer_marked)) return all;
-  size_t cold = 0;
+  if (spans.empty() || (spans.front().inferred && !spans.front().optimizer_marked)) return 0;
+  size_t cold_steps = 0;
   for (size_t k = 0; k + 3 < spans.size(); ++k) {
     std::vector<int64_t> rest;
     for (size_t j = k + 1; j < spans.size(); ++j)
       rest.push_back(spans[j].end_ns - spans[j].start_ns);
     const int64_t typical = Median(std::move(rest), 0);
     if (spans[k].end_ns - spans[k].start_ns < 3 * typical) break;
-    cold = k + 1;
+    cold_steps = k + 1;
   }
-  if (cold == 0) return all;
+  return cold_steps;
+}
+
+// A run without steps (a script profiled from its start) whose first part is its cold start:
+// the time from the run's start to the end of the one-time calls that hold 90% of |cold|'s
+// time, when that is half the run or more and work that repeats follows it: GPU activity (or,
+// without a GPU, top-level framework ops) of at least two runs a name on average. (The rest of
+// one cold call, a single forward pass's remaining layers, repeats little: a warm part is
+// later calls.) 0 for none.
+int64_t ColdPrefixNs(const Trace& trace, const Finding& cold) {
+  std::vector<std::pair<int64_t, int64_t>> calls = cold.occurrences;  // (start, end)
+  std::sort(calls.begin(), calls.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
+  int64_t total = 0, so_far = 0, cut = trace.span_start();
+  for (const auto& [start, end] : calls) total += end - start;
+  for (const auto& [start, end] : calls) {
+    so_far += end - start;
+    cut = std::max(cut, end);
+    if (10 * so_far >= 9 * total) break;
+  }
+  const int64_t span = trace.span_end() - trace.span_start();
+  if (total <= 0 || 2 * (cut - trace.span_start()) < span) return 0;
+  const EventTable& ev = trace.events;
+  std::map<StringId, int> gpu_after, ops_after;  // runs a name after the cut
+  bool has_gpu = false;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    const bool gpu = k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset;
+    has_gpu |= gpu;
+    if (ev.ts[i] < cut) continue;
+    if (gpu) gpu_after[ev.name[i]]++;
+    if (k == EventKind::kCpuOp && ev.depth[i] == 0) ops_after[ev.name[i]]++;
+  }
+  const std::map<StringId, int>& after = has_gpu ? gpu_after : ops_after;
+  int runs = 0;
+  for (const auto& [name, n] : after) runs += n;
+  return runs >= 2 && runs >= 2 * static_cast<int>(after.size()) ? cut - trace.span_start() : 0;
+}
+
+}  // namespace
+
+RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
+  RuleResult all = RunRules(trace, options);
+  if (options.Get("skip_leading_steps", 0) > 0 || options.Get("cold_start_prefix_ns", 0) > 0)
+    return all;
+  const Finding* cold_finding = nullptr;
+  for (const Finding& f : all.findings) {
+    if (IsOneTimeFinding(f) && f.severity <= Severity::kWarning) {
+      cold_finding = &f;
+      break;
+    }
+  }
+  if (!cold_finding) return all;
+  // Steps: the leading ones that hold the cold start. One span (no steps): its first part.
+  const bool whole_run = all.time.step_numbers.size() == 1 && all.time.step_numbers[0] < 0;
+  size_t cold = 0;
+  int64_t prefix_ns = 0;
+  if (all.time.steps.size() >= 4) {
+    cold = ColdLeadingSteps(trace);
+  } else if (whole_run) {
+    prefix_ns = ColdPrefixNs(trace, *cold_finding);
+  }
+  if (cold == 0 && prefix_ns == 0) return all;
   std::set<int64_t> cold_numbers;
-  int64_t cold_ns = 0;
-  for (size_t k = 0; k < cold; ++k) {
-    cold_numbers.insert(spans[k].number);
-    cold_ns += spans[k].end_ns - spans[k].start_ns;
+  int64_t cold_ns = prefix_ns;
+  if (cold > 0) {
+    const std::vector<StepSpan> spans = AnalysedSteps(trace);
+    for (size_t k = 0; k < cold; ++k) {
+      cold_numbers.insert(spans[k].number);
+      cold_ns += spans[k].end_ns - spans[k].start_ns;
+    }
   }
-  // Nearly all of the one-time finding in those steps.
+  // How much of a finding is in the cold start: of its time lost in the cold steps, or of its
+  // occurrences' time before the warm part.
+  const int64_t warm_from = trace.span_start() + prefix_ns;
   auto in_cold_share = [&](const Finding& f) {
     double total = 0, in_cold = 0;
-    for (const auto& [step, lost] : f.per_step) {
-      total += lost;
-      if (cold_numbers.count(step)) in_cold += lost;
+    if (cold > 0) {
+      for (const auto& [step, lost] : f.per_step) {
+        total += lost;
+        if (cold_numbers.count(step)) in_cold += lost;
+      }
+    } else {
+      for (const auto& [start, end] : f.occurrences) {
+        total += static_cast<double>(end - start);
+        in_cold += static_cast<double>(std::max<int64_t>(0, std::min(end, warm_from) - start));
+      }
     }
     return total > 0 ? in_cold / total : 0.0;
   };
-  if (in_cold_share(*cold_finding) < 0.8) return all;
+  // Another cause's finding that is the cold start's: nearly all in the cold steps; before a
+  // warm part, every occurrence (its one figure is the whole run's: a 983 ms first copy does
+  // not make the nine copies after it the cold start's).
+  auto of_cold_start = [&](const Finding& f) {
+    if (cold > 0) return in_cold_share(f) >= 0.8;
+    return !f.occurrences.empty() &&
+           std::all_of(f.occurrences.begin(), f.occurrences.end(),
+                       [&](const auto& o) { return o.second <= warm_from; });
+  };
+  if (cold > 0 && in_cold_share(*cold_finding) < 0.8) return all;
   RuleOptions steady_options = options;
-  steady_options.values["skip_leading_steps"] = static_cast<double>(cold);
+  if (cold > 0) steady_options.values["skip_leading_steps"] = static_cast<double>(cold);
+  if (prefix_ns > 0) steady_options.values["cold_start_prefix_ns"] = static_cast<double>(prefix_ns);
   RuleResult out = RunRules(trace, steady_options);
+  // A warm part whose own analysis finds a cold start at warning is none: the run's first calls
+  // are spread over it (one cold forward pass, each layer's first call).
+  if (prefix_ns > 0 && std::any_of(out.findings.begin(), out.findings.end(), [](const Finding& f) {
+        return IsOneTimeFinding(f) && f.severity <= Severity::kWarning;
+      })) {
+    return all;
+  }
   out.cold_steps = cold;
   out.cold_ns = cold_ns;
-  // The cold steps' own findings (the one-time ones, and those nearly all in those steps), with
-  // their numbers per recorded step as the whole run's analysis gave them (what --format json's
-  // per-step fields mean everywhere), and the total the cold steps hold.
+  // The cold start's own findings (the one-time ones, and those nearly all in it), with their
+  // numbers per recorded step as the whole run's analysis gave them (what --format json's
+  // per-step fields mean everywhere), and the total the cold start holds.
   std::vector<Finding> once;
   const double all_steps = static_cast<double>(std::max<size_t>(1, all.time.steps.size()));
   for (Finding& f : all.findings) {
-    if (!one_time(f) && in_cold_share(f) < 0.8) continue;
-    // Another cause's finding of the cold steps alone is their set-up seen another way (the
+    const bool one_time = IsOneTimeFinding(f);
+    if (!one_time && !of_cold_start(f)) continue;
+    // Another cause's finding of the cold start alone is their set-up seen another way (the
     // first step's CPU-bound convolutions are cuDNN choosing kernels): once, so at most info.
-    if (!one_time(f)) {
+    if (!one_time) {
       f.severity = std::max(f.severity, Severity::kInfo);
-      f.evidence["occurs"] = {false, 0, "once (the cold steps)"};
+      f.evidence["occurs"] = {false, 0,
+                              cold > 0 ? "once (the cold steps)" : "once (the cold start)"};
     }
     // Its message speaks of the run, not of a step: a per-step figure averaged over the
     // recorded steps (30.9 ms/step, 95% of the step) beside the steady step's 1.4 ms reads as
@@ -301,17 +389,21 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
     of_run.time_lost_us_per_step *= all_steps;
     of_run.per_step = {{-1, of_run.time_lost_us_per_step}};
     const double in_cold = in_cold_share(f);
+    const std::string where =
+        cold > 0 ? "the cold first " +
+                       (cold == 1 ? std::string("step") : std::to_string(cold) + " steps") +
+                       " of the " + std::to_string(all.time.steps.size()) + " recorded"
+                 : "the run's one-time start (its first " + Ms(prefix_ns / 1000.0) +
+                       ", before the warm part)";
     f.message = FindingMessage(of_run) + "; " +
                 (in_cold >= 0.995 ? std::string("all") : "nearly all (" + Pct(in_cold) + ")") +
-                " of it in the cold first " +
-                (cold == 1 ? std::string("step") : std::to_string(cold) + " steps") + " of the " +
-                std::to_string(all.time.steps.size()) + " recorded, analysed apart";
+                " of it in " + where + ", analysed apart";
     once.push_back(std::move(f));
   }
   std::vector<Finding> ordered;
   std::vector<bool> first(out.findings.size());
   for (size_t i = 0; i < out.findings.size(); ++i) {
-    first[i] = out.findings[i].severity <= Severity::kWarning && !one_time(out.findings[i]);
+    first[i] = out.findings[i].severity <= Severity::kWarning && !IsOneTimeFinding(out.findings[i]);
     if (first[i]) ordered.push_back(std::move(out.findings[i]));
   }
   for (Finding& f : once) ordered.push_back(std::move(f));
@@ -327,7 +419,9 @@ std::string RuleResult::SavingsVerdict() const {
     return "what fixes would save cannot be judged: the trace lacks the GPU's activity (TTA016)";
   }
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "this run could be %.2fx faster", speedup);
+  // A run without steps whose cold start is analysed apart: the figures are its warm part's.
+  std::snprintf(buf, sizeof(buf), "%s could be %.2fx faster",
+                cold_steps == 0 && cold_ns > 0 ? "its warm part" : "this run", speedup);
   // Part of the GPU's side is missing: the figure counts only what the trace holds.
   if (trace_incomplete)
     return std::string(buf) + " by what the trace holds (its GPU side is missing: TTA016)";
@@ -378,9 +472,10 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   result.host_stalls = OneOffHostStalls(trace);
   // The context's per-kernel intervals are the size of the trace: it goes before the costing,
   // whose replays are the run's peak.
-  const size_t skip_leading_steps =
-      static_cast<size_t>(std::max(0.0, options.Get("skip_leading_steps", 0)));
-  auto ctx_holder = std::make_unique<RuleContext>(trace, skip_leading_steps);
+  ColdStartCut cut;  // the cold start analysed apart (RunRulesSteadyFirst)
+  cut.leading_steps = static_cast<size_t>(std::max(0.0, options.Get("skip_leading_steps", 0)));
+  cut.prefix_ns = static_cast<int64_t>(std::max(0.0, options.Get("cold_start_prefix_ns", 0)));
+  auto ctx_holder = std::make_unique<RuleContext>(trace, cut);
   RuleContext& ctx = *ctx_holder;
   std::vector<Finding> raw;
   // A detector's findings go when the options disable their code (disable_TTA0xx = 1).
@@ -400,7 +495,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   std::vector<int32_t> finding_rows;
   for (const Finding& f : raw)
     finding_rows.insert(finding_rows.end(), f.rows.begin(), f.rows.end());
-  CausalGraph graph = BuildCausalGraph(trace, finding_rows, &ctx.first_calls(), skip_leading_steps);
+  CausalGraph graph = BuildCausalGraph(trace, finding_rows, &ctx.first_calls(), cut);
   end_phase("causal graph");
   Replay base = RunReplay(graph);
   end_phase("replay");
@@ -537,6 +632,8 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   for (Finding& f : result.findings) {
     const RuleSpec* spec = FindRuleSpec(f.code);
     if (profiler_free_shares) f.evidence["share_without_profiler"] = {false, 0, "yes"};
+    // A run without steps whose cold start is analysed apart: its figures are its warm part's.
+    if (cut.prefix_ns > 0 && OfWholeRun(f)) f.evidence["of_part"] = {false, 0, "the warm part"};
     // Idle time that one step holds nearly all of (a one-off host stall: a 7 ms allocation in
     // one of five steps) is no step's steady state: it says so, and is at most info.
     int64_t one_off_step = -1;

@@ -72,7 +72,8 @@ struct RuleResult {
   std::string SavingsVerdict() const;
   TimeBreakdown time;  // where each step's time went (critical path)
   // RunRulesSteadyFirst: the leading steps analysed apart as a cold start (0: none), and their
-  // recorded time together.
+  // recorded time together; for a run without steps, no steps and the time from its start to
+  // its warm part (everything else in this result is of that warm part).
   size_t cold_steps = 0;
   int64_t cold_ns = 0;
   // One-off host stalls (OneOffHostStalls, trace_queries.h): the machine, not the code; the

@@ -65,7 +65,7 @@ std::string DataLoaderStallMessage(const Finding& f, const std::string& detected
   std::string runs =
       step_us > 0
           ? "the input pipeline runs " + FormatPercent(Num(f, "dataloader_us") / step_us) +
-                (whole_run                   ? " of the run"
+                (whole_run                   ? " of " + TheRun(f)
                  : every_step                ? " of each step"
                  : StartsWith(occurs, "in ") ? " of the " + occurs.substr(3) + " it stalls in"
                                              : " of the steps it stalls in")

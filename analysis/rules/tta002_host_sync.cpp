@@ -185,7 +185,7 @@ std::string HostSyncMessage(const Finding& f, const std::string& detected,
   if (!TextOf(f, "blocking_launches").empty()) {
     return "every kernel launch waits for its kernel to finish (" +
            std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
-           (whole_run ? " launches in the run" : " launches per step") +
+           (whole_run ? " launches in " + TheRun(f) : std::string(" launches per step")) +
            " return only at their kernel's end: CUDA_LAUNCH_BLOCKING=1 in the environment, or a "
            "tool that serialises launches), so the GPU idles for all of the CPU's work between "
            "kernels: " +
@@ -202,7 +202,8 @@ std::string HostSyncMessage(const Finding& f, const std::string& detected,
   return std::string("host synchronisation") + (op.empty() ? "" : " in " + op) + " (" +
          (inner.empty() ? "" : "inside " + inner + ": ") + TextOf(f, "sync_call") + ", " +
          std::to_string(static_cast<int>(Num(f, "syncs") / steps)) +
-         (whole_run ? "x in the run" : "x per step") + ") drains the GPU for " + detected +
+         (whole_run ? "x in " + TheRun(f) : std::string("x per step")) + ") drains the GPU for " +
+         detected +
          (Num(f, "host_statement_us") / steps >= 10
               ? std::string(TextOf(f, "reads_value").empty()
                                 ? "; the statement around it runs "

@@ -139,7 +139,7 @@ std::string LaunchBoundMessage(const Finding& f, const std::string& /*detected*/
   const double kernels = Num(f, "short_kernels");
   const double steps = std::max(1.0, Num(f, "steps_affected"));
   const bool whole_run = OfWholeRun(f);
-  const std::string per = whole_run ? " in the run" : steps > 1 ? " a step" : " in its step";
+  const std::string per = whole_run ? " in " + TheRun(f) : steps > 1 ? " a step" : " in its step";
   const double n = std::max(1.0, kernels);
   const std::string op = TextOf(f, "op");
   return std::string("kernels shorter than their launches, the GPU idle between them: ") +

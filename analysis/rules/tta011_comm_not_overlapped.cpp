@@ -132,7 +132,7 @@ std::string CommNotOverlappedMessage(const Finding& f, const std::string& detect
          FormatNumber("%.0f%%", 100.0 * Num(f, "overlap_min")) + "); " +
          FormatNumber("%.3f", exposed_us / 1000.0) + " ms of " +
          FormatNumber("%.3f", Num(f, "comm_us") / steps / 1000.0) + " ms of its communication " +
-         (whole_run ? "in the run" : "per step") + " is exposed" +
+         (whole_run ? "in " + TheRun(f) : std::string("per step")) + " is exposed" +
          (p2p ? std::string(
                     "; most of it is point-to-point transfers between pipeline stages waiting "
                     "for the peer stage: a pipeline bubble, which more micro-batches or an "

@@ -272,8 +272,8 @@ void DetectCpuOverheadPath(const RuleContext& ctx, const CausalGraph& g, const T
         "in " + name + ", " + FormatNumber("%.0f", kernels) + (one ? " kernel" : " kernels") +
         a_step + " (" + FormatNumber("%.2f ms", all_kernel_ns / 1e6 / n_steps) + " of GPU work" +
         (one ? "" : ", median kernel " + FormatNumber("%.1f us", region_median / 1000.0)) +
-        (one ? ") waits" : ") wait") +
-        " for the CPU's per-op dispatch and launches; the run's critical path is " +
+        (one ? ") waits" : ") wait") + " for the CPU's per-op dispatch and launches; " +
+        (ctx.warm_part_only() ? "the warm part's" : "the run's") + " critical path is " +
         FormatNumber("%.0f%%", 100.0 * (launch + cpu) / total) + " CPU work and launches, " +
         FormatNumber("%.0f%%", 100.0 * gpu / total) + " GPU work" +
         (ops.empty() ? "" : "; most CPU time" + std::string(a_step) + " in " + ops) +

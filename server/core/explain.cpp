@@ -46,6 +46,10 @@ std::string SummaryHead(const ScanResult& scan, const JobAnalysis& job, int rank
           FormatMs(rr.cold_ns / 1000.0) +
           ") hold one-time work (compilation, start-up): they are analysed apart, and the "
           "numbers below are the steady steps'.\n\n";
+  } else if (rr.cold_ns > 0) {
+    md += "The run's first " + FormatMs(rr.cold_ns / 1000.0) +
+          " hold one-time work (compilation, start-up): they are analysed apart, and the "
+          "numbers below are the warm part's.\n\n";
   }
   if (all.total() > 0)
     md += "Where the steps' time went (critical path): " + FormatCauses(all, 5) + "\n\n";

@@ -196,6 +196,32 @@ inline TinyTrace Eager(int ops, double dispatch_us, double launch_us, double ker
   return t;
 }
 
+// A script profiled from its start without ProfilerStep: the first aten::mm creates cuBLAS's
+// context (cudaFree 70 ms and 300 ms inside it), then |calls| calls of a small MLP follow. With
+// |repeat|, each call runs the same three ops (mm, add, relu: 30 us of dispatch for a 3 us
+// kernel); without, the calls run different ops once each (the rest of one forward pass).
+inline TinyTrace ColdCallThenCalls(int calls, bool repeat) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3060 Ti", 8, 6);
+  StreamClock gpu;
+  t.Cpu("aten::mm", 1000, 370100);
+  t.Runtime("cudaFree", 1010, 70000);
+  t.Runtime("cudaFree", 71020, 300000);
+  gpu.Kernel(t, "gemv2T_kernel_val", 371050, 5, 3, 3);
+  double cpu = 371110;
+  for (int c = 0; c < calls; ++c) {
+    for (const char* op : {"aten::mm", "aten::add", "aten::relu"}) {
+      const std::string name = repeat ? op : std::string(op) + "_" + std::to_string(c);
+      t.Cpu(name, cpu, 38);
+      gpu.Kernel(t, repeat ? std::string(op).substr(6) + "_kernel" : name + "_kernel", cpu + 30, 5,
+                 3, 3);
+      cpu += 40;
+    }
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu.free - cpu + 3));
+  return t;
+}
+
 // Options for tests of one fix's arithmetic on a hand-written trace: the profiler's own cost per
 // recorded op is not taken out (tests/analysis/causal/what_if_test.cpp tests that on its own).
 inline ttap::RuleOptions ExactWhatIfs() {

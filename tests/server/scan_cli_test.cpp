@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/tiny_trace.h"
 #include "fixture_traces.h"
 #include "server/window_fusion.h"
 #include "test_support.h"
@@ -149,6 +150,23 @@ TEST_CASE("scan: unusable input and traces without steps or GPU", "[scan][cli]")
   CHECK(j["steps"] == 0);
   REQUIRE(j["findings"].size() == 1);  // CPU-side only: the whole trace is one span
   CHECK(j["findings"][0]["code"] == "TTA001");
+}
+
+TEST_CASE("scan: a run without steps says its numbers are its warm part's, after its cold start",
+          "[scan][cli][TTA015]") {
+  std::string dir = ttap_test::MakeTempDir();
+  WriteOrFail(dir + "/cold.json", ttap_test::ColdCallThenCalls(20, /*repeat=*/true).Json());
+  auto r = RunTtap("scan '" + dir + "/cold.json'");
+  INFO(r.out << r.err);
+  const std::string last = r.out.substr(r.out.rfind(": where "));
+  CHECK(last.find(": where the warm part's ") == 0);
+  CHECK(last.find("(after the run's first 370.") != std::string::npos);
+  CHECK(last.find("its warm part could be") != std::string::npos);
+  // The first finding is the calls' own cause, of the warm part; the set-up follows it.
+  CHECK(r.out.find("of the warm part") < r.out.find("[TTA015 cold-start]"));
+  auto j = nlohmann::json::parse(RunTtap("scan --format json '" + dir + "/cold.json'").out);
+  CHECK(j["run"]["cold_steps"] == 0);
+  CHECK(j["run"]["cold_us"].get<double>() > 370000);
 }
 
 TEST_CASE("scan: real traces (kineto num_workers 0 vs 4, ROCm DDP frames)", "[scan][real]") {

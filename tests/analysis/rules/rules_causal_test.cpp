@@ -11,6 +11,7 @@
 
 #include "analysis/tiny_trace.h"
 
+using ttap_test::ColdCallThenCalls;
 using ttap_test::Eager;
 using ttap_test::ExactWhatIfs;
 using ttap_test::FindingsWithCode;
@@ -889,6 +890,45 @@ TEST_CASE("causal: a cold first step before a steady loop: the steady state's ca
   auto short_run = ttap::RunRulesSteadyFirst(*short_trace, {});
   CHECK(short_run.cold_steps == 0);
   CHECK(short_run.findings.front().code == "TTA015");
+}
+
+TEST_CASE("causal: a run without steps analyses its warm part apart from its cold start",
+          "[rules][causal][TTA015][TTA017]") {
+  auto trace = ColdCallThenCalls(20, /*repeat=*/true).Load();
+  // Over the whole run, the 370 ms of set-up hide the 2.4 ms of launch-bound calls after it.
+  auto all = ttap::RunRules(*trace, {});
+  REQUIRE(!all.findings.empty());
+  CHECK(all.findings.front().code == "TTA015");
+  auto warm = ttap::RunRulesSteadyFirst(*trace, {});
+  CHECK(warm.cold_steps == 0);
+  CHECK(warm.cold_ns >= 370000000);
+  CHECK(warm.cold_ns < 371200000);
+  CHECK(warm.time.overall.total() < 5000000);  // the warm part's critical path, not the run's
+  REQUIRE(!warm.findings.empty());
+  INFO(warm.findings.front().message);
+  // What the calls cost every time comes first, of the warm part.
+  CHECK((warm.findings.front().code == "TTA017" || warm.findings.front().code == "TTA007"));
+  CHECK(warm.findings.front().severity <= ttap::Severity::kWarning);
+  CHECK(warm.findings.front().message.find("of the warm part") != std::string::npos);
+  const ttap::Finding* cold = nullptr;
+  for (const auto& f : warm.findings) {
+    if (f.code == "TTA015") cold = &f;
+  }
+  REQUIRE(cold != nullptr);
+  INFO(cold->message);
+  CHECK(cold->severity <= ttap::Severity::kWarning);
+  CHECK(cold->message.find("all of it in the run's one-time start (its first 370.") !=
+        std::string::npos);
+  CHECK(warm.SavingsVerdict().find("its warm part could be") == 0);
+}
+
+TEST_CASE("causal: the rest of one cold call is no warm part", "[rules][causal][TTA015]") {
+  // The ops after the cold one run once each: one forward pass, nothing that repeats.
+  auto trace = ColdCallThenCalls(3, /*repeat=*/false).Load();
+  auto once = ttap::RunRulesSteadyFirst(*trace, {});
+  CHECK(once.cold_ns == 0);
+  REQUIRE(!once.findings.empty());
+  CHECK(once.findings.front().code == "TTA015");
 }
 
 TEST_CASE("causal: launches without GPU activity make the trace incomplete",
