@@ -516,15 +516,31 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   auto gpu_idle_through = [&](int32_t row) {
     return ClippedLength(gpu_busy, ev.ts[row], ev.end(row)) * 10 < ev.dur[row];
   };
+  std::vector<int32_t> long_allocator_calls;
+  std::set<int64_t> allocator_steps;  // the steps that hold them (ProfilerStep# or inferred)
+  std::vector<StepSpan> spans;        // AnalysedSteps(trace), once there is such a call
   for (size_t i = 0; i < ev.size(); ++i) {
     if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < kFirstCallMinNs) continue;
     const std::string_view name = trace.Name(i);
     const uint32_t call = RuntimeCallFlags(name);
     const bool allocator = (call & kRuntimeAllocator) && ev.dur[i] >= kOneTimeAllocatorCallNs;
     const bool lazy_launch = ev.link[i] >= 0 && (call & kRuntimeKernelLaunch);
-    if ((allocator || lazy_launch) && gpu_idle_through(static_cast<int32_t>(i))) {
+    if (!(allocator || lazy_launch) || !gpu_idle_through(static_cast<int32_t>(i))) continue;
+    if (lazy_launch) {
       out.push_back({static_cast<int32_t>(i), kFirstCallMinNs / 100});
+      continue;
     }
+    if (long_allocator_calls.empty()) spans = AnalysedSteps(trace);
+    long_allocator_calls.push_back(static_cast<int32_t>(i));
+    for (const StepSpan& s : spans) {
+      if (s.number >= 0 && s.start_ns <= ev.ts[i] && ev.ts[i] < s.end_ns) {
+        allocator_steps.insert(s.number);
+      }
+    }
+  }
+  // Start-up happens once: long allocator calls in two steps or more are the allocator's churn.
+  if (allocator_steps.size() < 2) {
+    for (int32_t row : long_allocator_calls) out.push_back({row, kFirstCallMinNs / 100});
   }
   // In a run of a few milliseconds (a microbenchmark of a handful of calls) a first call's
   // set-up under a millisecond is still much of it: the floor is a tenth of the run there.

@@ -49,17 +49,24 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
   // bare frees are start-up (a cudaFree(0) that creates the context) unless later steps with few
   // calls free outside any op too.
   std::vector<char> few_calls(ctx.steps().size(), 0);
+  // Steps that free device memory more than kFewAllocatorCalls times outside the run's first
+  // calls: the caching allocator frees only on empty_cache() or to retry a failed allocation, so
+  // frees all through the step say it is off (PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor
+  // Python drops goes back to the driver). One cause, the setting, whatever op frees.
+  std::vector<char> caching_off(ctx.steps().size(), 0);
   bool later_bare_frees = false;
   for (size_t s = 0; s < ctx.steps().size(); ++s) {
     auto [lo, hi] = ctx.RowsIn(ctx.steps()[s].start_ns, ctx.steps()[s].end_ns);
-    int calls = 0;
+    int calls = 0, frees = 0;
     bool bare = false;
-    for (uint32_t i = lo; i < hi && calls <= kFewAllocatorCalls; ++i) {
+    for (uint32_t i = lo; i < hi; ++i) {
       if (!is_allocator_call(i)) continue;
       ++calls;
       bare = bare || (s > 0 && is_bare_free(i));
+      frees += IsDeviceFreeName(ctx.Name(i)) && !ctx.InFirstCall(static_cast<int32_t>(i));
     }
     few_calls[s] = calls <= kFewAllocatorCalls;
+    caching_off[s] = frees > kFewAllocatorCalls;
     later_bare_frees = later_bare_frees || (few_calls[s] && bare);
   }
   // Recorded without Python frames, torch.cuda.empty_cache() leaves only its cudaFree, outside
@@ -105,8 +112,8 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       const bool empty_cache = empty_cache_at(i, s);
       if (!empty_cache && !alloc) continue;
       // The first step's allocations warm the cache up, except those that refill it after an
-      // explicit empty_cache(), which is never warm-up.
-      if (s == 0 && !empty_cache && emptied_by < 0) continue;
+      // explicit empty_cache(), which is never warm-up, and those of a cache that is off.
+      if (s == 0 && !empty_cache && emptied_by < 0 && !caching_off[0]) continue;
       // Start-up calls (context creation, a library's first workspace, an op's first run) are
       // one-time cold start, never churn.
       if (alloc && ctx.InFirstCall(static_cast<int32_t>(i))) continue;
@@ -126,9 +133,12 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       int32_t anchor = empty_cache       ? static_cast<int32_t>(i)
                        : emptied_by >= 0 ? emptied_by
                                          : LaunchingOp(ctx, i);
-      std::string key = CauseKey(ctx, anchor);
+      // With the caching allocator off, every call is the setting's (placed at the step's first).
+      const bool off = caching_off[s] && !empty_cache && emptied_by < 0;
+      std::string key = off ? "caching-allocator-off" : CauseKey(ctx, anchor);
       Finding& f = CauseFinding(&by_cause, ctx, "TTA013", static_cast<int>(s), a,
                                 std::max(b, resume), anchor, key);
+      if (off && f.rows.empty()) f.fix.clear();  // an environment variable, not an edit
       f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += Us(lost);
       // Allocator calls inside the empty_cache region.
@@ -148,9 +158,13 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
         AddEvent(&f, std::string(name), 1, Us(ev.dur[i]));
       }
       AccumulateNumber(&f, "allocator_calls", static_cast<double>(calls));
+      if (off) {
+        AccumulateNumber(&f, "device_frees", IsDeviceFreeName(name) ? 1 : 0);
+        AddText(&f, "caching_off", "yes");
+      }
       AccumulateNumber(&f, "call_us", Us(b - a));
       AccumulateNumber(&f, "drain_us", Us(std::max<int64_t>(0, drain)));
-      AddText(&f, "op", std::string(ctx.Name(anchor)));
+      if (!off || f.rows.size() == 1) AddText(&f, "op", std::string(ctx.Name(anchor)));
     }
     for (auto& [key, f] : by_cause) {
       if (step.duration() <= 0 || f.per_step[0].second * 1000.0 < min_share * step.duration()) {
@@ -158,6 +172,19 @@ void DetectAllocatorChurn(const RuleContext& ctx, const RuleOptions& o, std::vec
       }
       const double ec = Num(f, "empty_cache_calls");
       const double bare = Num(f, "bare_frees");
+      if (!TextOf(f, "caching_off").empty()) {
+        AddText(&f, "detail",
+                Count(Num(f, "allocator_calls")) + " allocator calls in " +
+                    (s == 0 ? "the step" : "a steady-state step") + ", " +
+                    Count(Num(f, "device_frees")) + " of them frees (" + Dur(Num(f, "call_us")) +
+                    " blocked, " + Dur(Num(f, "drain_us")) +
+                    " of GPU drain): the caching allocator frees device memory only for "
+                    "empty_cache() or to retry a failed allocation, so frees all through the "
+                    "step say it is off (PYTORCH_NO_CUDA_MEMORY_CACHING=1 in the environment, "
+                    "a debugging setting): unset it and the cache serves these");
+        out->push_back(std::move(f));
+        continue;
+      }
       AddText(&f, "detail",
               Count(Num(f, "allocator_calls")) + " allocator calls" +
                   (ec > 0 ? " and " + Count(ec) + " empty_cache()" : std::string()) +

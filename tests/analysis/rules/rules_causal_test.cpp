@@ -203,6 +203,40 @@ TEST_CASE("causal: an eager decode loop without ProfilerStep is CPU-overhead-bou
   CheckOneStory(all);
 }
 
+TEST_CASE("causal: long frees in every step are the caching allocator off, not cold start",
+          "[rules][causal][TTA015][TTA013]") {
+  // A ROCm DDP step with PYTORCH_NO_CUDA_MEMORY_CACHING=1: each of 4 steps, 3 ops (conv, relu,
+  // add) x 8 allocate their output (hipMalloc) and free their input (hipFree); one free in four
+  // takes 25 ms while the GPU has nothing queued (hipFree synchronises the device).
+  TinyTrace t;
+  t.Device(0, "AMD Instinct MI300X", 9, 4);
+  double cpu = 1000;
+  StreamClock gpu;
+  for (int s = 0; s < 4; ++s) {
+    const double start = cpu;
+    for (int k = 0; k < 24; ++k) {
+      const char* op = k % 3 == 0 ? "aten::convolution" : k % 3 == 1 ? "aten::relu" : "aten::add";
+      const double free_us = k % 4 == 0 ? 25000 : 300;
+      t.Cpu(op, cpu, 60 + free_us);
+      t.Runtime("hipMalloc", cpu + 2, 40);
+      t.Runtime("hipFree", cpu + 44, free_us);
+      gpu.Kernel(t, std::string(op).substr(6) + "_kernel", cpu + 50 + free_us, 5, 3, 200);
+      cpu += 62 + free_us;
+    }
+    cpu = gpu.SyncAndStep(t, s + 1, start, cpu);
+  }
+  auto trace = t.Load();
+  CHECK(FindingsWithCode(*trace, "TTA015").empty());
+  auto churn = FindingsWithCode(*trace, "TTA013");
+  REQUIRE(churn.size() == 1);  // one cause, the setting, not one finding per op
+  INFO(churn[0].message);
+  CHECK(churn[0].message.find("48 allocator calls in a steady-state step, 24 of them frees") !=
+        std::string::npos);
+  CHECK(churn[0].message.find("PYTORCH_NO_CUDA_MEMORY_CACHING") != std::string::npos);
+  CHECK(churn[0].fix.empty());  // an environment variable, not an edit of the code
+  CHECK(churn[0].share_of_step > 0.8);
+}
+
 TEST_CASE("causal: a one-time cudaFree in the first call is cold-start, not allocator churn",
           "[rules][causal][TTA015][TTA013]") {
   // GPU-bound steps of aten::mm; the very first aten::mm creates cuBLAS's workspace and the

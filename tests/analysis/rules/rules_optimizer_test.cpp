@@ -429,7 +429,12 @@ TEST_CASE(
   REQUIRE(!rr.findings.empty());
   INFO(rr.findings.front().message);
   CHECK(rr.findings.front().code == "TTA013");
-  CHECK(rr.findings.front().severity == ttap::Severity::kWarning);
-  CHECK(rr.findings.front().share_of_step > 0.1);
+  CHECK(rr.findings.front().severity <= ttap::Severity::kWarning);
+  // 272 hipFree calls a step: the caching allocator is off, one cause (not one per op), most of
+  // the step; its long frees recur every step, so none of them is start-up.
+  CHECK(rr.findings.front().message.find("PYTORCH_NO_CUDA_MEMORY_CACHING") != std::string::npos);
+  CHECK(rr.findings.front().share_of_step > 0.8);
+  CHECK(CountCode(rr.findings, "TTA013") == 1);
+  CHECK(CountCode(rr.findings, "TTA015") == 0);
   CHECK(rr.time.steps.size() >= 2);
 }
