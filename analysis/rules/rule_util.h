@@ -93,6 +93,29 @@ inline const char* InTheStep(const RuleContext& ctx) {
              : " in the step";
 }
 
+// Whether |row| is an op that makes a tensor of random numbers on the host: a random factory
+// (aten::randn, aten::rand, ...) that launches no GPU work. A step that makes its input with
+// torch.randn on the CPU and copies it over (a common benchmark) is fixed by drawing it on the GPU,
+// not by moving the work elsewhere or pinning the buffer.
+inline bool HostRandomOp(const RuleContext& ctx, int32_t row) {
+  // Factories only: an in-place draw (uniform_, normal_ on its own) is mostly a parameter's
+  // initialisation, which the model's construction on the device fixes, not this.
+  static constexpr std::string_view kRandom[] = {
+      "aten::randn",     "aten::rand",       "aten::randint",   "aten::randperm",    "aten::normal",
+      "aten::bernoulli", "aten::randn_like", "aten::rand_like", "aten::randint_like"};
+  const EventTable& ev = ctx.ev();
+  if (row < 0 || ev.kind[row] != EventKind::kCpuOp) return false;
+  const std::string_view name = ctx.Name(row);
+  if (std::find(std::begin(kRandom), std::end(kRandom), name) == std::end(kRandom)) return false;
+  for (size_t j = static_cast<size_t>(row) + 1; j < ev.size() && ev.ts[j] < ev.end(row); ++j) {
+    if (ev.track[j] == ev.track[row] && IsLaunchKind(ev.kind[j]) && ev.link[j] >= 0) return false;
+  }
+  return true;
+}
+inline constexpr char kDrawOnGpu[] =
+    "draw them on the GPU instead, e.g. torch.randn(..., device=\"cuda\"), and there is no host "
+    "tensor to copy";
+
 // Identifies a cause by the user-level op and the innermost python frame around |row|, so the
 // same call site merges across steps while different call sites stay apart.
 inline std::string CauseKey(const RuleContext& ctx, int32_t row) {

@@ -48,6 +48,17 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       if (bytes > 0) AccumulateNumber(&f, "bytes", static_cast<double>(bytes));
       AccumulateNumber(&f, "copy_us", Us(copy_ns));
       if (anchor >= 0) AddText(&f, "op", std::string(ctx.Name(anchor)));
+      // A host-to-device copy of what the op just before it drew at random on the host.
+      if (anchor >= 0 && IsH2D(what)) {
+        for (int64_t j = static_cast<int64_t>(anchor) - 1; j >= lo; --j) {
+          if (ev.track[j] != ev.track[anchor] || ev.end(j) > ev.ts[anchor]) continue;
+          if (ev.kind[j] != EventKind::kCpuOp || ev.depth[j] != ev.depth[anchor]) continue;
+          if (HostRandomOp(ctx, static_cast<int32_t>(j))) {
+            AddText(&f, "host_random", std::string(ctx.Name(static_cast<int32_t>(j))));
+          }
+          break;
+        }
+      }
       AddEvent(&f, std::string(what), 1, Us(copy_ns));
     };
     for (uint32_t i = lo; i < hi; ++i) {
@@ -105,11 +116,16 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       if (f.per_step[0].second < min_us) continue;
       const double n = Num(f, "copies");
       std::string op = f.evidence.count("op") ? f.evidence["op"].text : "";
+      const std::string random = TextOf(f, "host_random");
       AddText(&f, "detail",
               Count(n) + " pageable/synchronous cop" + (n == 1 ? "y" : "ies") + InTheStep(ctx) +
                   std::string(" (") + Bytes(Num(f, "bytes")) + ", " + Dur(Num(f, "copy_us")) +
                   " on the GPU)" + (op.empty() ? "" : " from " + op) +
-                  "; pin the host buffer and copy with non_blocking=True");
+                  (random.empty() ? "; pin the host buffer and copy with non_blocking=True"
+                                  : ", of random numbers " + random +
+                                        " drew on the CPU just before: " + kDrawOnGpu +
+                                        "; else pin the host buffer and copy with "
+                                        "non_blocking=True"));
       if (pinned_gbps > 0) {
         // The what-if (PinCopies) copies at this bandwidth.
         AddMean(&f, "pinned_gbps", pinned_gbps);

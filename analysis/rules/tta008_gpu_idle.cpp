@@ -197,7 +197,11 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
                 (python_calls.empty() ? " (record with with_stack=True to see its Python)" : ""));
         AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
       } else if (best >= 0) {
-        AddText(&f, "cpu_op", std::string(ctx.Name(best)));
+        AddText(&f, "cpu_op",
+                std::string(ctx.Name(best)) +
+                    (HostRandomOp(ctx, best)
+                         ? std::string(" (random numbers drawn on the CPU: ") + kDrawOnGpu + ")"
+                         : ""));
         AddEvent(&f, std::string(ctx.Name(best)), 1, best_overlap / 1000.0);
       }
     }

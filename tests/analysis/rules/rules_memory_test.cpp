@@ -79,6 +79,37 @@ TEST_CASE("TTA003: copies from pageable memory are found with their launching op
   CHECK(f[0].severity == ttap::Severity::kWarning);  // ~14% of a 3 ms step
 }
 
+TEST_CASE("TTA003/TTA008: random numbers drawn on the CPU and copied over are drawn on the GPU",
+          "[rules][TTA003][TTA008]") {
+  // x = torch.randn(n).to("cuda") each step: aten::randn (aten::normal_ on the host, 1 ms, no
+  // launch) then the pageable copy. The fix is device="cuda", not pinning the buffer.
+  auto trace = Steps(3, [](TinyTrace& t, double base) {
+                 t.Cpu("aten::randn", base + 10, 1000);
+                 t.Cpu("aten::normal_", base + 20, 980);
+                 CopyTo(t, base + 1020, kPageableH2D, 19267584, 400);
+               }).Load();
+  auto copies = FindingsWithCode(*trace, "TTA003");
+  REQUIRE(copies.size() == 1);
+  INFO(copies[0].message);
+  CHECK(copies[0].message.find("of random numbers aten::randn drew on the CPU just before: draw "
+                               "them on the GPU instead, e.g. torch.randn(..., device=\"cuda\")") !=
+        std::string::npos);
+  auto idle = FindingsWithCode(*trace, "TTA008");
+  REQUIRE(!idle.empty());
+  INFO(idle[0].message);
+  CHECK(
+      idle[0].message.find("aten::randn (random numbers drawn on the CPU: draw them on the GPU") !=
+      std::string::npos);
+  // A copy after any other op keeps the pinning advice alone.
+  auto plain = Steps(3, [](TinyTrace& t, double base) {
+                 t.Cpu("aten::cat", base + 10, 1000);
+                 CopyTo(t, base + 1020, kPageableH2D, 19267584, 400);
+               }).Load();
+  auto plain_copies = FindingsWithCode(*plain, "TTA003");
+  REQUIRE(plain_copies.size() == 1);
+  CHECK(plain_copies[0].message.find("random") == std::string::npos);
+}
+
 TEST_CASE("TTA003: pageable device-to-host copies and synchronous cudaMemcpy count",
           "[rules][TTA003]") {
   auto trace = Steps(2, [](TinyTrace& t, double base) {
