@@ -92,14 +92,14 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, ColdStartCut cut = {});
 // setting up its own shape). Runtime allocator calls of at least kOneTimeAllocatorCallNs while the
 // GPU is (nearly) idle are listed too: start-up, not churn (a cudaFree waiting for running work is
 // not one), unless such calls recur in two steps or more (the allocator churning every step with
-// caching off: a ROCm DDP run's hipFree calls of 5-50 ms in steps 3, 4 and 5); so are kernel launch calls of at least kFirstCallMinNs with the GPU idle (a lazy module
-// load: a launch only takes that long on a full queue, which a busy GPU would show). An op that
-// encloses many ops is a region (a record_function written as an op: the 2021 profiler's "Operator"
-// category, model_inference): only its ops' first calls count. Sorted by row; only the outermost of
-// nested ones is kept.
-// Whether a run's CUDA / HIP graph captures are one-time work (their ops run eagerly once, then
-// the graph is instantiated: cold start): it launches more graphs than it captures. The causal
-// graph's capture calls and RuleContext::CaptureStep read captures by it.
+// caching off: a ROCm DDP run's hipFree calls of 5-50 ms in steps 3, 4 and 5); so are kernel launch
+// calls of at least kFirstCallMinNs with the GPU idle (a lazy module load: a launch only takes that
+// long on a full queue, which a busy GPU would show). An op that encloses many ops is a region (a
+// record_function written as an op: the 2021 profiler's "Operator" category, model_inference): only
+// its ops' first calls count. Sorted by row; only the outermost of nested ones is kept. Whether a
+// run's CUDA / HIP graph captures are one-time work (their ops run eagerly once, then the graph is
+// instantiated: cold start): it launches more graphs than it captures. The causal graph's capture
+// calls and RuleContext::CaptureStep read captures by it.
 inline bool CapturesAreOneTime(size_t captures, int64_t graph_launches) {
   return captures > 0 && graph_launches > static_cast<int64_t>(captures);
 }
