@@ -37,6 +37,7 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     std::map<std::string, Finding> by_cause;
+    const uint32_t step_lo = lo;  // (a structured binding no lambda may capture in C++17)
     auto charge = [&](int32_t row, int32_t launch, int64_t a, int64_t b, int64_t lost_ns,
                       int64_t bytes, int64_t copy_ns, std::string_view what) {
       int32_t anchor = launch >= 0 ? LaunchingOp(ctx, launch) : -1;
@@ -50,7 +51,7 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
       if (anchor >= 0) AddText(&f, "op", std::string(ctx.Name(anchor)));
       // A host-to-device copy of what the op just before it drew at random on the host.
       if (anchor >= 0 && IsH2D(what)) {
-        for (int64_t j = static_cast<int64_t>(anchor) - 1; j >= lo; --j) {
+        for (int64_t j = static_cast<int64_t>(anchor) - 1; j >= step_lo; --j) {
           if (ev.track[j] != ev.track[anchor] || ev.end(j) > ev.ts[anchor]) continue;
           if (ev.kind[j] != EventKind::kCpuOp || ev.depth[j] != ev.depth[anchor]) continue;
           if (HostRandomOp(ctx, static_cast<int32_t>(j))) {
