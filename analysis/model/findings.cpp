@@ -13,7 +13,13 @@ std::string FormatPercent(double share) {
 
 std::string FormatMs(double us) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), us >= 100 ? "%.1f ms" : "%.3f ms", us / 1000.0);
+  // Three significant digits below a millisecond (0.144 ms, not 0.1: a sub-millisecond step's
+  // figures must add up), one decimal above.
+  std::snprintf(buf, sizeof(buf),
+                us >= 1000  ? "%.1f ms"
+                : us >= 100 ? "%.2f ms"
+                            : "%.3f ms",
+                us / 1000.0);
   return buf;
 }
 

@@ -14,7 +14,7 @@ namespace ttap {
 enum class Severity { kError, kWarning, kInfo, kHint };
 const char* SeverityName(Severity s);  // "error", "warning", "info", "hint"
 bool ParseSeverity(const std::string& text, Severity* out);
-// "12.3%" for a share of 0.123; "41.2 ms" / "0.052 ms" for microseconds.
+// "12.3%" for a share of 0.123; "41.2 ms" / "0.14 ms" / "0.052 ms" for microseconds.
 std::string FormatPercent(double share);
 std::string FormatMs(double us);
 

@@ -1649,7 +1649,7 @@ TEST_CASE("A saving under half a microsecond reads as no measurable time, never 
   f.evidence["saving_after_larger_fixes_us_per_step"] = {true, 0.1, ""};
   text = ttap::FindingMessage(f);
   INFO(text);
-  CHECK(text.find("0.1 ms/step (2.0% of the step, nothing after the larger fixes)") !=
+  CHECK(text.find("0.12 ms/step (2.0% of the step, nothing after the larger fixes)") !=
         std::string::npos);
 }
 
