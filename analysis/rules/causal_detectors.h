@@ -63,9 +63,13 @@ inline void DetectBlindWaits(const RuleContext& ctx, const RuleOptions& o,
               " of the run) while the trace records no GPU activity: the work they wait for is "
               "missing (kernels of replayed CUDA/HIP graphs, a full activity buffer, or a device "
               "clock far off), so the GPU side of this run cannot be judged; " +
-              (graphs ? std::string("the run replays graphs, whose kernels this profiler did not "
-                                    "record: read the GPU side from an eager run of the same "
-                                    "code, or a profiler version that records graph kernels")
+              // (A trace with GPU activity recorded some of the graphs' kernels, not these.)
+              (graphs ? std::string(ctx.has_gpu() ? "the run replays graphs, some of whose kernels "
+                                                    "this profiler did not record: "
+                                                  : "the run replays graphs, whose kernels this "
+                                                    "profiler did not record: ") +
+                            "read the GPU side from an eager run of the same code, or a profiler "
+                            "version that records graph kernels"
                       : std::string("record a shorter active window (schedule(wait=1, warmup=1, "
                                     "active=3)) so the activity buffers do not overflow")));
   out->push_back(std::move(f));
