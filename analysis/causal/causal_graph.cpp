@@ -516,15 +516,38 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   auto gpu_idle_through = [&](int32_t row) {
     return ClippedLength(gpu_busy, ev.ts[row], ev.end(row)) * 10 < ev.dur[row];
   };
+  // In a run of a few milliseconds (a microbenchmark of a handful of calls) a first call's
+  // set-up under a millisecond is still much of it: the floor is a tenth of the run there.
+  const double span =
+      static_cast<double>(trace.span_end()) - static_cast<double>(trace.span_start());
+  const int64_t floor_ns = static_cast<int64_t>(
+      std::clamp(kShortRunFirstCallShare * span, static_cast<double>(kShortRunFirstCallNs),
+                 static_cast<double>(kFirstCallMinNs)));
+  // A kernel launch that long, and kFirstCallRatio x the run's usual launch (a lazy module load
+  // in a short run: an Inductor call's first cuLaunchKernel of 306 us against 7 us after it).
+  std::vector<int64_t> launch_ns;
+  if (floor_ns < kFirstCallMinNs) {
+    for (size_t i = 0; i < ev.size(); ++i) {
+      if (IsLaunchKind(ev.kind[i]) && ev.link[i] >= 0 &&
+          (RuntimeCallFlags(trace.Name(i)) & kRuntimeKernelLaunch)) {
+        launch_ns.push_back(ev.dur[i]);
+      }
+    }
+  }
+  const int64_t usual_launch_ns = Median(launch_ns, 0);
   std::vector<int32_t> long_allocator_calls;
   std::set<int64_t> allocator_steps;  // the steps that hold them (ProfilerStep# or inferred)
   std::vector<StepSpan> spans;        // AnalysedSteps(trace), once there is such a call
   for (size_t i = 0; i < ev.size(); ++i) {
-    if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < kFirstCallMinNs) continue;
+    if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < floor_ns) continue;
     const std::string_view name = trace.Name(i);
     const uint32_t call = RuntimeCallFlags(name);
     const bool allocator = (call & kRuntimeAllocator) && ev.dur[i] >= kOneTimeAllocatorCallNs;
-    const bool lazy_launch = ev.link[i] >= 0 && (call & kRuntimeKernelLaunch);
+    const bool lazy_launch =
+        ev.link[i] >= 0 && (call & kRuntimeKernelLaunch) &&
+        (ev.dur[i] >= kFirstCallMinNs ||
+         (launch_ns.size() >= 3 && static_cast<double>(ev.dur[i]) >=
+                                       kFirstCallRatio * static_cast<double>(usual_launch_ns)));
     if (!(allocator || lazy_launch) || !gpu_idle_through(static_cast<int32_t>(i))) continue;
     if (lazy_launch) {
       out.push_back({static_cast<int32_t>(i), kFirstCallMinNs / 100});
@@ -542,13 +565,6 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   if (allocator_steps.size() < 2) {
     for (int32_t row : long_allocator_calls) out.push_back({row, kFirstCallMinNs / 100});
   }
-  // In a run of a few milliseconds (a microbenchmark of a handful of calls) a first call's
-  // set-up under a millisecond is still much of it: the floor is a tenth of the run there.
-  const double span =
-      static_cast<double>(trace.span_end()) - static_cast<double>(trace.span_start());
-  const int64_t floor_ns = static_cast<int64_t>(
-      std::clamp(kShortRunFirstCallShare * span, static_cast<double>(kShortRunFirstCallNs),
-                 static_cast<double>(kFirstCallMinNs)));
   for (auto& [key, r] : runs) {
     const int64_t d = ev.dur[r.first];
     if (d < floor_ns || (d < kFirstCallMinNs && r.later.empty())) continue;

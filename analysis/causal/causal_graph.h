@@ -94,7 +94,8 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, ColdStartCut cut = {});
 // not one), unless such calls recur in two steps or more (the allocator churning every step with
 // caching off: a ROCm DDP run's hipFree calls of 5-50 ms in steps 3, 4 and 5); so are kernel launch
 // calls of at least kFirstCallMinNs with the GPU idle (a lazy module load: a launch only takes that
-// long on a full queue, which a busy GPU would show). An op that encloses many ops is a region (a
+// long on a full queue, which a busy GPU would show), or in a short run from its floor (below)
+// when kFirstCallRatio x the run's median launch. An op that encloses many ops is a region (a
 // record_function written as an op: the 2021 profiler's "Operator" category, model_inference): only
 // its ops' first calls count. Sorted by row; only the outermost of nested ones is kept. Whether a
 // run's CUDA / HIP graph captures are one-time work (their ops run eagerly once, then the graph is

@@ -237,6 +237,31 @@ TEST_CASE("causal: long frees in every step are the caching allocator off, not c
   CHECK(churn[0].share_of_step > 0.8);
 }
 
+TEST_CASE("causal: in a short run, a first launch 40x the others is a lazy module load",
+          "[rules][causal][TTA015]") {
+  // A compiled function's call profiled alone (2.3 ms): six Triton kernels launched with
+  // cuLaunchKernel, the first call 300 us (its module loads), the others 7 us.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A10G", 8, 6);
+  StreamClock gpu;
+  double cpu = 1000;
+  for (int k = 0; k < 6; ++k) {
+    const std::string name = "triton_poi_fused_" + std::to_string(k);
+    const double launch = k == 0 ? 300 : 7;
+    t.Cpu(name, cpu, launch + 12);
+    t.Launch(name, cpu + 5, launch, std::max(gpu.free + 1, cpu + 5 + launch + 3), 30, "kernel", 7,
+             "cuLaunchKernel");
+    gpu.free = std::max(gpu.free + 1, cpu + 5 + launch + 3) + 30;
+    cpu += launch + 300;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, std::max(1.0, gpu.free - cpu + 3));
+  auto trace = t.Load();
+  auto cold = FindingsWithCode(*trace, "TTA015");
+  REQUIRE(cold.size() == 1);
+  INFO(cold[0].message);
+  CHECK(cold[0].message.find("longest cuLaunchKernel") != std::string::npos);
+}
+
 TEST_CASE("causal: a one-time cudaFree in the first call is cold-start, not allocator churn",
           "[rules][causal][TTA015][TTA013]") {
   // GPU-bound steps of aten::mm; the very first aten::mm creates cuBLAS's workspace and the
