@@ -162,7 +162,12 @@ void DetectHostSync(const RuleContext& ctx, const RuleOptions& o, std::vector<Fi
         AccumulateNumber(&f, "syncs", 1);
       }
       AccumulateNumber(&f, "gpu_drain_us", new_drain / 1000.0);
-      AddText(&f, "sync_call", std::string(name));
+      // The call named is the one that waited longest (a read's blocking copy, not the 30 us
+      // synchronize after it).
+      if (ev.dur[i] / 1000.0 >= Num(f, "sync_call_us")) {
+        AddText(&f, "sync_call", std::string(name));
+        AddNumber(&f, "sync_call_us", ev.dur[i] / 1000.0);
+      }
       AddText(&f, "op", std::string(ctx.Name(anchor)));
       // A read (.item(), .cpu(), nonzero) hands the statement a value; a bare synchronize()
       // only waits.

@@ -431,6 +431,8 @@ TEST_CASE("TTA002: an .item()'s copy and its sync are one read and one drain", "
   INFO(f[0].message);
   CHECK(f[0].evidence.at("syncs").number == 3);
   CHECK(f[0].message.find("1x per step") != std::string::npos);
+  // It names the call that waited (the copy, 2 ms), not the 5 us synchronize after it.
+  CHECK(f[0].message.find("(cudaMemcpyAsync, 1x per step)") != std::string::npos);
   // The GPU idles from the copy's end to the next kernel: ~1.55 ms a step, once.
   CHECK(f[0].evidence.at("gpu_drain_us").number == Approx(3 * 1550).margin(3 * 60));
 }
