@@ -555,10 +555,9 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     }
     if (long_allocator_calls.empty()) spans = AnalysedSteps(trace);
     long_allocator_calls.push_back(static_cast<int32_t>(i));
-    for (const StepSpan& s : spans) {
-      if (s.number >= 0 && s.start_ns <= ev.ts[i] && ev.ts[i] < s.end_ns) {
-        allocator_steps.insert(s.number);
-      }
+    const int32_t k = SpanStartingBy(spans, ev.ts[i]);
+    if (k >= 0 && spans[k].number >= 0 && ev.ts[i] < spans[k].end_ns) {
+      allocator_steps.insert(spans[k].number);
     }
   }
   // Start-up happens once: long allocator calls in two steps or more are the allocator's churn.

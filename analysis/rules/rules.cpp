@@ -233,12 +233,11 @@ bool IsOneTimeFinding(const Finding& f) {
   return spec && spec->one_time;
 }
 
-// The leading steps of |trace| that may hold its cold start, 0 for none: each 3x the median of
-// the steps after it or more, three steady ones left.
-size_t ColdLeadingSteps(const Trace& trace) {
+// The leading steps of |spans| (AnalysedSteps) that may hold the cold start, 0 for none: each
+// 3x the median of the steps after it or more, three steady ones left.
+size_t ColdLeadingSteps(const std::vector<StepSpan>& spans) {
   // Steps are ProfilerStep#'s or a training loop's iterations (inferred from its optimizer
   // steps); a serving engine's marks (vLLM's execute_*) are no iterations of one program.
-  const std::vector<StepSpan> spans = AnalysedSteps(trace);
   if (spans.empty() || (spans.front().inferred && !spans.front().optimizer_marked)) return 0;
   size_t cold_steps = 0;
   for (size_t k = 0; k + 3 < spans.size(); ++k) {
@@ -306,8 +305,10 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
   const bool whole_run = all.time.step_numbers.size() == 1 && all.time.step_numbers[0] < 0;
   size_t cold = 0;
   int64_t prefix_ns = 0;
+  std::vector<StepSpan> spans;
   if (all.time.steps.size() >= 4) {
-    cold = ColdLeadingSteps(trace);
+    spans = AnalysedSteps(trace);
+    cold = ColdLeadingSteps(spans);
   } else if (whole_run) {
     prefix_ns = ColdPrefixNs(trace, *cold_finding);
   }
@@ -315,7 +316,6 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
   std::set<int64_t> cold_numbers;
   int64_t cold_ns = prefix_ns;
   if (cold > 0) {
-    const std::vector<StepSpan> spans = AnalysedSteps(trace);
     for (size_t k = 0; k < cold; ++k) {
       cold_numbers.insert(spans[k].number);
       cold_ns += spans[k].end_ns - spans[k].start_ns;
