@@ -342,6 +342,15 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, ColdStartCut cut) {
                    s.event >= 0 ? static_cast<int32_t>(trace.events.track[s.event]) : -1, false});
   }
   if (TrailingStubStep(trace, out)) out.pop_back();
+  // One recorded step whose cold start is analysed apart (a ProfilerStep around the model's
+  // construction and ten iterations): its warm part is the one span, as in a run without steps.
+  if (out.size() == 1 && cut.prefix_ns > 0) {
+    StepSpan& only = out.front();
+    only.number = -1;
+    only.start_ns =
+        std::min(std::max(only.start_ns, trace.span_start() + cut.prefix_ns), only.end_ns);
+    return out;
+  }
   if (out.empty()) {
     out = InferSteps(trace);
     // As the trace builder ends ProfilerStep# steps: at the later of the CPU end and the end of
@@ -410,6 +419,74 @@ bool IsMathLibraryOp(std::string_view n) {
   return Contains(n, "convolution") || Contains(n, "conv2d") || Contains(n, "conv1d") ||
          Contains(n, "conv3d") || n == "aten::mm" || n == "aten::addmm" || n == "aten::bmm" ||
          n == "aten::baddbmm" || n == "aten::matmul" || n == "aten::linear";
+}
+
+// A Python frame (with_stack) that builds or places a model: an nn.Module's constructor
+// (torch/nn/modules/<file>.py(N): __init__), torch/nn/init.py's initialisers (kaiming_uniform_),
+// an optimizer's constructor, and Module.to / cuda / _apply moving the parameters to the device.
+bool IsModelSetupFrame(std::string_view n) {
+  const std::string_view call = PythonCallOf(n);
+  if (call.empty()) return false;
+  if (Contains(n, "torch/nn/init.py(")) return true;
+  if (Contains(n, "torch/nn/modules/")) {
+    return call == "__init__" || call == "to" || call == "cuda" || call == "_apply" ||
+           call == "to_empty" || call == "load_state_dict";
+  }
+  return Contains(n, "torch/optim/") && call == "__init__";
+}
+
+// A module's forward (a module made inside forward is made every call, not once).
+bool IsForwardFrame(std::string_view n) {
+  if (StartsWith(n, "nn.Module: ")) return true;
+  const std::string_view call = PythonCallOf(n);
+  return call == "forward" || call == "_call_impl" || call == "_wrapped_call_impl";
+}
+
+// Model construction and placement (with_stack): the outermost model-set-up frame
+// (IsModelSetupFrame) and the constructors around it (the user's nn.Module subclass's __init__
+// that builds its layers), outside any module's forward, per name in one step at most (a model
+// built every step is the steady state's). ncompass's SimpleNet: 2.8 ms of __init__ drawing its
+// weights with aten::uniform_ on the host and 0.5 ms of .to(device), then ten 1.7 ms iterations.
+void AddModelSetupFrames(const Trace& trace, std::vector<FirstCall>* out) {
+  const EventTable& ev = trace.events;
+  std::vector<uint8_t> setup(trace.strings.size(), 0), forward(trace.strings.size(), 0);
+  bool any = false;
+  for (size_t id = 0; id < setup.size(); ++id) {
+    const std::string_view n = trace.strings.Get(static_cast<StringId>(id));
+    setup[id] = IsModelSetupFrame(n);
+    forward[id] = IsForwardFrame(n);
+    any = any || setup[id];
+  }
+  if (!any) return;
+  std::set<int32_t> rows;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kPythonFunction || !setup[ev.name[i]]) continue;
+    int32_t top = static_cast<int32_t>(i);
+    bool in_forward = false;
+    for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 4096; p = ev.parent[p], ++g) {
+      if (ev.kind[p] != EventKind::kPythonFunction) continue;
+      const StringId name = ev.name[p];
+      if (forward[name]) {
+        in_forward = true;
+        break;
+      }
+      if (setup[name] || PythonCallOf(trace.strings.Get(name)) == "__init__") top = p;
+    }
+    if (!in_forward) rows.insert(top);
+  }
+  // Per name, the steps its frames run in: two or more say it is the steady state's.
+  const std::vector<StepSpan> spans =
+      trace.steps.empty() ? std::vector<StepSpan>{} : AnalysedSteps(trace);
+  std::map<StringId, std::set<int64_t>> steps_of;
+  for (int32_t row : rows) {
+    const int32_t k = SpanStartingBy(spans, ev.ts[row]);
+    if (k >= 0 && spans[k].number >= 0 && ev.ts[row] < spans[k].end_ns) {
+      steps_of[ev.name[row]].insert(spans[k].number);
+    }
+  }
+  for (int32_t row : rows) {
+    if (steps_of[ev.name[row]].size() < 2) out->push_back({row, 0});
+  }
 }
 
 std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
@@ -615,6 +692,7 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       out.push_back({r.first, kFirstCallMinNs / 10});
     }
   }
+  AddModelSetupFrames(trace, &out);
   // torch.compile's compilation (Dynamo's tracing, AOTAutograd, Inductor's lowering, codegen and
   // autotuning, each a record_function "<phase> (dynamo_timed)"): once per frame and guard set,
   // a one-time cost like a library's set-up, unless it recurs in most steps (a recompile every

@@ -97,7 +97,10 @@ std::vector<StepSpan> AnalysedSteps(const Trace& trace, ColdStartCut cut = {});
 // long on a full queue, which a busy GPU would show), or in a short run from its floor (below)
 // when kFirstCallRatio x the run's median launch. An op that encloses many ops is a region (a
 // record_function written as an op: the 2021 profiler's "Operator" category, model_inference): only
-// its ops' first calls count. Sorted by row; only the outermost of nested ones is kept. Whether a
+// its ops' first calls count. With Python frames, the model's construction and placement are
+// listed too (their frame rows: an nn.Module's constructor with the user's __init__ around it,
+// torch/nn/init.py, an optimizer's constructor, Module.to), outside any forward and in one step
+// at most per name. Sorted by row; only the outermost of nested ones is kept. Whether a
 // run's CUDA / HIP graph captures are one-time work (their ops run eagerly once, then the graph is
 // instantiated: cold start): it launches more graphs than it captures. The causal graph's capture
 // calls and RuleContext::CaptureStep read captures by it.

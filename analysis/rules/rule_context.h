@@ -90,6 +90,12 @@ class RuleContext {
   // One-time first calls of ops (causal_graph.h): cold start, not steady-state work.
   const std::vector<FirstCall>& first_calls() const { return first_calls_; }
   bool InFirstCall(int32_t row) const { return EnclosingFirstCall(trace_, first_calls_, row) >= 0; }
+  // Inside the model's construction or placement (OneTimeFirstCalls' Python frames: its
+  // constructors, parameter initialisation, Module.to).
+  bool InModelSetup(int32_t row) const {
+    const int32_t call = EnclosingFirstCall(trace_, first_calls_, row);
+    return call >= 0 && trace_.events.kind[call] == EventKind::kPythonFunction;
+  }
   // Whether the run launched with CUDA_LAUNCH_BLOCKING=1 (BlockingLaunchTally, causal_graph.h),
   // and whether |row| is one of its launches that waited for its kernel.
   bool BlockingLaunch(uint32_t row) const {

@@ -251,12 +251,12 @@ size_t ColdLeadingSteps(const std::vector<StepSpan>& spans) {
   return cold_steps;
 }
 
-// A run without steps (a script profiled from its start) whose first part is its cold start:
-// the time from the run's start to the end of the one-time calls that hold 90% of |cold|'s
-// time, when that is half the run or more and work that repeats follows it: GPU activity (or,
-// without a GPU, top-level framework ops) of at least two runs a name on average. (The rest of
-// one cold call, a single forward pass's remaining layers, repeats little: a warm part is
-// later calls.) 0 for none.
+// A run without steps (a script profiled from its start), or with one recorded step, whose
+// first part is its cold start: the time from the run's start to the end of the one-time calls
+// that hold 90% of |cold|'s time, when work that repeats follows it: GPU activity (or, without
+// a GPU, top-level framework ops) of at least two runs a name on average. (The rest of one cold
+// call, a single forward pass's remaining layers, repeats little: a warm part is later calls.)
+// 0 for none.
 int64_t ColdPrefixNs(const Trace& trace, const Finding& cold) {
   std::vector<std::pair<int64_t, int64_t>> calls = cold.occurrences;  // (start, end)
   std::sort(calls.begin(), calls.end(),
@@ -268,9 +268,25 @@ int64_t ColdPrefixNs(const Trace& trace, const Finding& cold) {
     cut = std::max(cut, end);
     if (10 * so_far >= 9 * total) break;
   }
-  const int64_t span = trace.span_end() - trace.span_start();
-  if (total <= 0 || 2 * (cut - trace.span_start()) < span) return 0;
+  if (total <= 0) return 0;
   const EventTable& ev = trace.events;
+  // A cut inside an optimizer step (a custom Adam's first mul_ loading its kernels), or well
+  // inside another op that ends before the run does, leaves the rest of that call, not a warm
+  // part. (A wrapper around the whole run, model_inference, does not count; nor the end of the
+  // op whose first call the cut ends, a first conv2d.)
+  const int64_t warm_ns = trace.span_end() - cut;
+  for (size_t i = 0; i < ev.size() && ev.ts[i] < cut; ++i) {
+    if ((ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) ||
+        ev.end(i) <= cut) {
+      continue;
+    }
+    const std::string_view name = trace.Name(i);
+    if (StartsWith(name, "ProfilerStep#")) continue;
+    if (StartsWith(name, "Optimizer.step#") ||
+        (10 * (ev.end(i) - cut) > warm_ns && 10 * (trace.span_end() - ev.end(i)) > warm_ns)) {
+      return 0;
+    }
+  }
   std::map<StringId, int> gpu_after, ops_after;  // runs a name after the cut
   bool has_gpu = false;
   for (size_t i = 0; i < ev.size(); ++i) {
@@ -309,7 +325,7 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options) {
   if (all.time.steps.size() >= 4) {
     spans = AnalysedSteps(trace);
     cold = ColdLeadingSteps(spans);
-  } else if (whole_run) {
+  } else if (whole_run || all.time.steps.size() == 1) {
     prefix_ns = ColdPrefixNs(trace, *cold_finding);
   }
   if (cold == 0 && prefix_ns == 0) return all;

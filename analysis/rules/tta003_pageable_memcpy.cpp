@@ -74,6 +74,12 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
           counted[launch] = 1;
           continue;
         }
+        // A one-time copy (a model's parameters moved to the device once, under its .to()):
+        // TTA015's start-up, not a buffer copied every step.
+        if (launch >= 0 && ctx.InModelSetup(launch)) {
+          counted[launch] = 1;
+          continue;
+        }
         int64_t lost = ev.dur[i];
         int64_t a = ev.ts[i];
         if (launch >= 0) {
@@ -106,7 +112,8 @@ void DetectPageableMemcpy(const RuleContext& ctx, const RuleOptions& o, std::vec
           any_host_copy && !small_read &&
           (ev.dur[i] > 2 * (gpu >= 0 ? ev.dur[gpu] : 0) + 50000 || staged);
       if (!IsSyncCopyCall(ctx.RuntimeFlags(i)) && !blocked_rocm_copy) continue;
-      if (gpu >= 0 && !IsHostCopy(ctx.Name(gpu))) continue;  // DtoD
+      if (gpu >= 0 && !IsHostCopy(ctx.Name(gpu))) continue;     // DtoD
+      if (ctx.InModelSetup(static_cast<int32_t>(i))) continue;  // one-time (above)
       const int64_t copy_ns = gpu >= 0 ? ev.dur[gpu] : 0;
       const int64_t lost = gpu >= 0 ? ctx.GpuIdle(ev.ts[i], ev.end(i)) + copy_ns : ev.dur[i];
       const int64_t b = gpu >= 0 ? std::max(ev.end(i), ev.end(gpu)) : ev.end(i);

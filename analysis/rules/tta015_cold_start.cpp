@@ -19,8 +19,10 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
   // Merging keeps one step's text: the detail counts the calls of every step.
   std::map<int, Finding> by_step = CallsByStep(ctx, g, Cause::kColdStart, "TTA015", "cold-start");
   double calls = 0, call_us = 0, longest_us = -1;
-  int captures = 0;       // one-time CUDA/HIP graph captures (their begin calls)
-  int loader_starts = 0;  // a DataLoader iterator's first batch (its workers start)
+  int captures = 0;           // one-time CUDA/HIP graph captures (their begin calls)
+  int loader_starts = 0;      // a DataLoader iterator's first batch (its workers start)
+  double model_setup_us = 0;  // Python frames that build the model or move it to the device
+  int model_setups = 0;
   double compile_us = 0;  // torch.compile's compilation phases among the calls
   std::string longest;
   // A run with GPU activity, a GPU's properties or runtime calls (a trace whose kernels were not
@@ -33,6 +35,10 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
       captures += (ctx.RuntimeFlags(r) & kRuntimeCaptureBegin) != 0;
       loader_starts += ctx.IsDataLoaderName(ctx.Name(r));
       if (IsCompilePhaseName(ctx.Name(r))) compile_us += ctx.ev().dur[r] / 1000.0;
+      if (ctx.ev().kind[r] == EventKind::kPythonFunction) {
+        model_setup_us += ctx.ev().dur[r] / 1000.0;
+        ++model_setups;
+      }
     }
     calls += f.evidence["calls"].number;
     call_us += f.evidence["call_us"].number;
@@ -76,11 +82,23 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
                   " (once per function and input shapes; a later call with new shapes "
                   "or guards compiles again)"
             : "";
-    AddText(
-        &f, "detail",
-        "one-time: " + what + " (" + FormatNumber("%.1f ms", call_us / 1000.0) + ", longest " +
-            longest + ")" + loader + compile + "; they happen once per process, not every step: " +
-            (captures > 0 ? "capture the graphs before serving or profiling, or " : "") + warm_up);
+    // Model construction alone (OneTimeFirstCalls' model set-up frames): said as such.
+    const bool only_model = model_setups > 0 && model_setups == static_cast<int>(calls);
+    const std::string model = model_setup_us > 0 && !only_model
+                                  ? "; building the model or moving it to the device takes " +
+                                        FormatNumber("%.1f ms", model_setup_us / 1000.0) +
+                                        " (its constructors, parameter initialisation, .to())"
+                                  : "";
+    AddText(&f, "detail",
+            "one-time: " +
+                (only_model ? "the model is built and moved to the device (its constructors, "
+                              "parameter initialisation, .to())"
+                            : what) +
+                " (" + FormatNumber("%.1f ms", call_us / 1000.0) + ", longest " + longest + ")" +
+                loader + compile + model + "; they happen once per process, not every step: " +
+                (captures > 0 ? "capture the graphs before serving or profiling, or " : "") +
+                (model_setup_us > 0 ? "build the model before the profiler starts, and " : "") +
+                warm_up);
     out->push_back(std::move(f));
   }
 }

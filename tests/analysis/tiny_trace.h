@@ -222,6 +222,39 @@ inline TinyTrace ColdCallThenCalls(int calls, bool repeat) {
   return t;
 }
 
+// One ProfilerStep around a model's construction and its training loop (with_stack): the user's
+// model.py(5): __init__ builds a Linear whose torch/nn/init.py initialiser draws its weight with
+// aten::uniform_ on the host (2.5 ms, the GPU idle), Module.to copies it to the device from
+// pageable memory, then |calls| launch-bound calls of mm, add, relu (38 us of dispatch each for a
+// 3 us kernel). |in_forward|: the module is made inside a forward instead (every call's work).
+inline TinyTrace ModelBuiltThenLoop(int calls, bool in_forward = false) {
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100", 9, 0);
+  StreamClock gpu;
+  double cpu = 100;
+  if (in_forward) t.Python("model.py", 30, "forward", cpu - 5, 3010);
+  t.Python("model.py", 5, "__init__", cpu, 2990);
+  t.Python("torch/nn/modules/linear.py", 96, "__init__", cpu + 10, 2960);
+  t.Python("torch/nn/init.py", 511, "kaiming_uniform_", cpu + 20, 2600);
+  t.Cpu("aten::uniform_", cpu + 30, 2500);
+  cpu += 3000;
+  t.Python("torch/nn/modules/module.py", 1244, "to", cpu, 400);
+  t.Cpu("aten::to", cpu + 10, 380);
+  t.Launch("Memcpy HtoD (Pageable -> Device)", cpu + 20, 300, cpu + 300, 40, "gpu_memcpy", 7,
+           "cudaMemcpyAsync", 2 << 20);
+  gpu.free = cpu + 340;
+  cpu += 420;
+  for (int c = 0; c < calls; ++c) {
+    for (const char* op : {"aten::mm", "aten::add", "aten::relu"}) {
+      t.Cpu(op, cpu, 38);
+      gpu.Kernel(t, std::string(op).substr(6) + "_kernel", cpu + 30, 5, 3, 3);
+      cpu += 40;
+    }
+  }
+  gpu.SyncAndStep(t, 2, 50, cpu);
+  return t;
+}
+
 // Options for tests of one fix's arithmetic on a hand-written trace: the profiler's own cost per
 // recorded op is not taken out (tests/analysis/causal/what_if_test.cpp tests that on its own).
 inline ttap::RuleOptions ExactWhatIfs() {

@@ -15,6 +15,7 @@ using ttap_test::ColdCallThenCalls;
 using ttap_test::Eager;
 using ttap_test::ExactWhatIfs;
 using ttap_test::FindingsWithCode;
+using ttap_test::ModelBuiltThenLoop;
 using ttap_test::StreamClock;
 using ttap_test::TinyTrace;
 
@@ -991,6 +992,74 @@ TEST_CASE("causal: the rest of one cold call is no warm part", "[rules][causal][
   CHECK(once.cold_ns == 0);
   REQUIRE(!once.findings.empty());
   CHECK(once.findings.front().code == "TTA015");
+}
+
+TEST_CASE("causal: a model's construction in the one step is its cold start",
+          "[rules][causal][TTA015][TTA017]") {
+  auto trace = ModelBuiltThenLoop(10).Load();
+  // The user's __init__ (with the Linear's inside it) and Module.to are one-time set-up.
+  const auto first_calls = ttap::OneTimeFirstCalls(*trace);
+  std::vector<std::string> names;
+  std::string listed;
+  for (const auto& c : first_calls) {
+    names.emplace_back(trace->Name(c.row));
+    listed += names.back() + "; ";
+  }
+  INFO(listed);
+  REQUIRE(names.size() == 2);
+  CHECK(names[0] == "model.py(5): __init__");
+  CHECK(names[1] == "torch/nn/modules/module.py(1244): to");
+  auto warm = ttap::RunRulesSteadyFirst(*trace, {});
+  REQUIRE(!warm.findings.empty());
+  INFO(warm.findings.front().message);
+  // The loop's per-op dispatch comes first, of the step's warm part; the construction follows.
+  CHECK((warm.findings.front().code == "TTA017" || warm.findings.front().code == "TTA007"));
+  CHECK(warm.findings.front().message.find("of the warm part") != std::string::npos);
+  CHECK(warm.cold_ns >= 3400000);
+  const ttap::Finding* cold = nullptr;
+  for (const auto& f : warm.findings) {
+    INFO(f.message);
+    CHECK(f.code != "TTA003");  // the parameters are copied once, not every step
+    CHECK(f.message.find("aten::uniform_") == std::string::npos);
+    if (f.code == "TTA015") cold = &f;
+  }
+  REQUIRE(cold != nullptr);
+  CHECK(cold->message.find("the model is built and moved to the device") != std::string::npos);
+  CHECK(cold->message.find("build the model before the profiler starts") != std::string::npos);
+  // A module made inside forward is made every call: no first call, whatever it costs.
+  auto made_in_forward = ModelBuiltThenLoop(10, /*in_forward=*/true).Load();
+  for (const auto& c : ttap::OneTimeFirstCalls(*made_in_forward)) {
+    CHECK(made_in_forward->Name(c.row).find("__init__") == std::string_view::npos);
+  }
+}
+
+TEST_CASE("causal: the rest of a cold optimizer step is no warm part",
+          "[rules][causal][TTA015][TTA006]") {
+  // A custom Adam's step profiled alone: its first mul_ sets up for 2 ms, then 28 parameters'
+  // eight element-wise updates each, every one a dispatch and a launch of a 2 us kernel.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-SXM4-40GB", 8, 0);
+  StreamClock gpu;
+  double cpu = 300;
+  const double step_start = 200;
+  t.Cpu("aten::mul_", cpu, 1960);
+  gpu.Kernel(t, "mul_kernel", cpu + 1930, 18, 3, 2);
+  cpu += 1980;
+  for (int p = 0; p < 28; ++p) {
+    for (const char* op : {"aten::mul_", "aten::add_", "aten::addcmul_", "aten::sqrt", "aten::div",
+                           "aten::addcdiv_", "aten::mul", "aten::add"}) {
+      t.Cpu(op, cpu, 20);
+      gpu.Kernel(t, std::string(op).substr(6) + "_kernel", cpu + 8, 8, 3, 2);
+      cpu += 22;
+    }
+  }
+  t.Cpu("Optimizer.step#CustomAdam.step", step_start, cpu - step_start + 5, "user_annotation");
+  auto trace = t.Load();
+  auto run = ttap::RunRulesSteadyFirst(*trace, {});
+  CHECK(run.cold_ns == 0);  // not split inside the step
+  REQUIRE(!run.findings.empty());
+  INFO(run.findings.front().message);
+  CHECK(run.findings.front().code == "TTA006");
 }
 
 TEST_CASE("causal: launches without GPU activity make the trace incomplete",
