@@ -184,7 +184,7 @@ std::string FindingMessage(const Finding& f) {
   // time): say so.
   const double after = Num(f, "saving_after_larger_fixes_us_per_step");
   const std::string after_text =
-      !idle_time && f.evidence.count("saving_after_larger_fixes_us_per_step") &&
+      f.evidence.count("saving_after_larger_fixes_us_per_step") &&
               after < 0.5 * f.time_lost_us_per_step && f.time_lost_us_per_step >= 1
           ? (after < 0.5 ? std::string(", nothing") : ", " + Ms(after) + per) +
                 " after the larger fixes"

@@ -1748,6 +1748,14 @@ TEST_CASE("A saving under half a microsecond reads as no measurable time, never 
   INFO(text);
   CHECK(text.find("0.12 ms/step (2.0% of the step, nothing after the larger fixes)") !=
         std::string::npos);
+  // Idle time too: a gpu-idle finding whose idle the larger fixes remove (a cold start's)
+  // says so, or the run's last line ("the other fixes could make 1.00x faster") contradicts it.
+  f.code = "TTA008";
+  f.name = "gpu-idle";
+  text = ttap::FindingMessage(f);
+  INFO(text);
+  CHECK(text.find("saves 0.12 ms/step (2.0% of the step, nothing after the larger fixes)") !=
+        std::string::npos);
 }
 
 TEST_CASE("causal: a first call's kernel that starts late delays the whole GPU: cold-start",
