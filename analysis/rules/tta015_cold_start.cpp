@@ -89,16 +89,23 @@ void DetectColdStart(const RuleContext& ctx, const CausalGraph& g, const TimeBre
                                         FormatNumber("%.1f ms", model_setup_us / 1000.0) +
                                         " (its constructors, parameter initialisation, .to())"
                                   : "";
-    AddText(&f, "detail",
-            "one-time: " +
-                (only_model ? "the model is built and moved to the device (its constructors, "
-                              "parameter initialisation, .to())"
-                            : what) +
-                " (" + FormatNumber("%.1f ms", call_us / 1000.0) + ", longest " + longest + ")" +
-                loader + compile + model + "; they happen once per process, not every step: " +
-                (captures > 0 ? "capture the graphs before serving or profiling, or " : "") +
-                (model_setup_us > 0 ? "build the model before the profiler starts, and " : "") +
-                warm_up);
+    AddText(
+        &f, "detail",
+        "one-time: " +
+            (only_model ? "the model is built and moved to the device (its constructors, "
+                          "parameter initialisation, .to())"
+                        : what) +
+            " (" + FormatNumber("%.1f ms", call_us / 1000.0) + ", longest " + longest + ")" +
+            loader + compile + model + "; they happen once per process, not every step: " +
+            (only_model
+                 // A warm-up does not move a model's construction out of the profile.
+                 ? std::string("build the model and move it to the device before the "
+                               "profiler starts")
+                 : std::string(captures > 0 ? "capture the graphs before serving or profiling, or "
+                                            : "") +
+                       (model_setup_us > 0 ? "build the model before the profiler starts, and "
+                                           : "") +
+                       warm_up));
     out->push_back(std::move(f));
   }
 }
