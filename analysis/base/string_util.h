@@ -54,6 +54,11 @@ inline bool IsCollectiveKernel(std::string_view n) {
          Contains(n, "twoShotAllReduce") || Contains(n, "quickreduce");
 }
 
+// A collective the CPU runs itself: gloo's (its record_function "gloo:all_reduce", on the
+// thread that runs it), as a CPU-only DDP job does. (NCCL's "nccl:*" annotations only enqueue
+// GPU kernels.)
+inline bool IsCpuCollectiveName(std::string_view n) { return StartsWith(n, "gloo:"); }
+
 // |s| as a base-10 integer: an optional '-', then digits only (no spaces, no '+'); false when
 // empty, anything else follows, or it would come near INT64_MAX. Ids and step numbers in traces.
 inline bool ParseDecimalInt64(std::string_view s, int64_t* out) {

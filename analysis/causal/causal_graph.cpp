@@ -756,7 +756,8 @@ enum NameClass : uint8_t {
   kNameDataLoader = 8,
   kNameProfilerStep = 16,
   kNameIdleWait = 32,
-  kNameCopy = 64
+  kNameCopy = 64,
+  kNameCpuCollective = 128  // a collective the CPU runs (gloo:all_reduce on its own thread)
 };
 
 // BuildCausalGraph's passes, run in order over shared state: each reads what the earlier ones
@@ -787,7 +788,8 @@ class GraphBuilder {
           (call & kRuntimeAllocator ? kNameAllocator : 0) |
           (call & kRuntimeColdStart ? kNameCold : 0) | (IsDataLoaderName(n) ? kNameDataLoader : 0) |
           (StartsWith(n, "ProfilerStep#") ? kNameProfilerStep : 0) |
-          (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0);
+          (IsIdleWaitName(n) ? kNameIdleWait : 0) | (Contains(n, "Memcpy") ? kNameCopy : 0) |
+          (IsCpuCollectiveName(n) ? kNameCpuCollective : 0);
     }
     // One pass over the rows: per track, the launch durations, whether the CPU's ops were
     // profiled, graph captures against replays, launches that block on their kernel.
@@ -962,13 +964,17 @@ class GraphBuilder {
       uint32_t row;
       int64_t end;
       bool data_loading;
-      int32_t top;   // the step-level op (TopOpOf), -1
-      bool cold;     // inside a one-time first call
-      bool capture;  // a one-time graph capture's call, or work during the capture
+      bool communication;  // inside a CPU collective (gloo): the run's communication
+      int32_t top;         // the step-level op (TopOpOf), -1
+      bool cold;           // inside a one-time first call
+      bool capture;        // a one-time graph capture's call, or work during the capture
     };
     bool capturing = false;  // between a one-time capture's begin and end calls
     auto cpu_cause = [](const Open& o) {
-      return o.cold ? Cause::kColdStart : o.data_loading ? Cause::kDataLoading : Cause::kCpuWork;
+      return o.cold            ? Cause::kColdStart
+             : o.data_loading  ? Cause::kDataLoading
+             : o.communication ? Cause::kCommunication
+                               : Cause::kCpuWork;
     };
     std::vector<Open> stack;
     int64_t cur = ev.ts[rows.front()];
@@ -1115,6 +1121,9 @@ class GraphBuilder {
       if (!stack.empty()) end = std::min(end, stack.back().end);
       const bool dl = (!stack.empty() && stack.back().data_loading) ||
                       (!IsLaunchKind(ev.kind[r]) && (name_class[ev.name[r]] & kNameDataLoader));
+      const bool comm =
+          (!stack.empty() && stack.back().communication) ||
+          (!IsLaunchKind(ev.kind[r]) && (name_class[ev.name[r]] & kNameCpuCollective));
       // The step-level op, as TopOpOf finds it: the outermost op or annotation other than a step.
       const EventKind k = ev.kind[r];
       const bool op = (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) &&
@@ -1129,8 +1138,8 @@ class GraphBuilder {
       if (capture_call & kRuntimeCaptureEnd) capturing = false;
       const bool cold = (!stack.empty() && stack.back().cold) || capture ||
                         FirstCallAt(g.first_calls, static_cast<int32_t>(r)) != nullptr;
-      stack.push_back(
-          {r, end, dl, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1), cold, capture});
+      stack.push_back({r, end, dl, comm, outer >= 0 ? outer : (op ? static_cast<int32_t>(r) : -1),
+                       cold, capture});
       if (IsLaunchKind(k) && ev.link[r] >= 0) {
         // Every open row encloses this launch (marked from the inside out, up to one marked
         // already: its ancestors are).

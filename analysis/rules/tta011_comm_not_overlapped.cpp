@@ -14,9 +14,104 @@ using comm_detail::StepComm;
 // collective kernels and of the other kernels; flagged when the ratio is below comm_overlap_min
 // and the exposed (compute-free) collective time is at least comm_exposed_share of the step.
 // Lost: the exposed time, attributed to the op that issued each collective.
+// Collectives the CPU runs (gloo: a CPU-only DDP job), per step: their time against the CPU ops
+// that run beside them (backward's, on the main or autograd thread). The same thresholds; the
+// finding's rows are the collectives' own (the what-if shortens them by what backward hides).
+void DetectCpuCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
+                                std::vector<Finding>* out) {
+  const EventTable& ev = ctx.ev();
+  const double min_overlap = o.Get("comm_overlap_min", 0.70);
+  const double min_share = o.Get("comm_exposed_share", 0.02);
+  std::vector<int8_t> collective(ctx.trace().strings.size(), -1);  // per name id
+  auto is_collective = [&](uint32_t i) {
+    int8_t& known = collective[ev.name[i]];
+    if (known < 0) known = IsCpuCollectiveName(ctx.Name(i)) ? 1 : 0;
+    return known == 1;
+  };
+  for (size_t s = 0; s < ctx.steps().size(); ++s) {
+    const AnalysedStep& step = ctx.steps()[s];
+    if (step.duration() <= 0) continue;
+    auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
+    std::vector<uint32_t> rows;
+    std::vector<Interval> comm, compute;
+    for (uint32_t i = lo; i < hi; ++i) {
+      const EventKind k = ev.kind[i];
+      if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation) continue;
+      const int64_t a = std::max(ev.ts[i], step.start_ns), b = std::min(ev.end(i), step.end_ns);
+      if (b <= a) continue;
+      if (is_collective(i)) {
+        // The outermost of nested ones.
+        bool nested = false;
+        for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 256 && !nested; p = ev.parent[p], ++g)
+          nested = is_collective(static_cast<uint32_t>(p));
+        if (!nested) {
+          rows.push_back(i);
+          comm.push_back({a, b});
+        }
+      } else if (k == EventKind::kCpuOp) {
+        // An outermost op (under annotations only): the step's computing.
+        bool outermost = true;
+        for (int32_t p = ev.parent[i], g = 0; p >= 0 && g < 256 && outermost;
+             p = ev.parent[p], ++g) {
+          outermost = ev.kind[p] != EventKind::kCpuOp;
+        }
+        if (outermost) compute.push_back({a, b});
+      }
+    }
+    if (rows.empty()) continue;
+    MergeIntervals(&comm);
+    MergeIntervals(&compute);
+    int64_t comm_ns = 0, overlap_ns = 0;
+    for (const Interval& c : comm) {
+      comm_ns += c.second - c.first;
+      overlap_ns += ClippedLength(compute, c.first, c.second);
+    }
+    const int64_t exposed = comm_ns - overlap_ns;
+    const double ratio = comm_ns > 0 ? static_cast<double>(overlap_ns) / comm_ns : 1.0;
+    if (ratio >= min_overlap || exposed < min_share * static_cast<double>(step.duration())) {
+      continue;
+    }
+    int64_t compute_ns = 0, rows_ns = 0;
+    for (const Interval& c : compute) compute_ns += c.second - c.first;
+    for (uint32_t r : rows) rows_ns += ev.dur[r];
+    // Each collective's part of the step's (merged) communication and exposed time: concurrent
+    // ones (DDP's buckets on two gloo threads) share them.
+    auto part = [&](uint32_t r, int64_t ns) {
+      return static_cast<double>(ns) / 1000.0 * static_cast<double>(ev.dur[r]) /
+             static_cast<double>(std::max<int64_t>(1, rows_ns));
+    };
+    std::map<std::string, Finding> by_cause;
+    for (uint32_t r : rows) {
+      const int32_t row = static_cast<int32_t>(r);
+      Finding& f = CauseFinding(&by_cause, ctx, "TTA011", static_cast<int>(s), ev.ts[r], ev.end(r),
+                                row, std::string(ctx.Name(r)));
+      f.rows.push_back(row);
+      f.per_step[0].second += part(r, exposed);
+      AccumulateNumber(&f, "collectives", 1);
+      AccumulateNumber(&f, "comm_us", part(r, comm_ns));
+      AccumulateNumber(&f, "exposed_us", part(r, exposed));
+      AddEvent(&f, std::string(ctx.Name(r)), 1, ev.dur[r] / 1000.0);
+    }
+    for (auto& [key, f] : by_cause) {
+      AddText(&f, "op", key);
+      AddText(&f, "cpu_collectives", "yes");
+      AddText(&f, "overlap", FormatNumber("%.1f%%", 100.0 * ratio));
+      AddMean(&f, "overlap_ratio", ratio);
+      AddMean(&f, "overlap_min", min_overlap);
+      AddMean(&f, "step_exposed_us", exposed / 1000.0);
+      AddMean(&f, "step_comm_us", comm_ns / 1000.0);
+      AddMean(&f, "step_compute_us", compute_ns / 1000.0);
+      out->push_back(std::move(f));
+    }
+  }
+}
+
 void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
                              std::vector<Finding>* out) {
-  if (!ctx.has_gpu()) return;
+  if (!ctx.has_gpu()) {
+    DetectCpuCommNotOverlapped(ctx, o, out);
+    return;
+  }
   const EventTable& ev = ctx.ev();
   const double min_overlap = o.Get("comm_overlap_min", 0.70);
   const double min_share = o.Get("comm_exposed_share", 0.02);
@@ -126,6 +221,21 @@ std::string CommNotOverlappedMessage(const Finding& f, const std::string& detect
   // Inference (tensor / expert parallel): each collective carries a layer's output to the next,
   // so DDP's overlap with backward and bucketing do not apply.
   const bool forward = !p2p && TextOf(f, "forward_only") == "yes";
+  // Collectives the CPU runs (gloo), longer than the compute beside them: no overlap hides
+  // what exceeds the step's computing.
+  const bool cpu = TextOf(f, "cpu_collectives") == "yes";
+  const double compute_us = Num(f, "step_compute_us");
+  const std::string cpu_text =
+      !cpu ? std::string()
+      : compute_us < 0.5 * Num(f, "step_comm_us")
+          ? "; the CPU runs these collectives (gloo), and the step computes for only " +
+                FormatNumber("%.1f ms", compute_us / 1000.0) +
+                ", which no overlap can stretch to cover them: send half the bytes (a DDP "
+                "communication hook such as fp16_compress_hook; the saving below assumes it), "
+                "all-reduce less often (accumulate gradients over several batches under DDP's "
+                "no_sync()), or use a faster backend or network"
+          : "; the CPU runs these collectives (gloo): start them during backward (DDP's "
+            "gradient buckets) so the compute hides them";
   return "collectives run with little concurrent compute: collectives" +
          (op.empty() ? std::string() : " from " + op) + " overlap compute " +
          FormatNumber("%.0f%%", 100.0 * Num(f, "overlap_ratio")) + " of their time (below " +
@@ -145,7 +255,7 @@ std::string CommNotOverlappedMessage(const Finding& f, const std::string& detect
                         "all-reduce + norm, a one-shot custom all-reduce, a lower tensor-parallel "
                         "degree)")
                   : std::string()) +
-         saving;
+         cpu_text + saving;
 }
 
 }  // namespace ttap

@@ -1064,6 +1064,42 @@ TEST_CASE("causal: the rest of a cold optimizer step is no warm part",
   CHECK(run.findings.front().code == "TTA006");
 }
 
+TEST_CASE("causal: a CPU-only DDP step bound by gloo's all-reduce is communication",
+          "[rules][causal][TTA011]") {
+  // Three steps of a CPU-only DDP job (gloo): 6 ms of forward, backward's ops for 8 ms, its
+  // gradient bucket all-reduced on a gloo thread for 60 ms from 2 ms into backward while the
+  // main thread waits, then a 3 ms optimizer step.
+  TinyTrace t;
+  double at = 0;
+  for (int s = 0; s < 3; ++s) {
+    const double start = at;
+    t.Cpu("aten::linear", at + 10, 6000);
+    const double backward = at + 6100;
+    t.Cpu("## backward ##", backward, 62100, "user_annotation");
+    for (int k = 0; k < 8; ++k) t.Cpu("aten::mm", backward + 10 + 1000 * k, 990);
+    t.Cpu("gloo:all_reduce", backward + 2000, 60000, "user_annotation", /*tid=*/2);
+    t.Cpu("Optimizer.step#SGD.step", backward + 62200, 3000, "user_annotation");
+    t.Cpu("aten::add_", backward + 62210, 2900);
+    at = backward + 65300;
+    t.Step(s + 1, start, at - start);
+    at += 10;
+  }
+  auto trace = t.Load();
+  auto run = ttap::RunRules(*trace, ExactWhatIfs());
+  // The wait is communication, not CPU work.
+  const auto& at_steps = run.time.overall;
+  CHECK(at_steps.ns[static_cast<int>(ttap::Cause::kCommunication)] * 2 > at_steps.total());
+  auto comm = FindingsWithCode(*trace, "TTA011", ExactWhatIfs());
+  REQUIRE(comm.size() == 1);
+  INFO(comm[0].message);
+  CHECK(comm[0].severity <= ttap::Severity::kWarning);
+  CHECK(comm[0].message.find("the CPU runs these collectives (gloo)") != std::string::npos);
+  CHECK(comm[0].message.find("fp16_compress_hook") != std::string::npos);
+  // Backward's 8 ms cannot hide a 60 ms all-reduce: half the bytes save half of it.
+  CHECK(comm[0].time_lost_us_per_step > 25000);
+  CHECK(comm[0].time_lost_us_per_step < 32000);
+}
+
 TEST_CASE("causal: launches without GPU activity make the trace incomplete",
           "[rules][causal][TTA016]") {
   auto trace = Eager(50, 10, 5, 6, false, /*no_gpu=*/true).Load();

@@ -502,6 +502,7 @@ TEST_CASE("real traces: NCCL all_reduce after the backward pass is exposed",
 
 TEST_CASE("real traces: ROCm, MTIA and CPU-only traces give no comm findings",
           "[rules][TTA011][TTA012][real]") {
+  // (CPU-only: no GPU collectives; its gloo all-reduces are the test below.)
   if (!ttap_test::HaveShared()) {
     WARN("../shared/traces/real not present: skipped");
     return;
@@ -515,9 +516,34 @@ TEST_CASE("real traces: ROCm, MTIA and CPU-only traces give no comm findings",
   for (const auto& path : files) {
     INFO(path);
     auto fs = RealFindings(path);
-    CHECK(CountCode(fs, "TTA011") == 0);
+    if (path.find("hta--cpu_only") == std::string::npos) CHECK(CountCode(fs, "TTA011") == 0);
     CHECK(CountCode(fs, "TTA012") == 0);
   }
+}
+
+TEST_CASE("real traces: a CPU-only DDP job waits for gloo's all-reduce", "[rules][TTA011][real]") {
+  if (!ttap_test::HaveShared()) {
+    WARN("../shared/traces/real not present: skipped");
+    return;
+  }
+  // HTA's CPU-only DDP trace, five steps: each backward computes for ~15 ms while two gloo
+  // threads all-reduce its buckets for ~170 ms; the main thread waits.
+  const std::string path = ttap_test::RealTracesDir() +
+                           "/hta--cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace@older.json.gz";
+  auto loaded = ttap::LoadTrace(path);
+  REQUIRE(loaded.ok());
+  auto result = ttap::RunRules(**loaded, {});
+  const auto& t = result.time.overall;
+  CHECK(t.ns[static_cast<int>(ttap::Cause::kCommunication)] > 0.7 * t.total());
+  const ttap::Finding* comm = nullptr;
+  for (const auto& f : result.findings) {
+    if (f.code == "TTA011") comm = &f;
+  }
+  REQUIRE(comm != nullptr);
+  INFO(comm->message);
+  CHECK(comm->severity == ttap::Severity::kWarning);
+  CHECK(comm->evidence.at("op").text == "gloo:all_reduce");
+  CHECK(comm->message.find("fp16_compress_hook") != std::string::npos);
 }
 
 TEST_CASE("real traces: no per-parameter collectives in the shared traces",
