@@ -81,20 +81,25 @@ nlohmann::json RunJson(const Trace& trace, const RuleResult& rr) {
       causes[CauseName(static_cast<Cause>(c))] = Round3(rr.time.overall.ns[c] / 1000.0 / steps);
     }
   }
-  return {{"steps", rr.time.steps.size()},
-          {"step_us", Round3(rr.run_ns / 1000.0 / steps)},
-          {"traced_step_us", Round3(rr.traced_run_ns / 1000.0 / steps)},
-          {"profiler_overhead_us_per_step", Round3(rr.profiler_overhead_ns / 1000.0 / steps)},
-          {"critical_path_us_per_step", causes},
-          {"fixes_save_us_per_step", Round3(rr.joint_saving_ns / 1000.0 / steps)},
-          {"speedup", Round3(rr.speedup)},
-          {"host_stalls", stalls},
-          // Of fixes_save: one-time start-up (TTA015), which the process pays once anyway.
-          {"one_time_saves_us_per_step", Round3(rr.one_time_saving_ns / 1000.0 / steps)},
-          // The cold start analysed apart (RunRulesSteadyFirst): the leading steps, or in a run
-          // without steps (cold_steps 0) the time before its warm part.
-          {"cold_steps", rr.cold_steps},
-          {"cold_us", Round3(rr.cold_ns / 1000.0)}};
+  nlohmann::json run = {
+      {"steps", rr.time.steps.size()},
+      {"step_us", Round3(rr.run_ns / 1000.0 / steps)},
+      {"traced_step_us", Round3(rr.traced_run_ns / 1000.0 / steps)},
+      {"profiler_overhead_us_per_step", Round3(rr.profiler_overhead_ns / 1000.0 / steps)},
+      {"critical_path_us_per_step", causes},
+      {"fixes_save_us_per_step", Round3(rr.joint_saving_ns / 1000.0 / steps)},
+      {"speedup", Round3(rr.speedup)},
+      {"host_stalls", stalls},
+      // Of fixes_save: one-time start-up (TTA015), which the process pays once anyway.
+      {"one_time_saves_us_per_step", Round3(rr.one_time_saving_ns / 1000.0 / steps)},
+      // The cold start analysed apart (RunRulesSteadyFirst): the leading steps, or in a run
+      // without steps (cold_steps 0) the time before its warm part.
+      {"cold_steps", rr.cold_steps},
+      {"cold_us", Round3(rr.cold_ns / 1000.0)}};
+  // Every op on the CPU beside a listed GPU (CpuRunBesideGpuText): only where it applies.
+  const std::string cpu_run = CpuRunBesideGpuText(trace);
+  if (!cpu_run.empty()) run["cpu_run_beside_gpu"] = cpu_run;
+  return run;
 }
 
 nlohmann::json ScanResultToJson(const ScanResult& r) {
@@ -213,6 +218,8 @@ std::string RunSummaryText(const ScanResult& r) {
   }
   std::string stall = HostStallsText(*r.trace, rr.host_stalls);
   if (!stall.empty()) stall = "; " + stall;
+  const std::string cpu_run = CpuRunBesideGpuText(*r.trace);
+  if (!cpu_run.empty()) stall += "; " + cpu_run;
   // The cold steps analysed apart (RunRulesSteadyFirst).
   std::string cold;
   if (rr.cold_steps > 0) {

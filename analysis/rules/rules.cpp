@@ -458,6 +458,36 @@ std::string RuleResult::SavingsVerdict() const {
   return buf;
 }
 
+std::string CpuRunBesideGpuText(const Trace& trace) {
+  if (trace.devices.empty() || trace.devices.front().name.empty()) return "";
+  const EventTable& ev = trace.events;
+  std::vector<int8_t> seen(trace.strings.size(), 0);  // 1 a CPU conv, 2 a GPU op, 3 neither
+  std::string cpu_conv;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const EventKind k = ev.kind[i];
+    if (IsGpuKind(k) || IsLaunchKind(k)) return "";
+    if (k != EventKind::kCpuOp) continue;
+    int8_t& c = seen[ev.name[i]];
+    if (c == 0) {
+      const std::string_view n = trace.Name(i);
+      c = Contains(n, "mkldnn_convolution") || Contains(n, "slow_conv") || Contains(n, "thnn_conv")
+              ? 1
+          : Contains(n, "cudnn") || Contains(n, "cuda") || Contains(n, "miopen") ||
+                  Contains(n, "nccl")
+              ? 2
+              : 3;
+      if (c == 1 && cpu_conv.empty()) cpu_conv = std::string(n);
+    }
+    if (c == 2) return "";
+  }
+  if (cpu_conv.empty()) return "";
+  return "every op ran on the CPU though the trace lists a GPU (" + trace.devices.front().name +
+         "; no kernel, no CUDA call" +
+         (cpu_conv.empty() ? std::string() : "; convolutions ran as " + cpu_conv) +
+         "): if the GPU was meant to run it, move the model and its inputs there "
+         "(model.to(\"cuda\"), x.to(\"cuda\"))";
+}
+
 std::string HostStallsText(const Trace& trace, const std::vector<HostStall>& stalls) {
   if (stalls.empty()) return "";
   const HostStall& most =

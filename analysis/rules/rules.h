@@ -101,6 +101,12 @@ RuleResult RunRulesSteadyFirst(const Trace& trace, const RuleOptions& options);
 // ms: the machine (paging, throttling, another process), not the code; these figures include
 // it". `ttap scan`'s last line and the editor's trace summary.
 std::string HostStallsText(const Trace& trace, const std::vector<HostStall>& stalls);
+// A run whose ops all ran on the CPU though the trace lists a GPU (its deviceProperties): no GPU
+// activity, no runtime call, no op naming cuDNN, CUDA or NCCL, and convolutions on a CPU
+// backend (aten::mkldnn_convolution, _slow_conv2d_forward: an op name alike on both devices, a
+// matmul, says nothing, as a trace of the CPU's side only looks the same). "" otherwise; else a
+// sentence for the run's summary (`ttap scan`, the hover): the model was never moved to the GPU.
+std::string CpuRunBesideGpuText(const Trace& trace);
 
 // The one-line message of a merged finding, with its numbers.
 std::string FindingMessage(const Finding& f);

@@ -1100,6 +1100,32 @@ TEST_CASE("causal: a CPU-only DDP step bound by gloo's all-reduce is communicati
   CHECK(comm[0].time_lost_us_per_step < 32000);
 }
 
+TEST_CASE("A model left on the CPU beside a GPU is named in the run's summary", "[rules]") {
+  // A ResNet's forward profiled with an RTX 4090 listed: its convolutions ran on oneDNN.
+  auto cpu_run = [](bool kernel) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA GeForce RTX 4090", 8, 9);
+    double at = 0;
+    for (int k = 0; k < 5; ++k, at += 1100) {
+      t.Cpu("aten::conv2d", at, 1000);
+      t.Cpu("aten::mkldnn_convolution", at + 10, 980);
+    }
+    if (kernel) t.Kernel("relu_kernel", at, 5, at + 10, 3);
+    return t;
+  };
+  const std::string text = ttap::CpuRunBesideGpuText(*cpu_run(false).Load());
+  INFO(text);
+  CHECK(text.find("every op ran on the CPU though the trace lists a GPU (NVIDIA GeForce RTX "
+                  "4090") == 0);
+  CHECK(text.find("aten::mkldnn_convolution") != std::string::npos);
+  CHECK(text.find("model.to(\"cuda\")") != std::string::npos);
+  // Any GPU work, or no GPU listed: nothing to say.
+  CHECK(ttap::CpuRunBesideGpuText(*cpu_run(true).Load()).empty());
+  TinyTrace no_gpu;
+  no_gpu.Cpu("aten::mkldnn_convolution", 0, 1000);
+  CHECK(ttap::CpuRunBesideGpuText(*no_gpu.Load()).empty());
+}
+
 TEST_CASE("causal: launches without GPU activity make the trace incomplete",
           "[rules][causal][TTA016]") {
   auto trace = Eager(50, 10, 5, 6, false, /*no_gpu=*/true).Load();
