@@ -161,7 +161,7 @@ const char* CauseDescription(Cause c) {
                                 "data loading",
                                 "allocator calls",
                                 "CPU work",
-                                "cold start (lazy loading)",
+                                "one-time start-up (first calls, lazy loading)",
                                 "untraced time",
                                 "GPU waits the trace does not explain"};
   return kText[static_cast<int>(c)];
