@@ -615,6 +615,8 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
   std::vector<int32_t> long_allocator_calls;
   std::set<int64_t> allocator_steps;  // the steps that hold them (ProfilerStep# or inferred)
   std::vector<StepSpan> spans;        // AnalysedSteps(trace), once there is such a call
+  std::vector<int32_t> set_up_calls;  // long device queries and set-up calls
+  std::map<StringId, std::set<int64_t>> set_up_steps;  // per name, the steps that hold them
   for (size_t i = 0; i < ev.size(); ++i) {
     if (!IsLaunchKind(ev.kind[i]) || ev.dur[i] < floor_ns) continue;
     const std::string_view name = trace.Name(i);
@@ -625,9 +627,31 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
         (ev.dur[i] >= kFirstCallMinNs ||
          (launch_ns.size() >= 3 && static_cast<double>(ev.dur[i]) >=
                                        kFirstCallRatio * static_cast<double>(usual_launch_ns)));
-    if (!(allocator || lazy_launch) || !gpu_idle_through(static_cast<int32_t>(i))) continue;
+    // A device query or set-up call that starts no GPU work and waits for none, of a
+    // millisecond or more (cudaDeviceGetStreamPriorityRange creating the context: 75.6 ms):
+    // start-up, as long as such calls of its name do not recur in two steps or more.
+    constexpr uint32_t kNotSetUp = kRuntimeSync | kRuntimeDeviceWideSync | kRuntimeCopy |
+                                   kRuntimeSyncCopy | kRuntimeAnyHostCopy | kRuntimeMemset |
+                                   kRuntimeKernelLaunch | kRuntimeGraphLaunch | kRuntimeAllocator |
+                                   kRuntimeImplicitSync | kRuntimeCaptureBegin |
+                                   kRuntimeCaptureEnd | kRuntimeGraphInstantiate;
+    const bool set_up_call = ev.link[i] < 0 && !(call & kNotSetUp) &&
+                             ev.dur[i] >= kFirstCallMinNs &&
+                             (StartsWith(name, "cu") || StartsWith(name, "hip"));
+    if (!(allocator || lazy_launch || set_up_call) || !gpu_idle_through(static_cast<int32_t>(i))) {
+      continue;
+    }
     if (lazy_launch) {
       out.push_back({static_cast<int32_t>(i), kFirstCallMinNs / 100});
+      continue;
+    }
+    if (set_up_call) {
+      if (spans.empty()) spans = AnalysedSteps(trace);
+      const int32_t k = SpanStartingBy(spans, ev.ts[i]);
+      set_up_calls.push_back(static_cast<int32_t>(i));
+      if (k >= 0 && spans[k].number >= 0 && ev.ts[i] < spans[k].end_ns) {
+        set_up_steps[ev.name[i]].insert(spans[k].number);
+      }
       continue;
     }
     if (long_allocator_calls.empty()) spans = AnalysedSteps(trace);
@@ -636,6 +660,9 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
     if (k >= 0 && spans[k].number >= 0 && ev.ts[i] < spans[k].end_ns) {
       allocator_steps.insert(spans[k].number);
     }
+  }
+  for (int32_t row : set_up_calls) {
+    if (set_up_steps[ev.name[row]].size() < 2) out.push_back({row, kFirstCallMinNs / 100});
   }
   // Start-up happens once: long allocator calls in two steps or more are the allocator's churn.
   if (allocator_steps.size() < 2) {
@@ -1019,8 +1046,12 @@ class GraphBuilder {
           const bool blocks = launches_block && LaunchBlocksOnKernel(ev, static_cast<uint32_t>(r));
           // A launch of a millisecond or more with the GPU idle is listed as a first call (a
           // lazy module load) even where the run has too few warm launches for cold_launch_ns.
+          // (Or a long device query or set-up call listed as one, or one inside a first call:
+          // context creation under a first aten::empty_strided. A launch inside a first call
+          // keeps its own cause.)
           const bool first_call_launch =
-              ev.link[r] >= 0 && FirstCallAt(g.first_calls, r) != nullptr;
+              FirstCallAt(g.first_calls, r) != nullptr ||
+              (ev.link[r] < 0 && stack.back().cold && !(cls & kNameSync));
           if ((cls & kNameCold) || one_time_alloc || stack.back().capture || first_call_launch ||
               (!blocks && ev.link[r] >= 0 &&
                ev.dur[r] >= ((call_flags[ev.name[r]] & kRuntimeGraphLaunch) ? cold_graph_launch_ns

@@ -1100,6 +1100,69 @@ TEST_CASE("causal: a CPU-only DDP step bound by gloo's all-reduce is communicati
   CHECK(comm[0].time_lost_us_per_step < 32000);
 }
 
+TEST_CASE("causal: a long device query creating the context is one-time start-up",
+          "[rules][causal][TTA015]") {
+  // A script's first CUDA call, a stream-priority query, creates the context (75 ms, bare or
+  // under the first op's allocation); ten 3 ms copy-and-kernel calls follow.
+  for (bool under_op : {false, true}) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA RTX 6000 Ada Generation", 8, 9);
+    if (under_op) {
+      t.Cpu("aten::empty_strided", 1000, 75700);
+      t.Cpu("aten::empty_strided", 200000, 20);
+      t.Cpu("aten::empty_strided", 300000, 20);
+    }
+    t.Runtime("cudaDeviceGetStreamPriorityRange", 1010, 75645);
+    StreamClock gpu;
+    double cpu = 80000;
+    for (int k = 0; k < 10; ++k, cpu += 3000) gpu.Kernel(t, "pow_kernel", cpu, 5, 3, 2900);
+    t.Runtime("cudaDeviceSynchronize", cpu, gpu.free - cpu + 3);
+    auto trace = t.Load();
+    INFO(under_op);
+    const auto first_calls = ttap::OneTimeFirstCalls(*trace);
+    REQUIRE(!first_calls.empty());
+    auto run = ttap::RunRules(*trace, ExactWhatIfs());
+    const auto& time = run.time.overall;
+    // Its 75.6 ms are start-up, not launch overhead.
+    CHECK(time.ns[static_cast<int>(ttap::Cause::kColdStart)] >= 75000000);
+    CHECK(time.ns[static_cast<int>(ttap::Cause::kLaunch)] < 1000000);
+    CHECK(!FindingsWithCode(*trace, "TTA015", ExactWhatIfs()).empty());
+  }
+}
+
+TEST_CASE("causal: a warm part inside a record_function around the whole run names its ops",
+          "[rules][causal][TTA008]") {
+  // PARAM's benchmark: "[param|cuda]" around everything; a 75 ms context creation under the
+  // first aten::rand, then per call 20 ms of aten::fill_ on the CPU (clearing the cache) with
+  // the GPU idle, and a tiny kernel.
+  TinyTrace t;
+  t.Device(0, "NVIDIA A100-PG509-200", 8, 0);
+  t.Cpu("aten::rand", 100, 75700);
+  t.Runtime("cudaDeviceGetStreamPriorityRange", 110, 75645);
+  StreamClock gpu;
+  double cpu = 80000;
+  for (int k = 0; k < 4; ++k) {
+    t.Cpu("aten::fill_", cpu, 20000);
+    cpu += 20010;
+    t.Cpu("aten::add", cpu, 40);
+    gpu.Kernel(t, "add_kernel", cpu + 20, 10, 3, 3);
+    cpu += 50;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, gpu.free - cpu + 3);
+  t.Cpu("[param|cuda]", 50, cpu + 100 - 50, "user_annotation");
+  auto trace = t.Load();
+  auto run = ttap::RunRulesSteadyFirst(*trace, {});
+  CHECK(run.cold_ns >= 75000000);
+  const ttap::Finding* idle = nullptr;
+  for (const auto& f : run.findings) {
+    if (f.code == "TTA008" && !idle) idle = &f;
+  }
+  REQUIRE(idle != nullptr);
+  INFO(idle->message);
+  CHECK(idle->message.find("aten::fill_") != std::string::npos);
+  CHECK(idle->message.find("records no CPU op") == std::string::npos);
+}
+
 TEST_CASE("A model left on the CPU beside a GPU is named in the run's summary", "[rules]") {
   // A ResNet's forward profiled with an RTX 4090 listed: its convolutions ran on oneDNN.
   auto cpu_run = [](bool kernel) {
