@@ -654,7 +654,7 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       }
       continue;
     }
-    if (long_allocator_calls.empty()) spans = AnalysedSteps(trace);
+    if (spans.empty()) spans = AnalysedSteps(trace);
     long_allocator_calls.push_back(static_cast<int32_t>(i));
     const int32_t k = SpanStartingBy(spans, ev.ts[i]);
     if (k >= 0 && spans[k].number >= 0 && ev.ts[i] < spans[k].end_ns) {

@@ -482,8 +482,7 @@ std::string CpuRunBesideGpuText(const Trace& trace) {
   }
   if (cpu_conv.empty()) return "";
   return "every op ran on the CPU though the trace lists a GPU (" + trace.devices.front().name +
-         "; no kernel, no CUDA call" +
-         (cpu_conv.empty() ? std::string() : "; convolutions ran as " + cpu_conv) +
+         "; no kernel, no CUDA call; convolutions ran as " + cpu_conv +
          "): if the GPU was meant to run it, move the model and its inputs there "
          "(model.to(\"cuda\"), x.to(\"cuda\"))";
 }
