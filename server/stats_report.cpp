@@ -221,7 +221,11 @@ std::string RankStatsToText(const Trace& t, const TraceSummary& s, const TimeBre
   }
   const HtaFigures& h = s.hta;
   if (h.has_gpu_events) {
-    line("  HTA temporal breakdown: idle " + Fmt("%.1f", h.idle_time_us) + " us, compute " +
+    // HTA's own figures, reproduced: it leaves the last step out (and its kernels), so they
+    // can differ from the table above, which counts every step.
+    line(std::string("  HTA temporal breakdown") +
+         (h.last_step_filter_applied ? " (as HTA computes it: without the last step)" : "") +
+         ": idle " + Fmt("%.1f", h.idle_time_us) + " us, compute " +
          Fmt("%.1f", h.compute_time_us) + " us, non-compute " + Fmt("%.1f", h.non_compute_time_us) +
          " us, kernel span " + Fmt("%.1f", h.kernel_time_us) + " us" +
          (h.comm_comp_overlap_pct ? ", comm/comp overlap " + Fmt("%.2f%%", *h.comm_comp_overlap_pct)
