@@ -97,8 +97,7 @@ nlohmann::json RunJson(const Trace& trace, const RuleResult& rr) {
       {"cold_steps", rr.cold_steps},
       {"cold_us", Round3(rr.cold_ns / 1000.0)}};
   // Every op on the CPU beside a listed GPU (CpuRunBesideGpuText): only where it applies.
-  const std::string cpu_run = CpuRunBesideGpuText(trace);
-  if (!cpu_run.empty()) run["cpu_run_beside_gpu"] = cpu_run;
+  if (!rr.cpu_run_beside_gpu.empty()) run["cpu_run_beside_gpu"] = rr.cpu_run_beside_gpu;
   return run;
 }
 
@@ -218,8 +217,7 @@ std::string RunSummaryText(const ScanResult& r) {
   }
   std::string stall = HostStallsText(*r.trace, rr.host_stalls);
   if (!stall.empty()) stall = "; " + stall;
-  const std::string cpu_run = CpuRunBesideGpuText(*r.trace);
-  if (!cpu_run.empty()) stall += "; " + cpu_run;
+  if (!rr.cpu_run_beside_gpu.empty()) stall += "; " + rr.cpu_run_beside_gpu;
   // The cold steps analysed apart (RunRulesSteadyFirst).
   std::string cold;
   if (rr.cold_steps > 0) {

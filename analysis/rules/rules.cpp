@@ -515,6 +515,7 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   result.windows.resize(trace.windows.size());
   if (trace.events.size() == 0) return result;
   result.host_stalls = OneOffHostStalls(trace);
+  result.cpu_run_beside_gpu = CpuRunBesideGpuText(trace);
   // The context's per-kernel intervals are the size of the trace: it goes before the costing,
   // whose replays are the run's peak.
   ColdStartCut cut;  // the cold start analysed apart (RunRulesSteadyFirst)

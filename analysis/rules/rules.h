@@ -79,6 +79,9 @@ struct RuleResult {
   // One-off host stalls (OneOffHostStalls, trace_queries.h): the machine, not the code; the
   // figures above include them, so the run's summary names them (HostStallsText).
   std::vector<HostStall> host_stalls;
+  // Every op ran on the CPU though the trace lists a GPU (CpuRunBesideGpuText), "" otherwise:
+  // the run's summary says so.
+  std::string cpu_run_beside_gpu;
   // Wall milliseconds per phase, in order ("rule detectors", "causal graph", "replay",
   // "attribution", "causal detectors", "what-ifs", "window scores"): `ttap stats --timing`.
   std::vector<std::pair<std::string, double>> phases;
@@ -106,6 +109,7 @@ std::string HostStallsText(const Trace& trace, const std::vector<HostStall>& sta
 // backend (aten::mkldnn_convolution, _slow_conv2d_forward: an op name alike on both devices, a
 // matmul, says nothing, as a trace of the CPU's side only looks the same). "" otherwise; else a
 // sentence for the run's summary (`ttap scan`, the hover): the model was never moved to the GPU.
+// RunRules keeps it in RuleResult::cpu_run_beside_gpu.
 std::string CpuRunBesideGpuText(const Trace& trace);
 
 // The one-line message of a merged finding, with its numbers.

@@ -67,8 +67,7 @@ std::string SummaryHead(const ScanResult& scan, const JobAnalysis& job, int rank
   }
   const std::string stall = HostStallsText(t, rr.host_stalls);
   if (!stall.empty()) md += "Note: " + stall + ".\n\n";
-  const std::string cpu_run = CpuRunBesideGpuText(t);
-  if (!cpu_run.empty()) md += "Note: " + cpu_run + ".\n\n";
+  if (!rr.cpu_run_beside_gpu.empty()) md += "Note: " + rr.cpu_run_beside_gpu + ".\n\n";
   if (job.ok) {
     md += "This is rank " + std::to_string(rank) + " of a job of " + std::to_string(job.ranks) +
           " ranks (the traces beside it): ";
