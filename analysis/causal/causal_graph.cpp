@@ -86,6 +86,13 @@ int32_t SpanStartingBy(const std::vector<StepSpan>& spans, int64_t t) {
   return static_cast<int32_t>(it - spans.begin()) - 1;
 }
 
+// The number of the step of |spans| that holds time |t|, -1 when none does (before the first,
+// in a gap between two, or a span without a number).
+int64_t StepNumberAt(const std::vector<StepSpan>& spans, int64_t t) {
+  const int32_t k = SpanStartingBy(spans, t);
+  return k >= 0 && t < spans[k].end_ns ? spans[k].number : -1;
+}
+
 // Index of the last node in |nodes| (sorted by observed start) starting at or before |t|.
 int32_t NodeAt(const CausalGraph& g, const std::vector<int32_t>& nodes, int64_t t) {
   auto it = std::upper_bound(nodes.begin(), nodes.end(), t,
@@ -479,10 +486,8 @@ void AddModelSetupFrames(const Trace& trace, std::vector<FirstCall>* out) {
       trace.steps.empty() ? std::vector<StepSpan>{} : AnalysedSteps(trace);
   std::map<StringId, std::set<int64_t>> steps_of;
   for (int32_t row : rows) {
-    const int32_t k = SpanStartingBy(spans, ev.ts[row]);
-    if (k >= 0 && spans[k].number >= 0 && ev.ts[row] < spans[k].end_ns) {
-      steps_of[ev.name[row]].insert(spans[k].number);
-    }
+    const int64_t step = StepNumberAt(spans, ev.ts[row]);
+    if (step >= 0) steps_of[ev.name[row]].insert(step);
   }
   for (int32_t row : rows) {
     if (steps_of[ev.name[row]].size() < 2) out->push_back({row, 0});
@@ -645,20 +650,14 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       out.push_back({static_cast<int32_t>(i), kFirstCallMinNs / 100});
       continue;
     }
-    if (set_up_call) {
-      if (spans.empty()) spans = AnalysedSteps(trace);
-      const int32_t k = SpanStartingBy(spans, ev.ts[i]);
-      set_up_calls.push_back(static_cast<int32_t>(i));
-      if (k >= 0 && spans[k].number >= 0 && ev.ts[i] < spans[k].end_ns) {
-        set_up_steps[ev.name[i]].insert(spans[k].number);
-      }
-      continue;
-    }
     if (spans.empty()) spans = AnalysedSteps(trace);
-    long_allocator_calls.push_back(static_cast<int32_t>(i));
-    const int32_t k = SpanStartingBy(spans, ev.ts[i]);
-    if (k >= 0 && spans[k].number >= 0 && ev.ts[i] < spans[k].end_ns) {
-      allocator_steps.insert(spans[k].number);
+    const int64_t step = StepNumberAt(spans, ev.ts[i]);
+    if (set_up_call) {
+      set_up_calls.push_back(static_cast<int32_t>(i));
+      if (step >= 0) set_up_steps[ev.name[i]].insert(step);
+    } else {
+      long_allocator_calls.push_back(static_cast<int32_t>(i));
+      if (step >= 0) allocator_steps.insert(step);
     }
   }
   for (int32_t row : set_up_calls) {

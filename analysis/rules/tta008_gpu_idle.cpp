@@ -86,17 +86,20 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
       if (ev.kind[i] != EventKind::kCpuOp && ev.kind[i] != EventKind::kUserAnnotation) continue;
       if (StartsWith(n, "ProfilerStep#")) continue;
       int32_t top = ctx.TopOp(static_cast<int32_t>(i));
+      // Its nearest op or annotation ancestor (Python frames skipped), when it is not the top.
+      int32_t p = -1;
+      if (top != static_cast<int32_t>(i)) {
+        p = ev.parent[i];
+        while (p >= 0 && ev.kind[p] == EventKind::kPythonFunction) p = ev.parent[p];
+      }
       // An op whose user-level op began before the analysed span (a warm part inside a
       // benchmark's record_function around the whole run): the outermost one inside it is.
-      if (top >= 0 && top != static_cast<int32_t>(i) && ev.ts[top] < step.start_ns) {
-        int32_t p = ev.parent[i];
-        while (p >= 0 && ev.kind[p] == EventKind::kPythonFunction) p = ev.parent[p];
-        if (p < 0 || ev.ts[p] < step.start_ns) top = static_cast<int32_t>(i);
+      if (top >= 0 && top != static_cast<int32_t>(i) && ev.ts[top] < step.start_ns &&
+          (p < 0 || ev.ts[p] < step.start_ns)) {
+        top = static_cast<int32_t>(i);
       }
       if (top != static_cast<int32_t>(i)) {
         // Right inside a wrapper: its nearest op or annotation ancestor is the wrapper.
-        int32_t p = ev.parent[i];
-        while (p >= 0 && ev.kind[p] == EventKind::kPythonFunction) p = ev.parent[p];
         if (p == top && top >= 0 && is_wrapper(top)) {
           inner_ops.push_back({ev.ts[i], ev.end(i), static_cast<int32_t>(i)});
           longest_inner = std::max(longest_inner, ev.dur[i]);
