@@ -10,10 +10,19 @@ using comm_detail::CollectStep;
 using comm_detail::ShortName;
 using comm_detail::StepComm;
 
-// TTA011: per step, overlap ratio = |comm ∩ compute| / |comm| over the merged intervals of
-// collective kernels and of the other kernels; flagged when the ratio is below comm_overlap_min
-// and the exposed (compute-free) collective time is at least comm_exposed_share of the step.
-// Lost: the exposed time, attributed to the op that issued each collective.
+namespace {
+
+// A flagged step's overlap figures, which CommNotOverlappedMessage gives as means over the
+// flagged steps: the overlap ratio and its threshold, the exposed and total communication.
+void AddStepOverlap(Finding* f, double ratio, double min_overlap, int64_t exposed_ns,
+                    int64_t comm_ns) {
+  AddText(f, "overlap", FormatNumber("%.1f%%", 100.0 * ratio));
+  AddMean(f, "overlap_ratio", ratio);
+  AddMean(f, "overlap_min", min_overlap);
+  AddMean(f, "step_exposed_us", exposed_ns / 1000.0);
+  AddMean(f, "step_comm_us", comm_ns / 1000.0);
+}
+
 // Collectives the CPU runs (gloo: a CPU-only DDP job), per step: their time against the CPU ops
 // that run beside them (backward's, on the main or autograd thread). The same thresholds; the
 // finding's rows are the collectives' own (the what-if shortens them by what backward hides).
@@ -95,17 +104,20 @@ void DetectCpuCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
     for (auto& [key, f] : by_cause) {
       AddText(&f, "op", key);
       AddText(&f, "cpu_collectives", "yes");
-      AddText(&f, "overlap", FormatNumber("%.1f%%", 100.0 * ratio));
-      AddMean(&f, "overlap_ratio", ratio);
-      AddMean(&f, "overlap_min", min_overlap);
-      AddMean(&f, "step_exposed_us", exposed / 1000.0);
-      AddMean(&f, "step_comm_us", comm_ns / 1000.0);
+      AddStepOverlap(&f, ratio, min_overlap, exposed, comm_ns);
       AddMean(&f, "step_compute_us", compute_ns / 1000.0);
       out->push_back(std::move(f));
     }
   }
 }
 
+}  // namespace
+
+// TTA011: per step, overlap ratio = |comm ∩ compute| / |comm| over the merged intervals of
+// collective kernels and of the other kernels; flagged when the ratio is below comm_overlap_min
+// and the exposed (compute-free) collective time is at least comm_exposed_share of the step.
+// Lost: the exposed time, attributed to the op that issued each collective. A run without GPU
+// activity: its CPU collectives (DetectCpuCommNotOverlapped).
 void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
                              std::vector<Finding>* out) {
   if (!ctx.has_gpu()) {
@@ -191,13 +203,8 @@ void DetectCommNotOverlapped(const RuleContext& ctx, const RuleOptions& o,
       }
       std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
       if (!op.empty()) AddText(&f, "op", op);
-      AddText(&f, "overlap", FormatNumber("%.1f%%", 100.0 * ratio));
       if (ctx.forward_only()) AddText(&f, "forward_only", "yes");
-      // The message (CommNotOverlappedMessage) gives the flagged steps' means.
-      AddMean(&f, "overlap_ratio", ratio);
-      AddMean(&f, "overlap_min", min_overlap);
-      AddMean(&f, "step_exposed_us", exposed / 1000.0);
-      AddMean(&f, "step_comm_us", comm_ns / 1000.0);
+      AddStepOverlap(&f, ratio, min_overlap, exposed, comm_ns);
       out->push_back(std::move(f));
     }
   }
