@@ -263,6 +263,36 @@ TEST_CASE("causal: in a short run, a first launch 40x the others is a lazy modul
   CHECK(cold[0].message.find("longest cuLaunchKernel") != std::string::npos);
 }
 
+TEST_CASE("causal: in a short run, a later launch of a kernel never seen before is a lazy load",
+          "[rules][causal][TTA015]") {
+  // A TensorRT engine's first inference (4 ms, inside record_function model_inference): three
+  // launch calls for nine kernels (the others' launches are not recorded). The first launch
+  // loads modules for 1.8 ms; the second, of a kernel not seen before, for 0.33 ms: under the
+  // run's tenth, and the median of three launches is itself 0.33 ms. (0.34 ms of host work
+  // after the last kernel stays gpu-idle.)
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3060", 8, 6);
+  t.Cpu("model_inference", 143, 4013, "user_annotation");
+  t.Launch("genericReformat::copyPackedKernel", 1596, 1794, 3390, 4, "kernel", 13);
+  for (double ts : {3414.0, 3429.0}) {
+    t.Raw(R"({"ph": "X", "cat": "kernel", "name": "sm80_xmma_fprop_implicit_gemm", "pid": 0,)"
+          R"( "tid": 13, "ts": )" +
+          std::to_string(ts) + R"(, "dur": 13, "args": {"stream": 13}})");
+  }
+  t.Launch("cuInt8::nhwcTonchw", 3443, 332, 3776, 5, "kernel", 13);
+  t.Launch("sm80_xmma_gemm_f16f16_tn", 3805, 9, 3816, 3, "kernel", 13);
+  t.Runtime("cudaStreamSynchronize", 4097, 9);
+  auto trace = t.Load();
+  auto cold = FindingsWithCode(*trace, "TTA015");
+  REQUIRE(cold.size() == 1);
+  INFO(cold[0].message);
+  CHECK(cold[0].evidence.at("calls").number == 2);
+  CHECK(cold[0].evidence.at("call_us").number > 2100);
+  for (const auto& f : FindingsWithCode(*trace, "TTA008")) {
+    CHECK(f.evidence.at("detected_us_per_step").number < 500);  // the end's CPU work only
+  }
+}
+
 TEST_CASE("causal: a one-time cudaFree in the first call is cold-start, not allocator churn",
           "[rules][causal][TTA015][TTA013]") {
   // GPU-bound steps of aten::mm; the very first aten::mm creates cuBLAS's workspace and the
