@@ -62,6 +62,10 @@ struct RuleResult {
   // What the one-time findings (TTA015) save of it, each alone: start-up the process pays once
   // whatever the program does, which profiling after a warm-up only leaves out of the trace.
   int64_t one_time_saving_ns = 0;
+  // The findings' claims added up (each what its fix saves alone, share_of_step x run_ns): fixes
+  // of causes that bound the step side by side (the CPU's work beside exposed collectives) save
+  // more together than apart, which SavingsVerdict says where it is so.
+  int64_t claims_ns = 0;
   // A finding says GPU activity is missing (TTA016): savings replayed on what the trace holds
   // say nothing of the GPU side.
   bool trace_incomplete = false;
