@@ -268,36 +268,6 @@ void WorkersLoadBatches(Builder& b, const std::vector<int32_t>& rows, const Find
   }
 }
 
-void DeferHostSync(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
-  const Trace& trace = b.trace;
-  const CausalGraph& g = b.g;
-  const EventTable& ev = b.trace.events;
-  // The value read every N steps or kept on the device: the sync no longer waits, and the
-  // statement that consumes it on the host (the outermost region around the sync that launches
-  // no kernel: `pbar.set_postfix(loss=loss.item())`, a metrics print) leaves the step with it.
-  std::set<int32_t> deferred;
-  for (int32_t r : rows) {
-    b.NoWait(b.NodeOfRow(r));
-    const int32_t stmt = HostStatementOf(trace, r);
-    if (stmt < 0 || !deferred.insert(stmt).second) continue;
-    auto [a, e] = b.NodesUnder(stmt);
-    for (int32_t n = a; n < e; ++n) {
-      b.NoWait(n);
-      if (g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0) {
-        b.DropGpu(b.NodeOfRow(ev.link[g.row[n]]));
-      }
-    }
-    b.ScaleUnder(stmt, 0.0);
-  }
-}
-
-// A number a detector put in a finding's evidence, 0 when absent (a rate is already the mean of
-// the steps the finding merges: EvidenceMerge::kMean).
-double Evidence(const Finding& f, const std::string& key) {
-  auto it = f.evidence.find(key);
-  return it == f.evidence.end() ? 0.0 : it->second.number;
-}
-
 // The stream sync that follows launch call node |call| under the same op, with no other launch
 // between them (copy_ with non_blocking=False: cudaMemcpyAsync, then cudaStreamSynchronize); -1.
 int32_t SyncAfterCall(const Trace& trace, const CausalGraph& g, int32_t call) {
@@ -316,6 +286,42 @@ int32_t SyncAfterCall(const Trace& trace, const CausalGraph& g, int32_t call) {
     if (ev.link[r] >= 0) return -1;  // another launch
   }
   return -1;
+}
+
+void DeferHostSync(Builder& b, const std::vector<int32_t>& rows, const Finding& f) {
+  const Trace& trace = b.trace;
+  const CausalGraph& g = b.g;
+  const EventTable& ev = b.trace.events;
+  // The value read every N steps or kept on the device: the sync no longer waits, and the
+  // statement that consumes it on the host (the outermost region around the sync that launches
+  // no kernel: `pbar.set_postfix(loss=loss.item())`, a metrics print) leaves the step with it.
+  std::set<int32_t> deferred;
+  for (int32_t r : rows) {
+    const int32_t call = b.NodeOfRow(r);
+    b.NoWait(call);
+    // A read-back's copy and the stream sync after it under the same op (aten::nonzero reading
+    // its count: cudaMemcpyAsync, then cudaStreamSynchronize) are one wait: left to the sync, it
+    // would only move there.
+    const int32_t sync_after = call >= 0 ? SyncAfterCall(trace, g, call) : -1;
+    if (sync_after >= 0) b.NoWait(sync_after);
+    const int32_t stmt = HostStatementOf(trace, r);
+    if (stmt < 0 || !deferred.insert(stmt).second) continue;
+    auto [a, e] = b.NodesUnder(stmt);
+    for (int32_t n = a; n < e; ++n) {
+      b.NoWait(n);
+      if (g.role[n] != NodeRole::kCpuWork && g.row[n] >= 0) {
+        b.DropGpu(b.NodeOfRow(ev.link[g.row[n]]));
+      }
+    }
+    b.ScaleUnder(stmt, 0.0);
+  }
+}
+
+// A number a detector put in a finding's evidence, 0 when absent (a rate is already the mean of
+// the steps the finding merges: EvidenceMerge::kMean).
+double Evidence(const Finding& f, const std::string& key) {
+  auto it = f.evidence.find(key);
+  return it == f.evidence.end() ? 0.0 : it->second.number;
 }
 
 // pinned memory, non_blocking=True: the copy at pinned bandwidth (host_copies.h), the call async
@@ -877,6 +883,41 @@ ProfilerCostTaken TakeOutProfilerCost(const Trace& trace, CausalGraph* graph,
   const bool gpu = std::any_of(g.lanes.begin(), g.lanes.end(), [](const auto& l) { return l.gpu; });
   if (!gpu || g.size() == 0 || (cost.per_op_ns <= 0 && cost.per_frame_ns <= 0)) return out;
   const EventTable& ev = trace.events;
+  // CUPTI's own work (buffer requests and flushes: IsProfilerOverheadName) leaves the CPU
+  // slices it overlaps on the thread whose CPU work covers most of it (the event names none).
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev.kind[i] != EventKind::kOther || ev.dur[i] <= 0 ||
+        !IsProfilerOverheadName(trace.Name(i))) {
+      continue;
+    }
+    const int64_t a = ev.ts[i], b = ev.end(i);
+    auto for_each_overlap = [&](const CausalGraph::Lane& l, auto&& visit) {
+      for (int32_t n = g.FirstEndingAfter(l.first_node, l.end_node, a);
+           n < l.end_node && g.obs_start[n] < b; ++n) {
+        if (g.role[n] == NodeRole::kCpuWork) {
+          visit(n, std::min(b, g.ObsEnd(n)) - std::max(a, g.obs_start[n]));
+        }
+      }
+    };
+    const CausalGraph::Lane* lane = nullptr;
+    int64_t most = 0;
+    for (const auto& l : g.lanes) {
+      if (l.gpu) continue;
+      int64_t covered = 0;
+      for_each_overlap(l, [&](int32_t, int64_t o) { covered += o; });
+      if (covered > most) {
+        most = covered;
+        lane = &l;
+      }
+    }
+    if (lane == nullptr || 2 * most < ev.dur[i]) continue;
+    for_each_overlap(*lane, [&](int32_t n, int64_t o) {
+      const int64_t cut = std::min(o, static_cast<int64_t>(g.dur[n] * (1.0 - kProfiledMinShare)));
+      if (cut <= 0) return;
+      graph->dur.Set(n, graph->dur[n] - cut);
+      out.cut_ns += cut;
+    });
+  }
   // Rows are in start order, so each lane's containing node only moves forward.
   std::vector<int32_t> cursor(g.lanes.size());
   for (size_t l = 0; l < g.lanes.size(); ++l) cursor[l] = g.lanes[l].first_node;

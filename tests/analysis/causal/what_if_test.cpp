@@ -77,6 +77,37 @@ TEST_CASE("profiler cost: a GPU-bound loop that looks CPU-bound only under the p
   CHECK((unprofiled == nullptr || unprofiled->share_of_step < 0.1));
 }
 
+TEST_CASE("profiler cost: CUPTI's buffer request inside an op is the profiler's, not a first call",
+          "[what_if][profiler][TTA015][TTA008]") {
+  // A decode loop of 300 aten::gather (20 us each, a 5 us launch of a 3 us kernel): inside the
+  // first one CUPTI records a 1.79 ms "Activity Buffer Request" (category overhead, pid -1),
+  // which made it a first call of 1.86 ms (TTA015) and the GPU idle under it.
+  TinyTrace t;
+  t.Device(0, "NVIDIA H100 80GB HBM3", 9, 0);
+  StreamClock stream;
+  double cpu = 1000;
+  for (int k = 0; k < 300; ++k) {
+    const double setup = k == 0 ? 1800 : 0;
+    t.Cpu("aten::gather", cpu, 20 + setup);
+    if (k == 0) {
+      t.Raw(R"({"ph": "X", "cat": "overhead", "name": "Activity Buffer Request", "pid": -1,)"
+            R"( "tid": 0, "ts": 1005, "dur": 1790})");
+    }
+    stream.Kernel(t, "vectorized_gather_kernel", cpu + 10 + setup, 5, 3, 3);
+    cpu += 22 + setup;
+  }
+  t.Runtime("cudaDeviceSynchronize", cpu, 10);
+  auto trace = t.Load();
+  auto r = ttap::RunRules(*trace, {});
+  CHECK(FindingsWithCode(*trace, "TTA015").empty());
+  for (const auto& f : FindingsWithCode(*trace, "TTA008")) {
+    INFO(f.message);
+    CHECK(f.evidence.at("detected_us_per_step").number < 1000);
+  }
+  // Its 1.79 ms is the profiler's, with the 300 ops' own cost (~3.5 us each).
+  CHECK(r.profiler_overhead_ns > 2.2e6);
+}
+
 TEST_CASE("profiler cost: a CPU bound that rests on the profiler's cost taken out is info",
           "[what_if][profiler]") {
   // 10.5 us GEMMs behind 11.5 us of CPU once the profiler's 10.5 us per layer is out: the GPU
