@@ -880,7 +880,16 @@ int RunScanCommand(const std::vector<std::string>& args, const Config& config) {
       const JobAnalysis job = AnalyseJobOf(rows);
       if (job.ok) std::cout << JobToText(job, rows, target);
     } else if (!ok.empty() && ok[0]->findings.empty()) {
+      // The last line's saving counts every finding: when those it counts are all left out
+      // (below the level, ignored, suppressed), it says so, or it reads "no findings" beside
+      // "the findings together save 0.32 ms/step".
+      const size_t hidden = ok[0]->rules.findings.size();
       std::cout << ok[0]->trace_path << ": no findings at or above " << SeverityName(min_severity)
+                << (hidden > 0 && ok[0]->rules.joint_saving_ns > 0
+                        ? " (the saving above is that of " + std::to_string(hidden) +
+                              (hidden == 1 ? " finding" : " findings") +
+                              " not shown: below that level, ignored or suppressed)"
+                        : std::string())
                 << "\n";
     }
   }

@@ -96,6 +96,12 @@ TEST_CASE("scan: --min-severity filters and sets the exit code", "[scan][cli]") 
   auto j = nlohmann::json::parse(errors_only.out);
   for (const auto& f : j["findings"]) CHECK(f["severity"] == "error");
   CHECK(RunTtap("scan --min-severity bogus x.json").exit_code == 2);
+  // The last line's saving counts every finding: when none is shown, it says whose it is.
+  auto none_shown = RunTtap("scan --ignore TTA001 '" + dir + "/t.json'");
+  INFO(none_shown.out);
+  CHECK(none_shown.out.find("the findings together save") != std::string::npos);
+  CHECK(none_shown.out.find("no findings at or above info (the saving above is that of ") !=
+        std::string::npos);
 }
 
 TEST_CASE("scan: SARIF 2.1.0 with rule ids and code-point columns", "[scan][cli][sarif]") {
