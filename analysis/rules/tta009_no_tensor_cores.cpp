@@ -70,12 +70,28 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
     const AnalysedStep& step = ctx.steps()[s];
     auto [lo, hi] = ctx.RowsIn(step.start_ns, step.end_ns);
     StepFindings sf;
+    // One fix (autocast, or TF32) covers every op's fp32 kernels: one finding for the
+    // convolutions and one for the matrix products (TF32 may be on for one kind only), anchored
+    // at the op that loses the most (an MLP's forward aten::addmm and backward aten::mm had been
+    // two findings, neither saying the 42% of the step they lose together).
+    struct OpLoss {
+      int32_t row = -1;  // its first launching op
+      double lost_us = 0;
+    };
+    std::map<std::string, std::map<StringId, OpLoss>> ops_of;  // per finding key, per op name
     for (uint32_t i = lo; i < hi; ++i) {
       if (ev.kind[i] != EventKind::kKernel || !fp32[ev.name[i]]) continue;
       const double kernel_us = ev.dur[i] / 1000.0;
       const double saving_us = (ev.dur[i] - TensorCoreNs(ev.dur[i], ratio)) / 1000.0;
-      Finding& f =
-          sf.For(ctx, "TTA009", static_cast<int>(s), ev.ts[i], ev.end(i), LaunchingOp(ctx, i));
+      const int32_t op = LaunchingOp(ctx, i);
+      const std::string key = is_conv(op) ? "fp32 convolutions" : "fp32 matrix products";
+      if (op >= 0) {
+        OpLoss& l = ops_of[key][ev.name[op]];
+        if (l.row < 0) l.row = op;
+        l.lost_us += saving_us;
+      }
+      Finding& f = CauseFinding(&sf.by_cause, ctx, "TTA009", static_cast<int>(s), ev.ts[i],
+                                ev.end(i), op, key);
       f.rows.push_back(static_cast<int32_t>(i));
       f.per_step[0].second += saving_us;
       sf.lost_us += saving_us;
@@ -91,7 +107,17 @@ void DetectNoTensorCores(const RuleContext& ctx, const RuleOptions& o, std::vect
       });
       for (size_t k = 0; k < top.size() && k < 2; ++k) kernels += (k ? ", " : "") + top[k].name;
       if (top.size() > 2) kernels += ", ...";
-      std::string op = f.anchor_row >= 0 ? std::string(ctx.Name(f.anchor_row)) : "";
+      // The ops by what they lose, the first the anchor.
+      std::vector<OpLoss> ops;
+      for (const auto& [name, l] : ops_of[key]) ops.push_back(l);
+      std::sort(ops.begin(), ops.end(),
+                [](const OpLoss& a, const OpLoss& b) { return a.lost_us > b.lost_us; });
+      if (!ops.empty()) f.anchor_row = ops.front().row;
+      std::string op;
+      for (size_t k = 0; k < ops.size() && k < 3; ++k) {
+        op += (k ? ", " : "") + std::string(ctx.Name(ops[k].row));
+      }
+      if (ops.size() > 3) op += ", ...";
       AddText(&f, "arch", sm);
       AddText(&f, "precision", tf32_gains ? "tf32" : tf32 ? "bf16" : "fp16");
       if (!op.empty()) AddText(&f, "op", op);

@@ -57,16 +57,17 @@ inline std::string StallTrace(int line = 12, const std::string& function = "<mod
 
 namespace ttap_test {
 
-// StallTrace plus, in every step under the same `train.py(LINE)` frame, two fp32 SIMT matmuls
-// launched by different ops (aten::mm, aten::addmm): two TTA009 findings on one line.
-inline std::string StallTraceWithTwoMatmuls(int line = 12) {
+// StallTrace plus, in every step under the same `train.py(LINE)` frame, two fp32 SIMT kernels,
+// a matrix product's and a convolution's (aten::mm, aten::cudnn_convolution): two TTA009
+// findings on one line (TF32 may be on for one kind and not the other).
+inline std::string StallTraceWithTwoFp32Kernels(int line = 12) {
   std::string t = StallTrace(line);
   std::string ev;
   int corr = 5000;
   for (int s = 0; s < 3; ++s) {
     const double base = 1000 + s * 10000;
-    const char* ops[2] = {"aten::mm", "aten::addmm"};
-    const char* kernels[2] = {"volta_sgemm_128x64_nn", "volta_sgemm_64x64_nn"};
+    const char* ops[2] = {"aten::mm", "aten::cudnn_convolution"};
+    const char* kernels[2] = {"volta_sgemm_128x64_nn", "volta_scudnn_128x64_relu_interior_nn_v1"};
     for (int k = 0; k < 2; ++k) {
       const double at = base + 6450 + k * 30;
       char buf[1024];

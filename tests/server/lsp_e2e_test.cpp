@@ -501,7 +501,7 @@ TEST_CASE("lsp: one diagnostic per code and line; the hover lists the others", "
   WriteOrFail(root + "/train.py", kTrainPy);
   mkdir((root + "/log").c_str(), 0755);
   WriteOrFail(root + "/log/host_1.1700000000000.pt.trace.json",
-              ttap_test::StallTraceWithTwoMatmuls());
+              ttap_test::StallTraceWithTwoFp32Kernels());
   LspClient c(ttap_test::Binary(), {"--stdio"}, /*quiet_stderr=*/true);
   InitializeRulesOnly(&c, root);
   const std::string uri = "file://" + root + "/train.py";
@@ -517,7 +517,7 @@ TEST_CASE("lsp: one diagnostic per code and line; the hover lists the others", "
     CHECK(d["message"].get<std::string>().find("and 1 more TTA009 finding on this line") !=
           std::string::npos);
   }
-  CHECK(tta009 == 1);  // two findings (aten::mm, aten::addmm) on line 12
+  CHECK(tta009 == 1);  // two findings (aten::mm, aten::cudnn_convolution) on line 12
   auto hover = OpenAndHover(&c, uri, kTrainPy, 11, 2);
   REQUIRE(hover["result"].is_object());
   const std::string md = hover["result"]["contents"]["value"];
@@ -665,7 +665,7 @@ TEST_CASE("lsp: a run link re-pointed with ln -sfn shows the new run's trace",
   c.Notify("initialized", json::object());
   ExpectStallDiagnostic(&c, root);
   WriteOrFail(elsewhere + "/runB/host_1.1800000000000.pt.trace.json",
-              ttap_test::StallTraceWithTwoMatmuls());
+              ttap_test::StallTraceWithTwoFp32Kernels());
   // What `ln -sfn runB log` does: a new link renamed over the old one.
   REQUIRE(symlink((elsewhere + "/runB").c_str(), (root + "/log.new").c_str()) == 0);
   REQUIRE(rename((root + "/log.new").c_str(), (root + "/log").c_str()) == 0);
@@ -686,7 +686,8 @@ TEST_CASE("lsp: a workspace root deleted and made again shows the traces written
   c.WaitFor([](const json&) { return false; }, 500);
   REQUIRE(mkdir(root.c_str(), 0755) == 0);
   WriteOrFail(root + "/train.py", kTrainPy);
-  WriteOrFail(root + "/host_1.1800000000000.pt.trace.json", ttap_test::StallTraceWithTwoMatmuls());
+  WriteOrFail(root + "/host_1.1800000000000.pt.trace.json",
+              ttap_test::StallTraceWithTwoFp32Kernels());
   CHECK(ShowsCode(&c, root, "TTA009", 15000));
   c.Notify("exit", nullptr);
 }

@@ -249,6 +249,39 @@ TEST_CASE("TTA009: fp32 SIMT GEMMs on a V100 suggest fp16 autocast", "[rules][TT
   CHECK(f[0].message.find("(Tesla V100-SXM2-32GB), not on its tensor cores") != std::string::npos);
 }
 
+TEST_CASE("TTA009: one fix, one finding: the fp32 GEMMs of every op, anchored at the costliest",
+          "[rules][TTA009]") {
+  // An MLP's step: the forward's aten::addmm (two 1 ms fp32 GEMMs), the backward's aten::mm
+  // (four). Autocast moves all of them to tensor cores: one finding, its saving theirs together
+  // (it had been one per op, neither saying what they lose together).
+  TinyTrace t;
+  t.Device(0, "NVIDIA GeForce RTX 3060 Ti", 8, 6);
+  double base = 1000;
+  for (int s = 0; s < 3; ++s) {
+    double cpu = base + 10, gpu = base + 30;
+    for (int k = 0; k < 6; ++k) {
+      const char* op = k < 2 ? "aten::addmm" : "aten::mm";
+      t.Cpu(op, cpu, 15);
+      t.Kernel(k < 2 ? "ampere_sgemm_128x128_tn" : "cutlass_80_simt_sgemm_256x128_8x4_nn_align1",
+               cpu + 2, 10, gpu, 1000);
+      cpu += 20;
+      gpu += 1000;
+    }
+    const double end = gpu + 20;
+    t.Step(s, base, end - base);
+    base = end;
+  }
+  auto trace = t.Load();
+  auto f = FindingsWithCode(*trace, "TTA009");
+  REQUIRE(f.size() == 1);
+  INFO(f[0].message);
+  REQUIRE(f[0].anchor_row >= 0);
+  CHECK(trace->Name(f[0].anchor_row) == "aten::mm");  // 4 ms of the 6
+  CHECK(f[0].evidence.at("op").text == "aten::mm, aten::addmm");
+  CHECK(f[0].evidence.at("fp32_kernels").number == 18);  // the 3 steps'
+  CHECK(f[0].share_of_step > 0.4);
+}
+
 TEST_CASE("TTA009: fp32 convolutions on an A100 suggest TF32, the speedup is configurable",
           "[rules][TTA009]") {
   auto trace =
