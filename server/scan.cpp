@@ -235,8 +235,11 @@ std::string RunSummaryText(const ScanResult& r) {
           : cold.empty()         ? ": where each step's "
                                  : ": where each steady step's ") +
          FormatMs(rr.traced_run_ns / 1000.0 / steps) + " went" + cold + ": " +
-         FormatCauses(rr.time.overall, 4) + profiler + "; the findings together save " +
-         FormatMs(rr.joint_saving_ns / 1000.0 / steps) + std::string(whole ? "" : "/step") + ": " +
+         FormatCauses(rr.time.overall, 4) + profiler +
+         (rr.cpu_side_missing
+              ? "; "
+              : "; the findings together save " + FormatMs(rr.joint_saving_ns / 1000.0 / steps) +
+                    std::string(whole ? "" : "/step") + ": ") +
          rr.SavingsVerdict() + stall + "\n";
 }
 

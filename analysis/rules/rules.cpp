@@ -434,6 +434,14 @@ std::string RuleResult::SavingsVerdict() const {
   if (trace_incomplete && joint_saving_ns <= 0) {
     return "what fixes would save cannot be judged: the trace lacks the GPU's activity (TTA016)";
   }
+  // The GPU idles while the CPU runs work the trace cannot name: whether it is start-up
+  // (a script's imports, compilation) or the loop's, and so what removing it saves, is unknown
+  // (an Inductor run's 14.4 s read "this run could be 563.96x faster").
+  if (cpu_side_missing) {
+    return "what fixes would save cannot be judged: the trace records no CPU op, so what the "
+           "CPU did while the GPU waited is unknown (record with ProfilerActivity.CPU, after a "
+           "warm-up)";
+  }
   char buf[64];
   // A run without steps whose cold start is analysed apart: the figures are its warm part's.
   std::snprintf(buf, sizeof(buf), "%s could be %.2fx faster",
@@ -815,6 +823,29 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
               return a.code < b.code;
             });
   result.trace_incomplete = std::any_of(result.findings.begin(), result.findings.end(), incomplete);
+  // Recorded without CPU activity (activities=[CUDA]): GPU work and runtime calls, no op, no
+  // Python call, no annotation. What the CPU did while the GPU waited is unknown.
+  {
+    const EventTable& ev = trace.events;
+    bool cpu = false, gpu = false;
+    for (size_t i = 0; i < ev.size() && !cpu; ++i) {
+      const EventKind k = ev.kind[i];
+      cpu = k == EventKind::kCpuOp || k == EventKind::kPythonFunction ||
+            k == EventKind::kUserAnnotation;
+      gpu = gpu || IsGpuKind(k);
+    }
+    // ... and that CPU time is most of what the findings save (a first launch's lazy load
+    // the runtime calls show is still judged).
+    double untraced_ns = 0;
+    for (const Finding& f : result.findings) {
+      auto it = f.evidence.find("no_cpu_ops");
+      if (it != f.evidence.end() && it->second.number > 0) {
+        untraced_ns += f.share_of_step * static_cast<double>(result.run_ns);
+      }
+    }
+    result.cpu_side_missing =
+        gpu && !cpu && 2 * untraced_ns >= static_cast<double>(result.joint_saving_ns);
+  }
   end_phase("what-ifs");
   // Window scores from each window's avoidable time: every finding's replayed saving is spread
   // over the windows its occurrences touch, in proportion to the overlap; a window scores 0.2

@@ -69,6 +69,10 @@ struct RuleResult {
   // A finding says GPU activity is missing (TTA016): savings replayed on what the trace holds
   // say nothing of the GPU side.
   bool trace_incomplete = false;
+  // The trace holds GPU activity but no CPU op, Python call or annotation (recorded with
+  // activities=[CUDA] only), and the idle time under CPU work it cannot name (TTA008) is most of
+  // what the findings save: SavingsVerdict says what fixes save cannot be judged.
+  bool cpu_side_missing = false;
   // What the run's last line says of the fixes together: "this run could be 1.32x faster", or,
   // when the trace lacks its GPU activity and no fix saves anything, that this cannot be judged;
   // when one-time start-up is most of the saving, also what the other fixes make of the run

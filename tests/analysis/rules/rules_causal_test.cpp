@@ -1193,6 +1193,31 @@ TEST_CASE("causal: a warm part inside a record_function around the whole run nam
   CHECK(idle->message.find("records no CPU op") == std::string::npos);
 }
 
+TEST_CASE("A trace without any CPU op says what fixes save cannot be judged", "[rules]") {
+  // An Inductor run recorded with activities=[CUDA] only: a few copies, then 2.6 s of nothing
+  // the trace names before six kernels. It read "this run could be 563.96x faster".
+  auto run = [](bool with_op) {
+    TinyTrace t;
+    t.Device(0, "NVIDIA A10G", 8, 6);
+    t.Launch("Memcpy HtoD (Pageable -> Device)", 100, 30, 120, 1, "gpu_memcpy", 7,
+             "cudaMemcpyAsync", 4096);
+    if (with_op) t.Cpu("aten::conv2d", 200, 2600000);
+    for (int k = 0; k < 6; ++k) {
+      t.Kernel("triton_poi_fused_" + std::to_string(k), 2600300 + k * 30, 10, 2600315 + k * 30, 3);
+    }
+    t.Runtime("cudaDeviceSynchronize", 2600600, 10);
+    return ttap::RunRulesSteadyFirst(*t.Load(), {});
+  };
+  const ttap::RuleResult blind = run(false);
+  CHECK(blind.cpu_side_missing);
+  INFO(blind.SavingsVerdict());
+  CHECK(blind.SavingsVerdict().find("what fixes would save cannot be judged: the trace records no "
+                                    "CPU op") == 0);
+  const ttap::RuleResult seen = run(true);
+  CHECK_FALSE(seen.cpu_side_missing);
+  CHECK(seen.SavingsVerdict().find("cannot be judged") == std::string::npos);
+}
+
 TEST_CASE("A model left on the CPU beside a GPU is named in the run's summary", "[rules]") {
   // A ResNet's forward profiled with an RTX 4090 listed: its convolutions ran on oneDNN.
   auto cpu_run = [](bool kernel) {
