@@ -299,10 +299,13 @@ void DeferHostSync(Builder& b, const std::vector<int32_t>& rows, const Finding& 
   for (int32_t r : rows) {
     const int32_t call = b.NodeOfRow(r);
     b.NoWait(call);
-    // A read-back's copy and the stream sync after it under the same op (aten::nonzero reading
-    // its count: cudaMemcpyAsync, then cudaStreamSynchronize) are one wait: left to the sync, it
-    // would only move there.
-    const int32_t sync_after = call >= 0 ? SyncAfterCall(trace, g, call) : -1;
+    // A read-back's copy to the host and the stream sync after it under the same op
+    // (aten::nonzero reading its count: cudaMemcpyAsync, then cudaStreamSynchronize) are one
+    // wait: left to the sync, it would only move there. (Only a copy's: a launch that waits under
+    // CUDA_LAUNCH_BLOCKING is no read, and a sync after it waits for other work.)
+    const int32_t copy = ev.link[r];
+    const int32_t sync_after =
+        call >= 0 && copy >= 0 && IsD2H(trace.Name(copy)) ? SyncAfterCall(trace, g, call) : -1;
     if (sync_after >= 0) b.NoWait(sync_after);
     const int32_t stmt = HostStatementOf(trace, r);
     if (stmt < 0 || !deferred.insert(stmt).second) continue;
