@@ -59,15 +59,6 @@ inline bool IsCollectiveKernel(std::string_view n) {
 // GPU kernels.)
 inline bool IsCpuCollectiveName(std::string_view n) { return StartsWith(n, "gloo:"); }
 
-// The profiler's own work that CUPTI records (category "overhead", pid -1): requesting and
-// flushing its activity buffers, its instrumentation. It exists only while profiling (a 1.79 ms
-// "Activity Buffer Request" inside a decode's first aten::gather). Not "Lazy Function Loading"
-// or "Runtime Triggered Module Loading": CUDA's lazy loading, which runs without the profiler too.
-inline bool IsProfilerOverheadName(std::string_view n) {
-  return n == "Activity Buffer Request" || n == "Buffer Flush" || n == "Instrumentation" ||
-         n == "Resource";
-}
-
 // |s| as a base-10 integer: an optional '-', then digits only (no spaces, no '+'); false when
 // empty, anything else follows, or it would come near INT64_MAX. Ids and step numbers in traces.
 inline bool ParseDecimalInt64(std::string_view s, int64_t* out) {

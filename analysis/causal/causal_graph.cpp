@@ -531,12 +531,12 @@ std::vector<FirstCall> OneTimeFirstCalls(const Trace& trace,
       if (ev.kind[p] == EventKind::kCpuOp) allocator_under[p] += ev.dur[i];
     }
   }
-  // The profiler's own work (CUPTI's buffer requests: IsProfilerOverheadName) inside a row's
+  // The profiler's own work (CUPTI's buffer requests: IsProfilerOverhead) inside a row's
   // time is not the row's: a decode's first aten::gather of 1.86 ms held a 1.79 ms "Activity
   // Buffer Request", which no run without the profiler has.
   std::vector<std::pair<int64_t, int64_t>> profiler_work;
   for (size_t i = 0; i < ev.size(); ++i) {
-    if (ev.kind[i] == EventKind::kOther && ev.dur[i] > 0 && IsProfilerOverheadName(trace.Name(i))) {
+    if (ev.dur[i] > 0 && IsProfilerOverhead(trace, i)) {
       profiler_work.emplace_back(ev.ts[i], ev.end(i));
     }
   }

@@ -886,13 +886,10 @@ ProfilerCostTaken TakeOutProfilerCost(const Trace& trace, CausalGraph* graph,
   const bool gpu = std::any_of(g.lanes.begin(), g.lanes.end(), [](const auto& l) { return l.gpu; });
   if (!gpu || g.size() == 0 || (cost.per_op_ns <= 0 && cost.per_frame_ns <= 0)) return out;
   const EventTable& ev = trace.events;
-  // CUPTI's own work (buffer requests and flushes: IsProfilerOverheadName) leaves the CPU
+  // CUPTI's own work (buffer requests and flushes: IsProfilerOverhead) leaves the CPU
   // slices it overlaps on the thread whose CPU work covers most of it (the event names none).
   for (size_t i = 0; i < ev.size(); ++i) {
-    if (ev.kind[i] != EventKind::kOther || ev.dur[i] <= 0 ||
-        !IsProfilerOverheadName(trace.Name(i))) {
-      continue;
-    }
+    if (ev.dur[i] <= 0 || !IsProfilerOverhead(trace, i)) continue;
     const int64_t a = ev.ts[i], b = ev.end(i);
     auto for_each_overlap = [&](const CausalGraph::Lane& l, auto&& visit) {
       for (int32_t n = g.FirstEndingAfter(l.first_node, l.end_node, a);

@@ -62,6 +62,13 @@ bool IsDataLoaderName(std::string_view name) {
           name.find("__next__") != std::string_view::npos);
 }
 
+bool IsProfilerOverhead(const Trace& trace, size_t row) {
+  if (trace.events.kind[row] != EventKind::kOther) return false;
+  const std::string_view n = trace.Name(row);
+  return n == "Activity Buffer Request" || n == "Buffer Flush" || n == "Instrumentation" ||
+         n == "Resource";
+}
+
 std::string_view PythonCallOf(std::string_view n) {
   std::string_view name;
   if (StartsWith(n, "<built-in function ")) {

@@ -25,6 +25,12 @@ int32_t TopOpOf(const Trace& trace, int32_t row);
 int32_t HostStatementOf(const Trace& trace, int32_t sync_row);
 // A DataLoader / DataPipe __next__: the input pipeline.
 bool IsDataLoaderName(std::string_view name);
+// Whether |row| is the profiler's own work that CUPTI records (category "overhead", pid -1):
+// requesting and flushing its activity buffers, its instrumentation. It exists only while
+// profiling (a 1.79 ms "Activity Buffer Request" inside a decode's first aten::gather). Not
+// "Lazy Function Loading" or "Runtime Triggered Module Loading": CUDA's lazy loading, which
+// runs without the profiler too. The first-call finder, TTA008 and the profiler-cost model read it.
+bool IsProfilerOverhead(const Trace& trace, size_t row);
 // What a python_function event (|event_name|) calls: "<built-in function collect>" -> "collect",
 // "<built-in method write of _io.TextIOWrapper object at 0x...>" -> "write", "train.py(42):
 // log_metrics" -> "log_metrics"; "" for other shapes ("nn.Module: Linear_0") and for names

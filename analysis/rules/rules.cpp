@@ -687,12 +687,26 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
   result.safe_saving_ns = costing.safe_saving_ns;
   result.joint_saving_ns = costing.joint_saving_ns;
   result.speedup = costing.speedup();
+  int64_t untraced_claims_ns = 0;  // idle time under CPU work a trace without CPU ops cannot name
   for (const Finding& f : result.findings) {  // their claims: share_of_step is of the run
     const RuleSpec* spec = FindRuleSpec(f.code);
     const auto claim = static_cast<int64_t>(f.share_of_step * static_cast<double>(result.run_ns));
     result.claims_ns += claim;
     if (spec && spec->one_time) result.one_time_saving_ns += claim;
+    if (Num(f, "no_cpu_ops") > 0) untraced_claims_ns += claim;
   }
+  // Recorded without CPU activity (activities=[CUDA]): GPU work and runtime calls, no op, no
+  // Python call, no annotation, and the CPU time it cannot name is most of what the findings
+  // save (a first launch's lazy load the runtime calls show is still judged).
+  bool cpu_recorded = false, gpu_recorded = false;
+  for (size_t i = 0; i < trace.events.size() && !cpu_recorded; ++i) {
+    const EventKind k = trace.events.kind[i];
+    cpu_recorded = k == EventKind::kCpuOp || k == EventKind::kPythonFunction ||
+                   k == EventKind::kUserAnnotation;
+    gpu_recorded = gpu_recorded || IsGpuKind(k);
+  }
+  result.cpu_side_missing =
+      gpu_recorded && !cpu_recorded && 2 * untraced_claims_ns >= result.joint_saving_ns;
   const StepAttribution& all = result.time.overall;
   const double gpu_share =
       all.total() > 0 ? static_cast<double>(all.gpu_ns()) / static_cast<double>(all.total()) : 0.0;
@@ -840,29 +854,6 @@ RuleResult RunRules(const Trace& trace, const RuleOptions& options) {
               return a.code < b.code;
             });
   result.trace_incomplete = std::any_of(result.findings.begin(), result.findings.end(), incomplete);
-  // Recorded without CPU activity (activities=[CUDA]): GPU work and runtime calls, no op, no
-  // Python call, no annotation. What the CPU did while the GPU waited is unknown.
-  {
-    const EventTable& ev = trace.events;
-    bool cpu = false, gpu = false;
-    for (size_t i = 0; i < ev.size() && !cpu; ++i) {
-      const EventKind k = ev.kind[i];
-      cpu = k == EventKind::kCpuOp || k == EventKind::kPythonFunction ||
-            k == EventKind::kUserAnnotation;
-      gpu = gpu || IsGpuKind(k);
-    }
-    // ... and that CPU time is most of what the findings save (a first launch's lazy load
-    // the runtime calls show is still judged).
-    double untraced_ns = 0;
-    for (const Finding& f : result.findings) {
-      auto it = f.evidence.find("no_cpu_ops");
-      if (it != f.evidence.end() && it->second.number > 0) {
-        untraced_ns += f.share_of_step * static_cast<double>(result.run_ns);
-      }
-    }
-    result.cpu_side_missing =
-        gpu && !cpu && 2 * untraced_ns >= static_cast<double>(result.joint_saving_ns);
-  }
   end_phase("what-ifs");
   // Window scores from each window's avoidable time: every finding's replayed saving is spread
   // over the windows its occurrences touch, in proportion to the overlap; a window scores 0.2

@@ -82,8 +82,7 @@ void DetectGpuIdle(const RuleContext& ctx, const RuleOptions& o, std::vector<Fin
     for (uint32_t i = lo; i < hi; ++i) {
       std::string_view n = ctx.Name(i);
       // (The profiler's own buffer requests too: no run without the profiler has them.)
-      if (ctx.IsDataLoaderName(n) || ctx.IsSyncCall(i) ||
-          (ev.kind[i] == EventKind::kOther && IsProfilerOverheadName(n))) {
+      if (ctx.IsDataLoaderName(n) || ctx.IsSyncCall(i) || IsProfilerOverhead(ctx.trace(), i)) {
         explaining.push_back({ev.ts[i], ev.end(i)});
       }
       if (ev.kind[i] == EventKind::kPythonFunction) python_calls.push_back(static_cast<int32_t>(i));
